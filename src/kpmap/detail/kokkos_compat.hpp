@@ -1,0 +1,51 @@
+#pragma once
+/// \file
+/// \brief Every call whose spelling differs between Kokkos 3.4 (Debian's) and
+/// Kokkos 4.x lives here, so the rest of kpmap reads as one version.
+
+#include <Kokkos_Core.hpp>
+
+#include <string>
+
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda_runtime_api.h>
+#elif defined(KOKKOS_ENABLE_HIP)
+#include <hip/hip_runtime_api.h>
+#endif
+
+namespace kpmap::detail {
+
+/// \brief "major.minor.patch" of the Kokkos kpmap was compiled against.
+inline std::string kokkos_version_string() {
+  const int patch = KOKKOS_VERSION % 100;
+  return std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) +
+         "." + (patch < 10 ? "0" : "") + std::to_string(patch);
+}
+
+/// \brief Number of GPUs this process can see before Kokkos is initialised;
+/// 0 when Kokkos has no GPU backend (the "device" is then the host).
+inline int visible_device_count() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+#elif defined(KOKKOS_ENABLE_HIP)
+  int n = 0;
+  if (hipGetDeviceCount(&n) != hipSuccess) return 0;
+  return n;
+#else
+  return 0;
+#endif
+}
+
+/// \brief The device Kokkos runs on after initialisation (-1 on host backends).
+inline int kokkos_device_id(int chosen) {
+#if KOKKOS_VERSION >= 40100
+  (void)chosen;
+  return Kokkos::device_id();
+#else
+  return chosen;
+#endif
+}
+
+}  // namespace kpmap::detail

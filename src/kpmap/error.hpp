@@ -1,0 +1,48 @@
+#pragma once
+/// \file
+/// \brief kpmap's exception types and the process exit codes the apps promise.
+
+#include <stdexcept>
+#include <string>
+
+namespace kpmap {
+
+/// \brief Exit codes of kpmap programs (documented in docs/reliability.md).
+namespace exit_code {
+inline constexpr int success = 0;
+inline constexpr int failure = 1;    ///< an unexpected error (a bug, a system failure)
+inline constexpr int bad_input = 2;  ///< bad deck, bad command line, bad environment, bad file
+inline constexpr int diverged = 3;   ///< the numerics produced NaN or Inf
+}  // namespace exit_code
+
+/// \brief Whether every rank raised the same error (and so can leave cleanly),
+/// or only this rank did (and so the job must be aborted, or the others hang).
+enum class ErrorScope { this_rank, all_ranks };
+
+/// \brief Base of every error kpmap throws. Carries the exit code the process
+/// should end with and whether all ranks raised it together.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message, int code = exit_code::failure,
+                 ErrorScope scope = ErrorScope::this_rank)
+      : std::runtime_error(message), code_(code), scope_(scope) {}
+
+  /// \brief The process exit code this error maps to.
+  int code() const noexcept { return code_; }
+  /// \brief True when every rank of the job threw this error in step.
+  bool all_ranks() const noexcept { return scope_ == ErrorScope::all_ranks; }
+
+ private:
+  int code_;
+  ErrorScope scope_;
+};
+
+/// \brief Bad input from the user: a deck, a command line, an environment
+/// variable or an input file. Exit code 2.
+class InputError : public Error {
+ public:
+  explicit InputError(const std::string& message, ErrorScope scope = ErrorScope::this_rank)
+      : Error(message, exit_code::bad_input, scope) {}
+};
+
+}  // namespace kpmap

@@ -1,0 +1,194 @@
+#include <kpmap/runtime.hpp>
+
+#include <kpmap/detail/kokkos_compat.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <unistd.h>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+namespace kpmap {
+
+namespace {
+
+Runtime* g_runtime = nullptr;
+
+int world_rank_or_minus_one() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return -1;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+// Called when an exception escapes main (or noexcept code): name the rank and
+// the message, then take the whole job down instead of leaving peers waiting.
+[[noreturn]] void terminate_handler() {
+  std::string message = "terminate called without an active exception";
+  if (auto eptr = std::current_exception()) {
+    try {
+      std::rethrow_exception(eptr);
+    } catch (const std::exception& e) {
+      message = std::string("uncaught exception: ") + e.what();
+    } catch (...) {
+      message = "uncaught exception of unknown type";
+    }
+  }
+  abort_job(message, exit_code::failure);
+}
+
+bool user_chose_device(int argc, char** argv) {
+  for (const char* var : {"KOKKOS_DEVICE_ID", "KOKKOS_NUM_DEVICES", "KOKKOS_MAP_DEVICE_ID_BY"}) {
+    if (std::getenv(var) != nullptr) return true;
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    for (std::string_view flag : {"--kokkos-device", "--kokkos-num-devices", "--kokkos-ndevices",
+                                  "--kokkos-map-device-id-by"}) {
+      if (arg.substr(0, flag.size()) == flag) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void abort_job(const std::string& message, int code) {
+  const int rank = world_rank_or_minus_one();
+  std::string line = "kpmap: ";
+  if (rank >= 0) line += "rank " + std::to_string(rank) + ": ";
+  line += message + "\n";
+  // One write() so that lines from several ranks do not interleave.
+  std::fflush(stdout);
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+  if (rank >= 0) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
+  if (g_runtime != nullptr) {
+    throw Error("kpmap::Runtime: a Runtime already exists in this process");
+  }
+  uncaught_at_start_ = std::uncaught_exceptions();
+  init_mpi(argc, argv, options);
+  std::set_terminate(terminate_handler);
+  g_runtime = this;
+  init_node_topology();
+  std::string error;
+  try {
+    init_kokkos(argc, argv);
+    gpu_ = transport::detect_gpu_awareness();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  // A bad setting is usually seen by every rank: let the lowest failing rank
+  // report it once and end the job; the others wait to be taken down.
+  const int failing = error.empty() ? size_ : rank_;
+  int first_failing = size_;
+  MPI_Allreduce(&failing, &first_failing, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first_failing < size_) {
+    if (rank_ == first_failing) abort(error, exit_code::bad_input);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+void Runtime::init_mpi(int& argc, char**& argv, const RuntimeOptions& options) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) {
+    MPI_Query_thread(&thread_provided_);
+  } else {
+    if (MPI_Init_thread(&argc, &argv, options.mpi_thread_level, &thread_provided_) != MPI_SUCCESS) {
+      abort_job("MPI_Init_thread failed", exit_code::failure);
+    }
+    owns_mpi_ = true;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  if (thread_provided_ < options.mpi_thread_level) {
+    abort_job("the MPI library provides thread level " + std::to_string(thread_provided_) +
+                  " but kpmap needs " + std::to_string(options.mpi_thread_level) +
+                  " (see MPI_THREAD_* in mpi.h)",
+              exit_code::failure);
+  }
+}
+
+void Runtime::init_node_topology() {
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_);
+  MPI_Comm_rank(node_comm_, &node_rank_);
+  MPI_Comm_size(node_comm_, &node_size_);
+  // Node leaders (node rank 0) number the nodes in order of their world rank.
+  const int leader = node_rank_ == 0 ? 1 : 0;
+  int leaders_before = 0;
+  MPI_Exscan(&leader, &leaders_before, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank_ == 0) leaders_before = 0;  // MPI_Exscan leaves rank 0's result undefined
+  MPI_Allreduce(&leader, &node_count_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  node_index_ = leaders_before;
+  MPI_Bcast(&node_index_, 1, MPI_INT, 0, node_comm_);
+}
+
+void Runtime::init_kokkos(int& argc, char**& argv) {
+  if (Kokkos::is_initialized()) {
+    device_binding_ = "chosen by the caller, who initialised Kokkos before kpmap::Runtime";
+    device_id_ = detail::kokkos_device_id(-1);
+    return;
+  }
+  const int devices = detail::visible_device_count();
+  std::vector<char*> args(argv, argv + argc);
+  std::string device_flag;
+  int chosen = -1;
+  if (devices == 0) {
+    device_binding_ = "host backend: the rank runs on its CPU cores";
+  } else if (user_chose_device(argc, argv)) {
+    device_binding_ = "chosen by Kokkos options (--kokkos-device-id / KOKKOS_DEVICE_ID / ...)";
+  } else {
+    chosen = node_rank_ % devices;
+    device_flag = "--kokkos-device-id=" + std::to_string(chosen);
+    args.push_back(device_flag.data());
+    device_binding_ = "node-local rank " + std::to_string(node_rank_) + " mod " +
+                      std::to_string(devices) + " visible GPU(s)";
+  }
+  args.push_back(nullptr);
+  int nargs = static_cast<int>(args.size()) - 1;
+  Kokkos::initialize(nargs, args.data());
+  owns_kokkos_ = true;
+  // Kokkos removed the arguments it understood; hand the rest back to the caller.
+  int kept = 0;
+  for (int i = 0; i < nargs; ++i) {
+    if (args[i] != device_flag.data()) argv[kept++] = args[i];
+  }
+  argv[kept] = nullptr;
+  argc = kept;
+  device_id_ = devices == 0 ? -1 : detail::kokkos_device_id(chosen);
+}
+
+Runtime::~Runtime() {
+  if (std::uncaught_exceptions() > uncaught_at_start_) {
+    // Unwinding past the Runtime: the other ranks may be blocked in a
+    // collective with this one, and MPI_Finalize could hang. End the job.
+    abort("an exception propagated out of the scope of kpmap::Runtime", exit_code::failure);
+  }
+  g_runtime = nullptr;
+  if (owns_kokkos_) Kokkos::finalize();
+  if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
+  if (owns_mpi_) MPI_Finalize();
+}
+
+Runtime& Runtime::current() {
+  if (g_runtime == nullptr) {
+    throw Error("kpmap::Runtime::current(): no kpmap::Runtime is alive; create one first");
+  }
+  return *g_runtime;
+}
+
+bool Runtime::active() noexcept { return g_runtime != nullptr; }
+
+void Runtime::abort(const std::string& message, int code) const { abort_job(message, code); }
+
+}  // namespace kpmap

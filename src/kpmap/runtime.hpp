@@ -1,0 +1,138 @@
+#pragma once
+/// \file
+/// \brief `kpmap::Runtime`: MPI and Kokkos up and down in the right order, one
+/// device per rank, and one rank's error turned into a prompt job-wide abort.
+
+#include <kpmap/error.hpp>
+#include <kpmap/transport/gpu_aware.hpp>
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <utility>
+
+namespace kpmap {
+
+/// \brief Start-up choices for kpmap::Runtime.
+struct RuntimeOptions {
+  /// The MPI thread level kpmap requires. FUNNELED suffices for Kokkos' host
+  /// backends (only the thread that called MPI_Init_thread talks to MPI).
+  int mpi_thread_level = MPI_THREAD_FUNNELED;
+};
+
+/// \brief RAII owner of MPI and Kokkos for one process (one rank, one device).
+///
+/// The constructor initialises MPI with `MPI_Init_thread` (the requested level
+/// is checked), finds this rank's node-local rank with
+/// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`, binds the rank to GPU
+/// `node_rank % visible GPUs` unless the user chose a device through Kokkos'
+/// own flags (`--kokkos-device-id`, `KOKKOS_DEVICE_ID`, ...), then initialises
+/// Kokkos. The destructor finalises Kokkos, then MPI. If MPI or Kokkos was
+/// already initialised by the caller, the Runtime neither initialises nor
+/// finalises it.
+///
+/// An exception that escapes to `std::terminate` on any rank prints
+/// `kpmap: rank R: message` and aborts the whole job with `MPI_Abort`, so the
+/// other ranks never wait forever. Use kpmap::run() to get the same for
+/// exceptions thrown by the program body, with exit codes.
+///
+/// Construction and destruction are collective over MPI_COMM_WORLD. At most
+/// one Runtime exists per process.
+class Runtime {
+ public:
+  Runtime(int& argc, char**& argv, RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  Runtime(Runtime&&) = delete;
+  Runtime& operator=(Runtime&&) = delete;
+
+  /// \brief The live Runtime. \throws kpmap::Error if there is none.
+  static Runtime& current();
+  /// \brief True while a Runtime exists.
+  static bool active() noexcept;
+
+  /// \brief MPI_COMM_WORLD as kpmap uses it (never freed by the caller).
+  MPI_Comm world() const noexcept { return MPI_COMM_WORLD; }
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+
+  /// \brief The ranks that share this rank's node (shared-memory domain).
+  MPI_Comm node_comm() const noexcept { return node_comm_; }
+  int node_rank() const noexcept { return node_rank_; }
+  int node_size() const noexcept { return node_size_; }
+  /// \brief Number of distinct nodes in the job.
+  int node_count() const noexcept { return node_count_; }
+  /// \brief Index of this rank's node, 0 .. node_count()-1 (ordered by lowest world rank).
+  int node_index() const noexcept { return node_index_; }
+
+  /// \brief The GPU this rank runs on, or -1 when Kokkos' default execution
+  /// space is a host backend.
+  int device_id() const noexcept { return device_id_; }
+  /// \brief How device_id() was chosen ("node-local rank 1 of 4 GPUs", ...).
+  const std::string& device_binding() const noexcept { return device_binding_; }
+
+  int mpi_thread_level_provided() const noexcept { return thread_provided_; }
+
+  /// \brief Whether MPI may be handed device pointers, and why.
+  const transport::GpuAwareness& gpu_awareness() const noexcept { return gpu_; }
+
+  /// \brief Prints `kpmap: rank R: message` to stderr and aborts every rank of
+  /// the job with exit code `code`. Not collective: one rank may call it alone.
+  [[noreturn]] void abort(const std::string& message, int code = exit_code::failure) const;
+
+ private:
+  void init_mpi(int& argc, char**& argv, const RuntimeOptions& options);
+  void init_node_topology();
+  void init_kokkos(int& argc, char**& argv);
+
+  bool owns_mpi_ = false;
+  bool owns_kokkos_ = false;
+  int rank_ = 0;
+  int size_ = 1;
+  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  int node_rank_ = 0;
+  int node_size_ = 1;
+  int node_count_ = 1;
+  int node_index_ = 0;
+  int device_id_ = -1;
+  std::string device_binding_;
+  int thread_provided_ = MPI_THREAD_SINGLE;
+  transport::GpuAwareness gpu_;
+  int uncaught_at_start_ = 0;
+};
+
+/// \brief Prints `kpmap: rank R: message` and aborts the job; usable with or
+/// without a live Runtime (falls back to std::_Exit before MPI is up).
+[[noreturn]] void abort_job(const std::string& message, int code = exit_code::failure);
+
+/// \brief Runs `body(runtime)` as a program's main with kpmap's error contract.
+///
+/// - `body` returns the exit code (0 on success);
+/// - a kpmap::Error raised by all ranks together (`all_ranks()`) is printed
+///   once by rank 0 and every rank leaves cleanly with its code (2 for input);
+/// - any other exception aborts the whole job at once with
+///   `kpmap: rank R: message`, so no rank waits forever on the one that failed.
+///
+/// Collective over MPI_COMM_WORLD.
+template <class Body>
+int run(int& argc, char**& argv, Body&& body, RuntimeOptions options = {}) {
+  Runtime runtime(argc, argv, options);
+  try {
+    return std::forward<Body>(body)(runtime);
+  } catch (const Error& e) {
+    if (!e.all_ranks()) runtime.abort(e.what(), e.code());
+    if (runtime.rank() == 0) {
+      std::fputs(("kpmap: error: " + std::string(e.what()) + "\n").c_str(), stderr);
+    }
+    return e.code();
+  } catch (const std::exception& e) {
+    runtime.abort(e.what(), exit_code::failure);
+  } catch (...) {
+    runtime.abort("unknown exception", exit_code::failure);
+  }
+}
+
+}  // namespace kpmap

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Run a command that must fail promptly with a given message.
+
+usage: expect_failure.py --within SECONDS --expect TEXT [--expect TEXT ...]
+                         [--exit-code N] -- command...
+
+Passes when the command exits non-zero (or with exactly N) within SECONDS
+and its combined output contains every TEXT. A command still running after
+SECONDS is killed and the check fails: that is the hang it guards against.
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--within", type=float, required=True)
+    p.add_argument("--expect", action="append", default=[])
+    p.add_argument("--exit-code", type=int)
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    a = p.parse_args()
+    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if not cmd:
+        p.error("no command given")
+
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=a.within)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        print(out)
+        print(f"FAIL: still running after {a.within} s (a hang)")
+        return 1
+    elapsed = time.monotonic() - start
+    print(out)
+    print(f"exit code {proc.returncode} after {elapsed:.2f} s")
+    failures = []
+    if proc.returncode == 0:
+        failures.append("exited 0 but should have failed")
+    if a.exit_code is not None and proc.returncode != a.exit_code:
+        failures.append(f"exit code {proc.returncode}, expected {a.exit_code}")
+    for text in a.expect:
+        if text not in out:
+            failures.append(f"output lacks {text!r}")
+    for f in failures:
+        print("FAIL: " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

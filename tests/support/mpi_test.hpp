@@ -1,0 +1,29 @@
+#pragma once
+// Helpers for kpmap's Catch2 tests, which run under mpiexec at 1, 2, 3 and 4 ranks.
+
+#include <mpi.h>
+
+namespace kpmap::test {
+
+inline int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+inline int world_size() {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+/// Collective: true when `ok` holds on every rank. Use it before REQUIRE so a
+/// failure on one rank does not leave the others in a later collective.
+inline bool all_ranks(bool ok) {
+  int local = ok ? 1 : 0;
+  int global = 0;
+  MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return global != 0;
+}
+
+}  // namespace kpmap::test

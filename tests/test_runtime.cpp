@@ -1,0 +1,103 @@
+// kpmap::Runtime: topology, device binding and the GPU-aware decision.
+
+#include "support/mpi_test.hpp"
+
+#include <kpmap/runtime.hpp>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <Kokkos_Core.hpp>
+
+using Catch::Matchers::ContainsSubstring;
+using kpmap::transport::decide_gpu_awareness;
+using kpmap::transport::MpiGpuSupport;
+
+TEST_CASE("Runtime reports the MPI world and the node topology", "[runtime]") {
+  auto& rt = kpmap::Runtime::current();
+  REQUIRE(kpmap::Runtime::active());
+  CHECK(rt.rank() == kpmap::test::world_rank());
+  CHECK(rt.size() == kpmap::test::world_size());
+  CHECK(Kokkos::is_initialized());
+  CHECK(rt.mpi_thread_level_provided() >= MPI_THREAD_FUNNELED);
+
+  // Every rank is on exactly one node: the node sizes, counted once per node
+  // by its leader, add up to the world size.
+  CHECK(rt.node_rank() >= 0);
+  CHECK(rt.node_rank() < rt.node_size());
+  const int leader_share = rt.node_rank() == 0 ? rt.node_size() : 0;
+  int total = 0;
+  MPI_Allreduce(&leader_share, &total, 1, MPI_INT, MPI_SUM, rt.world());
+  CHECK(total == rt.size());
+  CHECK(rt.node_index() >= 0);
+  CHECK(rt.node_index() < rt.node_count());
+  CHECK(rt.node_count() <= rt.size());
+
+  // The node communicator holds exactly the ranks with the same node index.
+  int same_node = 0;
+  int one = 1;
+  MPI_Allreduce(&one, &same_node, 1, MPI_INT, MPI_SUM, rt.node_comm());
+  CHECK(same_node == rt.node_size());
+}
+
+TEST_CASE("Runtime binds host backends to no GPU", "[runtime]") {
+  auto& rt = kpmap::Runtime::current();
+  constexpr bool host =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                 Kokkos::DefaultExecutionSpace::memory_space>::accessible;
+  if (host) {
+    CHECK(rt.device_id() == -1);
+    CHECK_THAT(rt.device_binding(), ContainsSubstring("host"));
+  } else {
+    CHECK(rt.device_id() >= 0);
+  }
+}
+
+TEST_CASE("There is only one Runtime", "[runtime]") {
+  int argc = 1;
+  char name[] = "second";
+  char* args[] = {name, nullptr};
+  char** argv = args;
+  CHECK_THROWS_AS(kpmap::Runtime(argc, argv), kpmap::Error);
+}
+
+TEST_CASE("GPU-aware decision follows KPMAP_GPU_AWARE and the MPI library", "[transport]") {
+  const MpiGpuSupport yes{true, "library says yes"};
+  const MpiGpuSupport no{false, "library says no"};
+
+  SECTION("auto asks the MPI library") {
+    auto g = decide_gpu_awareness(std::nullopt, std::nullopt, false, yes);
+    CHECK(g.gpu_aware);
+    CHECK_THAT(g.reason, ContainsSubstring("auto: library says yes"));
+    g = decide_gpu_awareness(std::string("auto"), std::nullopt, false, no);
+    CHECK_FALSE(g.gpu_aware);
+    CHECK_THAT(g.reason, ContainsSubstring("library says no"));
+  }
+  SECTION("on and off override the library, in any case") {
+    CHECK(decide_gpu_awareness(std::string("ON"), std::nullopt, false, no).gpu_aware);
+    CHECK_FALSE(decide_gpu_awareness(std::string("off"), std::nullopt, false, yes).gpu_aware);
+    CHECK_THAT(decide_gpu_awareness(std::string("off"), std::nullopt, false, yes).reason,
+               ContainsSubstring("KPMAP_GPU_AWARE=off"));
+  }
+  SECTION("host memory needs no decision, and says so") {
+    auto g = decide_gpu_awareness(std::nullopt, std::nullopt, true, no);
+    CHECK(g.device_memory_is_host_accessible);
+    CHECK_THAT(g.reason, ContainsSubstring("host-accessible"));
+  }
+  SECTION("KPMAP_STAGING=always forces staging") {
+    CHECK(decide_gpu_awareness(std::nullopt, std::string("always"), true, no).staging_always);
+    CHECK_FALSE(decide_gpu_awareness(std::nullopt, std::string("auto"), true, no).staging_always);
+  }
+  SECTION("a bad value is an input error naming the variable") {
+    CHECK_THROWS_WITH(decide_gpu_awareness(std::string("maybe"), std::nullopt, false, no),
+                      ContainsSubstring("KPMAP_GPU_AWARE='maybe'"));
+    CHECK_THROWS_AS(decide_gpu_awareness(std::nullopt, std::string("sometimes"), false, no),
+                    kpmap::InputError);
+    try {
+      decide_gpu_awareness(std::nullopt, std::string("sometimes"), false, no);
+    } catch (const kpmap::Error& e) {
+      CHECK(e.code() == kpmap::exit_code::bad_input);
+      CHECK_THAT(std::string(e.what()), ContainsSubstring("KPMAP_STAGING"));
+    }
+  }
+}
