@@ -2,6 +2,8 @@
 /// \file
 /// \brief Umbrella header: everything a kpmap program needs.
 
+#include <kpmap/collectives.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/mesh.hpp>
 #include <kpmap/runtime.hpp>
 #include <kpmap/version.hpp>

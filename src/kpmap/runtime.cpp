@@ -15,6 +15,10 @@ namespace kpmap {
 namespace {
 
 Runtime* g_runtime = nullptr;
+std::vector<std::function<void()>>& finalize_hooks() {
+  static std::vector<std::function<void()>> hooks;
+  return hooks;
+}
 
 int world_rank_or_minus_one() {
   int initialized = 0;
@@ -120,6 +124,7 @@ void Runtime::init_mpi(int& argc, char**& argv, const RuntimeOptions& options) {
 }
 
 void Runtime::init_node_topology() {
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_);
   MPI_Comm_rank(node_comm_, &node_rank_);
   MPI_Comm_size(node_comm_, &node_size_);
@@ -174,9 +179,16 @@ Runtime::~Runtime() {
     // collective with this one, and MPI_Finalize could hang. End the job.
     abort("an exception propagated out of the scope of kpmap::Runtime", exit_code::failure);
   }
+  auto& hooks = finalize_hooks();
+  while (!hooks.empty()) {
+    auto hook = std::move(hooks.back());
+    hooks.pop_back();
+    hook();
+  }
   g_runtime = nullptr;
   if (owns_kokkos_) Kokkos::finalize();
   if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   if (owns_mpi_) MPI_Finalize();
 }
 
@@ -185,6 +197,10 @@ Runtime& Runtime::current() {
     throw Error("kpmap::Runtime::current(): no kpmap::Runtime is alive; create one first");
   }
   return *g_runtime;
+}
+
+void Runtime::at_finalize(std::function<void()> hook) {
+  finalize_hooks().push_back(std::move(hook));
 }
 
 bool Runtime::active() noexcept { return g_runtime != nullptr; }

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -54,8 +55,11 @@ class Runtime {
   /// \brief True while a Runtime exists.
   static bool active() noexcept;
 
-  /// \brief MPI_COMM_WORLD as kpmap uses it (never freed by the caller).
+  /// \brief MPI_COMM_WORLD, for the program's own MPI calls.
   MPI_Comm world() const noexcept { return MPI_COMM_WORLD; }
+  /// \brief kpmap's private duplicate of MPI_COMM_WORLD, so that kpmap's
+  /// messages never match the program's own. Owned by the Runtime.
+  MPI_Comm comm() const noexcept { return comm_; }
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
 
@@ -79,6 +83,11 @@ class Runtime {
   /// \brief Whether MPI may be handed device pointers, and why.
   const transport::GpuAwareness& gpu_awareness() const noexcept { return gpu_; }
 
+  /// \brief Registers `hook` to run when the Runtime shuts down, before Kokkos
+  /// and MPI are finalised (last registered, first run). Layers that keep
+  /// Kokkos memory or MPI objects for the life of the process release them here.
+  static void at_finalize(std::function<void()> hook);
+
   /// \brief Prints `kpmap: rank R: message` to stderr and aborts every rank of
   /// the job with exit code `code`. Not collective: one rank may call it alone.
   [[noreturn]] void abort(const std::string& message, int code = exit_code::failure) const;
@@ -92,6 +101,7 @@ class Runtime {
   bool owns_kokkos_ = false;
   int rank_ = 0;
   int size_ = 1;
+  MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   int node_rank_ = 0;
   int node_size_ = 1;

@@ -42,8 +42,8 @@ int main(int argc, char** argv) {
       MPI_Get_count(&status, MPI_CHAR, &count);
       std::string text(static_cast<std::size_t>(count), '\0');
       MPI_Recv(text.data(), count, MPI_CHAR, r, 0, runtime.world(), MPI_STATUS_IGNORE);
-      std::cout << "\n======== rank " << r << " of " << size << ": " << all_failed[r]
-                << " failed test case(s) ========\n"
+      std::cout << "\n======== rank " << r << " of " << size << " failed (Catch2 exit code "
+                << all_failed[r] << "); its report: ========\n"
                 << text << std::flush;
     }
   }

@@ -48,4 +48,26 @@ inline int kokkos_device_id(int chosen) {
 #endif
 }
 
+/// \brief Fences one execution space instance with a label (labels arrived in Kokkos 3.6).
+template <class ExecSpace>
+void fence(const ExecSpace& exec, [[maybe_unused]] const char* label) {
+#if KOKKOS_VERSION >= 30600
+  exec.fence(label);
+#else
+  exec.fence();
+#endif
+}
+
+/// \brief Host memory that GPUs can reach by DMA: the staging target for
+/// device buffers when MPI is not GPU-aware. Plain host memory elsewhere.
+#if defined(KOKKOS_ENABLE_CUDA)
+using PinnedHostSpace = Kokkos::CudaHostPinnedSpace;
+#elif defined(KOKKOS_ENABLE_HIP) && KOKKOS_VERSION >= 40000
+using PinnedHostSpace = Kokkos::HIPHostPinnedSpace;
+#elif defined(KOKKOS_ENABLE_HIP)
+using PinnedHostSpace = Kokkos::Experimental::HIPHostPinnedSpace;
+#else
+using PinnedHostSpace = Kokkos::HostSpace;
+#endif
+
 }  // namespace kpmap::detail

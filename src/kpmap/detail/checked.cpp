@@ -1,0 +1,157 @@
+#include <kpmap/detail/checked.hpp>
+
+#include <kpmap/error.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+namespace kpmap {
+
+namespace {
+
+std::optional<bool> g_checked_override;
+
+bool checked_default() {
+  if (const char* v = std::getenv("KPMAP_CHECK")) {
+    const std::string s(v);
+    if (s == "1" || s == "on" || s == "yes" || s == "true") return true;
+    if (s == "0" || s == "off" || s == "no" || s == "false" || s.empty()) return false;
+    throw InputError("environment variable KPMAP_CHECK='" + s +
+                     "' is not allowed: expected 0 or 1");
+  }
+#if defined(KPMAP_CHECKED_DEFAULT)
+  return true;
+#else
+  return false;
+#endif
+}
+
+// A fixed-size record of a Signature, gathered across the axis as bytes.
+struct Record {
+  char op[24];
+  char type[16];
+  char arg[40];
+  std::int64_t rank;
+  std::int64_t extents[detail::max_view_rank];
+  std::int64_t param;
+};
+
+void copy_text(char* dst, std::size_t n, const std::string& s) {
+  std::memset(dst, 0, n);
+  std::memcpy(dst, s.data(), std::min(n - 1, s.size()));
+}
+
+Record to_record(const detail::Signature& s) {
+  Record r;
+  copy_text(r.op, sizeof(r.op), s.op);
+  copy_text(r.type, sizeof(r.type), s.type);
+  copy_text(r.arg, sizeof(r.arg), s.arg);
+  r.rank = s.rank;
+  for (int d = 0; d < detail::max_view_rank; ++d) {
+    r.extents[d] = d < s.rank ? static_cast<std::int64_t>(s.extents[d]) : 1;
+  }
+  r.param = s.param;
+  return r;
+}
+
+bool same(const Record& a, const Record& b) {
+  return std::strcmp(a.op, b.op) == 0 && std::strcmp(a.type, b.type) == 0 && a.rank == b.rank &&
+         std::memcmp(a.extents, b.extents, sizeof(a.extents)) == 0 && a.param == b.param;
+}
+
+std::string describe(const Record& r) {
+  std::string s = std::string(r.op) + " of " + r.type;
+  if (r.rank == 0) return s + " scalar";
+  s += " shape (";
+  for (int d = 0; d < r.rank; ++d) s += (d ? ", " : "") + std::to_string(r.extents[d]);
+  s += ")";
+  if (r.param != 0) s += " [parameter " + std::to_string(r.param) + "]";
+  return s;
+}
+
+std::uint64_t fnv1a(const void* p, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= b[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+bool checked_mode() {
+  if (!g_checked_override) g_checked_override = checked_default();
+  return *g_checked_override;
+}
+
+void set_checked_mode(bool on) { g_checked_override = on; }
+
+namespace detail {
+
+void verify_signature(const Axis& axis, const Signature& mine) {
+  const Record rec = to_record(mine);
+  std::vector<Record> all(static_cast<std::size_t>(axis.size()));
+  MPI_Allgather(&rec, sizeof(Record), MPI_BYTE, all.data(), sizeof(Record), MPI_BYTE, axis.comm());
+  for (int r = 1; r < axis.size(); ++r) {
+    if (!same(all[0], all[r])) {
+      throw Error("kpmap checked mode: collective over axis '" + axis.name() +
+                      "' called differently on different ranks: argument '" + all[0].arg +
+                      "': axis rank 0 called " + describe(all[0]) + ", axis rank " +
+                      std::to_string(r) + " called " + describe(all[r]) +
+                      " (every rank of the axis must call the same collectives in the same "
+                      "order with the same shapes)",
+                  exit_code::failure, ErrorScope::all_ranks);
+    }
+  }
+}
+
+void verify_identical(const Axis& axis, const std::string& what, const void* bytes,
+                      std::size_t nbytes, std::size_t elem_size,
+                      std::string (*format)(const void* element)) {
+  const std::uint64_t mine[2] = {fnv1a(bytes, nbytes), nbytes};
+  std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(axis.size()));
+  MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, axis.comm());
+  int other = -1;
+  for (int r = 1; r < axis.size() && other < 0; ++r) {
+    if (all[2 * r] != all[0] || all[2 * r + 1] != all[1]) other = r;
+  }
+  if (other < 0) return;
+
+  // Axis rank 0 compares its bytes with the first disagreeing rank's and
+  // tells everyone where they differ.
+  std::string message;
+  if (all[2 * other + 1] != all[1]) {
+    message = "sizes differ: axis rank 0 has " + std::to_string(all[1] / elem_size) +
+              " elements, axis rank " + std::to_string(other) + " has " +
+              std::to_string(all[2 * other + 1] / elem_size);
+  } else if (axis.index() == other) {
+    MPI_Send(bytes, static_cast<int>(nbytes), MPI_BYTE, 0, 11, axis.comm());
+  } else if (axis.index() == 0) {
+    std::vector<unsigned char> theirs(nbytes);
+    MPI_Recv(theirs.data(), static_cast<int>(nbytes), MPI_BYTE, other, 11, axis.comm(),
+             MPI_STATUS_IGNORE);
+    const auto* ours = static_cast<const unsigned char*>(bytes);
+    for (std::size_t i = 0; i < nbytes / elem_size; ++i) {
+      if (std::memcmp(ours + i * elem_size, theirs.data() + i * elem_size, elem_size) != 0) {
+        message = "element " + std::to_string(i) + " is " + format(ours + i * elem_size) +
+                  " on axis rank 0 but " + format(theirs.data() + i * elem_size) +
+                  " on axis rank " + std::to_string(other);
+        break;
+      }
+    }
+  }
+  int len = static_cast<int>(message.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, axis.comm());
+  message.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(message.data(), len, MPI_CHAR, 0, axis.comm());
+  throw Error("kpmap checked mode: " + what + " should be replicated over axis '" + axis.name() +
+                  "' but differs between ranks: " + message,
+              exit_code::failure, ErrorScope::all_ranks);
+}
+
+}  // namespace detail
+}  // namespace kpmap

@@ -1,0 +1,153 @@
+#include <kpmap/mesh.hpp>
+
+#include <kpmap/error.hpp>
+#include <kpmap/runtime.hpp>
+
+#include <algorithm>
+#include <set>
+
+namespace kpmap {
+
+namespace {
+const Mesh* g_current = nullptr;
+}  // namespace
+
+Mesh::Mesh(MPI_Comm comm, std::string axis_name) {
+  if (axis_name.empty()) throw InputError("kpmap::Mesh: an axis name must not be empty");
+  // A duplicate keeps kpmap's messages apart from the caller's on `comm`.
+  MPI_Comm_dup(comm, &comm_);
+  auto a = std::make_unique<Axis>();
+  a->name_ = std::move(axis_name);
+  a->comm_ = comm_;
+  MPI_Comm_rank(comm_, &a->index_);
+  MPI_Comm_size(comm_, &a->size_);
+  axes_.push_back(std::move(a));
+}
+
+Mesh::Mesh(Wrap, MPI_Comm comm, std::string axis_name) : comm_(comm), owns_comm_(false) {
+  auto a = std::make_unique<Axis>();
+  a->name_ = std::move(axis_name);
+  a->comm_ = comm_;
+  MPI_Comm_rank(comm_, &a->index_);
+  MPI_Comm_size(comm_, &a->size_);
+  axes_.push_back(std::move(a));
+}
+
+Mesh::Mesh(const std::vector<std::pair<std::string, int>>& axes, MPI_Comm comm) {
+  int nranks = 1;
+  MPI_Comm_size(comm, &nranks);
+  const int nd = static_cast<int>(axes.size());
+  if (nd == 0) throw InputError("kpmap::Mesh: a mesh needs at least one axis");
+  std::set<std::string> names;
+  std::vector<int> dims(nd);
+  std::string shape_text;
+  for (int d = 0; d < nd; ++d) {
+    const auto& [name, size] = axes[d];
+    if (name.empty()) throw InputError("kpmap::Mesh: axis " + std::to_string(d) + " has no name");
+    if (!names.insert(name).second) {
+      throw InputError("kpmap::Mesh: axis name '" + name + "' appears twice");
+    }
+    if (size < 0) {
+      throw InputError("kpmap::Mesh: axis '" + name + "' has negative size " +
+                       std::to_string(size) + " (use 0 to let MPI_Dims_create choose)");
+    }
+    dims[d] = size;
+    shape_text += (d ? ", " : "") + name + "=" + std::to_string(size);
+  }
+  int fixed = 1;
+  for (int s : dims) fixed *= s > 0 ? s : 1;
+  if (nranks % fixed != 0 ||
+      (std::find(dims.begin(), dims.end(), 0) == dims.end() && fixed != nranks)) {
+    throw InputError("kpmap::Mesh: axes {" + shape_text + "} do not fit " + std::to_string(nranks) +
+                     " ranks (their product must equal the rank count)");
+  }
+  MPI_Dims_create(nranks, nd, dims.data());
+  std::vector<int> periods(nd, 0);
+  MPI_Cart_create(comm, nd, dims.data(), periods.data(), /*reorder=*/0, &comm_);
+  std::vector<int> coords(nd);
+  int rank = 0;
+  MPI_Comm_rank(comm_, &rank);
+  MPI_Cart_coords(comm_, rank, nd, coords.data());
+  for (int d = 0; d < nd; ++d) {
+    std::vector<int> keep(nd, 0);
+    keep[d] = 1;
+    auto a = std::make_unique<Axis>();
+    a->name_ = axes[d].first;
+    MPI_Cart_sub(comm_, keep.data(), &a->comm_);
+    a->index_ = coords[d];
+    a->size_ = dims[d];
+    axes_.push_back(std::move(a));
+  }
+}
+
+void Mesh::free() noexcept {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  for (auto& a : axes_) {
+    if (!finalized && a->comm_ != MPI_COMM_NULL && a->comm_ != comm_) MPI_Comm_free(&a->comm_);
+  }
+  axes_.clear();
+  if (!finalized && owns_comm_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  comm_ = MPI_COMM_NULL;
+}
+
+Mesh::~Mesh() { free(); }
+
+Mesh::Mesh(Mesh&& other) noexcept
+    : comm_(other.comm_), owns_comm_(other.owns_comm_), axes_(std::move(other.axes_)) {
+  other.comm_ = MPI_COMM_NULL;
+}
+
+Mesh& Mesh::operator=(Mesh&& other) noexcept {
+  if (this != &other) {
+    free();
+    comm_ = other.comm_;
+    owns_comm_ = other.owns_comm_;
+    axes_ = std::move(other.axes_);
+    other.comm_ = MPI_COMM_NULL;
+  }
+  return *this;
+}
+
+const Axis& Mesh::axis(std::string_view name) const {
+  for (const auto& a : axes_) {
+    if (a->name() == name) return *a;
+  }
+  std::string valid;
+  for (const auto& a : axes_) valid += (valid.empty() ? "'" : ", '") + a->name() + "'";
+  throw InputError("kpmap: unknown axis '" + std::string(name) + "'; this mesh has " + valid);
+}
+
+std::vector<std::string> Mesh::axis_names() const {
+  std::vector<std::string> names;
+  for (const auto& a : axes_) names.push_back(a->name());
+  return names;
+}
+
+std::vector<int> Mesh::shape() const {
+  std::vector<int> s;
+  for (const auto& a : axes_) s.push_back(a->size());
+  return s;
+}
+
+const Mesh& Mesh::world() {
+  static Mesh* world = nullptr;
+  if (world == nullptr) {
+    if (!Runtime::active()) {
+      throw Error("kpmap: the world mesh needs a live kpmap::Runtime");
+    }
+    world = new Mesh(Wrap{}, Runtime::current().comm(), "devices");
+    Runtime::at_finalize([] {
+      delete world;
+      world = nullptr;
+    });
+  }
+  return *world;
+}
+
+const Mesh& Mesh::current() { return g_current != nullptr ? *g_current : world(); }
+
+UseMesh::UseMesh(const Mesh& mesh) : previous_(g_current) { g_current = &mesh; }
+UseMesh::~UseMesh() { g_current = previous_; }
+
+}  // namespace kpmap

@@ -1,0 +1,73 @@
+#pragma once
+/// \file
+/// \brief MPI calls on flat buffers with 64-bit counts, blocking or not.
+///
+/// Internal. Each function takes element counts as std::size_t: counts above
+/// the MPI int limit are split into several calls (reductions, broadcasts) or
+/// described by one large derived datatype (gathers, all-to-all, point to
+/// point). When `pending` is null the call blocks; otherwise the requests it
+/// starts are appended to `*pending` and the caller waits on them.
+/// The buffers must stay valid and untouched until the requests complete.
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace kpmap::transport {
+
+using Pending = std::vector<MPI_Request>;
+
+/// \brief Largest element count passed to one MPI call (INT_MAX unless lowered
+/// for tests, which exercise the large-count paths with small buffers).
+std::size_t max_count() noexcept;
+void set_max_count(std::size_t n) noexcept;
+
+/// Collective over `comm`. `send` may be MPI_IN_PLACE.
+void allreduce(const void* send, void* recv, std::size_t count, MPI_Datatype type, MPI_Op op,
+               MPI_Comm comm, Pending* pending);
+
+/// Collective over `comm`.
+void bcast(void* buf, std::size_t count, MPI_Datatype type, int root, MPI_Comm comm,
+           Pending* pending);
+
+/// Collective over `comm`: every rank contributes `count` elements; `recv` holds size*count.
+void allgather(const void* send, void* recv, std::size_t count, MPI_Datatype type, MPI_Comm comm,
+               Pending* pending);
+
+/// Collective over `comm`, blocking: rank r contributes counts[r] elements
+/// (uneven blocks); `recv` holds their concatenation in rank order.
+void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
+                MPI_Datatype type, MPI_Comm comm);
+
+/// Collective over `comm`, blocking: as allgatherv, but only `root`'s recv is written.
+void gatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
+             MPI_Datatype type, int root, MPI_Comm comm);
+
+/// Collective over `comm`, blocking: root's `send` holds counts[r] elements for
+/// each rank r in order; rank r receives its block.
+void scatterv(const void* send, void* recv, const std::vector<std::size_t>& counts,
+              MPI_Datatype type, int root, MPI_Comm comm);
+
+/// Collective over `comm`: block j of `send` (count elements) goes to rank j.
+void alltoall(const void* send, void* recv, std::size_t count, MPI_Datatype type, MPI_Comm comm,
+              Pending* pending);
+
+/// Collective over `comm`: `send` holds size blocks of `count`; rank j receives
+/// the reduction of everyone's block j.
+void reduce_scatter_block(const void* send, void* recv, std::size_t count, MPI_Datatype type,
+                          MPI_Op op, MPI_Comm comm, Pending* pending);
+
+/// Point to point: send to `dest` and receive from `source` (either may be MPI_PROC_NULL).
+void sendrecv(const void* send, void* recv, std::size_t count, MPI_Datatype type, int dest,
+              int source, int tag, MPI_Comm comm, Pending* pending);
+
+/// \brief Waits for all requests; MPI errors become kpmap::Error.
+void wait_all(Pending& pending);
+/// \brief True (and `pending` emptied) when all requests have completed.
+bool test_all(Pending& pending);
+
+/// \brief Throws kpmap::Error naming `what` when `rc` is not MPI_SUCCESS.
+void check_mpi(int rc, const char* what);
+
+}  // namespace kpmap::transport
