@@ -5,5 +5,6 @@
 #include <kpmap/collectives.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/mesh.hpp>
+#include <kpmap/pmap.hpp>
 #include <kpmap/runtime.hpp>
 #include <kpmap/version.hpp>
