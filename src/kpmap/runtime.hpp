@@ -82,6 +82,10 @@ class Runtime {
 
   /// \brief Whether MPI may be handed device pointers, and why.
   const transport::GpuAwareness& gpu_awareness() const noexcept { return gpu_; }
+  /// \brief Switches KPMAP_STAGING=always on or off for this process from
+  /// now on, as benchmarks do to compare the staged and direct paths. Every
+  /// rank must make the same choice.
+  void set_staging_always(bool on) noexcept { gpu_.staging_always = on; }
 
   /// \brief Registers `hook` to run when the Runtime shuts down, before Kokkos
   /// and MPI are finalised (last registered, first run). Layers that keep

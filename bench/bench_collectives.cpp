@@ -1,0 +1,98 @@
+// kpmap-bench-collectives: kpmap's collectives against raw MPI on the same
+// buffers in the same run; times are the slowest rank's.
+//
+//   mpiexec -n 2 kpmap-bench-collectives --benchmark_out=collectives.json
+//
+// BM_psum/<bytes> vs BM_mpi_allreduce/<bytes>: the layer's overhead.
+// BM_pmean_fused/100 vs BM_pmean_unfused/100: fusion of 100 Views of 1024 doubles.
+// BM_psum_staged/<bytes>: the pinned-staging path forced on host memory, vs BM_psum.
+
+#include "support/mpi_benchmark.hpp"
+
+#include <kpmap/collectives.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using Exec = Kokkos::DefaultExecutionSpace;
+using kpmap::bench::run_timed;
+
+MPI_Comm devices_comm() { return kpmap::Mesh::world().axis("devices").comm(); }
+
+Kokkos::View<double*, Exec> buffer(std::size_t bytes) {
+  Kokkos::View<double*, Exec> v("bench::buffer", std::max<std::size_t>(1, bytes / 8));
+  Kokkos::deep_copy(v, 1.0);
+  return v;
+}
+
+void set_bytes(benchmark::State& state, std::size_t bytes) {
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+
+void BM_psum(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  auto v = buffer(bytes);
+  run_timed(state, devices_comm(), [&] { kpmap::psum_inplace(v, "devices"); });
+  set_bytes(state, bytes);
+}
+
+void BM_mpi_allreduce(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  auto v = buffer(bytes);
+  MPI_Comm comm = devices_comm();
+  run_timed(state, comm, [&] {
+    Exec().fence();
+    MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM, comm);
+  });
+  set_bytes(state, bytes);
+}
+
+void BM_psum_staged(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  auto v = buffer(bytes);
+  auto& rt = kpmap::Runtime::current();
+  const bool saved = rt.gpu_awareness().staging_always;
+  rt.set_staging_always(true);
+  run_timed(state, devices_comm(), [&] { kpmap::psum_inplace(v, "devices"); });
+  rt.set_staging_always(saved);
+  set_bytes(state, bytes);
+}
+
+std::vector<Kokkos::View<double*, Exec>> small_views(int count) {
+  std::vector<Kokkos::View<double*, Exec>> views;
+  for (int i = 0; i < count; ++i) {
+    views.emplace_back("bench::small", 1024);
+    Kokkos::deep_copy(views.back(), 1.0);
+  }
+  return views;
+}
+
+void BM_pmean_fused(benchmark::State& state) {
+  auto views = small_views(static_cast<int>(state.range(0)));
+  run_timed(state, devices_comm(), [&] { kpmap::pmean_inplace(views, "devices"); });
+  set_bytes(state, views.size() * 1024 * sizeof(double));
+}
+
+void BM_pmean_unfused(benchmark::State& state) {
+  auto views = small_views(static_cast<int>(state.range(0)));
+  run_timed(state, devices_comm(), [&] {
+    for (auto& v : views) kpmap::pmean_inplace(v, "devices");
+  });
+  set_bytes(state, views.size() * 1024 * sizeof(double));
+}
+
+constexpr std::int64_t kMin = 8;
+constexpr std::int64_t kMax = std::int64_t(64) << 20;
+
+}  // namespace
+
+BENCHMARK(BM_mpi_allreduce)->RangeMultiplier(8)->Range(kMin, kMax)->UseManualTime();
+BENCHMARK(BM_psum)->RangeMultiplier(8)->Range(kMin, kMax)->UseManualTime();
+BENCHMARK(BM_psum_staged)->RangeMultiplier(8)->Range(1024, kMax)->UseManualTime();
+BENCHMARK(BM_pmean_unfused)->Arg(100)->UseManualTime();
+BENCHMARK(BM_pmean_fused)->Arg(100)->UseManualTime();
