@@ -176,6 +176,22 @@ void require_floating(const char* op) {
 
 // ---- reductions on one View ---------------------------------------------------
 
+/// The step that completes an in-place reduction of one View.
+template <class Exec, class V>
+struct FinishReduce {
+  Exec exec;
+  V v;
+  FlatBuffer<value_t<V>, typename V::memory_space> b;
+  bool direct;
+  double after;
+  bool done;  // nothing left to do (a one-rank axis)
+  void operator()() {
+    if (done) return;
+    store(exec, b, v, direct);
+    if (after != 1.0) scale(exec, v, after);
+  }
+};
+
 /// Starts an in-place reduction of v; returns the step that completes it.
 /// `before`/`after` scale v locally (weights and means); 1 means no scaling.
 template <class Exec, class V>
@@ -183,16 +199,18 @@ auto start_reduce(const Exec& exec, const V& v, const Axis& axis, ReduceOp op, d
                   double after, transport::Pending* pending) {
   using T = value_t<V>;
   if (checked_mode()) verify_signature(axis, signature_of(op_name(op), "x", v));
+  if (axis.size() == 1) {
+    // One rank: the reduction is the identity; only the scale factors remain.
+    if (before * after != 1.0) scale(exec, v, before * after);
+    return FinishReduce<Exec, V>{exec, v, {}, true, 1.0, true};
+  }
   if (before != 1.0) scale(exec, v, before);
   const bool direct = usable_in_place(v, false);
   auto b = load(exec, v, false);
   fence_before_mpi(exec);
   transport::allreduce(MPI_IN_PLACE, b.mpi, b.count, mpi_datatype<T>(), mpi_op(op), axis.comm(),
                        pending);
-  return [exec, v, b = std::move(b), direct, after]() mutable {
-    store(exec, b, v, direct);
-    if (after != 1.0) scale(exec, v, after);
-  };
+  return FinishReduce<Exec, V>{exec, v, std::move(b), direct, after, false};
 }
 
 /// The local (before, after) scale factors of a pmean, weighted or not.
@@ -305,6 +323,14 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
     if (!alone) st->total += leaf.size();
   });
   if (st->alone.empty()) return std::function<void()>([] {});
+  if (axis.size() == 1) {
+    // One rank: the reduction is the identity; only the scale factors remain.
+    if (before * after != 1.0) {
+      auto rescale = [&](auto& leaf) { scale(exec, leaf, before * after); };
+      for_each_leaf(tree, rescale);
+    }
+    return std::function<void()>([] {});
+  }
   if (checked_mode()) {
     Signature sig;
     sig.op = opname;
@@ -337,11 +363,13 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
       st->alone_finish.emplace_back([holder] { (*holder)(); });
       return;
     }
+    // Pack, applying the `before` factor on the way (one pass over the data).
     flat_view_t<T, M> dst(static_cast<T*>(st->buffer) + st->offsets[i], leaf.size());
     if (is_contiguous(leaf)) {
-      Kokkos::deep_copy(exec, dst, flat_view_t<T, M>(leaf.data(), leaf.size()));
+      copy_scaled(exec, dst, flat_view_t<T, M>(leaf.data(), leaf.size()), before);
     } else {
       pack(exec, leaf, dst);
+      if (before != 1.0) scale(exec, dst, before);
     }
   });
   if (st->total == 0) {
@@ -349,7 +377,7 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
       for (auto& f : st->alone_finish) f();
     });
   }
-  // Scale, stage and reduce the fused buffer (typed through leaf 0).
+  // Stage and reduce the fused buffer (typed through leaf 0).
   MPI_Datatype mpi_type = MPI_DATATYPE_NULL;
   for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
     using V = std::decay_t<decltype(leaf)>;
@@ -358,7 +386,6 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
     if (i != 0) return;
     mpi_type = mpi_datatype<T>();
     flat_view_t<T, M> buf(static_cast<T*>(st->buffer), st->total);
-    if (before != 1.0) scale(exec, buf, before);
     if (must_stage<M>()) {
       st->lease = transport::StagingPool::instance().acquire(st->total * sizeof(T));
       Kokkos::deep_copy(
@@ -390,14 +417,15 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
               exec, buf,
               flat_view_t<T, PinnedHostSpace>(static_cast<T*>(st->lease.data()), st->total));
         }
-        if (after != 1.0) scale(exec, buf, after);
       }
       if (st->alone[i]) return;
+      // Unpack, applying the `after` factor on the way.
       flat_view_t<T, M> src(static_cast<T*>(st->buffer) + st->offsets[i], leaf.size());
       if (is_contiguous(leaf)) {
-        Kokkos::deep_copy(exec, flat_view_t<T, M>(leaf.data(), leaf.size()), src);
+        copy_scaled(exec, flat_view_t<T, M>(leaf.data(), leaf.size()), src, after);
       } else {
         unpack(exec, src, leaf);
+        if (after != 1.0) scale(exec, leaf, after);
       }
     });
     for (auto& f : st->alone_finish) f();

@@ -225,6 +225,19 @@ void scale(const Exec& exec, const V& v, double factor) {
       });
 }
 
+/// \brief dst(i) = factor * src(i) for flat Views (a plain copy when factor is 1).
+template <class Exec, class Dst, class Src>
+void copy_scaled(const Exec& exec, const Dst& dst, const Src& src, double factor) {
+  using T = typename Dst::non_const_value_type;
+  if (factor == 1.0) {
+    Kokkos::deep_copy(exec, dst, src);
+    return;
+  }
+  Kokkos::parallel_for(
+      "kpmap::copy_scaled", Kokkos::RangePolicy<Exec>(exec, 0, dst.extent(0)),
+      KOKKOS_LAMBDA(std::size_t i) { dst(i) = static_cast<T>(src(i) * factor); });
+}
+
 /// \brief A 1-D unmanaged View over `n` elements at `ptr` in memory space M.
 template <class T, class M>
 using flat_view_t = Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
