@@ -356,6 +356,10 @@ TEST_CASE("non-blocking forms", "[collectives][nonblocking]") {
   // The gather started before `a` was reduced, so it saw the original values.
   CHECK(matches(g, [&](std::size_t k) { return (k / 1000 + 1.0) * (k % 1000); }));
   CHECK(matches(shifted, [&](std::size_t k) { return (world_rank() + P - 1) % P + 1.0 + k; }));
+  Kokkos::View<double**, Exec> s("s", P, 2);
+  fill(s, [&](std::size_t k) { return me * k; });
+  auto rs = kpmap::ipsum_scatter(s, "devices");
+  CHECK(matches(rs.wait(), [&](std::size_t j) { return tri() * (2 * world_rank() + j); }));
   Kokkos::View<int*, Exec> c("c", 3);
   fill(c, [&](std::size_t k) { return world_rank() * 10 + static_cast<int>(k); });
   kpmap::ipbroadcast(c, "devices", 0).wait();

@@ -873,6 +873,26 @@ auto start_pbroadcast(const Exec& exec, const V& x, const Axis& axis, int root,
   return [exec, x, b = std::move(b), direct]() mutable { store(exec, b, x, direct); };
 }
 
+/// The shape of an untiled psum_scatter result: x without dimension `dim`,
+/// whose extent must equal the axis size.
+template <class V>
+Extents scatter_extents(const V& x, const Axis& axis, int dim) {
+  static_assert(rank_v<V> >= 1, "psum_scatter needs a View of rank 1 or more");
+  require_dim("psum_scatter", dim, rank_v<V>);
+  if (x.extent(dim) != static_cast<std::size_t>(axis.size())) {
+    throw Error("kpmap::psum_scatter: dimension " + std::to_string(dim) + " has extent " +
+                std::to_string(x.extent(dim)) + " but axis '" + axis.name() + "' has " +
+                std::to_string(axis.size()) + " ranks (use Tiled{dim} to split it in blocks)");
+  }
+  Extents e{};
+  const auto xe = extents_of(x);
+  for (int d = 0, k = 0; d < max_view_rank; ++d) {
+    if (d != dim) e[k++] = xe[d];
+  }
+  e[max_view_rank - 1] = 1;
+  return e;
+}
+
 template <class V>
 Extents stacked_extents(const V& x, int p) {
   Extents e;
@@ -933,20 +953,8 @@ detail::owning_like_t<V> all_to_all(const Exec& exec, const V& x, AxisRef axis, 
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 detail::dropped_t<V> psum_scatter(const Exec& exec, const V& x, AxisRef axis, int dim = 0) {
-  static_assert(detail::rank_v<V> >= 1, "psum_scatter needs a View of rank 1 or more");
-  detail::require_dim("psum_scatter", dim, detail::rank_v<V>);
-  if (x.extent(dim) != static_cast<std::size_t>(axis->size())) {
-    throw Error("kpmap::psum_scatter: dimension " + std::to_string(dim) + " has extent " +
-                std::to_string(x.extent(dim)) + " but axis '" + axis->name() + "' has " +
-                std::to_string(axis->size()) + " ranks (use Tiled{dim} to split it in blocks)");
-  }
-  detail::Extents e{};
-  const auto xe = detail::extents_of(x);
-  for (int d = 0, k = 0; d < detail::max_view_rank; ++d) {
-    if (d != dim) e[k++] = xe[d];
-  }
-  e[detail::max_view_rank - 1] = 1;
-  auto out = detail::allocate<detail::dropped_t<V>>("kpmap::psum_scatter", e);
+  auto out = detail::allocate<detail::dropped_t<V>>("kpmap::psum_scatter",
+                                                    detail::scatter_extents(x, *axis, dim));
   detail::start_psum_scatter(exec, x, *axis, dim, false, out, nullptr)();
   return out;
 }
@@ -1049,6 +1057,17 @@ Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_
   transport::Pending pending;
   auto finish = detail::start_all_to_all(typename V::execution_space{}, x, *axis, split_dim,
                                          concat_dim, out, &pending);
+  return {out, detail::make_request(std::move(pending), std::move(finish))};
+}
+
+/// \brief Non-blocking psum_scatter (untiled: dimension `dim` has the axis size).
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+Async<detail::dropped_t<V>> ipsum_scatter(const V& x, AxisRef axis, int dim = 0) {
+  auto out = detail::allocate<detail::dropped_t<V>>("kpmap::psum_scatter",
+                                                    detail::scatter_extents(x, *axis, dim));
+  transport::Pending pending;
+  auto finish = detail::start_psum_scatter(typename V::execution_space{}, x, *axis, dim, false, out,
+                                           &pending);
   return {out, detail::make_request(std::move(pending), std::move(finish))};
 }
 
