@@ -163,39 +163,52 @@ auto shard_from_root(const V& global, AxisRef axis, int root = 0) {
   return out;
 }
 
+namespace detail {
+/// Kernel of shard_generate: out(local index) = gen(global index). A functor
+/// rather than a lambda, so that CUDA accepts the rank dispatch inside it.
+template <int R, class Out, class Gen>
+struct Generate {
+  Out out;
+  Gen gen;
+  Extents e;
+  std::size_t row0;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t k) const {
+    std::size_t i[max_view_rank];
+    unflatten(k, e, R, i);
+    const std::size_t g = row0 + i[0];
+    if constexpr (R == 1)
+      out(i[0]) = gen(g);
+    else if constexpr (R == 2)
+      out(i[0], i[1]) = gen(g, i[1]);
+    else if constexpr (R == 3)
+      out(i[0], i[1], i[2]) = gen(g, i[1], i[2]);
+    else if constexpr (R == 4)
+      out(i[0], i[1], i[2], i[3]) = gen(g, i[1], i[2], i[3]);
+    else if constexpr (R == 5)
+      out(i[0], i[1], i[2], i[3], i[4]) = gen(g, i[1], i[2], i[3], i[4]);
+    else
+      out(i[0], i[1], i[2], i[3], i[4], i[5]) = gen(g, i[1], i[2], i[3], i[4], i[5]);
+  }
+};
+}  // namespace detail
+
 /// \brief This rank's block of a global array of shape `global_extents`
 /// (rank R) whose elements `gen(i0, i1, ...)` computes from *global* indices,
 /// run as a Kokkos kernel (use KOKKOS_LAMBDA). The array never exists whole.
 template <class T, int R, class M = Kokkos::DefaultExecutionSpace::memory_space, class Gen>
-auto shard_generate(const std::string& label, const std::array<std::size_t, R>& global_extents,
-                    AxisRef axis, Gen gen) {
+detail::local_view_t<T, R, M> shard_generate(const std::string& label,
+                                             const std::array<std::size_t, R>& global_extents,
+                                             AxisRef axis, Gen gen) {
   static_assert(R >= 1 && R <= 6, "shard_generate handles ranks 1 to 6");
+  using Out = detail::local_view_t<T, R, M>;
+  using Exec = typename Out::execution_space;
   const BlockPartition part(global_extents[0], axis);
   detail::Extents e;
   for (int d = 0; d < 8; ++d) e[d] = d < R ? global_extents[d] : 1;
   e[0] = part.count(axis->index());
-  const std::size_t row0 = part.begin(axis->index());
-  auto out = detail::allocate<detail::local_view_t<T, R, M>>(label, e);
-  using Exec = typename decltype(out)::execution_space;
-  Kokkos::parallel_for(
-      "kpmap::shard_generate", Kokkos::RangePolicy<Exec>(0, out.size()),
-      KOKKOS_LAMBDA(std::size_t k) {
-        std::size_t i[detail::max_view_rank];
-        detail::unflatten(k, e, R, i);
-        const std::size_t g = row0 + i[0];
-        if constexpr (R == 1)
-          out(i[0]) = gen(g);
-        else if constexpr (R == 2)
-          out(i[0], i[1]) = gen(g, i[1]);
-        else if constexpr (R == 3)
-          out(i[0], i[1], i[2]) = gen(g, i[1], i[2]);
-        else if constexpr (R == 4)
-          out(i[0], i[1], i[2], i[3]) = gen(g, i[1], i[2], i[3]);
-        else if constexpr (R == 5)
-          out(i[0], i[1], i[2], i[3], i[4]) = gen(g, i[1], i[2], i[3], i[4]);
-        else
-          out(i[0], i[1], i[2], i[3], i[4], i[5]) = gen(g, i[1], i[2], i[3], i[4], i[5]);
-      });
+  auto out = detail::allocate<Out>(label, e);
+  Kokkos::parallel_for("kpmap::shard_generate", Kokkos::RangePolicy<Exec>(0, out.size()),
+                       detail::Generate<R, Out, Gen>{out, gen, e, part.begin(axis->index())});
   Exec().fence();
   return out;
 }
