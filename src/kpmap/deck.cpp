@@ -1,0 +1,557 @@
+#include <kpmap/deck.hpp>
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace kpmap::deck {
+
+namespace {
+
+const char* type_word(Type t) {
+  switch (t) {
+    case Type::boolean:
+      return "boolean";
+    case Type::integer:
+      return "integer";
+    case Type::real:
+      return "real";
+    case Type::string:
+      return "string";
+    case Type::integer_list:
+      return "list of integers";
+    case Type::real_list:
+      return "list of reals";
+  }
+  return "?";
+}
+
+const char* expected_phrase(Type t) {
+  switch (t) {
+    case Type::boolean:
+      return "a boolean (true or false)";
+    case Type::integer:
+      return "an integer";
+    case Type::real:
+      return "a number";
+    case Type::string:
+      return "a string";
+    case Type::integer_list:
+      return "a list of integers";
+    case Type::real_list:
+      return "a list of numbers";
+  }
+  return "?";
+}
+
+std::string format_real(double d) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d);
+  std::string s(buf, end);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // stays a TOML float
+  return s;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string format_value(const Value& v) {
+  struct {
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(long long i) const { return std::to_string(i); }
+    std::string operator()(double d) const { return format_real(d); }
+    std::string operator()(const std::string& s) const { return quote(s); }
+    std::string operator()(const std::vector<long long>& l) const {
+      std::string s = "[";
+      for (std::size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + std::to_string(l[i]);
+      return s + "]";
+    }
+    std::string operator()(const std::vector<double>& l) const {
+      std::string s = "[";
+      for (std::size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + format_real(l[i]);
+      return s + "]";
+    }
+  } f;
+  return std::visit(f, v);
+}
+
+std::string format_range(const Key& k) {
+  if (!k.choices.empty()) {
+    std::string s;
+    for (const auto& c : k.choices) s += (s.empty() ? "" : ", ") + quote(c);
+    return "one of " + s;
+  }
+  if (!k.range.min && !k.range.max) return "";
+  const bool integral = k.type == Type::integer || k.type == Type::integer_list;
+  auto num = [integral](double d) {
+    return integral ? std::to_string(static_cast<long long>(d)) : format_real(d);
+  };
+  if (k.range.min && k.range.max) return "[" + num(*k.range.min) + ", " + num(*k.range.max) + "]";
+  if (k.range.min) return ">= " + num(*k.range.min);
+  return "<= " + num(*k.range.max);
+}
+
+// What a TOML node holds, for "found ..." in messages.
+std::string describe(const toml::node& n) {
+  std::ostringstream s;
+  if (auto v = n.as_string()) return "a string (" + quote(v->get()) + ")";
+  if (auto v = n.as_integer()) return "an integer (" + std::to_string(v->get()) + ")";
+  if (auto v = n.as_floating_point()) return "a number (" + format_real(v->get()) + ")";
+  if (auto v = n.as_boolean())
+    return std::string("a boolean (") + (v->get() ? "true" : "false") + ")";
+  if (n.is_array()) return "a list";
+  if (n.is_table()) return "a table";
+  return "a date or time";
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string section_of(const std::string& path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? "" : path.substr(0, dot);
+}
+
+}  // namespace
+
+// ---- Schema ------------------------------------------------------------------
+
+Schema& Schema::add(Key key) {
+  if (find(key.path) != nullptr) {
+    throw Error("kpmap::deck::Schema: key '" + key.path + "' declared twice");
+  }
+  keys_.push_back(std::move(key));
+  return *this;
+}
+
+Schema& Schema::boolean(const std::string& path, std::optional<bool> fallback,
+                        const std::string& description) {
+  Key k{path, Type::boolean, {}, {}, {}, "", description};
+  if (fallback) k.fallback = *fallback;
+  return add(std::move(k));
+}
+
+Schema& Schema::integer(const std::string& path, std::optional<long long> fallback, Range range,
+                        const std::string& unit, const std::string& description) {
+  Key k{path, Type::integer, {}, range, {}, unit, description};
+  if (fallback) k.fallback = *fallback;
+  return add(std::move(k));
+}
+
+Schema& Schema::real(const std::string& path, std::optional<double> fallback, Range range,
+                     const std::string& unit, const std::string& description) {
+  Key k{path, Type::real, {}, range, {}, unit, description};
+  if (fallback) k.fallback = *fallback;
+  return add(std::move(k));
+}
+
+Schema& Schema::string(const std::string& path, std::optional<std::string> fallback,
+                       std::vector<std::string> choices, const std::string& description) {
+  Key k{path, Type::string, {}, {}, std::move(choices), "", description};
+  if (fallback) k.fallback = *fallback;
+  return add(std::move(k));
+}
+
+Schema& Schema::integer_list(const std::string& path,
+                             std::optional<std::vector<long long>> fallback, Range range,
+                             const std::string& unit, const std::string& description) {
+  Key k{path, Type::integer_list, {}, range, {}, unit, description};
+  if (fallback) k.fallback = *fallback;
+  return add(std::move(k));
+}
+
+Schema& Schema::real_list(const std::string& path, std::optional<std::vector<double>> fallback,
+                          Range range, const std::string& unit, const std::string& description) {
+  Key k{path, Type::real_list, {}, range, {}, unit, description};
+  if (fallback) k.fallback = *fallback;
+  return add(std::move(k));
+}
+
+const Key* Schema::find(std::string_view path) const {
+  for (const auto& k : keys_) {
+    if (k.path == path) return &k;
+  }
+  return nullptr;
+}
+
+std::string Schema::closest(std::string_view path) const {
+  std::string best;
+  std::size_t best_d = std::string::npos;
+  const std::string_view leaf =
+      path.substr(path.rfind('.') == std::string_view::npos ? 0 : path.rfind('.') + 1);
+  for (const auto& k : keys_) {
+    std::size_t d = edit_distance(path, k.path);
+    // A right key name in the wrong section is close too.
+    const std::string_view kleaf = std::string_view(k.path).substr(
+        k.path.rfind('.') == std::string::npos ? 0 : k.path.rfind('.') + 1);
+    if (kleaf == leaf) d = std::min<std::size_t>(d, 2);
+    if (d < best_d) {
+      best_d = d;
+      best = k.path;
+    }
+  }
+  return best_d <= std::max<std::size_t>(2, path.size() / 3) ? best : "";
+}
+
+std::string Schema::help() const {
+  std::ostringstream s;
+  s << "Deck keys of " << app_ << " (TOML; set on the command line with --set key=value):\n";
+  std::string section = "\x01";
+  for (const auto& k : keys_) {
+    if (section_of(k.path) != section) {
+      section = section_of(k.path);
+      s << "\n[" << section << "]\n";
+    }
+    s << "  " << k.path << " (" << type_word(k.type);
+    if (k.fallback) {
+      s << ", default " << format_value(*k.fallback);
+    } else {
+      s << ", required";
+    }
+    if (auto r = format_range(k); !r.empty()) s << ", " << r;
+    if (!k.unit.empty()) s << ", unit " << k.unit;
+    s << ")\n      " << k.description << "\n";
+  }
+  return s.str();
+}
+
+std::string Schema::markdown() const {
+  std::ostringstream s;
+  std::string section = "\x01";
+  for (const auto& k : keys_) {
+    if (section_of(k.path) != section) {
+      section = section_of(k.path);
+      s << "\n### `[" << section << "]`\n\n"
+        << "| key | type | default | allowed | unit | description |\n"
+        << "|---|---|---|---|---|---|\n";
+    }
+    auto cell = [](std::string t) {
+      std::string out;
+      for (char c : t) out += c == '|' ? std::string("\\|") : std::string(1, c);
+      return out;
+    };
+    s << "| `" << k.path << "` | " << type_word(k.type) << " | "
+      << (k.fallback ? "`" + cell(format_value(*k.fallback)) + "`" : "**required**") << " | "
+      << cell(format_range(k)) << " | " << k.unit << " | " << cell(k.description) << " |\n";
+  }
+  return s.str();
+}
+
+// ---- parsing -------------------------------------------------------------------
+
+class Parser {
+ public:
+  Parser(const Schema& schema, std::string source) : schema_(schema), source_(std::move(source)) {}
+
+  Deck run(std::string_view text, const std::vector<std::string>& overrides) {
+    deck_.app_ = schema_.app();
+    deck_.source_ = source_;
+    toml::table root;
+    try {
+      root = toml::parse(text, source_);
+    } catch (const toml::parse_error& e) {
+      const auto& b = e.source().begin;
+      std::string what(e.description());
+      if (what.find("cannot redefine") != std::string::npos) {
+        throw InputError(at(b.line, b.column) + "duplicate key or table: " + what +
+                         " (each key may appear once)");
+      }
+      throw InputError(at(b.line, b.column) + "syntax error: " + what);
+    }
+    if (root.empty()) {
+      throw InputError(source_ + ": the deck is empty (it sets no keys); see --help-deck for " +
+                       "the keys of " + schema_.app());
+    }
+    walk(root, "");
+    for (const auto& o : overrides) apply_override(o);
+    std::string missing;
+    for (const auto& k : schema_.keys()) {
+      if (deck_.values_.count(k.path)) continue;
+      if (k.fallback) {
+        deck_.values_[k.path] = *k.fallback;
+      } else {
+        missing += (missing.empty() ? "" : ", ") + k.path + " (" + type_word(k.type) + ": " +
+                   k.description + ")";
+      }
+    }
+    if (!missing.empty()) {
+      throw InputError(source_ + ": missing required key" +
+                       (missing.find(", ") != std::string::npos ? "s " : " ") + missing);
+    }
+    for (const auto& k : schema_.keys()) {
+      deck_.order_.push_back(k.path);
+      deck_.types_[k.path] = k.type;
+    }
+    return std::move(deck_);
+  }
+
+ private:
+  std::string at(std::size_t line, std::size_t column) const {
+    return source_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+  }
+  std::string at(const toml::node& n) const {
+    return at(n.source().begin.line, n.source().begin.column);
+  }
+
+  void unknown(const std::string& path, const std::string& where) const {
+    std::string msg = where + "unknown key '" + path + "'";
+    bool is_section = false;
+    for (const auto& k : schema_.keys()) {
+      if (k.path.rfind(path + ".", 0) == 0) is_section = true;
+    }
+    if (is_section) {
+      throw InputError(where + "'" + path + "' is a section: write [" + path +
+                       "] and its keys below it (see --help-deck)");
+    }
+    if (auto c = schema_.closest(path); !c.empty()) msg += "; did you mean '" + c + "'?";
+    throw InputError(msg + " (" + schema_.app() + " knows the keys listed by --help-deck)");
+  }
+
+  void walk(const toml::table& table, const std::string& prefix) {
+    for (const auto& [key, node] : table) {
+      const std::string path =
+          prefix.empty() ? std::string(key.str()) : prefix + "." + std::string(key.str());
+      if (const Key* k = schema_.find(path)) {
+        deck_.values_[path] = convert(*k, node, at(node), "key '" + path + "'");
+      } else if (const auto* sub = node.as_table()) {
+        bool known_section = false;
+        for (const auto& k2 : schema_.keys()) {
+          if (k2.path.rfind(path + ".", 0) == 0) known_section = true;
+        }
+        if (!known_section && sub->empty()) unknown(path, at(node));
+        walk(*sub, path);
+      } else {
+        unknown(path, at(node));
+      }
+    }
+  }
+
+  double check_number(const Key& k, double d, const std::string& where,
+                      const std::string& what) const {
+    if (!std::isfinite(d)) {
+      throw InputError(where + what + ": expected a finite number, found " + format_real(d));
+    }
+    if ((k.range.min && d < *k.range.min) || (k.range.max && d > *k.range.max)) {
+      const bool integral = k.type == Type::integer || k.type == Type::integer_list;
+      throw InputError(where + what + " is out of range: must be " + format_range(k) +
+                       (k.unit.empty() ? "" : " " + k.unit) + ", found " +
+                       (integral ? std::to_string(static_cast<long long>(d)) : format_real(d)));
+    }
+    return d;
+  }
+
+  long long to_integer(const Key& k, const toml::node& n, const std::string& where,
+                       const std::string& what) const {
+    if (auto v = n.as_integer()) {
+      check_number(k, static_cast<double>(v->get()), where, what);
+      return v->get();
+    }
+    throw InputError(where + what + ": expected an integer, found " + describe(n));
+  }
+
+  double to_real(const Key& k, const toml::node& n, const std::string& where,
+                 const std::string& what) const {
+    if (auto v = n.as_floating_point()) return check_number(k, v->get(), where, what);
+    if (auto v = n.as_integer()) return check_number(k, static_cast<double>(v->get()), where, what);
+    throw InputError(where + what + ": expected a number, found " + describe(n));
+  }
+
+  Value convert(const Key& k, const toml::node& n, const std::string& where,
+                const std::string& what) const {
+    switch (k.type) {
+      case Type::boolean:
+        if (auto v = n.as_boolean()) return v->get();
+        break;
+      case Type::integer:
+        return to_integer(k, n, where, what);
+      case Type::real:
+        return to_real(k, n, where, what);
+      case Type::string:
+        if (auto v = n.as_string()) {
+          const std::string s = v->get();
+          if (!k.choices.empty() &&
+              std::find(k.choices.begin(), k.choices.end(), s) == k.choices.end()) {
+            throw InputError(where + what + ": must be " + format_range(k) + ", found " + quote(s));
+          }
+          return s;
+        }
+        break;
+      case Type::integer_list:
+      case Type::real_list:
+        if (auto arr = n.as_array()) {
+          std::vector<long long> ints;
+          std::vector<double> reals;
+          for (std::size_t i = 0; i < arr->size(); ++i) {
+            const auto& e = *arr->get(i);
+            const std::string ewhat = what + " element " + std::to_string(i);
+            if (k.type == Type::integer_list) {
+              ints.push_back(to_integer(k, e, where, ewhat));
+            } else {
+              reals.push_back(to_real(k, e, where, ewhat));
+            }
+          }
+          if (k.type == Type::integer_list) return ints;
+          return reals;
+        }
+        break;
+    }
+    throw InputError(where + what + ": expected " + expected_phrase(k.type) + ", found " +
+                     describe(n));
+  }
+
+  void apply_override(const std::string& text) {
+    const std::string where = "--set " + text + ": ";
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw InputError(where + "expected section.key=value");
+    }
+    const std::string path = text.substr(0, eq);
+    const std::string value = text.substr(eq + 1);
+    const Key* k = schema_.find(path);
+    if (k == nullptr) unknown(path, where);
+    toml::table parsed;
+    bool ok = true;
+    try {
+      parsed = toml::parse("v = " + value);
+    } catch (const toml::parse_error&) {
+      ok = false;
+    }
+    if (ok && parsed.contains("v")) {
+      deck_.values_[path] = convert(*k, *parsed.get("v"), where, "key '" + path + "'");
+    } else if (k->type == Type::string) {
+      toml::value<std::string> raw(value);
+      deck_.values_[path] = convert(*k, raw, where, "key '" + path + "'");
+    } else {
+      throw InputError(where + "key '" + path + "': expected " + expected_phrase(k->type) +
+                       ", found '" + value + "'");
+    }
+  }
+
+  const Schema& schema_;
+  std::string source_;
+  Deck deck_;
+};
+
+Deck parse(const Schema& schema, std::string_view text, const std::string& source,
+           const std::vector<std::string>& overrides) {
+  return Parser(schema, source).run(text, overrides);
+}
+
+Deck parse_file(const Schema& schema, const std::string& path,
+                const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError(path + ": cannot open the deck file (does it exist, and can you read it?)");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse(schema, text.str(), path, overrides);
+}
+
+Deck load(const Schema& schema, const std::string& path, const std::vector<std::string>& overrides,
+          MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // Rank 0 parses; everyone receives either the resolved deck or the error.
+  std::string payload;
+  int failed = 0;
+  if (rank == 0) {
+    try {
+      payload = parse_file(schema, path, overrides).to_toml();
+    } catch (const InputError& e) {
+      payload = e.what();
+      failed = 1;
+    }
+  }
+  int header[2] = {failed, static_cast<int>(payload.size())};
+  MPI_Bcast(header, 2, MPI_INT, 0, comm);
+  payload.resize(static_cast<std::size_t>(header[1]));
+  MPI_Bcast(payload.data(), header[1], MPI_CHAR, 0, comm);
+  if (header[0] != 0) throw InputError(payload, ErrorScope::all_ranks);
+  // Every rank (rank 0 too) builds the deck from the same resolved text.
+  return parse(schema, payload, path);
+}
+
+// ---- Deck ----------------------------------------------------------------------
+
+const Value& Deck::at(std::string_view path) const {
+  auto it = values_.find(path);
+  if (it == values_.end()) {
+    throw Error("kpmap::deck: '" + std::string(path) + "' is not a key of the " + app_ + " schema");
+  }
+  return it->second;
+}
+
+namespace {
+template <class T>
+const T& get_as(const Value& v, std::string_view path, const char* asked) {
+  if (const T* p = std::get_if<T>(&v)) return *p;
+  throw Error("kpmap::deck: key '" + std::string(path) + "' is not " + asked);
+}
+}  // namespace
+
+bool Deck::boolean(std::string_view p) const { return get_as<bool>(at(p), p, "a boolean"); }
+long long Deck::integer(std::string_view p) const {
+  return get_as<long long>(at(p), p, "an integer");
+}
+double Deck::real(std::string_view p) const { return get_as<double>(at(p), p, "a real"); }
+const std::string& Deck::string(std::string_view p) const {
+  return get_as<std::string>(at(p), p, "a string");
+}
+const std::vector<long long>& Deck::integer_list(std::string_view p) const {
+  return get_as<std::vector<long long>>(at(p), p, "a list of integers");
+}
+const std::vector<double>& Deck::real_list(std::string_view p) const {
+  return get_as<std::vector<double>>(at(p), p, "a list of reals");
+}
+
+std::string Deck::to_toml() const {
+  std::ostringstream s;
+  s << "# " << app_ << " deck, resolved (defaults filled in) from " << source_ << "\n";
+  // Top-level keys first: TOML puts every key after a [table] header in that table.
+  for (const auto& path : order_) {
+    if (section_of(path).empty()) s << path << " = " << format_value(values_.at(path)) << "\n";
+  }
+  std::vector<std::string> sections;
+  for (const auto& path : order_) {
+    const std::string sec = section_of(path);
+    if (!sec.empty() && std::find(sections.begin(), sections.end(), sec) == sections.end()) {
+      sections.push_back(sec);
+    }
+  }
+  for (const auto& sec : sections) {
+    s << "\n[" << sec << "]\n";
+    for (const auto& path : order_) {
+      if (section_of(path) == sec) {
+        s << path.substr(sec.size() + 1) << " = " << format_value(values_.at(path)) << "\n";
+      }
+    }
+  }
+  return s.str();
+}
+
+}  // namespace kpmap::deck

@@ -1,0 +1,130 @@
+#pragma once
+/// \file
+/// \brief Input decks: TOML files checked against a typed schema that each
+/// application declares in code.
+///
+/// The schema is the single source of truth: it validates decks and
+/// `--set section.key=value` overrides, prints `--help-deck`, and generates the
+/// tables of docs/decks.md. Every error names the file, the line and column,
+/// the key, what was expected and what was found, and is a kpmap::InputError
+/// (exit code 2).
+
+#include <kpmap/error.hpp>
+
+#include <mpi.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace kpmap::deck {
+
+/// \brief The type of a deck value.
+enum class Type { boolean, integer, real, string, integer_list, real_list };
+
+/// \brief A deck value of any Type.
+using Value =
+    std::variant<bool, long long, double, std::string, std::vector<long long>, std::vector<double>>;
+
+/// \brief Inclusive bounds for a number (or for every element of a list).
+struct Range {
+  std::optional<double> min;
+  std::optional<double> max;
+};
+
+/// \brief One key of a schema.
+struct Key {
+  std::string path;  ///< "section.key"
+  Type type = Type::real;
+  std::optional<Value> fallback;     ///< the default; none means the key is required
+  Range range;                       ///< numbers and lists
+  std::vector<std::string> choices;  ///< strings: the allowed values (empty: any)
+  std::string unit;                  ///< e.g. "s", "m", "" for none
+  std::string description;           ///< one line
+};
+
+/// \brief The keys an application's deck may hold.
+class Schema {
+ public:
+  explicit Schema(std::string app) : app_(std::move(app)) {}
+
+  Schema& boolean(const std::string& path, std::optional<bool> fallback,
+                  const std::string& description);
+  Schema& integer(const std::string& path, std::optional<long long> fallback, Range range,
+                  const std::string& unit, const std::string& description);
+  Schema& real(const std::string& path, std::optional<double> fallback, Range range,
+               const std::string& unit, const std::string& description);
+  Schema& string(const std::string& path, std::optional<std::string> fallback,
+                 std::vector<std::string> choices, const std::string& description);
+  Schema& integer_list(const std::string& path, std::optional<std::vector<long long>> fallback,
+                       Range range, const std::string& unit, const std::string& description);
+  Schema& real_list(const std::string& path, std::optional<std::vector<double>> fallback,
+                    Range range, const std::string& unit, const std::string& description);
+
+  const std::string& app() const noexcept { return app_; }
+  const std::vector<Key>& keys() const noexcept { return keys_; }
+  /// \brief The key at `path`, or nullptr.
+  const Key* find(std::string_view path) const;
+  /// \brief The known key closest to `path` (for "did you mean"), or "".
+  std::string closest(std::string_view path) const;
+
+  /// \brief Plain text for `--help-deck`: every key with type, default, range and description.
+  std::string help() const;
+  /// \brief The same as Markdown tables, one per section, for docs/decks.md.
+  std::string markdown() const;
+
+ private:
+  Schema& add(Key key);
+  std::string app_;
+  std::vector<Key> keys_;
+};
+
+/// \brief A validated deck: every key of its schema has a value (defaults filled in).
+class Deck {
+ public:
+  bool boolean(std::string_view path) const;
+  long long integer(std::string_view path) const;
+  double real(std::string_view path) const;
+  const std::string& string(std::string_view path) const;
+  const std::vector<long long>& integer_list(std::string_view path) const;
+  const std::vector<double>& real_list(std::string_view path) const;
+  /// \brief The fully resolved deck as TOML, defaults included, in schema
+  /// order: printed at start-up and stored in every output, so any result can
+  /// be reproduced by running this text as a deck.
+  std::string to_toml() const;
+  /// \brief Where the deck came from (its path).
+  const std::string& source() const noexcept { return source_; }
+  const std::string& app() const noexcept { return app_; }
+
+ private:
+  friend class Parser;
+  const Value& at(std::string_view path) const;
+  std::string app_;
+  std::string source_;
+  std::vector<std::string> order_;
+  std::map<std::string, Value, std::less<>> values_;
+  std::map<std::string, Type, std::less<>> types_;
+};
+
+/// \brief Parses and validates deck text. `source` names it in messages.
+/// `overrides` are "section.key=value" strings (from --set), applied after
+/// the text and validated the same way.
+/// \throws kpmap::InputError naming file, line, column and key.
+Deck parse(const Schema& schema, std::string_view text, const std::string& source,
+           const std::vector<std::string>& overrides = {});
+
+/// \brief Reads and parses the deck file at `path`.
+Deck parse_file(const Schema& schema, const std::string& path,
+                const std::vector<std::string>& overrides = {});
+
+/// \brief Collective over `comm`: rank 0 reads and parses the deck, every rank
+/// gets the identical resolved deck, or every rank throws the same InputError
+/// (ErrorScope::all_ranks), so a bad deck ends the job cleanly with exit code
+/// 2 and one message.
+Deck load(const Schema& schema, const std::string& path, const std::vector<std::string>& overrides,
+          MPI_Comm comm);
+
+}  // namespace kpmap::deck

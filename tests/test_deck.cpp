@@ -1,0 +1,209 @@
+// Input decks: typed schema, precise errors (file, line, column, key), --set
+// overrides, the resolved deck, and identical decks on every rank.
+
+#include "support/mpi_test.hpp"
+
+#include <kpmap/deck.hpp>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
+namespace deck = kpmap::deck;
+
+namespace {
+
+deck::Schema schema() {
+  deck::Schema s("kpmap-test");
+  s.string("model.kind", std::nullopt, {"linear", "mlp"}, "model family")
+      .integer_list("model.hidden", std::vector<long long>{64, 64}, {1, 65536}, "",
+                    "hidden layer widths")
+      .boolean("model.bias", true, "learn a bias")
+      .integer("train.epochs", 10, {1, 1000000}, "", "passes over the data")
+      .real("train.learning_rate", 0.05, {0.0, 10.0}, "", "step size")
+      .real_list("train.schedule", std::vector<double>{}, {0.0, 1.0}, "", "decay factors")
+      .string("output.dir", "out", {}, "where results go")
+      .real("time.end", std::nullopt, {0.0, std::nullopt}, "s", "end time");
+  return s;
+}
+
+const char* valid =
+    "# a valid deck\n"
+    "[model]\n"
+    "kind = \"mlp\"\n"
+    "hidden = [32, 16]\n"
+    "\n"
+    "[train]\n"
+    "epochs = 5\n"
+    "learning_rate = 1\n"
+    "\n"
+    "[time]\n"
+    "end = 2.5\n";
+
+struct Bad {
+  const char* name;
+  std::string text;
+  std::string expect;  // a substring of the message, with file:line:column where there is one
+};
+
+}  // namespace
+
+TEST_CASE("a valid deck resolves with defaults filled in", "[deck]") {
+  auto d = deck::parse(schema(), valid, "deck.toml");
+  CHECK(d.string("model.kind") == "mlp");
+  CHECK(d.integer_list("model.hidden") == std::vector<long long>{32, 16});
+  CHECK(d.boolean("model.bias"));               // default
+  CHECK(d.real("train.learning_rate") == 1.0);  // an integer is a fine real
+  CHECK(d.real("time.end") == 2.5);
+  CHECK(d.string("output.dir") == "out");
+  CHECK_THROWS_WITH(d.integer("model.kind"), ContainsSubstring("is not an integer"));
+
+  // The resolved text is itself a valid deck that resolves to the same values.
+  const std::string resolved = d.to_toml();
+  CHECK_THAT(resolved, ContainsSubstring("bias = true"));
+  CHECK_THAT(resolved, ContainsSubstring("learning_rate = 1.0"));
+  auto again = deck::parse(schema(), resolved, "resolved.toml");
+  CHECK(again.to_toml().substr(again.to_toml().find('\n')) == resolved.substr(resolved.find('\n')));
+}
+
+TEST_CASE("--set overrides are typed and validated like the deck", "[deck]") {
+  auto d = deck::parse(schema(), valid, "deck.toml",
+                       {"train.epochs=7", "model.kind=linear", "train.schedule=[0.5, 0.25]",
+                        "output.dir=results/run 1"});
+  CHECK(d.integer("train.epochs") == 7);
+  CHECK(d.string("model.kind") == "linear");
+  CHECK(d.real_list("train.schedule") == std::vector<double>{0.5, 0.25});
+  CHECK(d.string("output.dir") == "results/run 1");
+  CHECK_THROWS_WITH(deck::parse(schema(), valid, "deck.toml", {"train.epochs=ten"}),
+                    StartsWith("--set train.epochs=ten: key 'train.epochs': expected an integer"));
+  CHECK_THROWS_WITH(deck::parse(schema(), valid, "deck.toml", {"train.epochz=3"}),
+                    ContainsSubstring("unknown key 'train.epochz'; did you mean 'train.epochs'?"));
+  CHECK_THROWS_WITH(deck::parse(schema(), valid, "deck.toml", {"train.epochs"}),
+                    ContainsSubstring("expected section.key=value"));
+  CHECK_THROWS_WITH(deck::parse(schema(), valid, "deck.toml", {"model.kind=cnn"}),
+                    ContainsSubstring("must be one of \"linear\", \"mlp\", found \"cnn\""));
+}
+
+TEST_CASE("malformed decks get their own clear message with file, line and key", "[deck]") {
+  const std::string head = "[model]\nkind = \"mlp\"\n[time]\nend = 1.0\n";  // lines 1-4
+  const std::vector<Bad> cases = {
+      {"unknown key with suggestion", head + "[train]\nepoks = 3\n",
+       "deck.toml:6:9: unknown key 'train.epoks'; did you mean 'train.epochs'?"},
+      {"key in the wrong section", head + "[train]\nkind = \"mlp\"\n",
+       "deck.toml:6:8: unknown key 'train.kind'; did you mean 'model.kind'?"},
+      {"unknown key far from any", head + "[train]\nzzzzzzzzzzzz = 3\n",
+       "unknown key 'train.zzzzzzzzzzzz' (kpmap-test knows"},
+      {"misspelt section", head + "[trian]\nepochs = 3\n",
+       "deck.toml:6:10: unknown key 'trian.epochs'; did you mean 'train.epochs'?"},
+      {"section given a value", "train = 3\n" + head, "deck.toml:1:9: 'train' is a section"},
+      {"integer given a string", head + "[train]\nepochs = \"ten\"\n",
+       "deck.toml:6:10: key 'train.epochs': expected an integer, found a string (\"ten\")"},
+      {"integer given a real", head + "[train]\nepochs = 2.5\n",
+       "deck.toml:6:10: key 'train.epochs': expected an integer, found a number (2.5)"},
+      {"real given a string", head + "[train]\nlearning_rate = \"fast\"\n",
+       "deck.toml:6:17: key 'train.learning_rate': expected a number, found a string"},
+      {"real given a boolean", head + "[train]\nlearning_rate = true\n",
+       "deck.toml:6:17: key 'train.learning_rate': expected a number, found a boolean (true)"},
+      {"boolean given an integer", "[model]\nkind = \"mlp\"\nbias = 1\n[time]\nend = 1\n",
+       "deck.toml:3:8: key 'model.bias': expected a boolean (true or false), found an integer (1)"},
+      {"boolean given a string", "[model]\nkind = \"mlp\"\nbias = \"yes\"\n[time]\nend = 1\n",
+       "deck.toml:3:8: key 'model.bias': expected a boolean (true or false), found a string"},
+      {"string given a number", "[model]\nkind = 3\n[time]\nend = 1\n",
+       "deck.toml:2:8: key 'model.kind': expected a string, found an integer (3)"},
+      {"string not among the choices", "[model]\nkind = \"cnn\"\n[time]\nend = 1\n",
+       "deck.toml:2:8: key 'model.kind': must be one of \"linear\", \"mlp\", found \"cnn\""},
+      {"integer below its range", head + "[train]\nepochs = 0\n",
+       "deck.toml:6:10: key 'train.epochs' is out of range: must be [1, 1000000], found 0"},
+      {"real above its range", head + "[train]\nlearning_rate = 11.0\n",
+       "deck.toml:6:17: key 'train.learning_rate' is out of range: must be [0.0, 10.0], "
+       "found 11.0"},
+      {"negative time with a unit", "[model]\nkind = \"mlp\"\n[time]\nend = -1.0\n",
+       "deck.toml:4:7: key 'time.end' is out of range: must be >= 0.0 s, found -1.0"},
+      {"not a finite number", "[model]\nkind = \"mlp\"\n[time]\nend = nan\n",
+       "deck.toml:4:7: key 'time.end': expected a finite number, found nan"},
+      {"list given a scalar", head + "[train]\nschedule = 0.5\n",
+       "deck.toml:6:12: key 'train.schedule': expected a list of numbers, found a number (0.5)"},
+      {"list element of the wrong type",
+       "[model]\nkind = \"mlp\"\nhidden = [8, \"x\"]\n"
+       "[time]\nend = 1\n",
+       "deck.toml:3:10: key 'model.hidden' element 1: expected an integer, found a string"},
+      {"list element out of range", "[model]\nkind = \"mlp\"\nhidden = [8, 0]\n[time]\nend = 1\n",
+       "deck.toml:3:10: key 'model.hidden' element 1 is out of range: must be [1, 65536], found 0"},
+      {"missing required key", "[model]\nkind = \"mlp\"\n",
+       "deck.toml: missing required key time.end (real: end time)"},
+      {"two missing required keys", "[train]\nepochs = 2\n",
+       "deck.toml: missing required keys model.kind (string: model family), time.end"},
+      {"duplicate key", "[model]\nkind = \"mlp\"\nkind = \"linear\"\n[time]\nend = 1\n",
+       "deck.toml:3:8: duplicate key or table: Error while parsing key-value pair: cannot "
+       "redefine existing string 'kind'"},
+      {"duplicate table", head + "[model]\nbias = true\n", "deck.toml:5:"},
+      {"syntax error: missing value", head + "[train]\nepochs =\n", "deck.toml:6:9: syntax error"},
+      {"syntax error: unterminated string", "[model]\nkind = \"mlp\n", "deck.toml:2:"},
+      {"syntax error: bad table header", "[model\nkind = \"mlp\"\n", "deck.toml:1:"},
+      {"empty file", "", "deck.toml: the deck is empty"},
+      {"comments only", "# nothing here\n\n# at all\n", "deck.toml: the deck is empty"},
+      {"tea.in text given as TOML", "*tea\nstate 1 density=100.0\n*endtea\n",
+       "deck.toml:1:1: syntax error"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    try {
+      deck::parse(schema(), c.text, "deck.toml");
+      FAIL_CHECK("accepted: " << c.name);
+    } catch (const kpmap::InputError& e) {
+      CHECK_THAT(std::string(e.what()), ContainsSubstring(c.expect));
+      CHECK(e.code() == kpmap::exit_code::bad_input);
+    }
+  }
+}
+
+TEST_CASE("a missing file is named", "[deck]") {
+  CHECK_THROWS_WITH(deck::parse_file(schema(), "/nonexistent/deck.toml"),
+                    ContainsSubstring("/nonexistent/deck.toml: cannot open the deck file"));
+}
+
+TEST_CASE("--help-deck and the Markdown tables come from the schema", "[deck]") {
+  const auto help = schema().help();
+  CHECK_THAT(help, ContainsSubstring("train.epochs (integer, default 10, [1, 1000000])"));
+  CHECK_THAT(help, ContainsSubstring("time.end (real, required, >= 0.0, unit s)"));
+  const auto md = schema().markdown();
+  CHECK_THAT(md, ContainsSubstring("### `[train]`"));
+  CHECK_THAT(md, ContainsSubstring("| `model.kind` | string | **required** | one of \"linear\", "
+                                   "\"mlp\" |  | model family |"));
+}
+
+TEST_CASE("load gives every rank the same deck, or the same error", "[deck][mpi]") {
+  const std::string path = "test_deck_" + std::to_string(kpmap::test::world_size()) + ".toml";
+  if (kpmap::test::world_rank() == 0) {
+    std::ofstream(path) << valid;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // Only rank 0 reads the file: the others would not even need to see it.
+  auto d = deck::load(schema(), path, {"train.epochs=9"}, MPI_COMM_WORLD);
+  CHECK(d.integer("train.epochs") == 9);
+  // Compare the resolved text across ranks.
+  std::string text = d.to_toml();
+  int len = static_cast<int>(text.size());
+  std::string root_text = text;
+  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  root_text.resize(len);
+  MPI_Bcast(root_text.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+  CHECK(kpmap::test::all_ranks(root_text == text));
+
+  try {
+    deck::load(schema(), path, {"train.epochs=0"}, MPI_COMM_WORLD);
+    FAIL_CHECK("accepted epochs = 0");
+  } catch (const kpmap::InputError& e) {
+    CHECK(e.all_ranks());
+    CHECK_THAT(std::string(e.what()), ContainsSubstring("out of range"));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (kpmap::test::world_rank() == 0) std::remove(path.c_str());
+}
