@@ -86,13 +86,40 @@ void BM_pmean_unfused(benchmark::State& state) {
   set_bytes(state, views.size() * 1024 * sizeof(double));
 }
 
-constexpr std::int64_t kMin = 8;
-constexpr std::int64_t kMax = std::int64_t(64) << 20;
+// The MPI floor under BM_pmean_unfused: 100 raw MPI_Allreduce calls, one per View.
+void BM_mpi_allreduce_each(benchmark::State& state) {
+  auto views = small_views(static_cast<int>(state.range(0)));
+  MPI_Comm comm = devices_comm();
+  run_timed(state, comm, [&] {
+    for (auto& v : views) {
+      MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM, comm);
+    }
+  });
+  set_bytes(state, views.size() * 1024 * sizeof(double));
+}
+
+// 8 B to 64 MiB, 1 KiB included.
+void sizes(benchmark::internal::Benchmark* b) {
+  for (std::int64_t bytes :
+       {std::int64_t(8), std::int64_t(64), std::int64_t(512), std::int64_t(1) << 10,
+        std::int64_t(8) << 10, std::int64_t(64) << 10, std::int64_t(1) << 20, std::int64_t(8) << 20,
+        std::int64_t(64) << 20}) {
+    b->Arg(bytes);
+  }
+}
+
+void staged_sizes(benchmark::internal::Benchmark* b) {
+  for (std::int64_t bytes : {std::int64_t(1) << 10, std::int64_t(64) << 10, std::int64_t(1) << 20,
+                             std::int64_t(8) << 20, std::int64_t(64) << 20}) {
+    b->Arg(bytes);
+  }
+}
 
 }  // namespace
 
-BENCHMARK(BM_mpi_allreduce)->RangeMultiplier(8)->Range(kMin, kMax)->UseManualTime();
-BENCHMARK(BM_psum)->RangeMultiplier(8)->Range(kMin, kMax)->UseManualTime();
-BENCHMARK(BM_psum_staged)->RangeMultiplier(8)->Range(1024, kMax)->UseManualTime();
+BENCHMARK(BM_mpi_allreduce)->Apply(sizes)->UseManualTime();
+BENCHMARK(BM_psum)->Apply(sizes)->UseManualTime();
+BENCHMARK(BM_psum_staged)->Apply(staged_sizes)->UseManualTime();
+BENCHMARK(BM_mpi_allreduce_each)->Arg(100)->UseManualTime();
 BENCHMARK(BM_pmean_unfused)->Arg(100)->UseManualTime();
 BENCHMARK(BM_pmean_fused)->Arg(100)->UseManualTime();

@@ -20,6 +20,10 @@ inline constexpr int max_view_rank = 8;
 template <class V>
 inline constexpr int rank_v = static_cast<int>(V::rank);
 
+/// \brief A 1-D unmanaged View over `n` elements at `ptr` in memory space M.
+template <class T, class M>
+using flat_view_t = Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
 /// \brief Extents padded with 1 to 8 entries; copyable into kernels.
 using Extents = Kokkos::Array<std::size_t, max_view_rank>;
 
@@ -103,6 +107,11 @@ KOKKOS_INLINE_FUNCTION typename V::reference_type at(const V& v, const std::size
 
 /// \brief Row-major multi-index of flat position `k` in a shape `e` of rank `rank`.
 KOKKOS_INLINE_FUNCTION void unflatten(std::size_t k, const Extents& e, int rank, std::size_t* idx) {
+  if (rank == 1) {
+    idx[0] = k;
+    for (int d = 1; d < max_view_rank; ++d) idx[d] = 0;
+    return;
+  }
   for (int d = rank - 1; d >= 0; --d) {
     idx[d] = k % e[d];
     k /= e[d];
@@ -215,6 +224,14 @@ void unpack_blocks(const Exec& exec, const Flat& recv, const Extents& chunk, int
 template <class Exec, class V>
 void scale(const Exec& exec, const V& v, double factor) {
   using T = typename V::non_const_value_type;
+  if (is_contiguous(v)) {
+    // Order does not matter: run over the span, with no index arithmetic.
+    flat_view_t<T, typename V::memory_space> flat(v.data(), v.size());
+    Kokkos::parallel_for(
+        "kpmap::scale", Kokkos::RangePolicy<Exec>(exec, 0, flat.extent(0)),
+        KOKKOS_LAMBDA(std::size_t i) { flat(i) = static_cast<T>(flat(i) * factor); });
+    return;
+  }
   const Extents e = extents_of(v);
   constexpr int R = rank_v<V>;
   Kokkos::parallel_for(
@@ -237,9 +254,5 @@ void copy_scaled(const Exec& exec, const Dst& dst, const Src& src, double factor
       "kpmap::copy_scaled", Kokkos::RangePolicy<Exec>(exec, 0, dst.extent(0)),
       KOKKOS_LAMBDA(std::size_t i) { dst(i) = static_cast<T>(src(i) * factor); });
 }
-
-/// \brief A 1-D unmanaged View over `n` elements at `ptr` in memory space M.
-template <class T, class M>
-using flat_view_t = Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 }  // namespace kpmap::detail
