@@ -6,6 +6,9 @@
 // BM_psum/<bytes> vs BM_mpi_allreduce/<bytes>: the layer's overhead.
 // BM_pmean_fused/100 vs BM_pmean_unfused/100: fusion of 100 Views of 1024 doubles.
 // BM_psum_staged/<bytes>: the pinned-staging path forced on host memory, vs BM_psum.
+// BM_paired_*: the same comparisons interleaved call by call in one loop, so
+// that the "ratio" counter is immune to the machine's drift; these are the
+// figures quoted in docs/performance.md.
 
 #include "support/mpi_benchmark.hpp"
 
@@ -98,6 +101,54 @@ void BM_mpi_allreduce_each(benchmark::State& state) {
   set_bytes(state, views.size() * 1024 * sizeof(double));
 }
 
+void BM_paired_psum_vs_mpi(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  auto a = buffer(bytes);
+  auto b = buffer(bytes);
+  MPI_Comm comm = devices_comm();
+  kpmap::bench::run_paired(
+      state, comm,
+      [&] {
+        Exec().fence();
+        MPI_Allreduce(MPI_IN_PLACE, a.data(), static_cast<int>(a.size()), MPI_DOUBLE, MPI_SUM,
+                      comm);
+      },
+      [&] { kpmap::psum_inplace(b, "devices"); });
+  set_bytes(state, bytes);
+}
+
+void BM_paired_staged_vs_direct(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  auto a = buffer(bytes);
+  auto b = buffer(bytes);
+  auto& rt = kpmap::Runtime::current();
+  const bool saved = rt.gpu_awareness().staging_always;
+  kpmap::bench::run_paired(
+      state, devices_comm(),
+      [&] {
+        rt.set_staging_always(false);
+        kpmap::psum_inplace(a, "devices");
+      },
+      [&] {
+        rt.set_staging_always(true);
+        kpmap::psum_inplace(b, "devices");
+      });
+  rt.set_staging_always(saved);
+  set_bytes(state, bytes);
+}
+
+void BM_paired_fused_vs_unfused(benchmark::State& state) {
+  auto a = small_views(static_cast<int>(state.range(0)));
+  auto b = small_views(static_cast<int>(state.range(0)));
+  kpmap::bench::run_paired(
+      state, devices_comm(),
+      [&] {
+        for (auto& v : a) kpmap::pmean_inplace(v, "devices");
+      },
+      [&] { kpmap::pmean_inplace(b, "devices"); });
+  set_bytes(state, b.size() * 1024 * sizeof(double));
+}
+
 // 8 B to 64 MiB, 1 KiB included.
 void sizes(benchmark::internal::Benchmark* b) {
   for (std::int64_t bytes :
@@ -123,3 +174,6 @@ BENCHMARK(BM_psum_staged)->Apply(staged_sizes)->UseManualTime();
 BENCHMARK(BM_mpi_allreduce_each)->Arg(100)->UseManualTime();
 BENCHMARK(BM_pmean_unfused)->Arg(100)->UseManualTime();
 BENCHMARK(BM_pmean_fused)->Arg(100)->UseManualTime();
+BENCHMARK(BM_paired_psum_vs_mpi)->Apply(sizes)->UseManualTime();
+BENCHMARK(BM_paired_staged_vs_direct)->Apply(staged_sizes)->UseManualTime();
+BENCHMARK(BM_paired_fused_vs_unfused)->Arg(100)->UseManualTime();

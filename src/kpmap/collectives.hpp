@@ -477,6 +477,17 @@ template <class Exec, class X>
 void reduce_inplace(const Exec& exec, X& x, const Axis& axis, ReduceOp op, double before,
                     double after) {
   if constexpr (is_view_v<X>) {
+    using M = typename std::decay_t<X>::memory_space;
+    if (before == 1.0 && axis.size() > 1 && !checked_mode() && is_contiguous(x) &&
+        !must_stage<M>()) {
+      // The common case, with nothing between the caller and MPI: a
+      // contiguous View that MPI can read where it is.
+      fence_before_mpi(exec);
+      transport::allreduce(MPI_IN_PLACE, x.data(), x.size(), mpi_datatype<value_t<X>>(), mpi_op(op),
+                           axis.comm(), nullptr);
+      if (after != 1.0) scale(exec, x, after);
+      return;
+    }
     start_reduce(exec, x, axis, op, before, after, nullptr)();
   } else {
     start_fused(exec, x, axis, op, op_name(op), before, after, true, nullptr)();
