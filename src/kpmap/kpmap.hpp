@@ -2,7 +2,9 @@
 /// \file
 /// \brief Umbrella header: everything a kpmap program needs.
 
+#include <kpmap/checkpoint.hpp>
 #include <kpmap/collectives.hpp>
+#include <kpmap/deck.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/mesh.hpp>
 #include <kpmap/pmap.hpp>

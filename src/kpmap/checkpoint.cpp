@@ -1,0 +1,598 @@
+#include <kpmap/checkpoint.hpp>
+
+#include <kpmap/version.hpp>
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace kpmap::checkpoint {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+hid_t h5type(detail::Elem e) {
+  switch (e) {
+    case detail::Elem::f32:
+      return H5T_NATIVE_FLOAT;
+    case detail::Elem::f64:
+      return H5T_NATIVE_DOUBLE;
+    case detail::Elem::i32:
+      return H5T_NATIVE_INT32;
+    case detail::Elem::i64:
+      return H5T_NATIVE_INT64;
+    case detail::Elem::u64:
+      return H5T_NATIVE_UINT64;
+  }
+  return H5T_NATIVE_DOUBLE;
+}
+
+std::size_t elem_size(detail::Elem e) {
+  return e == detail::Elem::f32 || e == detail::Elem::i32 ? 4 : 8;
+}
+
+const char* elem_name(detail::Elem e) {
+  switch (e) {
+    case detail::Elem::f32:
+      return "float32";
+    case detail::Elem::f64:
+      return "float64";
+    case detail::Elem::i32:
+      return "int32";
+    case detail::Elem::i64:
+      return "int64";
+    case detail::Elem::u64:
+      return "uint64";
+  }
+  return "?";
+}
+
+// HDF5 prints its error stack on failure; kpmap reports its own messages.
+struct QuietHdf5 {
+  H5E_auto2_t func = nullptr;
+  void* data = nullptr;
+  QuietHdf5() {
+    H5Eget_auto2(H5E_DEFAULT, &func, &data);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~QuietHdf5() { H5Eset_auto2(H5E_DEFAULT, func, data); }
+};
+
+// Every rank passes its error ("" when fine); when any rank failed, every
+// rank throws the lowest failing rank's message.
+void agree(MPI_Comm comm, const std::string& error, int code) {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int mine = error.empty() ? size : rank;
+  int first = size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == size) return;
+  std::string message = error;
+  int len = static_cast<int>(message.size());
+  MPI_Bcast(&len, 1, MPI_INT, first, comm);
+  message.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(message.data(), len, MPI_CHAR, first, comm);
+  throw Error(message, code, ErrorScope::all_ranks);
+}
+
+std::string shape_text(const std::vector<std::size_t>& e) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < e.size(); ++i) s += (i ? ", " : "") + std::to_string(e[i]);
+  return s + ")";
+}
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Sum over this block's elements of mix(global index, bits): adding the
+// blocks of any decomposition gives the same checksum for the same array.
+std::uint64_t block_checksum(const void* data, detail::Elem elem, const Block& block) {
+  const std::size_t rank = block.global.size();
+  std::size_t n = 1;
+  for (auto c : block.count) n *= c;
+  const std::size_t es = elem_size(elem);
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  std::uint64_t sum = 0;
+  std::vector<std::size_t> idx(rank, 0);
+  for (std::size_t k = 0; k < n; ++k) {
+    std::size_t g = 0;
+    for (std::size_t d = 0; d < rank; ++d) g = g * block.global[d] + block.offset[d] + idx[d];
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, bytes + k * es, es);
+    sum += splitmix64(bits ^ splitmix64(g));
+    for (std::size_t d = rank; d-- > 0;) {  // next row-major index
+      if (++idx[d] < block.count[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return sum;
+}
+
+std::string check_block(const std::string& name, const std::vector<std::size_t>& local,
+                        const Block& b) {
+  const std::size_t r = b.global.size();
+  if (b.offset.size() != r || b.count.size() != r || local.size() != r) {
+    return "checkpoint dataset '" + name + "': the block's rank does not match the View's";
+  }
+  for (std::size_t d = 0; d < r; ++d) {
+    if (b.count[d] != local[d]) {
+      return "checkpoint dataset '" + name + "': the block " + shape_text(b.count) +
+             " does not match the View " + shape_text(local);
+    }
+    if (b.offset[d] + b.count[d] > b.global[d]) {
+      return "checkpoint dataset '" + name + "': the block at " + shape_text(b.offset) +
+             " of size " + shape_text(b.count) + " overruns the array " + shape_text(b.global);
+    }
+  }
+  return "";
+}
+
+void write_string_attr(hid_t obj, const char* name, const std::string& value) {
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, std::max<std::size_t>(1, value.size()));
+  H5Tset_strpad(type, H5T_STR_NULLPAD);
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  const std::string padded = value.empty() ? std::string(1, '\0') : value;
+  H5Awrite(attr, type, padded.data());
+  H5Aclose(attr);
+  H5Sclose(space);
+  H5Tclose(type);
+}
+
+template <class T>
+void write_scalar_attr(hid_t obj, const char* name, hid_t type, T value) {
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(attr, type, &value);
+  H5Aclose(attr);
+  H5Sclose(space);
+}
+
+bool read_string_attr(hid_t obj, const char* name, std::string& out) {
+  if (H5Aexists(obj, name) <= 0) return false;
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+  if (attr < 0) return false;
+  hid_t ftype = H5Aget_type(attr);
+  bool ok = H5Tget_class(ftype) == H5T_STRING && H5Tis_variable_str(ftype) == 0;
+  if (ok) {
+    const std::size_t n = H5Tget_size(ftype);
+    std::string buf(n, '\0');
+    hid_t mtype = H5Tcopy(H5T_C_S1);
+    H5Tset_size(mtype, n);
+    H5Tset_strpad(mtype, H5T_STR_NULLPAD);
+    ok = H5Aread(attr, mtype, buf.data()) >= 0;
+    H5Tclose(mtype);
+    buf.resize(std::strlen(buf.c_str()));
+    out = buf;
+  }
+  H5Tclose(ftype);
+  H5Aclose(attr);
+  return ok;
+}
+
+template <class T>
+bool read_scalar_attr(hid_t obj, const char* name, hid_t type, T& out) {
+  if (H5Aexists(obj, name) <= 0) return false;
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+  if (attr < 0) return false;
+  const bool ok = H5Aread(attr, type, &out) >= 0;
+  H5Aclose(attr);
+  return ok;
+}
+
+// Selects this rank's block (or nothing) in a dataspace.
+void select(hid_t space, const Block& b, bool none) {
+  if (none) {
+    H5Sselect_none(space);
+    return;
+  }
+  std::vector<hsize_t> off(b.offset.begin(), b.offset.end());
+  std::vector<hsize_t> cnt(b.count.begin(), b.count.end());
+  if (off.empty()) return;  // a scalar dataspace: everything
+  H5Sselect_hyperslab(space, H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr);
+}
+
+hid_t collective_transfer() {
+  hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+  H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
+  return dxpl;
+}
+
+hid_t mpio_access(MPI_Comm comm) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+  return fapl;
+}
+
+}  // namespace
+
+Block row_block(std::vector<std::size_t> global, std::size_t begin, std::size_t rows) {
+  Block b;
+  b.global = global;
+  b.offset.assign(global.size(), 0);
+  b.count = global;
+  if (!global.empty()) {
+    b.offset[0] = begin;
+    b.count[0] = rows;
+  }
+  return b;
+}
+
+Block whole(std::vector<std::size_t> global) {
+  Block b;
+  b.offset.assign(global.size(), 0);
+  b.count = global;
+  b.global = std::move(global);
+  return b;
+}
+
+// ---- Writer ----------------------------------------------------------------------
+
+struct Writer::Impl {
+  std::string path;
+  std::string tmp;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  hid_t file = -1;
+  bool committed = false;
+};
+
+Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
+    : impl_(std::make_unique<Impl>()) {
+  QuietHdf5 quiet;
+  impl_->path = path;
+  impl_->tmp = path + ".tmp";
+  impl_->comm = comm;
+  MPI_Comm_rank(comm, &impl_->rank);
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+
+  std::string error;
+  if (impl_->rank == 0) {
+    const fs::path dir =
+        fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      error = "cannot write checkpoint " + path + ": directory " + dir.string() + " does not exist";
+    } else if (::access(dir.c_str(), W_OK) != 0) {
+      error = "cannot write checkpoint " + path + ": directory " + dir.string() +
+              " is not writable (" + std::strerror(errno) + ")";
+    }
+  }
+  agree(comm, error, exit_code::failure);
+
+  hid_t fapl = mpio_access(comm);
+  impl_->file = H5Fcreate(impl_->tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  H5Pclose(fapl);
+  agree(comm,
+        impl_->file < 0 ? "cannot create checkpoint file " + impl_->tmp +
+                              " (disk full or "
+                              "no permission?)"
+                        : "",
+        exit_code::failure);
+
+  meta.ranks = size;
+  meta.kpmap_version = version_string;
+  write_string_attr(impl_->file, "kpmap_version", meta.kpmap_version);
+  write_string_attr(impl_->file, "app", meta.app);
+  write_scalar_attr(impl_->file, "step", H5T_NATIVE_INT64, static_cast<std::int64_t>(meta.step));
+  write_scalar_attr(impl_->file, "time", H5T_NATIVE_DOUBLE, meta.time);
+  write_scalar_attr(impl_->file, "ranks", H5T_NATIVE_INT32, static_cast<std::int32_t>(meta.ranks));
+  write_string_attr(impl_->file, "decomposition", meta.decomposition);
+  write_string_attr(impl_->file, "deck", meta.deck);
+  write_string_attr(impl_->file, "rng_state", meta.rng_state);
+}
+
+Writer::~Writer() {
+  if (!impl_ || impl_->committed) return;
+  // Abandoned (an error on every rank): drop the temporary, keep the old file.
+  QuietHdf5 quiet;
+  if (impl_->file >= 0) H5Fclose(impl_->file);
+  if (impl_->rank == 0) std::remove(impl_->tmp.c_str());
+  // Collective like the rest: when it returns, the temporary is gone for everyone.
+  MPI_Barrier(impl_->comm);
+}
+
+const std::string& Writer::path() const noexcept { return impl_->path; }
+
+void Writer::write_raw(const std::string& name, detail::Elem elem, const void* data,
+                       const std::vector<std::size_t>& local_extents, const Block& block,
+                       bool replicated) {
+  QuietHdf5 quiet;
+  agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
+  std::vector<hsize_t> dims(block.global.begin(), block.global.end());
+  hid_t fspace = dims.empty()
+                     ? H5Screate(H5S_SCALAR)
+                     : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  hid_t dset = H5Dcreate2(impl_->file, name.c_str(), h5type(elem), fspace, H5P_DEFAULT, H5P_DEFAULT,
+                          H5P_DEFAULT);
+  std::string error = dset < 0 ? "cannot create dataset '" + name + "' in " + impl_->tmp : "";
+  agree(impl_->comm, error, exit_code::failure);
+
+  const bool none = replicated && impl_->rank != 0;
+  std::vector<hsize_t> cnt(block.count.begin(), block.count.end());
+  hid_t mspace = cnt.empty() ? H5Screate(H5S_SCALAR)
+                             : H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr);
+  if (none) H5Sselect_none(mspace);
+  select(fspace, block, none);
+  hid_t dxpl = collective_transfer();
+  const herr_t rc = H5Dwrite(dset, h5type(elem), mspace, fspace, dxpl, data);
+  H5Pclose(dxpl);
+  H5Sclose(mspace);
+
+  // The checksum of the whole array, from every rank's share.
+  std::uint64_t sum = none ? 0 : block_checksum(data, elem, block);
+  MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
+  write_scalar_attr(dset, "checksum", H5T_NATIVE_UINT64, sum);
+  H5Sclose(fspace);
+  H5Dclose(dset);
+  agree(impl_->comm,
+        rc < 0 ? "writing dataset '" + name + "' to " + impl_->tmp + " failed (disk full?)" : "",
+        exit_code::failure);
+}
+
+void Writer::commit() {
+  QuietHdf5 quiet;
+  std::string error;
+  if (H5Fflush(impl_->file, H5F_SCOPE_GLOBAL) < 0) error = "flushing " + impl_->tmp + " failed";
+  if (H5Fclose(impl_->file) < 0 && error.empty()) {
+    error = "closing " + impl_->tmp + " failed (disk full?)";
+  }
+  impl_->file = -1;
+  agree(impl_->comm, error, exit_code::failure);
+  if (impl_->rank == 0) {
+    // Make the data durable before the rename makes it the checkpoint.
+    const int fd = ::open(impl_->tmp.c_str(), O_RDONLY);
+    if (fd < 0 || ::fsync(fd) != 0) {
+      error = "syncing " + impl_->tmp + " failed: " + std::strerror(errno);
+    }
+    if (fd >= 0) ::close(fd);
+    if (error.empty() && std::rename(impl_->tmp.c_str(), impl_->path.c_str()) != 0) {
+      error = "renaming " + impl_->tmp + " to " + impl_->path + " failed: " + std::strerror(errno);
+    }
+    if (error.empty()) {
+      const auto dir = fs::path(impl_->path).parent_path();
+      const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY);
+      if (dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+      }
+    }
+  }
+  agree(impl_->comm, error, exit_code::failure);
+  impl_->committed = true;
+}
+
+// ---- Reader --------------------------------------------------------------------
+
+struct Reader::Impl {
+  std::string path;
+  MPI_Comm comm = MPI_COMM_NULL;
+  hid_t file = -1;
+  Metadata meta;
+};
+
+Reader::Reader(const std::string& path, MPI_Comm comm, const std::string& expected_app)
+    : impl_(std::make_unique<Impl>()) {
+  QuietHdf5 quiet;
+  impl_->path = path;
+  impl_->comm = comm;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string error;
+  if (rank == 0) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      error = "restart file " + path + " does not exist";
+    } else if (H5Fis_hdf5(path.c_str()) <= 0) {
+      error = "restart file " + path + " is not an HDF5 file (or it is truncated or corrupted)";
+    }
+  }
+  agree(comm, error, exit_code::bad_input);
+
+  hid_t fapl = mpio_access(comm);
+  impl_->file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
+  H5Pclose(fapl);
+  agree(comm,
+        impl_->file < 0
+            ? "restart file " + path + " cannot be opened as HDF5 (truncated or corrupted?)"
+            : "",
+        exit_code::bad_input);
+
+  auto& m = impl_->meta;
+  std::int64_t step = 0;
+  std::int32_t ranks = 0;
+  const bool ok = read_string_attr(impl_->file, "app", m.app) &&
+                  read_string_attr(impl_->file, "kpmap_version", m.kpmap_version) &&
+                  read_scalar_attr(impl_->file, "step", H5T_NATIVE_INT64, step) &&
+                  read_scalar_attr(impl_->file, "time", H5T_NATIVE_DOUBLE, m.time) &&
+                  read_scalar_attr(impl_->file, "ranks", H5T_NATIVE_INT32, ranks) &&
+                  read_string_attr(impl_->file, "decomposition", m.decomposition) &&
+                  read_string_attr(impl_->file, "deck", m.deck) &&
+                  read_string_attr(impl_->file, "rng_state", m.rng_state);
+  m.step = step;
+  m.ranks = ranks;
+  if (!ok) {
+    error = "restart file " + path +
+            " is not a kpmap checkpoint (its root attributes app, step, time, ... are missing "
+            "or damaged)";
+  } else if (m.app != expected_app) {
+    error = "restart file " + path + " was written by " + m.app + ", not by " + expected_app;
+  }
+  agree(comm, error, exit_code::bad_input);
+}
+
+Reader::~Reader() {
+  if (impl_ && impl_->file >= 0) {
+    QuietHdf5 quiet;
+    H5Fclose(impl_->file);
+  }
+}
+
+const Metadata& Reader::metadata() const noexcept { return impl_->meta; }
+
+std::vector<std::size_t> Reader::shape(const std::string& name) const {
+  QuietHdf5 quiet;
+  std::vector<std::size_t> out;
+  hid_t dset = H5Lexists(impl_->file, name.c_str(), H5P_DEFAULT) > 0
+                   ? H5Dopen2(impl_->file, name.c_str(), H5P_DEFAULT)
+                   : -1;
+  if (dset >= 0) {
+    hid_t space = H5Dget_space(dset);
+    const int nd = H5Sget_simple_extent_ndims(space);
+    std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(nd, 0)));
+    if (nd > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+    out.assign(dims.begin(), dims.end());
+    H5Sclose(space);
+    H5Dclose(dset);
+  }
+  agree(impl_->comm,
+        dset < 0 ? "restart file " + impl_->path + " has no dataset '" + name + "'" : "",
+        exit_code::bad_input);
+  return out;
+}
+
+void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
+                      const std::vector<std::size_t>& local_extents, const Block& block) {
+  QuietHdf5 quiet;
+  const std::string where = "restart file " + impl_->path + ", dataset '" + name + "'";
+  agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
+  const auto stored = shape(name);
+  agree(impl_->comm,
+        stored != block.global
+            ? where + ": its shape is " + shape_text(stored) + " but this run needs " +
+                  shape_text(block.global) + " (does the deck match the run that wrote it?)"
+            : "",
+        exit_code::bad_input);
+  hid_t dset = H5Dopen2(impl_->file, name.c_str(), H5P_DEFAULT);
+  hid_t ftype = H5Dget_type(dset);
+  const bool same_type = H5Tequal(ftype, h5type(elem)) > 0;
+  H5Tclose(ftype);
+  if (!same_type) {
+    H5Dclose(dset);
+    agree(impl_->comm, where + ": stored with another element type than " + elem_name(elem),
+          exit_code::bad_input);
+  }
+  hid_t fspace = H5Dget_space(dset);
+  std::vector<hsize_t> cnt(block.count.begin(), block.count.end());
+  hid_t mspace = cnt.empty() ? H5Screate(H5S_SCALAR)
+                             : H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr);
+  select(fspace, block, false);
+  hid_t dxpl = collective_transfer();
+  const herr_t rc = H5Dread(dset, h5type(elem), mspace, fspace, dxpl, data);
+  H5Pclose(dxpl);
+  H5Sclose(mspace);
+  H5Sclose(fspace);
+  std::uint64_t stored_sum = 0;
+  const bool has_sum = read_scalar_attr(dset, "checksum", H5T_NATIVE_UINT64, stored_sum);
+  H5Dclose(dset);
+  agree(impl_->comm, rc < 0 ? where + ": reading failed (truncated or corrupted file?)" : "",
+        exit_code::bad_input);
+  agree(impl_->comm, has_sum ? "" : where + ": has no checksum attribute", exit_code::bad_input);
+
+  // Blocks that partition the array add up to its checksum; a whole-array
+  // read (replicated data) is checked by each rank on its own.
+  std::uint64_t sum = block_checksum(data, elem, block);
+  bool whole_read = true;
+  for (std::size_t d = 0; d < block.global.size(); ++d) {
+    whole_read = whole_read && block.offset[d] == 0 && block.count[d] == block.global[d];
+  }
+  int all_whole = whole_read ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &all_whole, 1, MPI_INT, MPI_LAND, impl_->comm);
+  if (!all_whole) MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
+  std::ostringstream msg;
+  if (sum != stored_sum) {
+    msg << where << ": checksum mismatch (stored " << stored_sum << ", computed " << sum
+        << "): the file is corrupted";
+  }
+  agree(impl_->comm, msg.str(), exit_code::bad_input);
+}
+
+// ---- housekeeping and sidecars -----------------------------------------------------
+
+void keep_last(const std::string& dir, const std::string& stem, int keep) {
+  const std::regex pattern(
+      std::regex_replace(stem, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") + R"(_(\d+)\.h5)");
+  std::vector<std::pair<long long, fs::path>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir.empty() ? "." : dir, ec)) {
+    std::smatch m;
+    const std::string file = entry.path().filename().string();
+    if (std::regex_match(file, m, pattern)) found.emplace_back(std::stoll(m[1]), entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  const std::size_t keep_n = static_cast<std::size_t>(std::max(keep, 0));
+  for (std::size_t i = 0; i + keep_n < found.size(); ++i) {
+    fs::remove(found[i].second, ec);
+    auto xmf = found[i].second;
+    xmf.replace_extension(".xmf");
+    fs::remove(xmf, ec);
+  }
+}
+
+void write_xdmf(const std::string& xmf_path, const std::string& h5_file,
+                const std::vector<std::size_t>& cells, const std::vector<double>& origin,
+                const std::vector<double>& spacing, const std::vector<XdmfField>& fields,
+                double time) {
+  const std::size_t nd = cells.size();
+  if ((nd != 2 && nd != 3) || origin.size() != nd || spacing.size() != nd) {
+    throw Error("kpmap::checkpoint::write_xdmf: give 2 or 3 cell extents, origins and spacings");
+  }
+  auto join = [](const auto& v, auto f) {
+    std::ostringstream s;
+    s.precision(17);
+    for (std::size_t i = 0; i < v.size(); ++i) s << (i ? " " : "") << f(v[i]);
+    return s.str();
+  };
+  std::vector<std::size_t> nodes;
+  for (auto c : cells) nodes.push_back(c + 1);
+  const std::string dim = std::to_string(nd);
+  std::ostringstream x;
+  x << "<?xml version=\"1.0\" ?>\n"
+    << "<Xdmf Version=\"3.0\">\n  <Domain>\n    <Grid Name=\"mesh\" GridType=\"Uniform\">\n"
+    << "      <Time Value=\"" << time << "\"/>\n"
+    << "      <Topology TopologyType=\"" << dim << "DCoRectMesh\" Dimensions=\""
+    << join(nodes, [](auto v) { return v; }) << "\"/>\n"
+    << "      <Geometry GeometryType=\"ORIGIN_" << (nd == 2 ? "DXDY" : "DXDYDZ") << "\">\n"
+    << "        <DataItem Dimensions=\"" << dim << "\" Format=\"XML\">"
+    << join(origin, [](auto v) { return v; }) << "</DataItem>\n"
+    << "        <DataItem Dimensions=\"" << dim << "\" Format=\"XML\">"
+    << join(spacing, [](auto v) { return v; }) << "</DataItem>\n"
+    << "      </Geometry>\n";
+  for (const auto& f : fields) {
+    x << "      <Attribute Name=\"" << f.name << "\" AttributeType=\"Scalar\" Center=\"Cell\">\n"
+      << "        <DataItem Dimensions=\"" << join(cells, [](auto v) { return v; })
+      << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">" << h5_file << ":/" << f.dataset
+      << "</DataItem>\n      </Attribute>\n";
+  }
+  x << "    </Grid>\n  </Domain>\n</Xdmf>\n";
+  const std::string tmp = xmf_path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << x.str();
+    if (!out.flush()) throw Error("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), xmf_path.c_str()) != 0) {
+    throw Error("cannot rename " + tmp + " to " + xmf_path + ": " + std::strerror(errno));
+  }
+}
+
+}  // namespace kpmap::checkpoint

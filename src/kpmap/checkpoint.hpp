@@ -1,0 +1,200 @@
+#pragma once
+/// \file
+/// \brief Parallel HDF5 checkpoints: distributed Views as global datasets,
+/// atomic writes, validated restarts on any rank count.
+///
+/// Layout of a file (docs/checkpoints.md): attributes on the root group
+/// (`kpmap_version`, `app`, `step`, `time`, `ranks`, `decomposition`,
+/// `deck`, `rng_state`) and one dataset per array, each with a `checksum`
+/// attribute that does not depend on how the array was decomposed.
+///
+/// Every function here is collective over the communicator given to the
+/// Writer or Reader; errors are raised on every rank alike (ErrorScope::all_ranks).
+
+#include <kpmap/detail/view_utils.hpp>
+#include <kpmap/error.hpp>
+
+#include <mpi.h>
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace kpmap::checkpoint {
+
+/// \brief Where this rank's block lies in a global array: a block
+/// decomposition along any of its dimensions.
+struct Block {
+  std::vector<std::size_t> global;  ///< extents of the whole array
+  std::vector<std::size_t> offset;  ///< first global index of this rank's block
+  std::vector<std::size_t> count;   ///< extents of this rank's block
+};
+
+/// \brief The block of rows [begin, begin + rows) of an array whose other
+/// dimensions are whole: the decomposition kpmap::shard uses.
+Block row_block(std::vector<std::size_t> global, std::size_t begin, std::size_t rows);
+
+/// \brief A block that is the whole array (replicated data).
+Block whole(std::vector<std::size_t> global);
+
+/// \brief What a checkpoint says about itself.
+struct Metadata {
+  std::string app;            ///< the application that wrote it
+  long long step = 0;         ///< time step or epoch
+  double time = 0.0;          ///< simulated time (s), or 0
+  std::string deck;           ///< the resolved deck text
+  std::string decomposition;  ///< e.g. "3 ranks, rows split in blocks"
+  std::string rng_state;      ///< serialised RNG state, where there is one
+  int ranks = 0;              ///< rank count of the writer (filled in on write)
+  std::string kpmap_version;  ///< filled in on write
+};
+
+namespace detail {
+/// HDF5 element type codes known to the implementation.
+enum class Elem { f32, f64, i32, i64, u64 };
+template <class T>
+constexpr Elem elem_of() {
+  if constexpr (std::is_same_v<T, float>)
+    return Elem::f32;
+  else if constexpr (std::is_same_v<T, double>)
+    return Elem::f64;
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return Elem::i32;
+  else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, long long>)
+    return Elem::i64;
+  else {
+    static_assert(std::is_same_v<T, std::uint64_t>,
+                  "checkpoints hold float, double, int32, int64 or uint64 elements");
+    return Elem::u64;
+  }
+}
+
+/// A host copy of `v` in row-major order.
+template <class V>
+Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> host_canonical(const V& v) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> flat(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::checkpoint::host"), host.size());
+  kpmap::detail::pack(Kokkos::DefaultHostExecutionSpace(), host, flat);
+  Kokkos::DefaultHostExecutionSpace().fence();
+  return flat;
+}
+
+template <class V>
+std::vector<std::size_t> extents_vector(const V& v) {
+  std::vector<std::size_t> e;
+  for (int d = 0; d < kpmap::detail::rank_v<V>; ++d) e.push_back(v.extent(d));
+  return e;
+}
+}  // namespace detail
+
+/// \brief Writes one checkpoint file atomically: everything goes to a
+/// temporary file beside `path`, which commit() closes and renames over
+/// `path`. A crash, an error or a kill before commit() leaves any previous
+/// file at `path` untouched (the Writer's destructor removes the temporary).
+class Writer {
+ public:
+  /// Collective over `comm`.
+  /// \throws kpmap::Error (all ranks) if the directory cannot be written.
+  Writer(const std::string& path, MPI_Comm comm, Metadata meta);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  /// \brief Writes this rank's block `local` of the global array `name`
+  /// (collective hyperslab I/O). `block.count` must equal local's extents.
+  template <class V>
+  void write(const std::string& name, const V& local, const Block& block) {
+    using T = typename V::non_const_value_type;
+    auto flat = detail::host_canonical(local);
+    write_raw(name, detail::elem_of<T>(), flat.data(), detail::extents_vector(local), block);
+  }
+
+  /// \brief Writes `v`, which every rank holds identically, once.
+  template <class V>
+  void write_replicated(const std::string& name, const V& v) {
+    using T = typename V::non_const_value_type;
+    auto flat = detail::host_canonical(v);
+    const auto e = detail::extents_vector(v);
+    write_raw(name, detail::elem_of<T>(), flat.data(), e, whole(e), /*replicated=*/true);
+  }
+
+  /// \brief Closes the file and renames it over the target. Collective.
+  void commit();
+
+  const std::string& path() const noexcept;
+
+ private:
+  void write_raw(const std::string& name, detail::Elem elem, const void* data,
+                 const std::vector<std::size_t>& local_extents, const Block& block,
+                 bool replicated = false);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// \brief Opens a checkpoint for restart and checks it: the file exists, is
+/// HDF5, was written by `expected_app`; every read checks the global shape
+/// and the dataset's checksum. Any problem is an InputError (exit 2) that
+/// names the file and what is wrong, raised on every rank.
+class Reader {
+ public:
+  /// Collective over `comm`.
+  Reader(const std::string& path, MPI_Comm comm, const std::string& expected_app);
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  const Metadata& metadata() const noexcept;
+  /// \brief Global extents of dataset `name`. \throws InputError if absent.
+  std::vector<std::size_t> shape(const std::string& name) const;
+
+  /// \brief Reads this rank's block of `name` into `local` (any memory space
+  /// and layout). The file may come from any rank count. Collective.
+  template <class V>
+  void read(const std::string& name, const V& local, const Block& block) {
+    using T = typename V::non_const_value_type;
+    Kokkos::View<T*, Kokkos::HostSpace> flat("kpmap::checkpoint::read", local.size());
+    read_raw(name, detail::elem_of<T>(), flat.data(), detail::extents_vector(local), block);
+    auto host = Kokkos::create_mirror_view(local);
+    kpmap::detail::unpack(Kokkos::DefaultHostExecutionSpace(), flat, host);
+    Kokkos::DefaultHostExecutionSpace().fence();
+    Kokkos::deep_copy(local, host);
+  }
+
+  /// \brief Reads the whole of `name` into `v` on every rank.
+  template <class V>
+  void read_replicated(const std::string& name, const V& v) {
+    read(name, v, whole(detail::extents_vector(v)));
+  }
+
+ private:
+  void read_raw(const std::string& name, detail::Elem elem, void* data,
+                const std::vector<std::size_t>& local_extents, const Block& block);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// \brief Deletes all but the newest `keep` files named `<stem>_<digits>.h5`
+/// (and their .xmf sidecars) in `dir`. Call on one rank.
+void keep_last(const std::string& dir, const std::string& stem, int keep);
+
+/// \brief A cell-centred field on a uniform grid, for write_xdmf.
+struct XdmfField {
+  std::string dataset;  ///< dataset name in the HDF5 file
+  std::string name;     ///< name shown in ParaView / VisIt
+};
+
+/// \brief Writes an XDMF sidecar so ParaView and VisIt open the HDF5 file
+/// `h5_file` (named relative to the sidecar) as a uniform grid of `cells`
+/// cells (2 or 3 extents, slowest first), with `origin` and `spacing` per
+/// dimension, and cell-centred `fields`. Written to a temporary name and
+/// renamed, like the checkpoint. Call on one rank.
+void write_xdmf(const std::string& xmf_path, const std::string& h5_file,
+                const std::vector<std::size_t>& cells, const std::vector<double>& origin,
+                const std::vector<double>& spacing, const std::vector<XdmfField>& fields,
+                double time);
+
+}  // namespace kpmap::checkpoint

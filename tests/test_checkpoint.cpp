@@ -1,0 +1,306 @@
+// Parallel HDF5 checkpoints: exact round trips of distributed Views, restart
+// on another rank count, atomic writes, and every corruption a clear error.
+
+#include "support/mpi_test.hpp"
+
+#include <kpmap/checkpoint.hpp>
+#include <kpmap/pmap.hpp>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <hdf5.h>
+#include <Kokkos_Core.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+using Catch::Matchers::ContainsSubstring;
+using kpmap::test::world_rank;
+using kpmap::test::world_size;
+namespace ck = kpmap::checkpoint;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Exec = Kokkos::DefaultExecutionSpace;
+
+// Every test works in its own directory, per rank count (ctest runs them in parallel).
+std::string dir() {
+  const std::string d = "checkpoint_test_np" + std::to_string(world_size());
+  if (world_rank() == 0) fs::create_directories(d);
+  MPI_Barrier(MPI_COMM_WORLD);
+  return d;
+}
+
+double value(std::size_t i, std::size_t j = 0, std::size_t k = 0) {
+  return 1e6 * i + 1e3 * j + k + 0.25;
+}
+
+ck::Metadata meta(long long step = 7) {
+  ck::Metadata m;
+  m.app = "kpmap-test";
+  m.step = step;
+  m.time = 0.125 * step;
+  m.deck = "[model]\nkind = \"mlp\"\n";
+  m.decomposition = std::to_string(world_size()) + " ranks, rows in blocks";
+  m.rng_state = "philox:42:1000";
+  return m;
+}
+
+// Rows [b, e) of a (rows x 3) array, filled from global indices.
+Kokkos::View<double**, Exec> rows(std::size_t b, std::size_t e) {
+  Kokkos::View<double**, Exec> v("rows", e - b, 3);
+  auto h = Kokkos::create_mirror_view(v);
+  for (std::size_t i = b; i < e; ++i)
+    for (std::size_t j = 0; j < 3; ++j) h(i - b, j) = value(i, j);
+  Kokkos::deep_copy(v, h);
+  return v;
+}
+
+bool rows_match(const Kokkos::View<double**, Exec>& v, std::size_t b) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  for (std::size_t i = 0; i < h.extent(0); ++i)
+    for (std::size_t j = 0; j < 3; ++j)
+      if (h(i, j) != value(b + i, j)) return false;
+  return true;
+}
+
+// Writes a 10 x 3 array in row blocks with `fill` added to every value.
+void write_rows(const std::string& path, double fill = 0.0, bool commit = true) {
+  const kpmap::BlockPartition part(10, world_size());
+  auto v = rows(part.begin(world_rank()), part.end(world_rank()));
+  if (fill != 0.0) {
+    Kokkos::parallel_for(
+        "add",
+        Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2>>({0, 0}, {static_cast<long>(v.extent(0)), 3}),
+        KOKKOS_LAMBDA(int i, int j) { v(i, j) += fill; });
+    Exec().fence();
+  }
+  ck::Writer w(path, MPI_COMM_WORLD, meta());
+  w.write("field", v, ck::row_block({10, 3}, part.begin(world_rank()), v.extent(0)));
+  if (commit) w.commit();
+}
+
+void expect_input_error(const std::function<void()>& f, const std::string& text) {
+  try {
+    f();
+    FAIL_CHECK("no error; expected: " << text);
+  } catch (const kpmap::Error& e) {
+    CHECK_THAT(std::string(e.what()), ContainsSubstring(text));
+    CHECK(e.code() == kpmap::exit_code::bad_input);
+    CHECK(e.all_ranks());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("distributed 1-D, 2-D and 3-D Views round-trip exactly", "[checkpoint]") {
+  const std::string path = dir() + "/roundtrip.h5";
+  const int P = world_size();
+  const int me = world_rank();
+  // 1-D and 2-D: rows in blocks. 3-D: blocks along the middle dimension.
+  const kpmap::BlockPartition p1(13, P), p3(7, P);
+  Kokkos::View<double*, Exec> a("a", p1.count(me));
+  Kokkos::View<float***, Kokkos::LayoutLeft, Exec> c("c", 2, p3.count(me), 4);
+  auto b = rows(kpmap::BlockPartition(10, P).begin(me), kpmap::BlockPartition(10, P).end(me));
+  {
+    auto ha = Kokkos::create_mirror_view(a);
+    for (std::size_t i = 0; i < ha.extent(0); ++i) ha(i) = value(p1.begin(me) + i);
+    Kokkos::deep_copy(a, ha);
+    auto hc = Kokkos::create_mirror_view(c);
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::size_t j = 0; j < hc.extent(1); ++j)
+        for (std::size_t k = 0; k < 4; ++k)
+          hc(i, j, k) = static_cast<float>(100 * i + 10 * (p3.begin(me) + j) + k);
+    Kokkos::deep_copy(c, hc);
+  }
+  Kokkos::View<std::int64_t*, Exec> params("params", 5);
+  Kokkos::deep_copy(params, 42);
+  {
+    ck::Writer w(path, MPI_COMM_WORLD, meta());
+    w.write("a", a, ck::row_block({13}, p1.begin(me), a.extent(0)));
+    w.write("group_b", b,
+            ck::row_block({10, 3}, kpmap::BlockPartition(10, P).begin(me), b.extent(0)));
+    w.write("c", c, ck::Block{{2, 7, 4}, {0, p3.begin(me), 0}, {2, p3.count(me), 4}});
+    w.write_replicated("params", params);
+    w.commit();
+  }
+  REQUIRE(fs::exists(path));
+  CHECK_FALSE(fs::exists(path + ".tmp"));
+
+  ck::Reader r(path, MPI_COMM_WORLD, "kpmap-test");
+  CHECK(r.metadata().step == 7);
+  CHECK(r.metadata().time == 0.875);
+  CHECK(r.metadata().ranks == P);
+  CHECK(r.metadata().deck == meta().deck);
+  CHECK(r.metadata().rng_state == "philox:42:1000");
+  CHECK(r.shape("c") == std::vector<std::size_t>{2, 7, 4});
+
+  Kokkos::View<double*, Exec> a2("a2", a.extent(0));
+  r.read("a", a2, ck::row_block({13}, p1.begin(me), a.extent(0)));
+  auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a2);
+  for (std::size_t i = 0; i < ha.extent(0); ++i) CHECK(ha(i) == value(p1.begin(me) + i));
+
+  Kokkos::View<float***, Kokkos::LayoutRight, Exec> c2("c2", 2, p3.count(me), 4);
+  r.read("c", c2, ck::Block{{2, 7, 4}, {0, p3.begin(me), 0}, {2, p3.count(me), 4}});
+  auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), c2);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < hc.extent(1); ++j)
+      for (std::size_t k = 0; k < 4; ++k)
+        CHECK(hc(i, j, k) == static_cast<float>(100 * i + 10 * (p3.begin(me) + j) + k));
+
+  Kokkos::View<std::int64_t*, Exec> params2("params2", 5);
+  r.read_replicated("params", params2);
+  auto hp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), params2);
+  for (int i = 0; i < 5; ++i) CHECK(hp(i) == 42);
+}
+
+TEST_CASE("a checkpoint restarts on a different rank count", "[checkpoint]") {
+  const std::string path = dir() + "/restart.h5";
+  write_rows(path);
+  // Read back on fewer ranks: the first q ranks form the "new job".
+  for (int q : {std::max(1, world_size() - 1), 1}) {
+    MPI_Comm sub;
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank() < q ? 0 : MPI_UNDEFINED, world_rank(), &sub);
+    if (sub != MPI_COMM_NULL) {
+      const kpmap::BlockPartition part(10, q);
+      ck::Reader r(path, sub, "kpmap-test");
+      CHECK(r.metadata().ranks == world_size());
+      Kokkos::View<double**, Exec> v("v", part.count(world_rank()), 3);
+      r.read("field", v, ck::row_block({10, 3}, part.begin(world_rank()), v.extent(0)));
+      CHECK(rows_match(v, part.begin(world_rank())));
+      MPI_Comm_free(&sub);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+TEST_CASE("an interrupted write leaves the previous checkpoint intact", "[checkpoint]") {
+  const std::string path = dir() + "/atomic.h5";
+  write_rows(path);
+  // A second write that never commits (an error or a kill before commit()).
+  write_rows(path, 1000.0, /*commit=*/false);
+  CHECK_FALSE(fs::exists(path + ".tmp"));  // the abandoned temporary is removed
+  MPI_Barrier(MPI_COMM_WORLD);             // every rank looked before the next step
+  // A temporary left behind by a crash does not disturb the checkpoint either.
+  if (world_rank() == 0) std::ofstream(path + ".tmp") << "partial garbage";
+  MPI_Barrier(MPI_COMM_WORLD);
+  const kpmap::BlockPartition part(10, world_size());
+  {
+    ck::Reader r(path, MPI_COMM_WORLD, "kpmap-test");
+    Kokkos::View<double**, Exec> v("v", part.count(world_rank()), 3);
+    r.read("field", v, ck::row_block({10, 3}, part.begin(world_rank()), v.extent(0)));
+    CHECK(rows_match(v, part.begin(world_rank())));
+  }
+  // And the next committed write replaces both.
+  write_rows(path, 1000.0);
+  CHECK_FALSE(fs::exists(path + ".tmp"));
+}
+
+TEST_CASE("every kind of bad restart file is a clear error on every rank", "[checkpoint]") {
+  const std::string d = dir();
+  const std::string good = d + "/good.h5";
+  write_rows(good);
+  if (world_rank() == 0) {
+    std::ofstream(d + "/text.h5") << "this is not HDF5\n";
+    // A truncated copy: the first half of the file.
+    std::ifstream in(good, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(d + "/truncated.h5", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    // A copy with one byte of the field's data flipped.
+    fs::copy_file(good, d + "/flipped.h5", fs::copy_options::overwrite_existing);
+    hid_t f = H5Fopen((d + "/flipped.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t ds = H5Dopen2(f, "field", H5P_DEFAULT);
+    const haddr_t offset = H5Dget_offset(ds);
+    H5Dclose(ds);
+    H5Fclose(f);
+    std::fstream io(d + "/flipped.h5", std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(static_cast<std::streamoff>(offset + 17));
+    char byte = 0;
+    io.read(&byte, 1);
+    byte = static_cast<char>(byte ^ 0x40);
+    io.seekp(static_cast<std::streamoff>(offset + 17));
+    io.write(&byte, 1);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const kpmap::BlockPartition part(10, world_size());
+  auto read_field = [&](const std::string& file, std::vector<std::size_t> global) {
+    ck::Reader r(file, MPI_COMM_WORLD, "kpmap-test");
+    Kokkos::View<double**, Exec> v(
+        "v", kpmap::BlockPartition(global[0], world_size()).count(world_rank()), global[1]);
+    r.read("field", v,
+           ck::row_block(global, kpmap::BlockPartition(global[0], world_size()).begin(world_rank()),
+                         v.extent(0)));
+  };
+  expect_input_error(
+      [&] {
+        read_field(d + "/missing.h5", {10, 3});
+      },
+      "restart file " + d + "/missing.h5 does not exist");
+  expect_input_error(
+      [&] {
+        read_field(d + "/text.h5", {10, 3});
+      },
+      "restart file " + d + "/text.h5 is not an HDF5 file");
+  expect_input_error([&] { read_field(d + "/truncated.h5", {10, 3}); }, d + "/truncated.h5");
+  expect_input_error(
+      [&] {
+        read_field(d + "/flipped.h5", {10, 3});
+      },
+      "dataset 'field': checksum mismatch");
+  expect_input_error([&] { ck::Reader(good, MPI_COMM_WORLD, "kpmap-heat"); },
+                     "was written by kpmap-test, not by kpmap-heat");
+  expect_input_error(
+      [&] {
+        read_field(good, {12, 3});
+      },
+      "its shape is (10, 3) but this run needs (12, 3)");
+  expect_input_error(
+      [&] {
+        ck::Reader r(good, MPI_COMM_WORLD, "kpmap-test");
+        r.shape("velocity");
+      },
+      "has no dataset 'velocity'");
+  expect_input_error(
+      [&] {
+        ck::Reader r(good, MPI_COMM_WORLD, "kpmap-test");
+        Kokkos::View<float**, Exec> v("v", part.count(world_rank()), 3);
+        r.read("field", v, ck::row_block({10, 3}, part.begin(world_rank()), v.extent(0)));
+      },
+      "stored with another element type than float32");
+}
+
+TEST_CASE("an unwritable directory is refused before anything is written", "[checkpoint]") {
+  try {
+    ck::Writer w("/nonexistent-dir/x.h5", MPI_COMM_WORLD, meta());
+    FAIL_CHECK("accepted a missing directory");
+  } catch (const kpmap::Error& e) {
+    CHECK_THAT(std::string(e.what()),
+               ContainsSubstring("directory /nonexistent-dir does not exist"));
+    CHECK(e.all_ranks());
+  }
+}
+
+TEST_CASE("keep_last keeps the newest checkpoints and their sidecars", "[checkpoint]") {
+  const std::string d = dir() + "/keep";
+  if (world_rank() == 0) {
+    fs::create_directories(d);
+    for (int s : {3, 10, 7, 1, 12}) {
+      std::ofstream(d + "/run_" + std::to_string(s) + ".h5") << "x";
+      std::ofstream(d + "/run_" + std::to_string(s) + ".xmf") << "x";
+    }
+    std::ofstream(d + "/other_1.h5") << "x";
+    ck::keep_last(d, "run", 2);
+    CHECK(fs::exists(d + "/run_12.h5"));
+    CHECK(fs::exists(d + "/run_10.h5"));
+    CHECK(fs::exists(d + "/run_10.xmf"));
+    CHECK_FALSE(fs::exists(d + "/run_7.h5"));
+    CHECK_FALSE(fs::exists(d + "/run_7.xmf"));
+    CHECK_FALSE(fs::exists(d + "/run_1.h5"));
+    CHECK(fs::exists(d + "/other_1.h5"));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
