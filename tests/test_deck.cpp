@@ -35,7 +35,8 @@ deck::Schema schema() {
 }
 
 const char* valid =
-    "# a valid deck\n"
+    "# a valid deck, with UTF-8 in a comment: \xc2\xb0"
+    "C\n"
     "[model]\n"
     "kind = \"mlp\"\n"
     "hidden = [32, 16]\n"
@@ -147,6 +148,17 @@ TEST_CASE("malformed decks get their own clear message with file, line and key",
       {"syntax error: missing value", head + "[train]\nepochs =\n", "deck.toml:6:9: syntax error"},
       {"syntax error: unterminated string", "[model]\nkind = \"mlp\n", "deck.toml:2:"},
       {"syntax error: bad table header", "[model\nkind = \"mlp\"\n", "deck.toml:1:"},
+      {"table header not starting with a key", "[(odel]\nkind = \"mlp\"\n",
+       "deck.toml:1:2: syntax error: a table header must start with a key"},
+      {"control character", "[model]\nkind = \"m\x01lp\"\n",
+       "deck.toml:2:10: syntax error: control character U+0001 is not allowed"},
+      {"non-ASCII outside strings",
+       "[model]\nkind = \"mlp\"\n\xe2\x80\x83"
+       "bias = true\n",
+       "deck.toml:3:1: syntax error: non-ASCII character; decks are ASCII outside comments"},
+      {"non-ASCII in a string", "[model]\nkind = \"ml\xc3\xa9\"\n[time]\nend = 1\n",
+       "deck.toml:2:11: syntax error: non-ASCII character; decks are ASCII outside comments "
+       "(write \\uXXXX in a string"},
       {"empty file", "", "deck.toml: the deck is empty"},
       {"comments only", "# nothing here\n\n# at all\n", "deck.toml: the deck is empty"},
       {"tea.in text given as TOML", "*tea\nstate 1 density=100.0\n*endtea\n",

@@ -322,8 +322,12 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
   hid_t fspace = dims.empty()
                      ? H5Screate(H5S_SCALAR)
                      : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
-  hid_t dset = H5Dcreate2(impl_->file, name.c_str(), h5type(elem), fspace, H5P_DEFAULT, H5P_DEFAULT,
-                          H5P_DEFAULT);
+  // Names may hold groups ("fields/temperature"): create them on the way.
+  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  hid_t dset =
+      H5Dcreate2(impl_->file, name.c_str(), h5type(elem), fspace, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  H5Pclose(lcpl);
   std::string error = dset < 0 ? "cannot create dataset '" + name + "' in " + impl_->tmp : "";
   agree(impl_->comm, error, exit_code::failure);
 

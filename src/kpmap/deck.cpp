@@ -3,8 +3,10 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -270,6 +272,7 @@ class Parser {
   Deck run(std::string_view text, const std::vector<std::string>& overrides) {
     deck_.app_ = schema_.app();
     deck_.source_ = source_;
+    screen(text);
     toml::table root;
     try {
       root = toml::parse(text, source_);
@@ -310,6 +313,122 @@ class Parser {
   }
 
  private:
+  // A light scan before toml++ 3.3 sees the text. TOML allows no control
+  // characters but tab and line ends, and only ASCII outside strings and
+  // comments; toml++ 3.3 *assumes* some of this (a table header that does not
+  // start with a key, some non-ASCII whitespace: undefined behaviour in its
+  // release build, found by fuzzing), so such decks are refused here with a
+  // message instead.
+  void screen(std::string_view text) const {
+    enum class State { code, basic, literal, ml_basic, ml_literal, comment };
+    State st = State::code;
+    std::size_t line = 1;
+    std::size_t column = 1;
+    bool line_start = true;  // only whitespace so far on this line (in code)
+    for (std::size_t i = 0; i < text.size(); ++i, ++column) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+        char code[8];
+        std::snprintf(code, sizeof(code), "U+%04X", c);
+        throw InputError(at(line, column) + "syntax error: control character " + code +
+                         " is not allowed in a deck");
+      }
+      auto starts = [&](const char* s3) { return text.compare(i, 3, s3) == 0; };
+      if (c == '\n') {
+        ++line;
+        column = 0;
+        if (st == State::comment || st == State::basic || st == State::literal) st = State::code;
+        line_start = st == State::code;
+        continue;
+      }
+      if (c >= 0x80 && st != State::comment) {
+        // toml++ 3.3 misclassifies many non-ASCII characters wherever it
+        // looks for whitespace (undefined behaviour, found by fuzzing), and
+        // where that is cannot be known without its parser state: decks are
+        // ASCII, with \uXXXX escapes for other characters in strings.
+        throw InputError(at(line, column) + "syntax error: non-ASCII character; decks are " +
+                         "ASCII outside comments (write \\uXXXX in a string for other "
+                         "characters)");
+      }
+      switch (st) {
+        case State::code:
+          if (line_start && c == '[') {
+            std::size_t k = i + 1;
+            if (k < text.size() && text[k] == '[') ++k;
+            while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+            const char h = k < text.size() ? text[k] : '\0';
+            if (!(std::isalnum(static_cast<unsigned char>(h)) || h == '_' || h == '-' || h == '"' ||
+                  h == '\'' || h == ']')) {
+              throw InputError(
+                  at(line, column + (k - i)) + "syntax error: a table header " +
+                  "must start with a key (letters, digits, '_', '-' or a quoted name)");
+            }
+          }
+          if (c != ' ' && c != '\t') line_start = false;
+          if (c == '#') {
+            st = State::comment;
+          } else if (starts("\"\"\"")) {
+            st = State::ml_basic;
+            i += 2;
+            column += 2;
+          } else if (starts("'''")) {
+            st = State::ml_literal;
+            i += 2;
+            column += 2;
+          } else if (c == '"') {
+            st = State::basic;
+          } else if (c == '\'') {
+            st = State::literal;
+          }
+          break;
+        case State::basic:
+          if (c == '\\') {
+            check_escape(text, i, line, column, false);
+            ++i;  // the escaped character
+            ++column;
+          } else if (c == '"') {
+            st = State::code;
+          }
+          break;
+        case State::literal:
+          if (c == '\'') st = State::code;
+          break;
+        case State::ml_basic:
+          if (c == '\\') {
+            check_escape(text, i, line, column, true);
+            ++i;
+            ++column;
+          } else if (starts("\"\"\"")) {
+            st = State::code;
+            i += 2;
+            column += 2;
+          }
+          break;
+        case State::ml_literal:
+          if (starts("'''")) {
+            st = State::code;
+            i += 2;
+            column += 2;
+          }
+          break;
+        case State::comment:
+          break;
+      }
+    }
+  }
+
+  // TOML escapes: \b \t \n \f \r \" \\ \uXXXX \UXXXXXXXX, and in multi-line
+  // strings a backslash before whitespace or a line end.
+  void check_escape(std::string_view text, std::size_t i, std::size_t line, std::size_t column,
+                    bool multiline) const {
+    const char e = i + 1 < text.size() ? text[i + 1] : '\0';
+    const bool ok = std::string_view("btnfr\"\\uU").find(e) != std::string_view::npos ||
+                    (multiline && (e == ' ' || e == '\t' || e == '\n' || e == '\r'));
+    if (!ok || e == '\0') {
+      throw InputError(at(line, column) + "syntax error: invalid escape sequence in a string");
+    }
+  }
+
   std::string at(std::size_t line, std::size_t column) const {
     return source_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
   }
