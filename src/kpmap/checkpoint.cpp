@@ -103,21 +103,40 @@ std::uint64_t splitmix64(std::uint64_t x) {
 
 // Sum over this block's elements of mix(global index, bits): adding the
 // blocks of any decomposition gives the same checksum for the same array.
+// One splitmix64 per element; the innermost dimension runs as a plain loop.
 std::uint64_t block_checksum(const void* data, detail::Elem elem, const Block& block) {
+  constexpr std::uint64_t golden = 0x9E3779B97F4A7C15ull;
   const std::size_t rank = block.global.size();
-  std::size_t n = 1;
-  for (auto c : block.count) n *= c;
   const std::size_t es = elem_size(elem);
   const auto* bytes = static_cast<const unsigned char*>(data);
+  if (rank == 0) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, bytes, es);
+    return splitmix64(bits);
+  }
+  std::size_t rows = 1;  // every index but the last
+  for (std::size_t d = 0; d + 1 < rank; ++d) rows *= block.count[d];
+  const std::size_t inner = block.count[rank - 1];
   std::uint64_t sum = 0;
   std::vector<std::size_t> idx(rank, 0);
-  for (std::size_t k = 0; k < n; ++k) {
+  std::size_t k = 0;
+  for (std::size_t r = 0; r < rows && inner > 0; ++r) {
     std::size_t g = 0;
     for (std::size_t d = 0; d < rank; ++d) g = g * block.global[d] + block.offset[d] + idx[d];
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, bytes + k * es, es);
-    sum += splitmix64(bits ^ splitmix64(g));
-    for (std::size_t d = rank; d-- > 0;) {  // next row-major index
+    if (es == 8) {
+      for (std::size_t j = 0; j < inner; ++j, ++k) {
+        std::uint64_t bits;
+        std::memcpy(&bits, bytes + k * 8, 8);
+        sum += splitmix64(bits ^ ((g + j) * golden));
+      }
+    } else {
+      for (std::size_t j = 0; j < inner; ++j, ++k) {
+        std::uint32_t bits;
+        std::memcpy(&bits, bytes + k * 4, 4);
+        sum += splitmix64(std::uint64_t(bits) ^ ((g + j) * golden));
+      }
+    }
+    for (std::size_t d = rank - 1; d-- > 0;) {  // next row (row-major, last index excluded)
       if (++idx[d] < block.count[d]) break;
       idx[d] = 0;
     }

@@ -74,13 +74,33 @@ constexpr Elem elem_of() {
 
 /// A host copy of `v` in row-major order.
 template <class V>
-Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> host_canonical(const V& v) {
+Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> host_copy(const V& v) {
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
   Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> flat(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::checkpoint::host"), host.size());
   kpmap::detail::pack(Kokkos::DefaultHostExecutionSpace(), host, flat);
   Kokkos::DefaultHostExecutionSpace().fence();
   return flat;
+}
+
+/// `v`'s elements in row-major order in host memory: `v` itself when it is
+/// already there in that order (no copy), else a packed host copy.
+template <class V>
+Kokkos::View<const typename V::non_const_value_type*, Kokkos::HostSpace,
+             Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+host_canonical(const V& v,
+               Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace>& keep) {
+  using T = typename V::non_const_value_type;
+  using Out = Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                           typename V::memory_space>::accessible) {
+    if (kpmap::detail::is_canonical(v)) {
+      typename V::execution_space().fence();  // kernels that wrote v are done
+      return Out(v.data(), v.size());
+    }
+  }
+  keep = host_copy(v);
+  return Out(keep.data(), keep.size());
 }
 
 template <class V>
@@ -109,7 +129,8 @@ class Writer {
   template <class V>
   void write(const std::string& name, const V& local, const Block& block) {
     using T = typename V::non_const_value_type;
-    auto flat = detail::host_canonical(local);
+    Kokkos::View<T*, Kokkos::HostSpace> keep;
+    auto flat = detail::host_canonical(local, keep);
     write_raw(name, detail::elem_of<T>(), flat.data(), detail::extents_vector(local), block);
   }
 
@@ -117,7 +138,8 @@ class Writer {
   template <class V>
   void write_replicated(const std::string& name, const V& v) {
     using T = typename V::non_const_value_type;
-    auto flat = detail::host_canonical(v);
+    Kokkos::View<T*, Kokkos::HostSpace> keep;
+    auto flat = detail::host_canonical(v, keep);
     const auto e = detail::extents_vector(v);
     write_raw(name, detail::elem_of<T>(), flat.data(), e, whole(e), /*replicated=*/true);
   }
@@ -156,7 +178,16 @@ class Reader {
   template <class V>
   void read(const std::string& name, const V& local, const Block& block) {
     using T = typename V::non_const_value_type;
-    Kokkos::View<T*, Kokkos::HostSpace> flat("kpmap::checkpoint::read", local.size());
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                             typename V::memory_space>::accessible) {
+      if (kpmap::detail::is_canonical(local)) {  // read straight into the View
+        typename V::execution_space().fence();
+        read_raw(name, detail::elem_of<T>(), local.data(), detail::extents_vector(local), block);
+        return;
+      }
+    }
+    Kokkos::View<T*, Kokkos::HostSpace> flat(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::checkpoint::read"), local.size());
     read_raw(name, detail::elem_of<T>(), flat.data(), detail::extents_vector(local), block);
     auto host = Kokkos::create_mirror_view(local);
     kpmap::detail::unpack(Kokkos::DefaultHostExecutionSpace(), flat, host);

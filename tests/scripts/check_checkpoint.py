@@ -16,6 +16,7 @@ import h5py
 import numpy as np
 
 MASK = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
 
 
 def splitmix64(x):
@@ -30,7 +31,7 @@ def checksum(array):
     bits = flat.view(np.uint64 if flat.dtype.itemsize == 8 else np.uint32)
     total = 0
     for g, b in enumerate(bits.tolist()):
-        total = (total + splitmix64(int(b) ^ splitmix64(g))) & MASK
+        total = (total + splitmix64(int(b) ^ ((g * GOLDEN) & MASK))) & MASK
     return total
 
 
