@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include <fcntl.h>
@@ -552,14 +551,22 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
 // ---- housekeeping and sidecars -----------------------------------------------------
 
 void keep_last(const std::string& dir, const std::string& stem, int keep) {
-  const std::regex pattern(
-      std::regex_replace(stem, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") + R"(_(\d+)\.h5)");
+  // <stem>_<digits>.h5, with the step as the number.
+  const std::string prefix = stem + "_";
   std::vector<std::pair<long long, fs::path>> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir.empty() ? "." : dir, ec)) {
-    std::smatch m;
     const std::string file = entry.path().filename().string();
-    if (std::regex_match(file, m, pattern)) found.emplace_back(std::stoll(m[1]), entry.path());
+    if (file.size() <= prefix.size() + 3 || file.compare(0, prefix.size(), prefix) != 0 ||
+        file.compare(file.size() - 3, 3, ".h5") != 0) {
+      continue;
+    }
+    const std::string digits = file.substr(prefix.size(), file.size() - prefix.size() - 3);
+    if (digits.empty() || digits.size() > 18 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    found.emplace_back(std::stoll(digits), entry.path());
   }
   std::sort(found.begin(), found.end());
   const std::size_t keep_n = static_cast<std::size_t>(std::max(keep, 0));
