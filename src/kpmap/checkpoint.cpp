@@ -271,7 +271,22 @@ struct Writer::Impl {
   int rank = 0;
   hid_t file = -1;
   bool committed = false;
+  bool agreed_failure = false;  // every rank raised the same error
 };
+
+namespace {
+// Runs `f`; an error every rank raised together is remembered, so that the
+// destructor knows it may still do its collective clean-up.
+template <class F>
+void remembering_failure(Writer::Impl& impl, F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (e.all_ranks()) impl.agreed_failure = true;
+    throw;
+  }
+}
+}  // namespace
 
 Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
     : impl_(std::make_unique<Impl>()) {
@@ -321,6 +336,10 @@ Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
 
 Writer::~Writer() {
   if (!impl_ || impl_->committed) return;
+  // An error raised on this rank alone is on its way to kpmap::run, which
+  // aborts the job: collective clean-up here could wait forever for ranks
+  // that are elsewhere. The temporary stays; the previous checkpoint is intact.
+  if (std::uncaught_exceptions() > 0 && !impl_->agreed_failure) return;
   // Abandoned (an error on every rank): drop the temporary, keep the old file.
   QuietHdf5 quiet;
   if (impl_->file >= 0) H5Fclose(impl_->file);
@@ -334,73 +353,79 @@ const std::string& Writer::path() const noexcept { return impl_->path; }
 void Writer::write_raw(const std::string& name, detail::Elem elem, const void* data,
                        const std::vector<std::size_t>& local_extents, const Block& block,
                        bool replicated) {
-  QuietHdf5 quiet;
-  agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
-  std::vector<hsize_t> dims(block.global.begin(), block.global.end());
-  hid_t fspace = dims.empty()
-                     ? H5Screate(H5S_SCALAR)
-                     : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
-  // Names may hold groups ("fields/temperature"): create them on the way.
-  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
-  H5Pset_create_intermediate_group(lcpl, 1);
-  hid_t dset =
-      H5Dcreate2(impl_->file, name.c_str(), h5type(elem), fspace, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-  H5Pclose(lcpl);
-  std::string error = dset < 0 ? "cannot create dataset '" + name + "' in " + impl_->tmp : "";
-  agree(impl_->comm, error, exit_code::failure);
+  remembering_failure(*impl_, [&] {
+    QuietHdf5 quiet;
+    agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
+    std::vector<hsize_t> dims(block.global.begin(), block.global.end());
+    hid_t fspace = dims.empty()
+                       ? H5Screate(H5S_SCALAR)
+                       : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+    // Names may hold groups ("fields/temperature"): create them on the way.
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    hid_t dset =
+        H5Dcreate2(impl_->file, name.c_str(), h5type(elem), fspace, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    H5Pclose(lcpl);
+    std::string error = dset < 0 ? "cannot create dataset '" + name + "' in " + impl_->tmp : "";
+    agree(impl_->comm, error, exit_code::failure);
 
-  const bool none = replicated && impl_->rank != 0;
-  std::vector<hsize_t> cnt(block.count.begin(), block.count.end());
-  hid_t mspace = cnt.empty() ? H5Screate(H5S_SCALAR)
-                             : H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr);
-  if (none) H5Sselect_none(mspace);
-  select(fspace, block, none);
-  hid_t dxpl = collective_transfer();
-  const herr_t rc = H5Dwrite(dset, h5type(elem), mspace, fspace, dxpl, data);
-  H5Pclose(dxpl);
-  H5Sclose(mspace);
+    const bool none = replicated && impl_->rank != 0;
+    std::vector<hsize_t> cnt(block.count.begin(), block.count.end());
+    hid_t mspace = cnt.empty()
+                       ? H5Screate(H5S_SCALAR)
+                       : H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr);
+    if (none) H5Sselect_none(mspace);
+    select(fspace, block, none);
+    hid_t dxpl = collective_transfer();
+    const herr_t rc = H5Dwrite(dset, h5type(elem), mspace, fspace, dxpl, data);
+    H5Pclose(dxpl);
+    H5Sclose(mspace);
 
-  // The checksum of the whole array, from every rank's share.
-  std::uint64_t sum = none ? 0 : block_checksum(data, elem, block);
-  MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
-  write_scalar_attr(dset, "checksum", H5T_NATIVE_UINT64, sum);
-  H5Sclose(fspace);
-  H5Dclose(dset);
-  agree(impl_->comm,
-        rc < 0 ? "writing dataset '" + name + "' to " + impl_->tmp + " failed (disk full?)" : "",
-        exit_code::failure);
+    // The checksum of the whole array, from every rank's share.
+    std::uint64_t sum = none ? 0 : block_checksum(data, elem, block);
+    MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
+    write_scalar_attr(dset, "checksum", H5T_NATIVE_UINT64, sum);
+    H5Sclose(fspace);
+    H5Dclose(dset);
+    agree(impl_->comm,
+          rc < 0 ? "writing dataset '" + name + "' to " + impl_->tmp + " failed (disk full?)" : "",
+          exit_code::failure);
+  });
 }
 
 void Writer::commit() {
-  QuietHdf5 quiet;
-  std::string error;
-  if (H5Fflush(impl_->file, H5F_SCOPE_GLOBAL) < 0) error = "flushing " + impl_->tmp + " failed";
-  if (H5Fclose(impl_->file) < 0 && error.empty()) {
-    error = "closing " + impl_->tmp + " failed (disk full?)";
-  }
-  impl_->file = -1;
-  agree(impl_->comm, error, exit_code::failure);
-  if (impl_->rank == 0) {
-    // Make the data durable before the rename makes it the checkpoint.
-    const int fd = ::open(impl_->tmp.c_str(), O_RDONLY);
-    if (fd < 0 || ::fsync(fd) != 0) {
-      error = "syncing " + impl_->tmp + " failed: " + std::strerror(errno);
+  remembering_failure(*impl_, [&] {
+    QuietHdf5 quiet;
+    std::string error;
+    if (H5Fflush(impl_->file, H5F_SCOPE_GLOBAL) < 0) error = "flushing " + impl_->tmp + " failed";
+    if (H5Fclose(impl_->file) < 0 && error.empty()) {
+      error = "closing " + impl_->tmp + " failed (disk full?)";
     }
-    if (fd >= 0) ::close(fd);
-    if (error.empty() && std::rename(impl_->tmp.c_str(), impl_->path.c_str()) != 0) {
-      error = "renaming " + impl_->tmp + " to " + impl_->path + " failed: " + std::strerror(errno);
-    }
-    if (error.empty()) {
-      const auto dir = fs::path(impl_->path).parent_path();
-      const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY);
-      if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
+    impl_->file = -1;
+    agree(impl_->comm, error, exit_code::failure);
+    if (impl_->rank == 0) {
+      // Make the data durable before the rename makes it the checkpoint.
+      const int fd = ::open(impl_->tmp.c_str(), O_RDONLY);
+      if (fd < 0 || ::fsync(fd) != 0) {
+        error = "syncing " + impl_->tmp + " failed: " + std::strerror(errno);
+      }
+      if (fd >= 0) ::close(fd);
+      if (error.empty() && std::rename(impl_->tmp.c_str(), impl_->path.c_str()) != 0) {
+        error =
+            "renaming " + impl_->tmp + " to " + impl_->path + " failed: " + std::strerror(errno);
+      }
+      if (error.empty()) {
+        const auto dir = fs::path(impl_->path).parent_path();
+        const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY);
+        if (dfd >= 0) {
+          ::fsync(dfd);
+          ::close(dfd);
+        }
       }
     }
-  }
-  agree(impl_->comm, error, exit_code::failure);
-  impl_->committed = true;
+    agree(impl_->comm, error, exit_code::failure);
+    impl_->committed = true;
+  });
 }
 
 // ---- Reader --------------------------------------------------------------------

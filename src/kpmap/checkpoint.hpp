@@ -153,7 +153,11 @@ class Writer {
   void write_raw(const std::string& name, detail::Elem elem, const void* data,
                  const std::vector<std::size_t>& local_extents, const Block& block,
                  bool replicated = false);
-  struct Impl;
+
+ public:
+  struct Impl;  // internal
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

@@ -167,11 +167,13 @@ void fence_before_mpi(const Exec& exec) {
   fence(exec, "kpmap: fence before MPI reads the buffers");
 }
 
-template <class V>
-void require_floating(const char* op) {
-  using T = value_t<V>;
-  static_assert(!std::is_integral_v<T>, "pmean needs a floating-point or complex element type");
-  (void)op;
+/// pmean divides: integer Views would truncate silently, so they are refused.
+template <class X>
+constexpr void require_mean_type() {
+  if constexpr (is_view_v<X>) {
+    static_assert(!std::is_integral_v<value_t<std::decay_t<X>>>,
+                  "kpmap::pmean needs a floating-point or complex element type");
+  }
 }
 
 // ---- reductions on one View ---------------------------------------------------
@@ -581,6 +583,7 @@ void pmin_inplace(const Exec& exec, X&& x, AxisRef axis) {
 /// \brief Replaces `x` by its mean over the ranks of `axis` (floating point).
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 void pmean_inplace(const Exec& exec, X&& x, AxisRef axis) {
+  detail::require_mean_type<X>();
   const auto [before, after] = detail::mean_factors(*axis, nullptr);
   detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
@@ -588,6 +591,7 @@ void pmean_inplace(const Exec& exec, X&& x, AxisRef axis) {
 /// samples when x_r is the mean of w_r local samples (uneven shards).
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 void pmean_inplace(const Exec& exec, X&& x, AxisRef axis, Weight w) {
+  detail::require_mean_type<X>();
   const auto [before, after] = detail::mean_factors(*axis, &w);
   detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
@@ -683,6 +687,7 @@ Request ipmin(X&& x, AxisRef axis) {
 }
 template <class X>
 Request ipmean(X&& x, AxisRef axis) {
+  detail::require_mean_type<X>();
   const auto [before, after] = detail::mean_factors(*axis, nullptr);
   return detail::reduce_start(detail::exec_of_t<std::decay_t<X>>{}, x, *axis, detail::ReduceOp::sum,
                               before, after);
