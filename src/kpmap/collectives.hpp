@@ -519,6 +519,15 @@ owning_like_t<V> copy_of(const Exec& exec, const V& x, const char* label) {
 template <class E>
 inline constexpr bool is_exec_v = Kokkos::is_execution_space<std::decay_t<E>>::value;
 
+/// A reduced copy of x (out-of-place psum/pmax/pmin, or pmean when `mean`).
+template <class Exec, class V>
+owning_like_t<V> reduced_copy(const Exec& exec, const V& x, const Axis& axis, ReduceOp op,
+                              bool mean) {
+  auto y = copy_of(exec, x, mean ? "kpmap::pmean" : op_name(op));
+  reduce_inplace(exec, y, axis, op, 1.0, mean ? 1.0 / axis.size() : 1.0);
+  return y;
+}
+
 }  // namespace detail
 
 // -- scalars: return the reduction over the axis --------------------------------
@@ -623,30 +632,26 @@ void pmean_inplace(X&& x, AxisRef axis, Weight w) {
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 auto psum(const Exec& exec, const V& x, AxisRef axis) {
-  auto y = detail::copy_of(exec, x, "kpmap::psum");
-  psum_inplace(exec, y, axis);
-  return y;
+  return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::sum, false);
 }
+/// \brief A new View holding the maximum of `x` over `axis`. Collective.
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 auto pmax(const Exec& exec, const V& x, AxisRef axis) {
-  auto y = detail::copy_of(exec, x, "kpmap::pmax");
-  pmax_inplace(exec, y, axis);
-  return y;
+  return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::max, false);
 }
+/// \brief A new View holding the minimum of `x` over `axis`. Collective.
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 auto pmin(const Exec& exec, const V& x, AxisRef axis) {
-  auto y = detail::copy_of(exec, x, "kpmap::pmin");
-  pmin_inplace(exec, y, axis);
-  return y;
+  return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::min, false);
 }
+/// \brief A new View holding the mean of `x` over the ranks of `axis`. Collective.
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 auto pmean(const Exec& exec, const V& x, AxisRef axis) {
-  auto y = detail::copy_of(exec, x, "kpmap::pmean");
-  pmean_inplace(exec, y, axis);
-  return y;
+  detail::require_mean_type<V>();
+  return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::sum, true);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto psum(const V& x, AxisRef axis) {

@@ -16,17 +16,16 @@ Mesh::Mesh(MPI_Comm comm, std::string axis_name) {
   if (axis_name.empty()) throw InputError("kpmap::Mesh: an axis name must not be empty");
   // A duplicate keeps kpmap's messages apart from the caller's on `comm`.
   MPI_Comm_dup(comm, &comm_);
-  auto a = std::make_unique<Axis>();
-  a->name_ = std::move(axis_name);
-  a->comm_ = comm_;
-  MPI_Comm_rank(comm_, &a->index_);
-  MPI_Comm_size(comm_, &a->size_);
-  axes_.push_back(std::move(a));
+  add_line_axis(std::move(axis_name));
 }
 
 Mesh::Mesh(Wrap, MPI_Comm comm, std::string axis_name) : comm_(comm), owns_comm_(false) {
+  add_line_axis(std::move(axis_name));
+}
+
+void Mesh::add_line_axis(std::string name) {
   auto a = std::make_unique<Axis>();
-  a->name_ = std::move(axis_name);
+  a->name_ = std::move(name);
   a->comm_ = comm_;
   MPI_Comm_rank(comm_, &a->index_);
   MPI_Comm_size(comm_, &a->size_);
