@@ -58,6 +58,14 @@ void fence(const ExecSpace& exec, [[maybe_unused]] const char* label) {
 #endif
 }
 
+/// \brief Kokkos' device-callable math (sqrt, log, cos, ...): in namespace
+/// Kokkos since 3.6, in Kokkos::Experimental before.
+#if KOKKOS_VERSION >= 30600
+namespace math = ::Kokkos;
+#else
+namespace math = ::Kokkos::Experimental;
+#endif
+
 /// \brief Host memory that GPUs can reach by DMA: the staging target for
 /// device buffers when MPI is not GPU-aware. Plain host memory elsewhere.
 #if defined(KOKKOS_ENABLE_CUDA)
