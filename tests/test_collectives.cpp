@@ -5,6 +5,7 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/collectives.hpp>
+#include <kpmap/pmap.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 #include <kpmap/transport/staging_pool.hpp>
 
@@ -394,6 +395,19 @@ TEST_CASE("counts above the MPI int limit take the large-count paths", "[collect
   for (std::size_t i = 0; i < P; ++i) ring.emplace_back(i, (i + 1) % P);
   auto pp = kpmap::ppermute(a, "devices", ring);
   CHECK(matches(pp, [&](std::size_t k) { return tri() * k; }));
+  // Uneven gathers and scatters (13 rows of 3) through the block-by-block path.
+  Kokkos::View<double**, Kokkos::HostSpace> global("global", 13, 3);
+  for (std::size_t k = 0; k < global.size(); ++k) global.data()[k] = 0.5 * k;
+  auto row_major = [&](std::size_t k) { return 0.5 * k; };
+  auto mine = kpmap::shard_from_root(
+      world_rank() == 0 ? global : Kokkos::View<double**, Kokkos::HostSpace>("none", 0, 0),
+      "devices");
+  const kpmap::BlockPartition part(13, world_size());
+  CHECK(matches(mine, [&](std::size_t k) { return 0.5 * (part.begin(world_rank()) * 3 + k); }));
+  CHECK(matches(kpmap::gather(mine, "devices"), row_major));
+  auto at_last = kpmap::gather(mine, "devices", world_size() - 1);
+  CHECK(at_last.extent(0) == (world_rank() == world_size() - 1 ? 13u : 0u));
+  if (world_rank() == world_size() - 1) CHECK(matches(at_last, row_major));
   kpmap::transport::set_max_count(saved);
 }
 

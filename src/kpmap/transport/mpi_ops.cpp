@@ -155,6 +155,36 @@ void self_copy(const void* src, void* dst, std::size_t count, MPI_Datatype type,
                          MPI_STATUS_IGNORE),
             "MPI_Sendrecv (self copy)");
 }
+
+// Uneven gathers (to_root) and scatters (!to_root) too large for the v-variants'
+// int counts: block by block between the root's buffer of all blocks and each
+// rank's own block. A block in the root's buffer is only read or only written,
+// depending on the direction.
+void rooted_blocks(void* blocks, void* mine, const std::vector<std::size_t>& counts,
+                   MPI_Datatype type, int root, MPI_Comm comm, bool to_root) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  constexpr int tag = 7;
+  std::size_t off = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    const int peer = static_cast<int>(r);
+    const Described d(counts[r], type);
+    void* block = rank == root ? at(blocks, off, type) : nullptr;
+    if (rank == root && peer == root) {
+      to_root ? self_copy(mine, block, counts[r], type, comm)
+              : self_copy(block, mine, counts[r], type, comm);
+    } else if (rank == root) {
+      check_mpi(to_root ? MPI_Recv(block, d.count, d.type, peer, tag, comm, MPI_STATUS_IGNORE)
+                        : MPI_Send(block, d.count, d.type, peer, tag, comm),
+                to_root ? "MPI_Recv" : "MPI_Send");
+    } else if (rank == peer) {
+      check_mpi(to_root ? MPI_Send(mine, d.count, d.type, root, tag, comm)
+                        : MPI_Recv(mine, d.count, d.type, root, tag, comm, MPI_STATUS_IGNORE),
+                to_root ? "MPI_Send" : "MPI_Recv");
+    }
+    off += counts[r];
+  }
+}
 }  // namespace
 
 // Uneven gathers and scatters are rare and blocking: the int count arrays of
@@ -191,20 +221,7 @@ void gatherv(const void* send, void* recv, const std::vector<std::size_t>& count
               "MPI_Gatherv");
     return;
   }
-  std::size_t off = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    const Described d(counts[r], type);
-    if (rank == root && static_cast<int>(r) == root) {
-      self_copy(send, at(recv, off, type), counts[r], type, comm);
-    } else if (rank == root) {
-      check_mpi(MPI_Recv(at(recv, off, type), d.count, d.type, static_cast<int>(r), 7, comm,
-                         MPI_STATUS_IGNORE),
-                "MPI_Recv");
-    } else if (rank == static_cast<int>(r)) {
-      check_mpi(MPI_Send(send, d.count, d.type, root, 7, comm), "MPI_Send");
-    }
-    off += counts[r];
-  }
+  rooted_blocks(recv, const_cast<void*>(send), counts, type, root, comm, /*to_root=*/true);
 }
 
 void scatterv(const void* send, void* recv, const std::vector<std::size_t>& counts,
@@ -218,19 +235,7 @@ void scatterv(const void* send, void* recv, const std::vector<std::size_t>& coun
               "MPI_Scatterv");
     return;
   }
-  std::size_t off = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    const Described d(counts[r], type);
-    if (rank == root && static_cast<int>(r) == root) {
-      self_copy(at(send, off, type), recv, counts[r], type, comm);
-    } else if (rank == root) {
-      check_mpi(MPI_Send(at(send, off, type), d.count, d.type, static_cast<int>(r), 8, comm),
-                "MPI_Send");
-    } else if (rank == static_cast<int>(r)) {
-      check_mpi(MPI_Recv(recv, d.count, d.type, root, 8, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-    }
-    off += counts[r];
-  }
+  rooted_blocks(const_cast<void*>(send), recv, counts, type, root, comm, /*to_root=*/false);
 }
 
 void alltoall(const void* send, void* recv, std::size_t count, MPI_Datatype type, MPI_Comm comm,
