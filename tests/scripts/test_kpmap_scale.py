@@ -186,7 +186,7 @@ class Studies(Decks, unittest.TestCase):
         for x in r:
             n = int(x["ranks"])
             # The --set value, not the deck's, is the 1-rank size.
-            self.assertEqual(x["scale_value"], str(50000 * n))
+            self.assertEqual(x["data.samples"], str(50000 * n))
             got = json.loads((self.out / f"ranks-{n}/rep-1/result.json").read_text())
             self.assertEqual(got["work"], 50000 * n)
             tn = fake.times(50000 * n, n, 1, False)["wall_s"]
@@ -206,6 +206,20 @@ class Studies(Decks, unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         got = json.loads((self.out / "ranks-2/rep-1/summary.json").read_text())
         self.assertEqual(got["scaled"], [300, 400])
+
+    def test_weak_several_keys(self):
+        p = self.study("--ranks", "1,3", "--mode", "weak", "--repeat", "1", "--scale-key",
+                       "mesh.cells[0]", "--scale-key", "mesh.cells[1]", kind="heat")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = json.loads((self.out / "ranks-3/rep-1/summary.json").read_text())
+        self.assertEqual(got["scaled"], [900, 600])
+        self.assertEqual(rows(self.out)[1]["mesh.cells"], "[900,600]")
+        p = self.study("--ranks", "1,2", "--mode", "weak", "--repeat", "1", "--dry-run",
+                       "--set", "train.batch_size=64", "--scale-key", "data.samples",
+                       "--scale-key", "train.batch_size")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("--set data.samples=400000 --set train.batch_size=128 --output",
+                      p.stdout)
 
     def test_weak_tealeaf_deck(self):
         p = self.study("--ranks", "1,4", "--mode", "weak", "--repeat", "1", kind="heat",
