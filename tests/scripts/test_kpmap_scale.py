@@ -12,10 +12,13 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -281,6 +284,41 @@ class Studies(Decks, unittest.TestCase):
         self.assertEqual(len(lines), 6)
         self.assertRegex(lines[5], rf"mpiexec -n 4 {FAKE} {self.train} --set "
                                    rf"data.samples=800000 --output {self.out}/ranks-4/rep-2$")
+
+    def test_interleave(self):
+        p = self.study("--ranks", "1,2", "--mode", "strong", "--repeat", "2", "--interleave",
+                       "--dry-run")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        runs = re.findall(r"ranks-(\d)/rep-(\d)", p.stdout)
+        self.assertEqual(runs, [("1", "1"), ("2", "1"), ("1", "2"), ("2", "2")])
+        p = self.study("--ranks", "1,2", "--mode", "strong", "--repeat", "3", "--interleave",
+                       "--set", "fake.fail_ranks=2")
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr.count("point failed"), 1)  # not retried in later rounds
+        r = rows(self.out)
+        self.assertEqual([(x["ranks"], x["status"], x["repetitions"]) for x in r],
+                         [("1", "ok", "3"), ("2", "failed", "0")])
+
+    def test_interrupt_keeps_finished_repetitions(self):
+        cmd = [sys.executable, str(SCRIPT), "--app", str(FAKE), "--kind", "train", "--deck",
+               str(self.train), "--out", str(self.out), "--ranks", "1,2", "--mode", "strong",
+               "--repeat", "5", "--no-plots", "--launcher", LAUNCHER, "--set", "fake.sleep=0.3"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        deadline = time.monotonic() + 60
+        while not (self.out / "ranks-1/rep-2/result.json").exists():
+            self.assertLess(time.monotonic(), deadline, "the second run never finished")
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertIn("interrupted; keeping the repetitions measured so far", err)
+        self.assertNotIn("Traceback", err)
+        r = rows(self.out)
+        self.assertEqual([x["ranks"] for x in r], ["1"])
+        self.assertEqual(r[0]["status"], "ok")
+        self.assertIn(int(r[0]["repetitions"]), (2, 3))
+        self.assertIn("| 1 ‡ |", (self.out / "scaling.md").read_text())
 
     def test_benchmark(self):
         p = self.study("--ranks", "1,2", "--mode", "strong", "--repeat", "1", "--",
