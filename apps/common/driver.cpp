@@ -27,6 +27,7 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--restart", o.restart, "Continue from this checkpoint (any rank count)")
       ->type_name("FILE");
   app.add_flag("--help-deck", o.help_deck, "Print every deck key with its type and default");
+  app.add_flag("--deck-markdown", o.deck_markdown)->group("");
 }
 
 std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const deck::Schema& schema,
@@ -40,8 +41,9 @@ std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const de
     const int code = app.exit(e, out, err);
     return code == 0 ? exit_code::success : exit_code::bad_input;
   }
-  if (o.help_deck) {
-    if (rt.rank() == 0) std::cout << schema.help() << std::flush;
+  if (o.help_deck || o.deck_markdown) {
+    if (rt.rank() == 0)
+      std::cout << (o.help_deck ? schema.help() : schema.markdown()) << std::flush;
     return exit_code::success;
   }
   if (o.deck.empty()) {
