@@ -1,5 +1,7 @@
 #include "driver.hpp"
 
+#include "cli.hpp"
+
 #include <kpmap/error.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -32,15 +34,7 @@ void add_run_options(CLI::App& app, RunOptions& o) {
 
 std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const deck::Schema& schema,
                                           int argc, char** argv, const Runtime& rt) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    std::ostringstream sink;
-    std::ostream& out = rt.rank() == 0 ? std::cout : sink;
-    std::ostream& err = rt.rank() == 0 ? std::cerr : sink;
-    const int code = app.exit(e, out, err);
-    return code == 0 ? exit_code::success : exit_code::bad_input;
-  }
+  if (auto code = parse_command_line(app, argc, argv, rt)) return code;
   if (o.help_deck || o.deck_markdown) {
     if (rt.rank() == 0)
       std::cout << (o.help_deck ? schema.help() : schema.markdown()) << std::flush;
