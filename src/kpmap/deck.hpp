@@ -36,8 +36,14 @@ struct Range {
 };
 
 /// \brief One key of a schema.
+///
+/// A path segment `#` stands for a positive index (1, 2, ... 9999), so that a
+/// deck may hold numbered tables: `states.#.density` matches `states.1.density`,
+/// `states.2.density`, ... written as `[states.1]`, `[states.2]`, .... An
+/// instance (`states.2`) exists when the deck sets any of its keys; its other
+/// keys then take their defaults, or are required when they have none.
 struct Key {
-  std::string path;  ///< "section.key"
+  std::string path;  ///< "section.key", or "section.#.key" for numbered tables
   Type type = Type::real;
   std::optional<Value> fallback;     ///< the default; none means the key is required
   Range range;                       ///< numbers and lists
@@ -66,7 +72,8 @@ class Schema {
 
   const std::string& app() const noexcept { return app_; }
   const std::vector<Key>& keys() const noexcept { return keys_; }
-  /// \brief The key at `path`, or nullptr.
+  /// \brief The key at `path` (a concrete path such as `states.2.density`
+  /// finds the key `states.#.density`), or nullptr.
   const Key* find(std::string_view path) const;
   /// \brief The known key closest to `path` (for "did you mean"), or "".
   std::string closest(std::string_view path) const;
@@ -85,6 +92,13 @@ class Schema {
 /// \brief A validated deck: every key of its schema has a value (defaults filled in).
 class Deck {
  public:
+  /// \brief Whether the deck has a value at `path`: always true for a key of
+  /// the schema without `#`, true for `states.2.density` when the deck has
+  /// the instance `states.2`.
+  bool has(std::string_view path) const;
+  /// \brief The indices of the instances of the numbered tables `group`
+  /// (e.g. "states" for keys `states.#.*`), in increasing order.
+  std::vector<int> indices(std::string_view group) const;
   bool boolean(std::string_view path) const;
   long long integer(std::string_view path) const;
   double real(std::string_view path) const;
