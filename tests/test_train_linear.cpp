@@ -6,6 +6,7 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/train/linear.hpp>
+#include <kpmap/train/optimizer.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 
@@ -21,27 +22,28 @@ namespace {
 
 using Mem = Kokkos::DefaultExecutionSpace::memory_space;
 
-// Full-batch gradient descent; returns (w..., b) on the host.
-std::vector<double> train(const SyntheticRegression& d, const kpmap::Axis& axis, int epochs,
-                          double lr) {
-  auto data = kpmap::train::shard_synthetic<Mem>(d, axis);
-  LinearParams<Mem> p{Kokkos::View<double*, Mem>("w", d.features), Kokkos::View<double, Mem>("b")};
-  LinearParams<Mem> g{Kokkos::View<double*, Mem>("gw", d.features),
-                      Kokkos::View<double, Mem>("gb")};
+// Gradient descent over the epoch's batches (batch 0: full batch); returns
+// (w..., b) on the host.
+std::vector<double> train(
+    const SyntheticRegression& d, const kpmap::Axis& axis, int epochs, double lr,
+    std::size_t batch = 0,
+    kpmap::train::OptimizerConfig::Kind kind = kpmap::train::OptimizerConfig::Kind::gd) {
+  const auto data = kpmap::train::generate_shard<double, Mem>(d, 0, d.samples, axis);
+  LinearParams<double, Mem> p("p", d.features);
+  LinearParams<double, Mem> g("g", d.features);
+  Kokkos::View<double, Mem> loss("loss");
+  kpmap::train::OptimizerConfig config;
+  config.kind = kind;
+  config.learning_rate = lr;
+  kpmap::train::Optimizer<double, Mem, LinearParams<double, Mem>> opt(config, p);
   for (int e = 0; e < epochs; ++e) {
-    kpmap::train::mse_and_gradient(data, p, g, axis);
-    auto w = p.w;
-    auto b = p.b;
-    auto gw = g.w;
-    auto gb = g.b;
-    Kokkos::parallel_for(
-        "sgd", d.features + 1, KOKKOS_LAMBDA(std::size_t j) {
-          if (j < w.extent(0)) {
-            w(j) -= lr * gw(j);
-          } else {
-            b() -= lr * gb();
-          }
-        });
+    const auto plan = kpmap::train::plan_epoch(d.samples, data.begin, data.rows(), batch, 7,
+                                               static_cast<std::uint64_t>(e));
+    for (std::size_t k = 0; k < plan.batches; ++k) {
+      kpmap::train::linear_loss_and_gradient(data, plan.order, plan.offsets[k], plan.offsets[k + 1],
+                                             plan.global_size(k), p, g, loss, axis);
+      opt.step(p, g);
+    }
   }
   auto hw = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), p.w);
   auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), p.b);
@@ -49,6 +51,10 @@ std::vector<double> train(const SyntheticRegression& d, const kpmap::Axis& axis,
   out.push_back(hb());
   return out;
 }
+
+// The same training on rank 0 alone; checks the parameters agree to `tol`.
+template <class Train>
+void check_same_on_one_rank(const std::vector<double>& theta, Train&& train_on, double tol);
 
 // Least squares for [X 1] theta = y by the normal equations, Gaussian
 // elimination with partial pivoting, on the whole data set, serially.
@@ -105,15 +111,79 @@ TEST_CASE("full-batch GD reaches the least-squares solution at any rank count", 
   CHECK(std::abs(theta[d.features] - d.true_b()) < 0.05);
 
   // The same training on rank 0 alone gives the same parameters.
+  check_same_on_one_rank(
+      theta, [&](const kpmap::Axis& one) { return train(d, one, 1500, 0.1); }, 1e-12);
+}
+
+TEST_CASE("shuffled minibatches give the same parameters at any rank count", "[train]") {
+  // 203 samples in batches of 16: the last batch is partial (11 samples), and
+  // each batch falls unevenly on the ranks; the gradient is still the mean
+  // over the batch, so one rank and many agree.
+  const SyntheticRegression d{203, 4, 3, 0.1};
+  const auto& axis = kpmap::Mesh::world().axis("devices");
+  using Kind = kpmap::train::OptimizerConfig::Kind;
+  for (Kind kind : {Kind::sgd, Kind::momentum, Kind::adam}) {
+    const auto theta = train(d, axis, 20, 0.02, 16, kind);
+    check_same_on_one_rank(
+        theta, [&](const kpmap::Axis& one) { return train(d, one, 20, 0.02, 16, kind); }, 1e-12);
+    // ... and the fit approaches the least-squares solution (to SGD's noise floor).
+    CHECK(relative_difference(theta, least_squares(d)) < 0.1);
+  }
+}
+
+TEST_CASE("an epoch's batches hold every training sample once, whatever the rank count",
+          "[train]") {
+  const std::size_t n = 1001;
+  const auto& axis = kpmap::Mesh::world().axis("devices");
+  const kpmap::BlockPartition part(n, axis);
+  const std::size_t begin = part.begin(axis.index());
+  const std::size_t local = part.count(axis.index());
+  for (std::size_t batch : {std::size_t(1), std::size_t(64), std::size_t(1000)}) {
+    const auto plan = kpmap::train::plan_epoch(n, begin, local, batch, 11, 5);
+    REQUIRE(plan.batches == (n + batch - 1) / batch);
+    auto order = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.order);
+    const kpmap::train::EpochOrder epoch{11, 5, n};
+    std::vector<int> seen(n, 0);
+    for (std::size_t k = 0; k < plan.batches; ++k) {
+      // This rank's rows of batch k are exactly those whose position falls in it.
+      for (std::size_t t = plan.offsets[k]; t < plan.offsets[k + 1]; ++t) {
+        const std::size_t g = begin + order(t);
+        CHECK(epoch.position(g) / batch == k);
+        seen[g] += 1;
+      }
+      // The batch sizes over all ranks add up to the global batch size.
+      CHECK(kpmap::psum(static_cast<long long>(plan.local_size(k)), axis) ==
+            static_cast<long long>(plan.global_size(k)));
+    }
+    kpmap::psum_inplace(Kokkos::View<int*, Kokkos::HostSpace>(seen.data(), n), axis);
+    for (std::size_t g = 0; g < n; ++g) CHECK(seen[g] == 1);
+  }
+  // The order is a permutation of [0, n) that changes from epoch to epoch.
+  std::vector<int> hits(n, 0);
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto p = kpmap::train::EpochOrder{11, 5, n}.position(i);
+    REQUIRE(p < n);
+    hits[p] += 1;
+    moved += p != kpmap::train::EpochOrder{11, 6, n}.position(i);
+  }
+  for (int h : hits) CHECK(h == 1);
+  CHECK(moved > n / 2);
+}
+
+namespace {
+template <class Train>
+void check_same_on_one_rank(const std::vector<double>& theta, Train&& train_on, double tol) {
   MPI_Comm solo;
   MPI_Comm_split(MPI_COMM_WORLD, kpmap::test::world_rank() == 0 ? 0 : MPI_UNDEFINED, 0, &solo);
   if (solo != MPI_COMM_NULL) {
     const kpmap::Mesh one(solo);
-    const auto theta1 = train(d, one.axis("devices"), 1500, 0.1);
+    const auto theta1 = train_on(one.axis("devices"));
     INFO("relative difference between 1 and " << kpmap::test::world_size()
                                               << " ranks: " << relative_difference(theta, theta1));
-    CHECK(relative_difference(theta, theta1) < 1e-12);
+    CHECK(relative_difference(theta, theta1) < tol);
     MPI_Comm_free(&solo);
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }
+}  // namespace

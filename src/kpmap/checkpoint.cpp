@@ -1,5 +1,6 @@
 #include <kpmap/checkpoint.hpp>
 
+#include <kpmap/detail/hdf5.hpp>
 #include <kpmap/version.hpp>
 
 #include <hdf5.h>
@@ -57,35 +58,8 @@ const char* elem_name(detail::Elem e) {
   return "?";
 }
 
-// HDF5 prints its error stack on failure; kpmap reports its own messages.
-struct QuietHdf5 {
-  H5E_auto2_t func = nullptr;
-  void* data = nullptr;
-  QuietHdf5() {
-    H5Eget_auto2(H5E_DEFAULT, &func, &data);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietHdf5() { H5Eset_auto2(H5E_DEFAULT, func, data); }
-};
-
-// Every rank passes its error ("" when fine); when any rank failed, every
-// rank throws the lowest failing rank's message.
-void agree(MPI_Comm comm, const std::string& error, int code) {
-  int rank = 0;
-  int size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  const int mine = error.empty() ? size : rank;
-  int first = size;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (first == size) return;
-  std::string message = error;
-  int len = static_cast<int>(message.size());
-  MPI_Bcast(&len, 1, MPI_INT, first, comm);
-  message.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(message.data(), len, MPI_CHAR, first, comm);
-  throw Error(message, code, ErrorScope::all_ranks);
-}
+using kpmap::detail::h5::agree;
+using Quiet = kpmap::detail::h5::Quiet;
 
 std::string shape_text(const std::vector<std::size_t>& e) {
   std::string s = "(";
@@ -228,34 +202,8 @@ void select(hid_t space, const Block& b, bool none) {
   H5Sselect_hyperslab(space, H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr);
 }
 
-hid_t collective_transfer() {
-  hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
-  H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
-  return dxpl;
-}
-
-// Collective over `comm`.
-hid_t mpio_access(MPI_Comm comm) {
-  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  // HDF5 keeps a duplicate of the communicator, and a duplicate keeps any
-  // Cartesian topology. Open MPI's OMPIO groups its I/O aggregators by that
-  // topology and then sometimes writes or reads wrong data (seen here at 3
-  // ranks, column blocks; open-mpi/ompi#12718). A split with one colour gives
-  // the same ranks in the same order without the topology.
-  int topology = MPI_UNDEFINED;
-  MPI_Topo_test(comm, &topology);
-  if (topology == MPI_UNDEFINED) {
-    H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
-  } else {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm plain = MPI_COMM_NULL;
-    MPI_Comm_split(comm, 0, rank, &plain);
-    H5Pset_fapl_mpio(fapl, plain, MPI_INFO_NULL);
-    MPI_Comm_free(&plain);
-  }
-  return fapl;
-}
+using kpmap::detail::h5::collective_transfer;
+using kpmap::detail::h5::mpio_access;
 
 }  // namespace
 
@@ -307,7 +255,7 @@ void remembering_failure(Writer::Impl& impl, F&& f) {
 
 Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
     : impl_(std::make_unique<Impl>()) {
-  QuietHdf5 quiet;
+  Quiet quiet;
   impl_->path = path;
   impl_->tmp = path + ".tmp";
   impl_->comm = comm;
@@ -358,7 +306,7 @@ Writer::~Writer() {
   // that are elsewhere. The temporary stays; the previous checkpoint is intact.
   if (std::uncaught_exceptions() > 0 && !impl_->agreed_failure) return;
   // Abandoned (an error on every rank): drop the temporary, keep the old file.
-  QuietHdf5 quiet;
+  Quiet quiet;
   if (impl_->file >= 0) H5Fclose(impl_->file);
   if (impl_->rank == 0) std::remove(impl_->tmp.c_str());
   // Collective like the rest: when it returns, the temporary is gone for everyone.
@@ -371,7 +319,7 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
                        const std::vector<std::size_t>& local_extents, const Block& block,
                        bool replicated) {
   remembering_failure(*impl_, [&] {
-    QuietHdf5 quiet;
+    Quiet quiet;
     agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
     std::vector<hsize_t> dims(block.global.begin(), block.global.end());
     hid_t fspace = dims.empty()
@@ -412,7 +360,7 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
 
 void Writer::commit() {
   remembering_failure(*impl_, [&] {
-    QuietHdf5 quiet;
+    Quiet quiet;
     std::string error;
     if (H5Fflush(impl_->file, H5F_SCOPE_GLOBAL) < 0) error = "flushing " + impl_->tmp + " failed";
     if (H5Fclose(impl_->file) < 0 && error.empty()) {
@@ -456,7 +404,7 @@ struct Reader::Impl {
 
 Reader::Reader(const std::string& path, MPI_Comm comm, const std::string& expected_app)
     : impl_(std::make_unique<Impl>()) {
-  QuietHdf5 quiet;
+  Quiet quiet;
   impl_->path = path;
   impl_->comm = comm;
   int rank = 0;
@@ -506,7 +454,7 @@ Reader::Reader(const std::string& path, MPI_Comm comm, const std::string& expect
 
 Reader::~Reader() {
   if (impl_ && impl_->file >= 0) {
-    QuietHdf5 quiet;
+    Quiet quiet;
     H5Fclose(impl_->file);
   }
 }
@@ -514,7 +462,7 @@ Reader::~Reader() {
 const Metadata& Reader::metadata() const noexcept { return impl_->meta; }
 
 std::vector<std::size_t> Reader::shape(const std::string& name) const {
-  QuietHdf5 quiet;
+  Quiet quiet;
   std::vector<std::size_t> out;
   hid_t dset = H5Lexists(impl_->file, name.c_str(), H5P_DEFAULT) > 0
                    ? H5Dopen2(impl_->file, name.c_str(), H5P_DEFAULT)
@@ -536,7 +484,7 @@ std::vector<std::size_t> Reader::shape(const std::string& name) const {
 
 void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
                       const std::vector<std::size_t>& local_extents, const Block& block) {
-  QuietHdf5 quiet;
+  Quiet quiet;
   const std::string where = "restart file " + impl_->path + ", dataset '" + name + "'";
   agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
   const auto stored = shape(name);

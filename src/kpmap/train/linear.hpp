@@ -1,113 +1,224 @@
 #pragma once
 /// \file
-/// \brief The seeds' linear-regression set-up and its data-parallel gradient:
-/// synthetic data drawn from global sample indices, and one fused pass over
-/// the local rows that gives the mean squared error and its gradient.
+/// \brief The linear model y ~ X w + b with the mean squared error: its
+/// data-parallel loss and gradient in one pass over the local rows (X is read
+/// once) and one fused psum of (grad w, grad b, loss).
 
 #include <kpmap/collectives.hpp>
-#include <kpmap/pmap.hpp>
-#include <kpmap/train/random.hpp>
+#include <kpmap/train/data.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace kpmap::train {
 
-/// \brief y = X w_true + b_true + noise * N(0, 1), X ~ N(0, 1), w_true and
-/// b_true ~ N(0, 1). Every number is drawn from (seed, stream, global index):
-/// stream 0 the features of sample i (index i*F + j), stream 1 the true
-/// parameters (w_true_j at j, b_true at F), stream 2 the noise of sample i.
-struct SyntheticRegression {
-  std::size_t samples = 0;
-  std::size_t features = 0;
-  std::uint64_t seed = 0;
-  double noise = 0.1;
-
-  KOKKOS_INLINE_FUNCTION double x(std::size_t i, std::size_t j) const {
-    return CounterRng{seed}.normal(i * features + j, 0);
-  }
-  KOKKOS_INLINE_FUNCTION double true_w(std::size_t j) const {
-    return CounterRng{seed}.normal(j, 1);
-  }
-  KOKKOS_INLINE_FUNCTION double true_b() const { return CounterRng{seed}.normal(features, 1); }
-  KOKKOS_INLINE_FUNCTION double y(std::size_t i) const {
-    double s = true_b() + noise * CounterRng{seed}.normal(i, 2);
-    for (std::size_t j = 0; j < features; ++j) s += x(i, j) * true_w(j);
-    return s;
-  }
-};
-
-/// \brief This rank's rows of a SyntheticRegression, split over `axis` by
-/// BlockPartition: features (rows x F) and targets (rows).
-template <class M = Kokkos::DefaultExecutionSpace::memory_space>
-struct LocalData {
-  Kokkos::View<double**, Kokkos::LayoutRight, M> x;
-  Kokkos::View<double*, Kokkos::LayoutRight, M> y;
-};
-
-template <class M = Kokkos::DefaultExecutionSpace::memory_space>
-LocalData<M> shard_synthetic(const SyntheticRegression& d, AxisRef axis) {
-  LocalData<M> out;
-  out.x = shard_generate<double, 2, M>(
-      "kpmap::train::x", {d.samples, d.features}, axis,
-      KOKKOS_LAMBDA(std::size_t i, std::size_t j) { return d.x(i, j); });
-  out.y = shard_generate<double, 1, M>(
-      "kpmap::train::y", {d.samples}, axis, KOKKOS_LAMBDA(std::size_t i) { return d.y(i); });
-  return out;
-}
-
-/// \brief Parameters of the linear model y ~ X w + b (replicated on every rank).
-template <class M = Kokkos::DefaultExecutionSpace::memory_space>
+/// \brief Parameters of the linear model (replicated on every rank), or a
+/// gradient of the same shape.
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
 struct LinearParams {
-  Kokkos::View<double*, M> w;
-  Kokkos::View<double, M> b;
+  Kokkos::View<T*, M> w;
+  Kokkos::View<T, M> b;
+
+  LinearParams() = default;
+  LinearParams(const std::string& label, std::size_t features)
+      : w(label + ".w", features), b(label + ".b") {}
+
+  /// Visits every View of the tree (collectives and optimizers use this).
   template <class F>
-  void for_each_view(F&& f) {
+  void for_each_view(F&& f) const {
     f(w);
     f(b);
   }
+  /// Names of the Views, in for_each_view order (checkpoint datasets).
+  static std::vector<std::string> names() { return {"w", "b"}; }
 };
 
-/// \brief The mean squared error over all samples of every rank and its
-/// gradient, in one pass over the local rows (X is read once) and one fused
-/// pmean of (grad w, grad b) weighted by the local row counts, so uneven
-/// shards give the global mean. Collective over `axis`.
-template <class M>
-double mse_and_gradient(const LocalData<M>& data, const LinearParams<M>& p, LinearParams<M>& grad,
-                        AxisRef axis) {
-  using Exec = typename Kokkos::View<double*, M>::execution_space;
-  const auto x = data.x;
-  const auto y = data.y;
-  const auto w = p.w;
-  const auto b = p.b;
-  const std::size_t n = x.extent(0);
-  const std::size_t f = x.extent(1);
-  auto gw = grad.w;
-  auto gb = grad.b;
-  Kokkos::deep_copy(gw, 0.0);
-  Kokkos::deep_copy(gb, 0.0);
-  double sq = 0.0;
-  if (n > 0) {
-    const double inv_n = 1.0 / static_cast<double>(n);
-    // One team per row would be a GPU choice; a row per iteration with
-    // atomics on the F+1 gradient entries keeps X read once on any backend.
-    Kokkos::parallel_reduce(
-        "kpmap::train::mse_and_gradient", Kokkos::RangePolicy<Exec>(0, n),
-        KOKKOS_LAMBDA(std::size_t i, double& acc) {
-          double r = b() - y(i);
-          for (std::size_t j = 0; j < f; ++j) r += x(i, j) * w(j);
-          acc += r * r * inv_n;
-          const double g = 2.0 * r * inv_n;
-          for (std::size_t j = 0; j < f; ++j) Kokkos::atomic_add(&gw(j), g * x(i, j));
-          Kokkos::atomic_add(&gb(), g);
-        },
-        sq);
+namespace detail {
+
+/// Rows per chunk of the deterministic reduction: each chunk sums its rows
+/// in order into its own partial sums, then the chunks are added in order,
+/// so the result does not depend on the backend or its thread count.
+inline std::size_t reduction_chunks(std::size_t rows) {
+  const std::size_t chunks = (rows + 255) / 256;
+  return chunks < 1 ? 1 : (chunks > 1024 ? 1024 : chunks);
+}
+
+/// Features up to which a chunk keeps its sums and w in local arrays.
+inline constexpr std::size_t linear_local_features = 64;
+
+/// One chunk of rows: partial(c, j) = sum of r x_j (j < F), partial(c, F) =
+/// sum of r, partial(c, F+1) = sum of r^2, with r = x.w + b - y.
+///
+/// X is read once. Up to linear_local_features features, the sums and w live
+/// in local arrays (no aliasing with X) and eight rows go at a time, so the
+/// eight dot products are independent chains instead of one long one: the kernel runs at memory
+/// speed rather than at the latency of a chain of FMAs.
+template <class T, class M>
+struct LinearPartials {
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> x;
+  Kokkos::View<const T*, M> y;
+  Kokkos::View<const T*, M> w;
+  Kokkos::View<const T, M> b;
+  Kokkos::View<const std::uint32_t*, M> order;  // local rows of the batch; empty: [first, last)
+  Kokkos::View<T**, Kokkos::LayoutRight, M> partial;
+  std::size_t first, last, chunk;
+
+  KOKKOS_INLINE_FUNCTION std::size_t row(std::size_t k) const {
+    return order.extent(0) ? order(k) : k;
   }
-  const Weight rows{static_cast<double>(n)};
-  pmean_inplace(grad, axis, rows);
-  return pmean(sq, axis, rows);
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t c) const {
+    const std::size_t f = x.extent(1);
+    const std::size_t s = first + c * chunk;
+    const std::size_t e = s + chunk < last ? s + chunk : last;
+    if (f > linear_local_features) {
+      general(c, s, e);
+      return;
+    }
+    constexpr std::size_t F = linear_local_features;
+    T acc[F + 2];
+    T wl[F];
+    for (std::size_t j = 0; j < f + 2; ++j) acc[j] = T(0);
+    for (std::size_t j = 0; j < f; ++j) wl[j] = w(j);
+    const T bias = b();
+    const T* xp = x.data();
+    std::size_t k = s;
+    constexpr std::size_t G = 8;  // rows at a time: G independent dot products
+    for (; k + G <= e; k += G) {
+      const T* xr[G];
+      T r[G];
+      for (std::size_t g = 0; g < G; ++g) {
+        const std::size_t i = row(k + g);
+        xr[g] = xp + i * f;
+        r[g] = bias - y(i);
+      }
+      for (std::size_t j = 0; j < f; ++j) {
+        for (std::size_t g = 0; g < G; ++g) r[g] += xr[g][j] * wl[j];
+      }
+      // Element-wise over j (a fixed pairing of the rows): vectorises.
+      const T *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
+      const T *x4 = xr[4], *x5 = xr[5], *x6 = xr[6], *x7 = xr[7];
+      const T r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+      const T r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];
+      for (std::size_t j = 0; j < f; ++j) {
+        acc[j] += ((r0 * x0[j] + r1 * x1[j]) + (r2 * x2[j] + r3 * x3[j])) +
+                  ((r4 * x4[j] + r5 * x5[j]) + (r6 * x6[j] + r7 * x7[j]));
+      }
+      T sr = T(0), sr2 = T(0);
+      for (std::size_t g = 0; g < G; ++g) {
+        sr += r[g];
+        sr2 += r[g] * r[g];
+      }
+      acc[f] += sr;
+      acc[f + 1] += sr2;
+    }
+    for (; k < e; ++k) {
+      const std::size_t i = row(k);
+      const T* xi = xp + i * f;
+      T r = bias - y(i);
+      for (std::size_t j = 0; j < f; ++j) r += xi[j] * wl[j];
+      for (std::size_t j = 0; j < f; ++j) acc[j] += r * xi[j];
+      acc[f] += r;
+      acc[f + 1] += r * r;
+    }
+    for (std::size_t j = 0; j < f + 2; ++j) partial(c, j) = acc[j];
+  }
+
+  // Any number of features: the sums go straight to partial.
+  KOKKOS_INLINE_FUNCTION void general(std::size_t c, std::size_t s, std::size_t e) const {
+    const std::size_t f = x.extent(1);
+    for (std::size_t j = 0; j < f + 2; ++j) partial(c, j) = T(0);
+    for (std::size_t k = s; k < e; ++k) {
+      const std::size_t i = row(k);
+      T r = b() - y(i);
+      for (std::size_t j = 0; j < f; ++j) r += x(i, j) * w(j);
+      for (std::size_t j = 0; j < f; ++j) partial(c, j) += r * x(i, j);
+      partial(c, f) += r;
+      partial(c, f + 1) += r * r;
+    }
+  }
+};
+
+/// Adds the chunks in order: grad w, grad b and the loss, scaled.
+template <class T, class M>
+struct LinearFinish {
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> partial;
+  Kokkos::View<T*, M> gw;
+  Kokkos::View<T, M> gb;
+  Kokkos::View<T, M> loss;
+  T scale;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t j) const {
+    T s = T(0);
+    for (std::size_t c = 0; c < partial.extent(0); ++c) s += partial(c, j);
+    const std::size_t f = gw.extent(0);
+    if (j < f) {
+      gw(j) = 2 * scale * s;
+    } else if (j == f) {
+      gb() = 2 * scale * s;
+    } else {
+      loss() = scale * s;
+    }
+  }
+};
+
+}  // namespace detail
+
+/// \brief This rank's share of the loss and gradient of one global batch,
+/// in place of `grad` and `loss` (no communication).
+///
+/// The local rows of the batch are `order[first, last)` of the shard (or the
+/// rows [first, last) themselves when `order` is empty); `global_batch` is the
+/// number of samples of the batch over all ranks. The sums are scaled by
+/// 1 / global_batch, so their psum over the ranks is the batch mean, exact
+/// however unevenly the batch falls on the ranks.
+template <class T, class M>
+void linear_local_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
+                           std::size_t first, std::size_t last, std::size_t global_batch,
+                           const LinearParams<T, M>& p, const LinearParams<T, M>& grad,
+                           const Kokkos::View<T, M>& loss) {
+  using Exec = typename M::execution_space;
+  const std::size_t f = data.x.extent(1);
+  const std::size_t rows = last - first;
+  const std::size_t chunks = detail::reduction_chunks(rows);
+  const std::size_t chunk = (rows + chunks - 1) / chunks;
+  Kokkos::View<T**, Kokkos::LayoutRight, M> partial(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::linear::partial"), chunks,
+      f + 2);
+  Kokkos::parallel_for("kpmap::train::linear::partials", Kokkos::RangePolicy<Exec>(0, chunks),
+                       detail::LinearPartials<T, M>{data.x, data.y, p.w, p.b, order, partial, first,
+                                                    last, chunk > 0 ? chunk : 1});
+  Kokkos::parallel_for("kpmap::train::linear::finish", Kokkos::RangePolicy<Exec>(0, f + 2),
+                       detail::LinearFinish<T, M>{partial, grad.w, grad.b, loss,
+                                                  T(1) / static_cast<T>(global_batch)});
+}
+
+/// \brief Loss and gradient of one global batch (see linear_local_gradient),
+/// reduced over the axis by one fused psum of (grad w, grad b, loss): one
+/// message per step. Returns the batch's mean squared error. Collective over `axis`.
+template <class T, class M>
+T linear_loss_and_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
+                           std::size_t first, std::size_t last, std::size_t global_batch,
+                           const LinearParams<T, M>& p, const LinearParams<T, M>& grad,
+                           const Kokkos::View<T, M>& loss, AxisRef axis) {
+  linear_local_gradient(data, order, first, last, global_batch, p, grad, loss);
+  psum_inplace(std::make_tuple(grad.w, grad.b, loss), axis);
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
+  return h();
+}
+
+/// \brief Mean squared error of the model on all rows of every rank's shard
+/// (evaluation: no gradient kept). Collective over `axis`.
+template <class T, class M>
+T linear_loss(const Shard<T, M>& data, const LinearParams<T, M>& p, AxisRef axis) {
+  LinearParams<T, M> scratch("kpmap::train::linear::eval", data.x.extent(1));
+  Kokkos::View<T, M> loss("kpmap::train::linear::loss");
+  if (data.global_rows == 0) return T(0);
+  return linear_loss_and_gradient(data, Kokkos::View<std::uint32_t*, M>(), 0, data.rows(),
+                                  data.global_rows, p, scratch, loss, axis);
 }
 
 }  // namespace kpmap::train

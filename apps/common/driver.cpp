@@ -1,0 +1,274 @@
+#include "driver.hpp"
+
+#include <kpmap/error.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace kpmap::apps {
+
+void add_run_options(CLI::App& app, RunOptions& o) {
+  app.add_option("deck", o.deck, "Input deck (TOML; see --help-deck for its keys)");
+  app.add_option("--set", o.sets,
+                 "Override a deck key, typed and checked like the deck: --set section.key=value "
+                 "(repeatable)")
+      ->expected(1)
+      ->type_name("KEY=VALUE");
+  app.add_option("--output", o.output, "Output folder (overrides output.dir)")->type_name("DIR");
+  app.add_option("--restart", o.restart, "Continue from this checkpoint (any rank count)")
+      ->type_name("FILE");
+  app.add_flag("--help-deck", o.help_deck, "Print every deck key with its type and default");
+  app.add_flag("--deck-markdown", o.deck_markdown)->group("");
+}
+
+std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const deck::Schema& schema,
+                                          int argc, char** argv, const Runtime& rt) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream sink;
+    std::ostream& out = rt.rank() == 0 ? std::cout : sink;
+    std::ostream& err = rt.rank() == 0 ? std::cerr : sink;
+    const int code = app.exit(e, out, err);
+    return code == 0 ? exit_code::success : exit_code::bad_input;
+  }
+  if (o.help_deck || o.deck_markdown) {
+    if (rt.rank() == 0)
+      std::cout << (o.help_deck ? schema.help() : schema.markdown()) << std::flush;
+    return exit_code::success;
+  }
+  if (o.deck.empty()) {
+    if (rt.rank() == 0) {
+      std::cerr << schema.app() << ": no input deck given\nRun with --help for more information.\n";
+    }
+    return exit_code::bad_input;
+  }
+  return std::nullopt;
+}
+
+namespace {
+// A TOML basic string, so any path survives --set unchanged.
+std::string toml_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + '"';
+}
+}  // namespace
+
+deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm comm) {
+  std::vector<std::string> overrides = o.sets;
+  if (!o.output.empty()) {
+    if (schema.find("output.dir") == nullptr) {
+      throw InputError("--output: " + schema.app() + " has no output.dir key",
+                       ErrorScope::all_ranks);
+    }
+    overrides.push_back("output.dir=" + toml_string(o.output));
+  }
+  return deck::load(schema, o.deck, overrides, comm);
+}
+
+std::filesystem::path prepare_output_dir(const std::string& dir, MPI_Comm comm) {
+  namespace fs = std::filesystem;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string problem;
+  if (rank == 0) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      problem = "cannot create it: " + ec.message();
+    } else if (!fs::is_directory(dir, ec)) {
+      problem = "it exists and is not a folder";
+    } else {
+      // Create and remove a file: the only test that covers permissions,
+      // read-only mounts and quotas alike.
+      const fs::path probe = fs::path(dir) / (".kpmap-write-test-" + std::to_string(::getpid()));
+      std::FILE* f = std::fopen(probe.c_str(), "w");
+      if (f == nullptr) {
+        problem = std::string("cannot create files in it: ") + std::strerror(errno);
+      } else {
+        const bool ok = std::fputs("kpmap\n", f) >= 0;
+        const bool closed = std::fclose(f) == 0;
+        if (!ok || !closed) problem = std::string("cannot write to it: ") + std::strerror(errno);
+        fs::remove(probe, ec);
+      }
+    }
+  }
+  int size = static_cast<int>(problem.size());
+  MPI_Bcast(&size, 1, MPI_INT, 0, comm);
+  problem.resize(static_cast<std::size_t>(size));
+  MPI_Bcast(problem.data(), size, MPI_CHAR, 0, comm);
+  if (!problem.empty()) {
+    throw InputError("output folder '" + dir + "': " + problem, ErrorScope::all_ranks);
+  }
+  return fs::path(dir);
+}
+
+void write_text_atomic(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw Error("cannot write '" + tmp.string() + "': " + std::strerror(errno));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error("cannot rename '" + tmp.string() + "' to '" + path.string() + "'");
+  }
+}
+
+// ---- PhaseTimes ----------------------------------------------------------------
+
+PhaseTimes::Scope::Scope(PhaseTimes& times, Phase phase, bool fence)
+    : times_(times), phase_(phase), fence_(fence), start_(MPI_Wtime()) {}
+
+PhaseTimes::Scope::~Scope() {
+  if (fence_) Kokkos::fence();
+  times_.add(phase_, MPI_Wtime() - start_);
+}
+
+PhaseTimes::Report PhaseTimes::reduce_max(double wall_seconds, MPI_Comm comm) const {
+  double v[phase_count + 1] = {wall_seconds};
+  for (std::size_t i = 0; i < phase_count; ++i) v[i + 1] = local_[i];
+  MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(phase_count + 1), MPI_DOUBLE, MPI_MAX, comm);
+  Report r;
+  r.wall = v[0];
+  r.compute = v[1 + static_cast<std::size_t>(Phase::compute)];
+  r.halo = v[1 + static_cast<std::size_t>(Phase::halo)];
+  r.collectives = v[1 + static_cast<std::size_t>(Phase::collectives)];
+  r.io = v[1 + static_cast<std::size_t>(Phase::io)];
+  return r;
+}
+
+Json to_json(const PhaseTimes::Report& r) {
+  Json j;
+  j.set("wall_s", r.wall)
+      .set("compute_s", r.compute)
+      .set("halo_s", r.halo)
+      .set("collectives_s", r.collectives)
+      .set("io_s", r.io);
+  return j;
+}
+
+// ---- Json ------------------------------------------------------------------------
+
+std::string Json::quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + '"';
+}
+
+std::string Json::number(double x) {
+  if (!std::isfinite(x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+Json& Json::put(const std::string& key, std::string text) {
+  fields_.push_back({key, std::move(text), -1});
+  return *this;
+}
+Json& Json::set(const std::string& key, double v) { return put(key, number(v)); }
+Json& Json::set(const std::string& key, long long v) { return put(key, std::to_string(v)); }
+Json& Json::set(const std::string& key, bool v) { return put(key, v ? "true" : "false"); }
+Json& Json::set(const std::string& key, const std::string& v) { return put(key, quote(v)); }
+Json& Json::set(const std::string& key, const std::vector<double>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + number(v[i]);
+  return put(key, s + "]");
+}
+Json& Json::set(const std::string& key, const std::vector<long long>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return put(key, s + "]");
+}
+Json& Json::set(const std::string& key, const Json& object) {
+  children_.push_back(object);
+  fields_.push_back({key, "", static_cast<int>(children_.size() - 1)});
+  return *this;
+}
+
+std::string Json::str(int indent) const {
+  if (fields_.empty()) return "{}";
+  const std::string pad(static_cast<std::size_t>(indent + 2), ' ');
+  std::string s = "{\n";
+  for (std::size_t i = 0; i < fields_.size(); ++i) {
+    const Field& f = fields_[i];
+    s += pad + quote(f.key) + ": ";
+    s += f.child >= 0 ? children_[static_cast<std::size_t>(f.child)].str(indent + 2) : f.text;
+    s += i + 1 < fields_.size() ? ",\n" : "\n";
+  }
+  return s + std::string(static_cast<std::size_t>(indent), ' ') + "}";
+}
+
+// ---- Progress ----------------------------------------------------------------------
+
+Progress::Progress(long long first, long long last)
+    : first_(first), last_(last), start_(MPI_Wtime()) {}
+
+double Progress::elapsed() const { return MPI_Wtime() - start_; }
+
+double Progress::eta(long long done) const {
+  const long long steps = done - first_;
+  if (steps <= 0) return 0.0;
+  return elapsed() / static_cast<double>(steps) * static_cast<double>(last_ - done);
+}
+
+std::string Progress::format(double seconds) {
+  char buf[32];
+  if (!(seconds >= 0)) seconds = 0;
+  if (seconds < 60) {
+    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+  } else if (seconds < 3600) {
+    const long s = std::lround(seconds);
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  } else {
+    const long m = std::lround(seconds / 60);
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", m / 60, m % 60);
+  }
+  return buf;
+}
+
+}  // namespace kpmap::apps

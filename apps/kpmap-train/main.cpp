@@ -1,0 +1,498 @@
+// kpmap-train: data-parallel regression and classification training.
+//
+//   mpiexec -n 4 kpmap-train inputs/train_linear.toml
+//
+// The model is replicated on every rank, each global batch is split over the
+// ranks, every rank computes the gradient of its samples, one psum (fused,
+// or layer by layer overlapping the backward pass) makes it the batch mean,
+// and every rank applies the same update. Results, history and checkpoints
+// go to output.dir.
+
+#include "../common/driver.hpp"
+#include "schema.hpp"
+
+#include <kpmap/checkpoint.hpp>
+#include <kpmap/detail/checked.hpp>
+#include <kpmap/kpmap.hpp>
+#include <kpmap/train/data.hpp>
+#include <kpmap/train/linear.hpp>
+#include <kpmap/train/mlp.hpp>
+#include <kpmap/train/optimizer.hpp>
+#include <kpmap/version.hpp>
+
+#include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using kpmap::deck::Deck;
+using Mem = Kokkos::DefaultExecutionSpace::memory_space;
+using kpmap::apps::Phase;
+
+// Everything the deck says, checked across keys.
+struct Config {
+  std::string model, activation, loss, precision, data_kind, path, x_name, y_name;
+  std::vector<std::size_t> hidden;
+  std::size_t samples = 0, features = 0, classes = 0, validation = 0;
+  double noise = 0, fraction = 0;
+  std::uint64_t data_seed = 0, train_seed = 0;
+  kpmap::train::OptimizerConfig optimizer;
+  long long epochs = 0, checkpoint_every = 0;
+  int keep = 3;
+  std::size_t batch = 0;
+  std::string output;
+};
+
+[[noreturn]] void bad(const Deck& d, const std::string& what) {
+  throw kpmap::InputError(d.source() + ": " + what, kpmap::ErrorScope::all_ranks);
+}
+
+Config configure(const Deck& d, MPI_Comm comm) {
+  Config c;
+  c.model = d.string("model.kind");
+  c.activation = d.string("model.activation");
+  c.loss = d.string("model.loss");
+  c.precision = d.string("model.precision");
+  for (long long w : d.integer_list("model.hidden")) c.hidden.push_back(std::size_t(w));
+  c.data_kind = d.string("data.kind");
+  c.path = d.string("data.path");
+  c.x_name = d.string("data.x");
+  c.y_name = d.string("data.y");
+  c.samples = std::size_t(d.integer("data.samples"));
+  c.features = std::size_t(d.integer("data.features"));
+  c.classes = c.loss == "cross_entropy" ? std::size_t(d.integer("data.classes")) : 1;
+  c.noise = d.real("data.noise");
+  c.data_seed = std::uint64_t(d.integer("data.seed"));
+  c.fraction = d.real("data.validation_fraction");
+  c.optimizer.kind = kpmap::train::optimizer_kind(d.string("optimizer.kind"));
+  c.optimizer.learning_rate = d.real("optimizer.learning_rate");
+  c.optimizer.momentum = d.real("optimizer.momentum");
+  c.optimizer.beta1 = d.real("optimizer.beta1");
+  c.optimizer.beta2 = d.real("optimizer.beta2");
+  c.optimizer.epsilon = d.real("optimizer.epsilon");
+  c.epochs = d.integer("train.epochs");
+  c.batch = std::size_t(d.integer("train.batch_size"));
+  c.train_seed = std::uint64_t(d.integer("train.seed"));
+  c.output = d.string("output.dir");
+  c.checkpoint_every = d.integer("output.checkpoint_every");
+  c.keep = int(d.integer("output.keep"));
+
+  if (c.model == "linear" && c.loss != "mse") {
+    bad(d,
+        "key 'model.loss': a linear model is fitted by mse; for softmax regression use "
+        "model.kind = \"mlp\" with model.hidden = []");
+  }
+  if (c.data_kind == "hdf5") {
+    if (c.path.empty()) bad(d, "key 'data.path': data.kind = \"hdf5\" needs the data file");
+    kpmap::train::hdf5_data_shape(c.path, c.x_name, c.y_name, comm, c.samples, c.features);
+  }
+  c.validation = std::size_t(std::floor(c.fraction * double(c.samples)));
+  if (c.samples - c.validation < 1) bad(d, "no training samples are left after the split");
+  const std::size_t train_rows = c.samples - c.validation;
+  if (c.optimizer.kind == kpmap::train::OptimizerConfig::Kind::gd && c.batch != 0 &&
+      c.batch < train_rows) {
+    bad(d,
+        "key 'train.batch_size': optimizer.kind = \"gd\" is full-batch gradient descent "
+        "(train.batch_size = 0); use \"sgd\", \"momentum\" or \"adam\" for minibatches");
+  }
+  return c;
+}
+
+std::string join(const std::vector<double>& v, int digits = 6) {
+  std::ostringstream s;
+  s.precision(digits);
+  s << "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
+  return s.str() + "]";
+}
+
+template <class V>
+std::vector<double> to_vector(const V& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  std::vector<double> out(h.size());
+  for (std::size_t i = 0; i < h.size(); ++i) out[i] = double(h.data()[i]);
+  return out;
+}
+
+// The model behind one interface: linear (fused kernel) or MLP (gemm).
+template <class T>
+struct Model {
+  const Config& c;
+  bool linear;
+  kpmap::train::LinearParams<T, Mem> lp, lg;
+  kpmap::train::MlpParams<T, Mem> mp, mg;
+  std::unique_ptr<kpmap::train::Mlp<T, Mem>> mlp;
+  Kokkos::View<T, Mem> loss{"kpmap-train::loss"};
+
+  Model(const Config& cfg, std::size_t capacity) : c(cfg), linear(cfg.model == "linear") {
+    if (linear) {
+      lp = {"params", c.features};
+      lg = {"grad", c.features};
+    } else {
+      std::vector<std::size_t> widths{c.features};
+      widths.insert(widths.end(), c.hidden.begin(), c.hidden.end());
+      widths.push_back(c.loss == "cross_entropy" ? c.classes : 1);
+      mp = {"params", widths};
+      mg = {"grad", widths};
+      kpmap::train::initialize(mp, c.train_seed);
+      mlp = std::make_unique<kpmap::train::Mlp<T, Mem>>(
+          widths,
+          c.activation == "relu" ? kpmap::train::Activation::relu : kpmap::train::Activation::tanh,
+          c.loss == "mse" ? kpmap::train::Loss::mse : kpmap::train::Loss::cross_entropy,
+          capacity > 0 ? capacity : 1);
+    }
+  }
+
+  template <class F>
+  void for_each_param(F&& f) const {
+    if (linear) {
+      lp.for_each_view(f);
+    } else {
+      mp.for_each_view(f);
+    }
+  }
+  std::vector<std::string> names() const {
+    return linear ? kpmap::train::LinearParams<T, Mem>::names() : mp.names();
+  }
+  std::size_t parameter_count() const {
+    std::size_t n = 0;
+    for_each_param([&](const auto& v) { n += v.size(); });
+    return n;
+  }
+
+  kpmap::train::BatchStats step(const kpmap::train::Shard<T, Mem>& data,
+                                const kpmap::train::BatchPlan& plan, std::size_t k,
+                                kpmap::apps::PhaseTimes& times) {
+    const std::size_t first = plan.offsets[k];
+    const std::size_t last = plan.offsets[k + 1];
+    if (linear) {
+      {
+        auto t = times.scope(Phase::compute);
+        kpmap::train::linear_local_gradient(data, plan.order, first, last, plan.global_size(k), lp,
+                                            lg, loss);
+      }
+      auto t = times.scope(Phase::collectives);
+      // One message for the whole gradient and the loss.
+      kpmap::psum_inplace(std::make_tuple(lg.w, lg.b, loss), "devices");
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
+      return {double(h()), 0.0};
+    }
+    double wait = 0;
+    const double t0 = MPI_Wtime();
+    const auto s = mlp->loss_and_gradient(data, plan.order, first, last, plan.global_size(k), mp,
+                                          mg, "devices", &wait);
+    times.add(Phase::compute, MPI_Wtime() - t0 - wait);
+    times.add(Phase::collectives, wait);
+    return s;
+  }
+
+  const kpmap::train::LinearParams<T, Mem>& grads(const kpmap::train::LinearParams<T, Mem>&) const {
+    return lg;
+  }
+  const kpmap::train::MlpParams<T, Mem>& grads(const kpmap::train::MlpParams<T, Mem>&) const {
+    return mg;
+  }
+
+  kpmap::train::BatchStats evaluate(const kpmap::train::Shard<T, Mem>& data) {
+    if (data.global_rows == 0) return {};
+    if (linear) return {double(kpmap::train::linear_loss(data, lp, "devices")), 0.0};
+    return mlp->evaluate(data, mp, "devices");
+  }
+};
+
+template <class T, class P>
+void write_checkpoint(const fs::path& file, const Config& c, const Deck& deck, long long epoch,
+                      const P& params, const std::vector<std::string>& names,
+                      const kpmap::train::Optimizer<T, Mem, P>& opt, MPI_Comm comm, int ranks) {
+  kpmap::checkpoint::Metadata meta;
+  meta.app = "kpmap-train";
+  meta.step = epoch;
+  meta.deck = deck.to_toml();
+  meta.decomposition = std::to_string(ranks) + " ranks; parameters replicated";
+  meta.rng_state = "train.seed=" + std::to_string(c.train_seed) +
+                   " epoch=" + std::to_string(epoch) +
+                   " optimizer_steps=" + std::to_string(opt.steps());
+  kpmap::checkpoint::Writer w(file.string(), comm, meta);
+  std::size_t i = 0;
+  params.for_each_view([&](const auto& v) {
+    w.write_replicated("params." + names[i], v);
+    if (opt.first_moments()[i].size() > 0) {
+      w.write_replicated("optimizer.m." + names[i], opt.first_moments()[i]);
+    }
+    if (opt.second_moments()[i].size() > 0) {
+      w.write_replicated("optimizer.v." + names[i], opt.second_moments()[i]);
+    }
+    ++i;
+  });
+  w.commit();
+}
+
+template <class T, class P>
+long long read_checkpoint(const std::string& file, const P& params,
+                          const std::vector<std::string>& names,
+                          kpmap::train::Optimizer<T, Mem, P>& opt, MPI_Comm comm) {
+  kpmap::checkpoint::Reader r(file, comm, "kpmap-train");
+  std::size_t i = 0;
+  params.for_each_view([&](const auto& v) {
+    r.read_replicated("params." + names[i], v);
+    if (opt.first_moments()[i].size() > 0) {
+      r.read_replicated("optimizer.m." + names[i], opt.first_moments()[i]);
+    }
+    if (opt.second_moments()[i].size() > 0) {
+      r.read_replicated("optimizer.v." + names[i], opt.second_moments()[i]);
+    }
+    ++i;
+  });
+  const std::string& s = r.metadata().rng_state;
+  const auto at = s.find("optimizer_steps=");
+  if (at == std::string::npos) {
+    throw kpmap::InputError("restart file " + file + ": no optimizer state in attribute rng_state",
+                            kpmap::ErrorScope::all_ranks);
+  }
+  opt.set_steps(std::stoll(s.substr(at + 16)));
+  return r.metadata().step;
+}
+
+template <class T>
+int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts,
+          const kpmap::Runtime& rt) {
+  const bool root = rt.rank() == 0;
+  const MPI_Comm comm = rt.comm();
+  kpmap::apps::PhaseTimes times;
+  const double t_start = MPI_Wtime();
+  const fs::path out = kpmap::apps::prepare_output_dir(c.output, comm);
+  const std::size_t n_train = c.samples - c.validation;
+
+  // ---- data -----------------------------------------------------------------
+  kpmap::train::Shard<T, Mem> train_set, val_set;
+  {
+    auto t = times.scope(Phase::io);
+    const kpmap::AxisRef axis("devices");
+    if (c.data_kind == "hdf5") {
+      train_set = kpmap::train::read_shard<T, Mem>(c.path, c.x_name, c.y_name, 0, n_train, axis);
+      val_set =
+          kpmap::train::read_shard<T, Mem>(c.path, c.x_name, c.y_name, n_train, c.validation, axis);
+    } else if (c.loss == "mse") {
+      const kpmap::train::SyntheticRegression g{c.samples, c.features, c.data_seed, c.noise};
+      train_set = kpmap::train::generate_shard<T, Mem>(g, 0, n_train, axis);
+      val_set = kpmap::train::generate_shard<T, Mem>(g, n_train, c.validation, axis);
+    } else {
+      const kpmap::train::SyntheticClassification g{c.samples, c.features, c.classes, c.data_seed};
+      train_set = kpmap::train::generate_shard<T, Mem>(g, 0, n_train, axis);
+      val_set = kpmap::train::generate_shard<T, Mem>(g, n_train, c.validation, axis);
+    }
+  }
+  if (c.loss == "cross_entropy") {
+    // Labels must be class indices: checked on every rank's rows, agreed by all.
+    auto y = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), train_set.y);
+    int badrow = -1;
+    for (std::size_t i = 0; i < y.size() && badrow < 0; ++i) {
+      const double v = double(y(i));
+      if (!(v >= 0 && v < double(c.classes) && v == std::floor(v))) badrow = int(i);
+    }
+    if (kpmap::pmax(badrow >= 0 ? 1 : 0, "devices") != 0) {
+      throw kpmap::InputError(deck.source() +
+                                  ": key 'data.classes': a target is not a class "
+                                  "index in [0, " +
+                                  std::to_string(c.classes) + ")",
+                              kpmap::ErrorScope::all_ranks);
+    }
+  }
+
+  // ---- model, optimizer, restart ----------------------------------------------
+  const std::size_t local_capacity =
+      c.batch == 0 ? std::max<std::size_t>(train_set.rows(), 1) : std::min(c.batch, n_train);
+  Model<T> model(c, std::max(local_capacity, std::min<std::size_t>(val_set.rows(), 4096)));
+  auto run_with = [&](auto& params) -> int {
+    using P = std::decay_t<decltype(params)>;
+    kpmap::train::Optimizer<T, Mem, P> opt(c.optimizer, params);
+    const auto names = model.names();
+    long long first_epoch = 0;
+    if (!opts.restart.empty()) {
+      auto t = times.scope(Phase::io);
+      first_epoch = read_checkpoint<T>(opts.restart, params, names, opt, comm);
+      if (root) {
+        std::printf("kpmap-train: restarting from %s after epoch %lld\n", opts.restart.c_str(),
+                    first_epoch);
+      }
+    }
+    if (first_epoch >= c.epochs) {
+      throw kpmap::InputError("restart file " + opts.restart + " is at epoch " +
+                                  std::to_string(first_epoch) + ", train.epochs is " +
+                                  std::to_string(c.epochs) + ": nothing left to do",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    if (root) {
+      std::printf(
+          "kpmap-train: %s model (%zu parameters, %s), %zu training + %zu validation samples "
+          "on %d ranks, batch %s, optimizer %s, lr %g\n",
+          c.model.c_str(), model.parameter_count(), c.precision.c_str(), n_train, c.validation,
+          rt.size(), c.batch == 0 ? "full" : std::to_string(c.batch).c_str(),
+          deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
+    }
+
+    // history.csv continues a restarted run's file.
+    const fs::path history = out / "history.csv";
+    std::ofstream hist;
+    if (root) {
+      const bool append = first_epoch > 0 && fs::exists(history);
+      hist.open(history, append ? std::ios::app : std::ios::trunc);
+      if (!append) hist << "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s\n";
+    }
+
+    kpmap::apps::Progress progress(first_epoch, c.epochs);
+    double train_loss = 0, val_loss = 0, accuracy = 0, train_seconds = 0;
+    long long last_checkpoint = -1;
+    std::size_t samples_done = 0;
+    for (long long epoch = first_epoch; epoch < c.epochs; ++epoch) {
+      const double t0 = MPI_Wtime();
+      const auto plan = kpmap::train::plan_epoch(n_train, train_set.begin, train_set.rows(),
+                                                 c.batch, c.train_seed, std::uint64_t(epoch));
+      double loss_sum = 0, correct_sum = 0;
+      for (std::size_t k = 0; k < plan.batches; ++k) {
+        const auto s = model.step(train_set, plan, k, times);
+        if (!std::isfinite(s.loss)) {
+          throw kpmap::Error(
+              "training diverged: the loss is " + std::to_string(s.loss) + " at epoch " +
+                  std::to_string(epoch + 1) + ", step " + std::to_string(k + 1) + " of " +
+                  std::to_string(plan.batches) +
+                  (last_checkpoint >= 0 ? "; the last good checkpoint is after epoch " +
+                                              std::to_string(last_checkpoint)
+                                        : "") +
+                  " (try a smaller optimizer.learning_rate)",
+              kpmap::exit_code::diverged, kpmap::ErrorScope::all_ranks);
+        }
+        const double w = double(plan.global_size(k));
+        loss_sum += s.loss * w;
+        correct_sum += s.accuracy * w;
+        auto t = times.scope(Phase::compute);
+        opt.step(params, model.grads(params));
+      }
+      if (kpmap::checked_mode()) {
+        std::size_t i = 0;
+        params.for_each_view([&](const auto& v) {
+          kpmap::detail::verify_replicated(*kpmap::AxisRef("devices"),
+                                           "parameter " + names[i++] + " after the update", v);
+        });
+      }
+      train_loss = loss_sum / double(n_train);
+      accuracy = correct_sum / double(n_train);
+      {
+        auto t = times.scope(Phase::compute);
+        const auto v = model.evaluate(val_set);
+        // No validation set: NaN, written as null in JSON and empty in CSV.
+        val_loss = c.validation > 0 ? v.loss : std::nan("");
+        if (c.validation > 0 && c.loss == "cross_entropy") accuracy = v.accuracy;
+      }
+      const double epoch_seconds = MPI_Wtime() - t0;
+      train_seconds += epoch_seconds;
+      samples_done += n_train;
+      const double rate = double(n_train) / epoch_seconds;
+      if (root) {
+        hist << epoch + 1 << ',' << kpmap::apps::Json::number(train_loss) << ','
+             << (c.validation > 0 ? kpmap::apps::Json::number(val_loss) : "") << ',' << accuracy
+             << ',' << rate << ',' << progress.elapsed() << '\n'
+             << std::flush;
+        char val[48] = "";
+        if (c.validation > 0) std::snprintf(val, sizeof val, "  val_loss %.6e", val_loss);
+        std::printf(
+            "epoch %lld/%lld  train_loss %.6e%s%s  %.4g samples/s  "
+            "elapsed %s  ETA %s\n",
+            epoch + 1, c.epochs, train_loss, val,
+            c.loss == "cross_entropy" ? ("  accuracy " + std::to_string(accuracy)).c_str() : "",
+            rate, kpmap::apps::Progress::format(progress.elapsed()).c_str(),
+            kpmap::apps::Progress::format(progress.eta(epoch + 1)).c_str());
+        std::fflush(stdout);
+      }
+      const bool last = epoch + 1 == c.epochs;
+      if (last || (c.checkpoint_every > 0 && (epoch + 1) % c.checkpoint_every == 0)) {
+        auto t = times.scope(Phase::io);
+        char name[64];
+        std::snprintf(name, sizeof name, "checkpoint_%06lld.h5", epoch + 1);
+        write_checkpoint<T>(out / name, c, deck, epoch + 1, params, names, opt, comm, rt.size());
+        if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep);
+        last_checkpoint = epoch + 1;
+      }
+    }
+
+    // ---- result.json --------------------------------------------------------------
+    const auto report = times.reduce_max(MPI_Wtime() - t_start, comm);
+    const double sps = kpmap::pmin(double(samples_done) / train_seconds, "devices");
+    kpmap::apps::Json j;
+    j.set("app", "kpmap-train")
+        .set("kpmap_version", KPMAP_VERSION_STRING)
+        .set("deck", deck.source())
+        .set("ranks", rt.size())
+        .set("model", c.model)
+        .set("precision", c.precision)
+        .set("parameters", static_cast<long long>(model.parameter_count()))
+        .set("train_samples", static_cast<long long>(n_train))
+        .set("validation_samples", static_cast<long long>(c.validation))
+        .set("epochs", c.epochs)
+        .set("train_loss", train_loss)
+        .set("val_loss", val_loss)
+        .set("samples_per_second", sps);
+    if (c.loss == "cross_entropy") j.set("accuracy", accuracy);
+    if (model.linear) {
+      const auto w = to_vector(model.lp.w);
+      const auto b = to_vector(model.lp.b);
+      j.set("params", kpmap::apps::Json().set("w", w).set("b", b[0]));
+      if (c.data_kind == "synthetic") {
+        const kpmap::train::SyntheticRegression g{c.samples, c.features, c.data_seed, c.noise};
+        std::vector<double> tw(c.features);
+        for (std::size_t i = 0; i < c.features; ++i) tw[i] = g.true_w(i);
+        j.set("true_params", kpmap::apps::Json().set("w", tw).set("b", g.true_b()));
+        if (root) {
+          std::printf("learned w = %s  b = %.6g\n   true w = %s  b = %.6g\n", join(w).c_str(), b[0],
+                      join(tw).c_str(), g.true_b());
+        }
+      }
+    }
+    j.set("timing", kpmap::apps::to_json(report));
+    if (root) {
+      kpmap::apps::write_text_atomic(out / "result.json", j.str() + "\n");
+      std::printf("kpmap-train: done in %s; results in %s\n",
+                  kpmap::apps::Progress::format(report.wall).c_str(),
+                  (out / "result.json").c_str());
+    }
+    return kpmap::exit_code::success;
+  };
+  return model.linear ? run_with(model.lp) : run_with(model.mp);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return kpmap::run(argc, argv, [&](kpmap::Runtime& rt) {
+    CLI::App app{"kpmap-train: data-parallel training of linear models and MLPs on every rank"};
+    app.footer(
+        "Examples:\n"
+        "  mpiexec -n 4 kpmap-train inputs/train_linear.toml\n"
+        "  mpiexec -n 2 kpmap-train inputs/train_mlp_classification.toml --set train.epochs=5\n"
+        "  mpiexec -n 3 kpmap-train inputs/train_linear.toml --restart "
+        "kpmap-train-out/checkpoint_000050.h5 --set train.epochs=100\n"
+        "Exit codes: 0 success, 2 bad input, 3 training diverged (NaN or Inf loss).");
+    app.set_version_flag("--version", std::string("kpmap-train ") + KPMAP_VERSION_STRING);
+    kpmap::apps::RunOptions opts;
+    kpmap::apps::add_run_options(app, opts);
+    const auto schema = kpmap::apps::train::schema();
+    if (auto code = kpmap::apps::parse_run_command_line(app, opts, schema, argc, argv, rt)) {
+      return *code;
+    }
+    const Deck deck = kpmap::apps::load_deck(schema, opts, rt.comm());
+    const Config c = configure(deck, rt.comm());
+    return c.precision == "float" ? train<float>(c, deck, opts, rt)
+                                  : train<double>(c, deck, opts, rt);
+  });
+}

@@ -1,0 +1,52 @@
+#pragma once
+// The deck schema of kpmap-train: the one place its keys are declared (it
+// validates decks, prints --help-deck and generates docs/decks.md's table).
+
+#include <kpmap/deck.hpp>
+
+namespace kpmap::apps::train {
+
+inline deck::Schema schema() {
+  using deck::Range;
+  deck::Schema s("kpmap-train");
+  s.string("model.kind", "linear", {"linear", "mlp"},
+           "linear: y ~ X w + b; mlp: dense layers with an activation");
+  s.integer_list("model.hidden", std::vector<long long>{32, 32}, Range{1, 1 << 20}, "",
+                 "mlp: widths of the hidden layers (empty list: softmax/linear regression)");
+  s.string("model.activation", "relu", {"relu", "tanh"}, "mlp: activation of the hidden layers");
+  s.string("model.loss", "mse", {"mse", "cross_entropy"},
+           "mean squared error (regression) or softmax cross-entropy (classification)");
+  s.string("model.precision", "double", {"double", "float"},
+           "scalar type of data, parameters and arithmetic");
+  s.string("data.kind", "synthetic", {"synthetic", "hdf5"},
+           "synthetic: generated from the sample index; hdf5: read from data.path");
+  s.string("data.path", "", {}, "hdf5: the data file");
+  s.string("data.x", "x", {}, "hdf5: features dataset (samples x features)");
+  s.string("data.y", "y", {}, "hdf5: targets dataset (samples): values, or class indices");
+  s.integer("data.samples", 400, Range{1, 1e12}, "", "synthetic: samples in the whole data set");
+  s.integer("data.features", 5, Range{1, 1 << 24}, "", "synthetic: features per sample");
+  s.integer("data.classes", 4, Range{2, 1 << 20}, "",
+            "cross_entropy: number of classes (labels 0 .. classes-1)");
+  s.real("data.noise", 0.1, Range{0, 1e6}, "", "synthetic regression: std. dev. of the noise");
+  s.integer("data.seed", 0, Range{0, 9.2e18}, "", "synthetic: seed of the data set");
+  s.real("data.validation_fraction", 0.0, Range{0, 0.9}, "",
+         "share of the samples held out for validation (the last rows of the set)");
+  s.string("optimizer.kind", "gd", {"gd", "sgd", "momentum", "adam"},
+           "gd: full-batch gradient descent; sgd: plain minibatch steps; momentum; adam");
+  s.real("optimizer.learning_rate", 0.05, Range{0, 1e6}, "", "step size");
+  s.real("optimizer.momentum", 0.9, Range{0, 1}, "", "momentum: v = momentum v + g");
+  s.real("optimizer.beta1", 0.9, Range{0, 0.999999}, "", "adam: first-moment decay");
+  s.real("optimizer.beta2", 0.999, Range{0, 0.999999999}, "", "adam: second-moment decay");
+  s.real("optimizer.epsilon", 1e-8, Range{0, 1}, "", "adam: denominator guard");
+  s.integer("train.epochs", 50, Range{1, 1e9}, "", "passes over the training set");
+  s.integer("train.batch_size", 0, Range{0, 1e12}, "",
+            "global batch (over all ranks); 0: the whole training set");
+  s.integer("train.seed", 0, Range{0, 9.2e18}, "", "seed of the initial weights and the shuffle");
+  s.string("output.dir", "kpmap-train-out", {}, "folder for result.json, history.csv, checkpoints");
+  s.integer("output.checkpoint_every", 0, Range{0, 1e9}, "epochs",
+            "write a checkpoint every N epochs (0: only at the end)");
+  s.integer("output.keep", 3, Range{1, 1000}, "", "checkpoints kept (older ones are deleted)");
+  return s;
+}
+
+}  // namespace kpmap::apps::train

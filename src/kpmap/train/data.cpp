@@ -1,0 +1,171 @@
+#include <kpmap/detail/hdf5.hpp>
+#include <kpmap/train/data.hpp>
+
+#include <hdf5.h>
+
+#include <filesystem>
+
+namespace kpmap::train {
+
+namespace {
+
+using kpmap::detail::h5::agree;
+
+// Opens `path` read-only over `comm`, or throws the same InputError everywhere.
+hid_t open_data_file(const std::string& path, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string error;
+  if (rank == 0) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      error = "data file " + path + " does not exist (data.path)";
+    } else if (H5Fis_hdf5(path.c_str()) <= 0) {
+      error = "data file " + path + " is not an HDF5 file (data.path)";
+    }
+  }
+  agree(comm, error, exit_code::bad_input);
+  hid_t fapl = kpmap::detail::h5::mpio_access(comm);
+  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
+  H5Pclose(fapl);
+  agree(comm, file < 0 ? "data file " + path + " cannot be opened as HDF5" : "",
+        exit_code::bad_input);
+  return file;
+}
+
+// Extents of dataset `name`, or an error message naming it.
+std::string dataset_extents(hid_t file, const std::string& path, const std::string& name,
+                            const char* key, std::vector<hsize_t>& dims) {
+  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) {
+    return "data file " + path + " has no dataset '" + name + "' (" + key + ")";
+  }
+  hid_t d = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
+  if (d < 0) return "data file " + path + ": '" + name + "' is not a dataset (" + key + ")";
+  hid_t space = H5Dget_space(d);
+  const int rank = H5Sget_simple_extent_ndims(space);
+  dims.assign(static_cast<std::size_t>(rank > 0 ? rank : 0), 0);
+  if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  hid_t type = H5Dget_type(d);
+  const bool numeric = H5Tget_class(type) == H5T_FLOAT || H5Tget_class(type) == H5T_INTEGER;
+  H5Tclose(type);
+  H5Sclose(space);
+  H5Dclose(d);
+  if (!numeric) {
+    return "data file " + path + ": dataset '" + name + "' is not numeric (" + key + ")";
+  }
+  return "";
+}
+
+std::string check_shape(hid_t file, const std::string& path, const std::string& x_name,
+                        const std::string& y_name, std::size_t& samples, std::size_t& features) {
+  std::vector<hsize_t> dx;
+  std::vector<hsize_t> dy;
+  std::string e = dataset_extents(file, path, x_name, "data.x", dx);
+  if (e.empty()) e = dataset_extents(file, path, y_name, "data.y", dy);
+  if (!e.empty()) return e;
+  if (dx.size() != 2) {
+    return "data file " + path + ": features dataset '" + x_name + "' must be 2-D (samples x " +
+           "features), it has " + std::to_string(dx.size()) + " dimensions (data.x)";
+  }
+  const bool column = dy.size() == 2 && dy[1] == 1;
+  if (!(dy.size() == 1 || column)) {
+    return "data file " + path + ": targets dataset '" + y_name +
+           "' must be 1-D (samples), or samples x 1 (data.y)";
+  }
+  if (dy[0] != dx[0]) {
+    return "data file " + path + ": '" + x_name + "' has " + std::to_string(dx[0]) +
+           " samples but '" + y_name + "' has " + std::to_string(dy[0]) + " (data.x, data.y)";
+  }
+  samples = static_cast<std::size_t>(dx[0]);
+  features = static_cast<std::size_t>(dx[1]);
+  return "";
+}
+
+// Reads rows [begin, begin + rows) of `name` (rows x width) as doubles, collectively.
+bool read_rows(hid_t file, const std::string& name, std::size_t begin, std::size_t rows,
+               std::size_t width, int ndims, double* out) {
+  hid_t d = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
+  hid_t space = H5Dget_space(d);
+  hsize_t off[2] = {begin, 0};
+  hsize_t cnt[2] = {rows, width};
+  if (rows == 0) {
+    H5Sselect_none(space);
+  } else {
+    H5Sselect_hyperslab(space, H5S_SELECT_SET, off, nullptr, cnt, nullptr);
+  }
+  hsize_t mem_count[2] = {rows, width};
+  hid_t mem = H5Screate_simple(ndims, mem_count, nullptr);
+  if (rows == 0) H5Sselect_none(mem);
+  hid_t dxpl = kpmap::detail::h5::collective_transfer();
+  const herr_t st = H5Dread(d, H5T_NATIVE_DOUBLE, mem, space, dxpl, out);
+  H5Pclose(dxpl);
+  H5Sclose(mem);
+  H5Sclose(space);
+  H5Dclose(d);
+  return st >= 0;
+}
+
+}  // namespace
+
+void hdf5_data_shape(const std::string& path, const std::string& x_name, const std::string& y_name,
+                     MPI_Comm comm, std::size_t& samples, std::size_t& features) {
+  kpmap::detail::h5::Quiet quiet;
+  hid_t file = open_data_file(path, comm);
+  const std::string e = check_shape(file, path, x_name, y_name, samples, features);
+  H5Fclose(file);
+  agree(comm, e, exit_code::bad_input);
+}
+
+HostRows read_hdf5_rows(const std::string& path, const std::string& x_name,
+                        const std::string& y_name, std::size_t begin, std::size_t rows,
+                        MPI_Comm comm) {
+  kpmap::detail::h5::Quiet quiet;
+  hid_t file = open_data_file(path, comm);
+  std::size_t samples = 0;
+  HostRows h;
+  std::string e = check_shape(file, path, x_name, y_name, samples, h.features);
+  agree(comm, e, exit_code::bad_input);
+  if (begin + rows > samples) e = "data file " + path + ": rows past the end of the data set";
+  agree(comm, e, exit_code::bad_input);
+  h.x.resize(rows * h.features);
+  h.y.resize(rows);
+  std::vector<hsize_t> dy;
+  dataset_extents(file, path, y_name, "data.y", dy);
+  const bool ok = read_rows(file, x_name, begin, rows, h.features, 2, h.x.data()) &&
+                  read_rows(file, y_name, begin, rows, 1, static_cast<int>(dy.size()), h.y.data());
+  H5Fclose(file);
+  agree(comm, ok ? "" : "data file " + path + ": reading the data failed", exit_code::bad_input);
+  return h;
+}
+
+BatchPlan plan_epoch(std::size_t n, std::size_t begin, std::size_t local, std::size_t batch,
+                     std::uint64_t seed, std::uint64_t epoch) {
+  BatchPlan p;
+  p.global_rows = n;
+  p.identity = batch == 0 || batch >= n;
+  p.batch = p.identity ? n : batch;
+  p.batches = p.batch == 0 ? 0 : (n + p.batch - 1) / p.batch;
+  p.offsets.assign(p.batches + 1, 0);
+  if (p.identity) {
+    if (p.batches > 0) p.offsets[1] = local;
+    return p;
+  }
+  // Counting sort of the local rows by batch: stable, so within a batch the
+  // rows keep their storage order and the sums their order on every run.
+  const EpochOrder order{seed, epoch, n};
+  std::vector<std::uint32_t> which(local);
+  for (std::size_t i = 0; i < local; ++i) {
+    which[i] = static_cast<std::uint32_t>(order.position(begin + i) / p.batch);
+    ++p.offsets[which[i] + 1];
+  }
+  for (std::size_t k = 0; k < p.batches; ++k) p.offsets[k + 1] += p.offsets[k];
+  p.order = Kokkos::View<std::uint32_t*, Kokkos::DefaultExecutionSpace::memory_space>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::batch_order"), local);
+  auto h = Kokkos::create_mirror_view(p.order);
+  std::vector<std::size_t> next(p.offsets.begin(), p.offsets.end() - 1);
+  for (std::size_t i = 0; i < local; ++i) h(next[which[i]]++) = static_cast<std::uint32_t>(i);
+  Kokkos::deep_copy(p.order, h);
+  return p;
+}
+
+}  // namespace kpmap::train

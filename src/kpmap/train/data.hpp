@@ -1,0 +1,250 @@
+#pragma once
+/// \file
+/// \brief Training data for kpmap-train: synthetic sets generated from global
+/// sample indices (identical at any rank count), rows read from HDF5 by
+/// hyperslab, the train/validation split, and the per-epoch batch plan.
+///
+/// Sharding: the training rows [0, train) and the validation rows
+/// [train, samples) of the global data set are each split over the axis in
+/// blocks (BlockPartition), so every rank holds a balanced part of both.
+
+#include <kpmap/error.hpp>
+#include <kpmap/mesh.hpp>
+#include <kpmap/pmap.hpp>
+#include <kpmap/train/random.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kpmap::train {
+
+/// \brief Streams of the counter-based generator, one per kind of number.
+namespace stream {
+inline constexpr std::uint32_t features = 0;
+inline constexpr std::uint32_t truth = 1;
+inline constexpr std::uint32_t noise = 2;
+inline constexpr std::uint32_t class_truth = 3;
+inline constexpr std::uint32_t shuffle = 4;
+inline constexpr std::uint32_t init = 5;
+}  // namespace stream
+
+/// \brief The seeds' regression set: X ~ N(0, 1), y = X w_true + b_true +
+/// noise * N(0, 1), with w_true, b_true ~ N(0, 1). Every number is drawn from
+/// (seed, stream, global index), so any sample can be regenerated anywhere.
+struct SyntheticRegression {
+  std::size_t samples = 0;
+  std::size_t features = 0;
+  std::uint64_t seed = 0;
+  double noise = 0.1;
+
+  KOKKOS_INLINE_FUNCTION double x(std::size_t i, std::size_t j) const {
+    return CounterRng{seed}.normal(i * features + j, stream::features);
+  }
+  KOKKOS_INLINE_FUNCTION double true_w(std::size_t j) const {
+    return CounterRng{seed}.normal(j, stream::truth);
+  }
+  KOKKOS_INLINE_FUNCTION double true_b() const {
+    return CounterRng{seed}.normal(features, stream::truth);
+  }
+  KOKKOS_INLINE_FUNCTION double y(std::size_t i) const {
+    double s = true_b() + noise * CounterRng{seed}.normal(i, stream::noise);
+    for (std::size_t j = 0; j < features; ++j) s += x(i, j) * true_w(j);
+    return s;
+  }
+};
+
+/// \brief A classification set with a nonlinear teacher: X ~ N(0, 1) and the
+/// label of sample i is argmax_c of tanh(X V)_c-weighted scores of a fixed
+/// random two-layer network (V: F x C, U: C x C), so a linear model cannot fit
+/// it exactly and a small MLP can. Labels are stored as 0, 1, ..., classes-1.
+struct SyntheticClassification {
+  std::size_t samples = 0;
+  std::size_t features = 0;
+  std::size_t classes = 2;
+  std::uint64_t seed = 0;
+
+  KOKKOS_INLINE_FUNCTION double x(std::size_t i, std::size_t j) const {
+    return CounterRng{seed}.normal(i * features + j, stream::features);
+  }
+  KOKKOS_INLINE_FUNCTION double y(std::size_t i) const {
+    std::size_t best = 0;
+    double best_score = -1e300;
+    for (std::size_t c = 0; c < classes; ++c) {
+      double score = 0.0;
+      for (std::size_t k = 0; k < classes; ++k) {
+        double h = 0.0;
+        for (std::size_t j = 0; j < features; ++j) {
+          h += x(i, j) * CounterRng{seed}.normal(j * classes + k, stream::class_truth);
+        }
+        const double u =
+            CounterRng{seed}.normal(features * classes + k * classes + c, stream::class_truth);
+        using namespace kpmap::detail;
+        score += math::tanh(h) * u;
+      }
+      if (score > best_score) {
+        best_score = score;
+        best = c;
+      }
+    }
+    return static_cast<double>(best);
+  }
+};
+
+/// \brief One rank's rows of a data set: features (rows x F, row-major) and
+/// targets (rows; a class index stored as T for classification), plus where
+/// the rows lie in the global set.
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+struct Shard {
+  Kokkos::View<T**, Kokkos::LayoutRight, M> x;
+  Kokkos::View<T*, M> y;
+  std::size_t global_rows = 0;  ///< rows of the whole (train or validation) set
+  std::size_t begin = 0;        ///< first global row held here
+  std::size_t rows() const { return x.extent(0); }
+};
+
+namespace detail {
+/// Kernel of generate_shard: rows [offset + begin, offset + begin + n) of a generator.
+template <class T, class M, class Gen>
+struct GenerateRows {
+  Kokkos::View<T**, Kokkos::LayoutRight, M> x;
+  Kokkos::View<T*, M> y;
+  Gen gen;
+  std::size_t first;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    for (std::size_t j = 0; j < x.extent(1); ++j) x(i, j) = static_cast<T>(gen.x(first + i, j));
+    y(i) = static_cast<T>(gen.y(first + i));
+  }
+};
+}  // namespace detail
+
+/// \brief This rank's block of the global rows [offset, offset + rows) of a
+/// generator (SyntheticRegression or SyntheticClassification). Collective only
+/// in that every rank must call it with the same arguments.
+template <class T, class M, class Gen>
+Shard<T, M> generate_shard(const Gen& gen, std::size_t offset, std::size_t rows, AxisRef axis) {
+  using Exec = typename M::execution_space;
+  const BlockPartition part(rows, axis);
+  Shard<T, M> s;
+  s.global_rows = rows;
+  s.begin = part.begin(axis->index());
+  const std::size_t n = part.count(axis->index());
+  s.x = Kokkos::View<T**, Kokkos::LayoutRight, M>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::x"), n, gen.features);
+  s.y = Kokkos::View<T*, M>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::y"), n);
+  Kokkos::parallel_for("kpmap::train::generate", Kokkos::RangePolicy<Exec>(0, n),
+                       detail::GenerateRows<T, M, Gen>{s.x, s.y, gen, offset + s.begin});
+  Exec().fence();
+  return s;
+}
+
+/// \brief Rows [begin, begin + rows) of a features dataset (N x F) and a
+/// targets dataset (N) of an HDF5 file, in double precision, row-major.
+struct HostRows {
+  std::vector<double> x;
+  std::vector<double> y;
+  std::size_t features = 0;
+};
+
+/// \brief Shape of the data set in an HDF5 file: checks that `x_name` is a
+/// 2-D dataset (N x F) and `y_name` a 1-D dataset (N), or N x 1. Collective
+/// over `comm`. \throws InputError (all ranks) naming the file and dataset.
+void hdf5_data_shape(const std::string& path, const std::string& x_name, const std::string& y_name,
+                     MPI_Comm comm, std::size_t& samples, std::size_t& features);
+
+/// \brief Reads this rank's rows by hyperslab (collective MPI-IO over `comm`).
+HostRows read_hdf5_rows(const std::string& path, const std::string& x_name,
+                        const std::string& y_name, std::size_t begin, std::size_t rows,
+                        MPI_Comm comm);
+
+/// \brief This rank's block of the global rows [offset, offset + rows) of an
+/// HDF5 data set, converted to T. Collective over `axis`.
+template <class T, class M>
+Shard<T, M> read_shard(const std::string& path, const std::string& x_name,
+                       const std::string& y_name, std::size_t offset, std::size_t rows,
+                       AxisRef axis) {
+  const BlockPartition part(rows, axis);
+  Shard<T, M> s;
+  s.global_rows = rows;
+  s.begin = part.begin(axis->index());
+  const std::size_t n = part.count(axis->index());
+  const HostRows h = read_hdf5_rows(path, x_name, y_name, offset + s.begin, n, axis->comm());
+  s.x = Kokkos::View<T**, Kokkos::LayoutRight, M>("kpmap::train::x", n, h.features);
+  s.y = Kokkos::View<T*, M>("kpmap::train::y", n);
+  auto hx = Kokkos::create_mirror_view(s.x);
+  auto hy = Kokkos::create_mirror_view(s.y);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < h.features; ++j) hx(i, j) = static_cast<T>(h.x[i * h.features + j]);
+    hy(i) = static_cast<T>(h.y[i]);
+  }
+  Kokkos::deep_copy(s.x, hx);
+  Kokkos::deep_copy(s.y, hy);
+  return s;
+}
+
+/// \brief A reproducible permutation of [0, n) for each (seed, epoch): a
+/// balanced Feistel network keyed by Philox, with cycle walking to stay in
+/// range. position(i) is where sample i falls in the epoch's order; it is a
+/// pure function, so every rank agrees on the order whatever the rank count.
+struct EpochOrder {
+  std::uint64_t seed = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t n = 1;
+
+  KOKKOS_INLINE_FUNCTION std::uint64_t position(std::uint64_t i) const {
+    int bits = 2;
+    while ((std::uint64_t(1) << bits) < n) bits += 2;
+    std::uint64_t y = encrypt(i, bits / 2);
+    while (y >= n) y = encrypt(y, bits / 2);
+    return y;
+  }
+
+ private:
+  KOKKOS_INLINE_FUNCTION std::uint64_t encrypt(std::uint64_t v, int half) const {
+    const std::uint64_t mask = (std::uint64_t(1) << half) - 1;
+    std::uint64_t l = v >> half;
+    std::uint64_t r = v & mask;
+    for (std::uint32_t round = 0; round < 4; ++round) {
+      const auto b = CounterRng{seed}.bits(r | (epoch << 32), stream::shuffle + 16 * round);
+      const std::uint64_t f = ((std::uint64_t(b[0]) << 32) | b[1]) & mask;
+      const std::uint64_t next = l ^ f;
+      l = r;
+      r = next;
+    }
+    return (l << half) | r;
+  }
+};
+
+/// \brief Which local rows go into which global batch in one epoch.
+///
+/// Batch k holds the samples at positions [k B, min((k+1) B, n)) of the
+/// epoch's order. Each rank works on the samples of batch k that it holds
+/// (no data moves between ranks); the gradient is scaled by the global batch
+/// size, so the sum over ranks is the mean over the whole batch, however
+/// unevenly its samples fall on the ranks. The last, partial batch is used.
+struct BatchPlan {
+  std::size_t batch = 0;             ///< global batch size B (n for full batch)
+  std::size_t batches = 0;           ///< ceil(n / B)
+  std::size_t global_rows = 0;       ///< n
+  bool identity = true;              ///< full batch, unshuffled: rows in storage order
+  std::vector<std::size_t> offsets;  ///< local rows of batch k: order[offsets[k], offsets[k+1])
+  Kokkos::View<std::uint32_t*, Kokkos::DefaultExecutionSpace::memory_space> order;
+
+  /// \brief Samples in global batch k (the same on every rank).
+  std::size_t global_size(std::size_t k) const {
+    const std::size_t end = (k + 1) * batch < global_rows ? (k + 1) * batch : global_rows;
+    return end - k * batch;
+  }
+  std::size_t local_size(std::size_t k) const { return offsets[k + 1] - offsets[k]; }
+};
+
+/// \brief The plan of one epoch for a shard of `n` global rows held from
+/// global row `begin` (`local` rows). `batch` 0 means the full set, which is
+/// never shuffled (the order does not change a full-batch gradient).
+BatchPlan plan_epoch(std::size_t n, std::size_t begin, std::size_t local, std::size_t batch,
+                     std::uint64_t seed, std::uint64_t epoch);
+
+}  // namespace kpmap::train

@@ -1,0 +1,122 @@
+#pragma once
+/// \file
+/// \brief Optimizers for replicated parameters: gradient descent, SGD with
+/// momentum, and Adam (bias-corrected). Every rank applies the same update
+/// to the same values with the same reduced gradient, so the replicas stay
+/// identical without any communication.
+
+#include <kpmap/detail/view_utils.hpp>
+#include <kpmap/error.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace kpmap::train {
+
+/// \brief Which update rule, and its constants.
+struct OptimizerConfig {
+  enum class Kind { gd, sgd, momentum, adam };
+  Kind kind = Kind::gd;
+  double learning_rate = 0.01;
+  double momentum = 0.9;  ///< momentum: v = momentum v + g; p -= lr v
+  double beta1 = 0.9;     ///< adam
+  double beta2 = 0.999;   ///< adam
+  double epsilon = 1e-8;  ///< adam
+};
+
+/// \brief "gd", "sgd", "momentum" or "adam". \throws Error otherwise.
+inline OptimizerConfig::Kind optimizer_kind(const std::string& name) {
+  if (name == "gd") return OptimizerConfig::Kind::gd;
+  if (name == "sgd") return OptimizerConfig::Kind::sgd;
+  if (name == "momentum") return OptimizerConfig::Kind::momentum;
+  if (name == "adam") return OptimizerConfig::Kind::adam;
+  throw Error("unknown optimizer '" + name + "'");
+}
+
+namespace detail {
+template <class T, class M>
+struct OptimizerKernel {
+  kpmap::detail::flat_view_t<T, M> p;
+  kpmap::detail::flat_view_t<const T, M> g;
+  kpmap::detail::flat_view_t<T, M> m;   // momentum velocity or Adam's first moment
+  kpmap::detail::flat_view_t<T, M> v;   // Adam's second moment
+  int kind;                             // 0 plain, 1 momentum, 2 adam
+  T lr, mu, beta1, beta2, eps, c1, c2;  // c1, c2: Adam's bias corrections
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    if (kind == 0) {
+      p(i) -= lr * g(i);
+    } else if (kind == 1) {
+      m(i) = mu * m(i) + g(i);
+      p(i) -= lr * m(i);
+    } else {
+      m(i) = beta1 * m(i) + (T(1) - beta1) * g(i);
+      v(i) = beta2 * v(i) + (T(1) - beta2) * g(i) * g(i);
+      using namespace kpmap::detail;
+      p(i) -= lr * (m(i) / c1) / (math::sqrt(v(i) / c2) + eps);
+    }
+  }
+};
+}  // namespace detail
+
+/// \brief An optimizer over the parameter tree `P` (LinearParams or
+/// MlpParams): its state has the shapes of the parameters.
+template <class T, class M, class P>
+class Optimizer {
+ public:
+  Optimizer(const OptimizerConfig& config, const P& params) : config_(config) {
+    params.for_each_view([&](const auto& v) {
+      const std::size_t n = v.size();
+      const bool first = config.kind == OptimizerConfig::Kind::momentum ||
+                         config.kind == OptimizerConfig::Kind::adam;
+      const bool second = config.kind == OptimizerConfig::Kind::adam;
+      m_.push_back(Kokkos::View<T*, M>("kpmap::train::optimizer::m", first ? n : 0));
+      v_.push_back(Kokkos::View<T*, M>("kpmap::train::optimizer::v", second ? n : 0));
+    });
+  }
+
+  /// \brief p -= update(g), for every View of the trees. Not collective:
+  /// every rank does the same with the same gradient.
+  void step(const P& params, const P& grads) {
+    using Exec = typename M::execution_space;
+    ++steps_;
+    std::vector<kpmap::detail::flat_view_t<T, M>> ps;
+    std::vector<kpmap::detail::flat_view_t<const T, M>> gs;
+    params.for_each_view([&](const auto& v) { ps.emplace_back(v.data(), v.size()); });
+    grads.for_each_view([&](const auto& v) { gs.emplace_back(v.data(), v.size()); });
+    const auto& c = config_;
+    const int kind = c.kind == OptimizerConfig::Kind::adam       ? 2
+                     : c.kind == OptimizerConfig::Kind::momentum ? 1
+                                                                 : 0;
+    const double c1 = 1.0 - std::pow(c.beta1, static_cast<double>(steps_));
+    const double c2 = 1.0 - std::pow(c.beta2, static_cast<double>(steps_));
+    using Flat = kpmap::detail::flat_view_t<T, M>;
+    for (std::size_t t = 0; t < ps.size(); ++t) {
+      Kokkos::parallel_for(
+          "kpmap::train::optimizer::step", Kokkos::RangePolicy<Exec>(0, ps[t].size()),
+          detail::OptimizerKernel<T, M>{
+              ps[t], gs[t], Flat(m_[t].data(), m_[t].size()), Flat(v_[t].data(), v_[t].size()),
+              kind, static_cast<T>(c.learning_rate), static_cast<T>(c.momentum),
+              static_cast<T>(c.beta1), static_cast<T>(c.beta2), static_cast<T>(c.epsilon),
+              static_cast<T>(c1), static_cast<T>(c2)});
+    }
+  }
+
+  /// \brief Updates taken so far (Adam's t).
+  long long steps() const { return steps_; }
+  void set_steps(long long s) { steps_ = s; }
+  /// \brief The state Views (for checkpoints): first moments, then second
+  /// moments, one per parameter View; empty Views where the rule keeps none.
+  const std::vector<Kokkos::View<T*, M>>& first_moments() const { return m_; }
+  const std::vector<Kokkos::View<T*, M>>& second_moments() const { return v_; }
+
+ private:
+  OptimizerConfig config_;
+  long long steps_ = 0;
+  std::vector<Kokkos::View<T*, M>> m_;
+  std::vector<Kokkos::View<T*, M>> v_;
+};
+
+}  // namespace kpmap::train
