@@ -678,7 +678,7 @@ Deck parse_file(const Schema& schema, const std::string& path,
 }
 
 Deck load(const Schema& schema, const std::string& path, const std::vector<std::string>& overrides,
-          MPI_Comm comm) {
+          MPI_Comm comm, const Translator& translate) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   // Rank 0 parses; everyone receives either the resolved deck or the error.
@@ -686,7 +686,20 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
   int failed = 0;
   if (rank == 0) {
     try {
-      payload = parse_file(schema, path, overrides).to_toml();
+      if (translate) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) {
+          throw InputError(path +
+                           ": cannot open the deck file (does it exist, and can you read it?)");
+        }
+        std::ostringstream text;
+        text << in.rdbuf();
+        std::vector<std::string> rewritten = overrides;
+        const std::string toml = translate(text.str(), path, rewritten);
+        payload = parse(schema, toml, path, rewritten).to_toml();
+      } else {
+        payload = parse_file(schema, path, overrides).to_toml();
+      }
     } catch (const InputError& e) {
       payload = e.what();
       failed = 1;

@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -134,11 +135,20 @@ Deck parse(const Schema& schema, std::string_view text, const std::string& sourc
 Deck parse_file(const Schema& schema, const std::string& path,
                 const std::vector<std::string>& overrides = {});
 
-/// \brief Collective over `comm`: rank 0 reads and parses the deck, every rank
-/// gets the identical resolved deck, or every rank throws the same InputError
-/// (ErrorScope::all_ranks), so a bad deck ends the job cleanly with exit code
-/// 2 and one message.
+/// \brief Turns the text of a deck file into TOML for the schema, so that an
+/// application can read another deck format (kpmap-heat reads TeaLeaf's
+/// `*tea` decks). It gets the file's text and path and the `--set`
+/// overrides, may rewrite overrides written in its own format into schema
+/// keys, and returns TOML (a TOML deck unchanged). Errors are InputErrors
+/// naming the file, line and key. Runs on one rank.
+using Translator = std::function<std::string(const std::string& text, const std::string& path,
+                                             std::vector<std::string>& overrides)>;
+
+/// \brief Collective over `comm`: rank 0 reads and parses the deck (through
+/// `translate` when given), every rank gets the identical resolved deck, or
+/// every rank throws the same InputError (ErrorScope::all_ranks), so a bad
+/// deck ends the job cleanly with exit code 2 and one message.
 Deck load(const Schema& schema, const std::string& path, const std::vector<std::string>& overrides,
-          MPI_Comm comm);
+          MPI_Comm comm, const Translator& translate = nullptr);
 
 }  // namespace kpmap::deck
