@@ -21,7 +21,9 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--set", o.sets,
                  "Override a deck key, typed and checked like the deck: --set section.key=value "
                  "(repeatable)")
-      ->expected(1)
+      // One value per --set, any number of --set: expected(1) would allow
+      // only one --set in all.
+      ->allow_extra_args(false)
       ->type_name("KEY=VALUE");
   app.add_option("--output", o.output, "Output folder (overrides output.dir)")->type_name("DIR");
   app.add_option("--restart", o.restart, "Continue from this checkpoint (any rank count)")

@@ -58,7 +58,8 @@ deck::Schema build_schema() {
               "conductivity: mean of 1/density (TeaLeaf's default) or of density");
   s.string("output.dir", "heat_out", {}, "where summaries, checkpoints and fields go")
       .integer("output.summary_every", 10, {0, none}, "",
-               "field summary every this many steps, and at the start and end (0: those only)")
+               "print the field summary every this many steps, and at the start and end (0: "
+               "those only; summary.csv has every step)")
       .integer("output.checkpoint_every", 0, {0, none}, "",
                "HDF5 checkpoint every this many steps, and at the end (0: at the end only)")
       .integer("output.keep_last", 3, {1, 1000}, "", "checkpoints kept (older ones are deleted)")
@@ -85,8 +86,9 @@ std::array<double, 3> vec3(const deck::Deck& d, const std::string& path, int wan
   if (v.empty() && allow_empty) return fallback;
   if (static_cast<int>(v.size()) != want) {
     throw InputError(d.source() + ": key '" + path + "': expected " + std::to_string(want) +
-                     " numbers for a " + std::to_string(want) + "-D mesh, found " +
-                     std::to_string(v.size()));
+                         " numbers for a " + std::to_string(want) + "-D mesh, found " +
+                         std::to_string(v.size()),
+                     ErrorScope::all_ranks);
   }
   std::array<double, 3> out = fallback;
   for (int i = 0; i < want; ++i) out[i] = v[i];
@@ -132,7 +134,7 @@ HeatConfig from_deck(const deck::Deck& d) {
   HeatConfig c;
   const std::string& src = d.source();
   auto bad = [&](const std::string& key, const std::string& what) {
-    return InputError(src + ": key '" + key + "': " + what);
+    return InputError(src + ": key '" + key + "': " + what, ErrorScope::all_ranks);
   };
 
   const auto& cells = d.integer_list("mesh.cells");
@@ -161,12 +163,14 @@ HeatConfig from_deck(const deck::Deck& d) {
   const auto indices = d.indices("states");
   if (indices.empty()) {
     throw InputError(src + ": no states: a deck needs at least [states.1] (the background) " +
-                     "with a density and an energy");
+                         "with a density and an energy",
+                     ErrorScope::all_ranks);
   }
   for (std::size_t n = 0; n < indices.size(); ++n) {
     if (indices[n] != static_cast<int>(n) + 1) {
       throw InputError(src + ": states are numbered 1, 2, 3, ... without gaps; states." +
-                       std::to_string(n + 1) + " is missing");
+                           std::to_string(n + 1) + " is missing",
+                       ErrorScope::all_ranks);
     }
     const std::string p = "states." + std::to_string(n + 1) + ".";
     State s;

@@ -97,7 +97,8 @@ const deck::Schema& heat_schema();
 /// \brief The run a validated deck describes. Checks what the schema cannot
 /// express (list lengths, lower < upper, states numbered 1..N, regions a
 /// geometry needs) and names the deck file and key in every error.
-/// \throws kpmap::InputError
+/// \throws kpmap::InputError with ErrorScope::all_ranks: every rank holds the
+/// same deck (deck::load) and so raises the same error.
 HeatConfig from_deck(const deck::Deck& d);
 
 const char* to_string(Method m);
