@@ -63,7 +63,8 @@ std::string toml_string(const std::string& s) {
 }
 }  // namespace
 
-deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm comm) {
+deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm comm,
+                     const deck::Translator& translate) {
   std::vector<std::string> overrides = o.sets;
   if (!o.output.empty()) {
     if (schema.find("output.dir") == nullptr) {
@@ -72,7 +73,7 @@ deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm c
     }
     overrides.push_back("output.dir=" + toml_string(o.output));
   }
-  return deck::load(schema, o.deck, overrides, comm);
+  return deck::load(schema, o.deck, overrides, comm, translate);
 }
 
 std::filesystem::path prepare_output_dir(const std::string& dir, MPI_Comm comm) {

@@ -44,8 +44,10 @@ std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& options,
 
 /// \brief Collective: loads the deck with the --set overrides, and --output as
 /// an override of `output.dir`. Every rank gets the same resolved deck, or
-/// every rank throws the same InputError (exit code 2).
-deck::Deck load_deck(const deck::Schema& schema, const RunOptions& options, MPI_Comm comm);
+/// every rank throws the same InputError (exit code 2). `translate` reads
+/// another deck format (see deck::Translator).
+deck::Deck load_deck(const deck::Schema& schema, const RunOptions& options, MPI_Comm comm,
+                     const deck::Translator& translate = nullptr);
 
 /// \brief Collective: creates `dir` if needed and checks that files can be
 /// created in it, before any work starts. \throws InputError (all ranks)
