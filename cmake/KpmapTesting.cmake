@@ -26,6 +26,7 @@ set(KPMAP_MPI_TEST_ENVIRONMENT
     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
     "OMPI_MCA_rmaps_base_oversubscribe=1"
     "OMP_NUM_THREADS=1"
+    "OPENBLAS_NUM_THREADS=1"
     "OMP_PROC_BIND=false")
 
 function(kpmap_add_mpi_test)

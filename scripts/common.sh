@@ -10,7 +10,8 @@ kpmap_mpiexec() {
     flags+=(--oversubscribe)
     [ "$(id -u)" -eq 0 ] && flags+=(--allow-run-as-root)
   fi
-  mpiexec -n "$n" "${flags[@]}" "$@"
+  # One BLAS thread per rank: the ranks are the parallelism.
+  OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} mpiexec -n "$n" "${flags[@]}" "$@"
 }
 
 # kpmap_build PRESET [cmake -D options...]: configure and build with a preset.

@@ -219,3 +219,85 @@ TEST_CASE("load gives every rank the same deck, or the same error", "[deck][mpi]
   MPI_Barrier(MPI_COMM_WORLD);
   if (kpmap::test::world_rank() == 0) std::remove(path.c_str());
 }
+
+namespace {
+
+deck::Schema numbered() {
+  deck::Schema s("kpmap-test");
+  s.integer("mesh.cells", 10, {1, std::nullopt}, "", "cells")
+      .real("states.#.density", std::nullopt, {0.0, std::nullopt}, "kg/m^3", "density")
+      .string("states.#.geometry", "rectangle", {"rectangle", "circle"}, "shape")
+      .real_list("states.#.lower", std::vector<double>{}, {}, "m", "lower corner")
+      .string("output.dir", "out", {}, "where results go");
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("numbered tables: an instance exists when the deck sets one of its keys", "[deck]") {
+  const std::string text =
+      "[mesh]\ncells = 4\n"
+      "[states.1]\ndensity = 1.5\n"
+      "[states.3]\ndensity = 2\ngeometry = \"circle\"\nlower = [0.5, 1]\n";
+  auto d = deck::parse(numbered(), text, "deck.toml");
+  CHECK(d.indices("states") == std::vector<int>{1, 3});
+  CHECK(d.real("states.1.density") == 1.5);
+  CHECK(d.string("states.1.geometry") == "rectangle");  // default, per instance
+  CHECK(d.string("states.3.geometry") == "circle");
+  CHECK(d.real_list("states.3.lower") == std::vector<double>{0.5, 1.0});
+  CHECK(d.has("states.3.lower"));
+  CHECK_FALSE(d.has("states.2.density"));
+  CHECK(d.has("output.dir"));
+  CHECK(d.indices("mesh").empty());
+
+  // The resolved deck writes one table per instance and reads back the same.
+  const std::string resolved = d.to_toml();
+  CHECK_THAT(resolved, ContainsSubstring("[states.3]\ndensity = 2.0\ngeometry = \"circle\""));
+  auto again = deck::parse(numbered(), resolved, "resolved.toml");
+  CHECK(again.to_toml().substr(again.to_toml().find('\n')) == resolved.substr(resolved.find('\n')));
+
+  // Dotted keys and --set create instances too.
+  auto e = deck::parse(numbered(), "states.2.density = 5\n", "deck.toml", {"states.4.density=7"});
+  CHECK(e.indices("states") == std::vector<int>{2, 4});
+  CHECK(e.real("states.4.density") == 7.0);
+  CHECK(e.integer("mesh.cells") == 10);
+
+  const auto help = numbered().help();
+  CHECK_THAT(help, ContainsSubstring("[states.#]  (# = 1, 2, 3, ...: one table each)"));
+  CHECK_THAT(help, ContainsSubstring("states.#.density (real, required in each table, >= 0.0"));
+  CHECK_THAT(numbered().markdown(), ContainsSubstring("### `[states.#]`"));
+}
+
+TEST_CASE("numbered tables: errors name the instance", "[deck]") {
+  const std::vector<Bad> cases = {
+      {"required key missing in one instance",
+       "[states.1]\ndensity = 1\n[states.2]\n"
+       "geometry = \"circle\"\n",
+       "deck.toml: missing required key states.2.density (real: density)"},
+      {"misspelt key in an instance", "[states.2]\ndensty = 1\n",
+       "deck.toml:2:10: unknown key 'states.2.densty'; did you mean 'states.2.density'?"},
+      {"index 0", "[states.0]\ndensity = 1\n", "unknown key 'states.0.density'"},
+      {"index with a leading zero", "[states.01]\ndensity = 1\n",
+       "unknown key 'states.01.density'"},
+      {"not an index", "[states.x]\ndensity = 1\n", "unknown key 'states.x.density'"},
+      {"keys without an index", "[states]\ndensity = 1\n", "unknown key 'states.density'"},
+      {"choice checked per instance", "[states.5]\ndensity = 1\ngeometry = \"blob\"\n",
+       "deck.toml:3:12: key 'states.5.geometry': must be one of \"rectangle\", \"circle\""},
+      {"range checked per instance", "[states.5]\ndensity = -1\n",
+       "deck.toml:2:11: key 'states.5.density' is out of range: must be >= 0.0 kg/m^3"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    try {
+      deck::parse(numbered(), c.text, "deck.toml");
+      FAIL_CHECK("accepted: " << c.name);
+    } catch (const kpmap::InputError& e) {
+      CHECK_THAT(std::string(e.what()), ContainsSubstring(c.expect));
+    }
+  }
+  CHECK_THROWS_WITH(
+      deck::parse(numbered(), "[mesh]\ncells = 3\n", "deck.toml", {"states.2.geometry=circle"}),
+      ContainsSubstring("missing required key states.2.density"));
+  CHECK_THROWS_WITH(deck::Schema("x").real("a.#.#.b", 1.0, {}, "", "two indices"),
+                    ContainsSubstring("may hold one '#' segment"));
+}

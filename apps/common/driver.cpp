@@ -1,5 +1,7 @@
 #include "driver.hpp"
 
+#include "cli.hpp"
+
 #include <kpmap/error.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -29,21 +31,15 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--restart", o.restart, "Continue from this checkpoint (any rank count)")
       ->type_name("FILE");
   app.add_flag("--help-deck", o.help_deck, "Print every deck key with its type and default");
+  app.add_flag("--deck-markdown", o.deck_markdown)->group("");
 }
 
 std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const deck::Schema& schema,
                                           int argc, char** argv, const Runtime& rt) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    std::ostringstream sink;
-    std::ostream& out = rt.rank() == 0 ? std::cout : sink;
-    std::ostream& err = rt.rank() == 0 ? std::cerr : sink;
-    const int code = app.exit(e, out, err);
-    return code == 0 ? exit_code::success : exit_code::bad_input;
-  }
-  if (o.help_deck) {
-    if (rt.rank() == 0) std::cout << schema.help() << std::flush;
+  if (auto code = parse_command_line(app, argc, argv, rt)) return code;
+  if (o.help_deck || o.deck_markdown) {
+    if (rt.rank() == 0)
+      std::cout << (o.help_deck ? schema.help() : schema.markdown()) << std::flush;
     return exit_code::success;
   }
   if (o.deck.empty()) {
@@ -67,7 +63,8 @@ std::string toml_string(const std::string& s) {
 }
 }  // namespace
 
-deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm comm) {
+deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm comm,
+                     const deck::Translator& translate) {
   std::vector<std::string> overrides = o.sets;
   if (!o.output.empty()) {
     if (schema.find("output.dir") == nullptr) {
@@ -76,7 +73,7 @@ deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm c
     }
     overrides.push_back("output.dir=" + toml_string(o.output));
   }
-  return deck::load(schema, o.deck, overrides, comm);
+  return deck::load(schema, o.deck, overrides, comm, translate);
 }
 
 std::filesystem::path prepare_output_dir(const std::string& dir, MPI_Comm comm) {

@@ -27,13 +27,15 @@ struct RunOptions {
   std::string output;             ///< `--output DIR`: overrides the deck's output.dir
   std::string restart;            ///< `--restart FILE`: a checkpoint to continue from
   bool help_deck = false;         ///< `--help-deck`: print the deck's keys and stop
+  bool deck_markdown = false;     ///< `--deck-markdown` (hidden): the keys as docs/decks.md tables
 };
 
 /// \brief Adds DECK, --set, --output, --restart and --help-deck to `app`.
 void add_run_options(CLI::App& app, RunOptions& options);
 
 /// \brief Parses the command line (rank 0 prints help and errors), then
-/// handles --help-deck by printing `schema.help()`. Returns an exit code when
+/// handles --help-deck by printing `schema.help()` (and the hidden
+/// --deck-markdown, which prints `schema.markdown()` for docs/decks.md). Returns an exit code when
 /// the program should stop now (0 after --help, --version or --help-deck, 2 on
 /// a bad argument or a missing deck).
 std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& options,
@@ -42,8 +44,10 @@ std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& options,
 
 /// \brief Collective: loads the deck with the --set overrides, and --output as
 /// an override of `output.dir`. Every rank gets the same resolved deck, or
-/// every rank throws the same InputError (exit code 2).
-deck::Deck load_deck(const deck::Schema& schema, const RunOptions& options, MPI_Comm comm);
+/// every rank throws the same InputError (exit code 2). `translate` reads
+/// another deck format (see deck::Translator).
+deck::Deck load_deck(const deck::Schema& schema, const RunOptions& options, MPI_Comm comm,
+                     const deck::Translator& translate = nullptr);
 
 /// \brief Collective: creates `dir` if needed and checks that files can be
 /// created in it, before any work starts. \throws InputError (all ranks)

@@ -138,13 +138,57 @@ std::string section_of(const std::string& path) {
   return dot == std::string::npos ? "" : path.substr(0, dot);
 }
 
+std::vector<std::string_view> segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    out.push_back(path.substr(start, dot == std::string_view::npos ? dot : dot - start));
+    if (dot == std::string_view::npos) return out;
+    start = dot + 1;
+  }
+}
+
+// An instance index of a numbered table: 1 .. 9999, no leading zero.
+bool is_index(std::string_view s) {
+  if (s.empty() || s.size() > 4 || s[0] == '0') return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Whether `path` matches the key path `pattern` ('#' matching an index). With
+// `section`, whether `path` names a table that holds `pattern` (path's
+// segments match a strict prefix of pattern's).
+bool matches(std::string_view pattern, std::string_view path, bool section) {
+  const auto ps = segments(pattern);
+  const auto xs = segments(path);
+  if (section ? xs.size() >= ps.size() : xs.size() != ps.size()) return false;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    if (ps[i] == "#" ? !is_index(xs[i]) : ps[i] != xs[i]) return false;
+  }
+  return true;
+}
+
+// "states.#" for "states.#.density"; "" for a key without '#'.
+std::string group_of(const std::string& pattern) {
+  const auto at = pattern.find(".#.");
+  return at == std::string::npos ? "" : pattern.substr(0, at + 2);
+}
+
 }  // namespace
 
 // ---- Schema ------------------------------------------------------------------
 
 Schema& Schema::add(Key key) {
-  if (find(key.path) != nullptr) {
-    throw Error("kpmap::deck::Schema: key '" + key.path + "' declared twice");
+  for (const auto& k : keys_) {
+    if (k.path == key.path) {
+      throw Error("kpmap::deck::Schema: key '" + key.path + "' declared twice");
+    }
+  }
+  const auto segs = segments(key.path);
+  const auto hashes = std::count(segs.begin(), segs.end(), "#");
+  if (hashes > 1 || (hashes == 1 && (segs.front() == "#" || segs.back() == "#"))) {
+    throw Error("kpmap::deck::Schema: key '" + key.path + "' may hold one '#' segment, " +
+                "between a section and a key");
   }
   keys_.push_back(std::move(key));
   return *this;
@@ -195,7 +239,10 @@ Schema& Schema::real_list(const std::string& path, std::optional<std::vector<dou
 
 const Key* Schema::find(std::string_view path) const {
   for (const auto& k : keys_) {
-    if (k.path == path) return &k;
+    if (k.path.find('#') == std::string::npos && k.path == path) return &k;
+  }
+  for (const auto& k : keys_) {
+    if (k.path.find('#') != std::string::npos && matches(k.path, path, false)) return &k;
   }
   return nullptr;
 }
@@ -205,15 +252,26 @@ std::string Schema::closest(std::string_view path) const {
   std::size_t best_d = std::string::npos;
   const std::string_view leaf =
       path.substr(path.rfind('.') == std::string_view::npos ? 0 : path.rfind('.') + 1);
+  const auto given = segments(path);
   for (const auto& k : keys_) {
-    std::size_t d = edit_distance(path, k.path);
+    // A numbered key is compared with the index the user wrote in its place.
+    std::string candidate = k.path;
+    const auto segs = segments(k.path);
+    if (segs.size() == given.size() && k.path.find('#') != std::string::npos) {
+      candidate.clear();
+      for (std::size_t i = 0; i < segs.size(); ++i) {
+        candidate += std::string(i ? "." : "") +
+                     std::string(segs[i] == "#" && is_index(given[i]) ? given[i] : segs[i]);
+      }
+    }
+    std::size_t d = edit_distance(path, candidate);
     // A right key name in the wrong section is close too.
     const std::string_view kleaf = std::string_view(k.path).substr(
         k.path.rfind('.') == std::string::npos ? 0 : k.path.rfind('.') + 1);
     if (kleaf == leaf) d = std::min<std::size_t>(d, 2);
     if (d < best_d) {
       best_d = d;
-      best = k.path;
+      best = candidate;
     }
   }
   return best_d <= std::max<std::size_t>(2, path.size() / 3) ? best : "";
@@ -226,13 +284,15 @@ std::string Schema::help() const {
   for (const auto& k : keys_) {
     if (section_of(k.path) != section) {
       section = section_of(k.path);
-      s << "\n[" << section << "]\n";
+      s << "\n[" << section << "]";
+      if (section.find('#') != std::string::npos) s << "  (# = 1, 2, 3, ...: one table each)";
+      s << "\n";
     }
     s << "  " << k.path << " (" << type_word(k.type);
     if (k.fallback) {
       s << ", default " << format_value(*k.fallback);
     } else {
-      s << ", required";
+      s << (group_of(k.path).empty() ? ", required" : ", required in each table");
     }
     if (auto r = format_range(k); !r.empty()) s << ", " << r;
     if (!k.unit.empty()) s << ", unit " << k.unit;
@@ -247,8 +307,11 @@ std::string Schema::markdown() const {
   for (const auto& k : keys_) {
     if (section_of(k.path) != section) {
       section = section_of(k.path);
-      s << "\n### `[" << section << "]`\n\n"
-        << "| key | type | default | allowed | unit | description |\n"
+      s << "\n### `[" << section << "]`\n\n";
+      if (section.find('#') != std::string::npos) {
+        s << "Numbered tables: `#` stands for 1, 2, 3, ... (one table each).\n\n";
+      }
+      s << "| key | type | default | allowed | unit | description |\n"
         << "|---|---|---|---|---|---|\n";
     }
     auto cell = [](std::string t) {
@@ -291,23 +354,43 @@ class Parser {
     }
     walk(root, "");
     for (const auto& o : overrides) apply_override(o);
-    std::string missing;
+    // Every key, in schema order; a numbered table's keys once per instance
+    // (in increasing index), where its first key is declared.
+    std::vector<std::pair<std::string, const Key*>> all;
+    std::vector<std::string> groups_done;
     for (const auto& k : schema_.keys()) {
-      if (deck_.values_.count(k.path)) continue;
-      if (k.fallback) {
-        deck_.values_[k.path] = *k.fallback;
+      const std::string group = group_of(k.path);
+      if (group.empty()) {
+        all.emplace_back(k.path, &k);
+        continue;
+      }
+      if (std::find(groups_done.begin(), groups_done.end(), group) != groups_done.end()) continue;
+      groups_done.push_back(group);
+      const std::string stem = group.substr(0, group.size() - 1);  // "states."
+      for (int index : instances(stem.substr(0, stem.size() - 1))) {
+        for (const auto& k2 : schema_.keys()) {
+          if (group_of(k2.path) != group) continue;
+          all.emplace_back(stem + std::to_string(index) + k2.path.substr(group.size()), &k2);
+        }
+      }
+    }
+    std::string missing;
+    for (const auto& [path, k] : all) {
+      if (deck_.values_.count(path)) continue;
+      if (k->fallback) {
+        deck_.values_[path] = *k->fallback;
       } else {
-        missing += (missing.empty() ? "" : ", ") + k.path + " (" + type_word(k.type) + ": " +
-                   k.description + ")";
+        missing += (missing.empty() ? "" : ", ") + path + " (" + type_word(k->type) + ": " +
+                   k->description + ")";
       }
     }
     if (!missing.empty()) {
       throw InputError(source_ + ": missing required key" +
                        (missing.find(", ") != std::string::npos ? "s " : " ") + missing);
     }
-    for (const auto& k : schema_.keys()) {
-      deck_.order_.push_back(k.path);
-      deck_.types_[k.path] = k.type;
+    for (const auto& [path, k] : all) {
+      deck_.order_.push_back(path);
+      deck_.types_[path] = k->type;
     }
     return std::move(deck_);
   }
@@ -432,17 +515,24 @@ class Parser {
   std::string at(std::size_t line, std::size_t column) const {
     return source_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
   }
+
+  // The indices of the instances of numbered tables `group` set so far.
+  std::vector<int> instances(const std::string& group) const { return deck_.indices(group); }
+
+  // Whether `path` names a table that holds keys of the schema.
+  bool known_section(const std::string& path) const {
+    for (const auto& k : schema_.keys()) {
+      if (matches(k.path, path, true)) return true;
+    }
+    return false;
+  }
   std::string at(const toml::node& n) const {
     return at(n.source().begin.line, n.source().begin.column);
   }
 
   void unknown(const std::string& path, const std::string& where) const {
     std::string msg = where + "unknown key '" + path + "'";
-    bool is_section = false;
-    for (const auto& k : schema_.keys()) {
-      if (k.path.rfind(path + ".", 0) == 0) is_section = true;
-    }
-    if (is_section) {
+    if (known_section(path)) {
       throw InputError(where + "'" + path + "' is a section: write [" + path +
                        "] and its keys below it (see --help-deck)");
     }
@@ -457,11 +547,7 @@ class Parser {
       if (const Key* k = schema_.find(path)) {
         deck_.values_[path] = convert(*k, node, at(node), "key '" + path + "'");
       } else if (const auto* sub = node.as_table()) {
-        bool known_section = false;
-        for (const auto& k2 : schema_.keys()) {
-          if (k2.path.rfind(path + ".", 0) == 0) known_section = true;
-        }
-        if (!known_section && sub->empty()) unknown(path, at(node));
+        if (!known_section(path) && sub->empty()) unknown(path, at(node));
         walk(*sub, path);
       } else {
         unknown(path, at(node));
@@ -592,7 +678,7 @@ Deck parse_file(const Schema& schema, const std::string& path,
 }
 
 Deck load(const Schema& schema, const std::string& path, const std::vector<std::string>& overrides,
-          MPI_Comm comm) {
+          MPI_Comm comm, const Translator& translate) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   // Rank 0 parses; everyone receives either the resolved deck or the error.
@@ -600,7 +686,20 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
   int failed = 0;
   if (rank == 0) {
     try {
-      payload = parse_file(schema, path, overrides).to_toml();
+      if (translate) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) {
+          throw InputError(path +
+                           ": cannot open the deck file (does it exist, and can you read it?)");
+        }
+        std::ostringstream text;
+        text << in.rdbuf();
+        std::vector<std::string> rewritten = overrides;
+        const std::string toml = translate(text.str(), path, rewritten);
+        payload = parse(schema, toml, path, rewritten).to_toml();
+      } else {
+        payload = parse_file(schema, path, overrides).to_toml();
+      }
     } catch (const InputError& e) {
       payload = e.what();
       failed = 1;
@@ -616,6 +715,23 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
 }
 
 // ---- Deck ----------------------------------------------------------------------
+
+bool Deck::has(std::string_view path) const { return values_.find(path) != values_.end(); }
+
+std::vector<int> Deck::indices(std::string_view group) const {
+  std::vector<int> out;
+  const std::string stem = std::string(group) + ".";
+  for (const auto& [path, value] : values_) {
+    if (path.compare(0, stem.size(), stem) != 0) continue;
+    const auto rest = std::string_view(path).substr(stem.size());
+    const auto seg = rest.substr(0, rest.find('.'));
+    if (seg.size() == rest.size() || !is_index(seg)) continue;
+    const int index = std::stoi(std::string(seg));
+    if (std::find(out.begin(), out.end(), index) == out.end()) out.push_back(index);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 const Value& Deck::at(std::string_view path) const {
   auto it = values_.find(path);

@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -36,8 +37,14 @@ struct Range {
 };
 
 /// \brief One key of a schema.
+///
+/// A path segment `#` stands for a positive index (1, 2, ... 9999), so that a
+/// deck may hold numbered tables: `states.#.density` matches `states.1.density`,
+/// `states.2.density`, ... written as `[states.1]`, `[states.2]`, .... An
+/// instance (`states.2`) exists when the deck sets any of its keys; its other
+/// keys then take their defaults, or are required when they have none.
 struct Key {
-  std::string path;  ///< "section.key"
+  std::string path;  ///< "section.key", or "section.#.key" for numbered tables
   Type type = Type::real;
   std::optional<Value> fallback;     ///< the default; none means the key is required
   Range range;                       ///< numbers and lists
@@ -66,7 +73,8 @@ class Schema {
 
   const std::string& app() const noexcept { return app_; }
   const std::vector<Key>& keys() const noexcept { return keys_; }
-  /// \brief The key at `path`, or nullptr.
+  /// \brief The key at `path` (a concrete path such as `states.2.density`
+  /// finds the key `states.#.density`), or nullptr.
   const Key* find(std::string_view path) const;
   /// \brief The known key closest to `path` (for "did you mean"), or "".
   std::string closest(std::string_view path) const;
@@ -85,6 +93,13 @@ class Schema {
 /// \brief A validated deck: every key of its schema has a value (defaults filled in).
 class Deck {
  public:
+  /// \brief Whether the deck has a value at `path`: always true for a key of
+  /// the schema without `#`, true for `states.2.density` when the deck has
+  /// the instance `states.2`.
+  bool has(std::string_view path) const;
+  /// \brief The indices of the instances of the numbered tables `group`
+  /// (e.g. "states" for keys `states.#.*`), in increasing order.
+  std::vector<int> indices(std::string_view group) const;
   bool boolean(std::string_view path) const;
   long long integer(std::string_view path) const;
   double real(std::string_view path) const;
@@ -120,11 +135,20 @@ Deck parse(const Schema& schema, std::string_view text, const std::string& sourc
 Deck parse_file(const Schema& schema, const std::string& path,
                 const std::vector<std::string>& overrides = {});
 
-/// \brief Collective over `comm`: rank 0 reads and parses the deck, every rank
-/// gets the identical resolved deck, or every rank throws the same InputError
-/// (ErrorScope::all_ranks), so a bad deck ends the job cleanly with exit code
-/// 2 and one message.
+/// \brief Turns the text of a deck file into TOML for the schema, so that an
+/// application can read another deck format (kpmap-heat reads TeaLeaf's
+/// `*tea` decks). It gets the file's text and path and the `--set`
+/// overrides, may rewrite overrides written in its own format into schema
+/// keys, and returns TOML (a TOML deck unchanged). Errors are InputErrors
+/// naming the file, line and key. Runs on one rank.
+using Translator = std::function<std::string(const std::string& text, const std::string& path,
+                                             std::vector<std::string>& overrides)>;
+
+/// \brief Collective over `comm`: rank 0 reads and parses the deck (through
+/// `translate` when given), every rank gets the identical resolved deck, or
+/// every rank throws the same InputError (ErrorScope::all_ranks), so a bad
+/// deck ends the job cleanly with exit code 2 and one message.
 Deck load(const Schema& schema, const std::string& path, const std::vector<std::string>& overrides,
-          MPI_Comm comm);
+          MPI_Comm comm, const Translator& translate = nullptr);
 
 }  // namespace kpmap::deck

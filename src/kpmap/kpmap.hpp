@@ -6,6 +6,7 @@
 #include <kpmap/collectives.hpp>
 #include <kpmap/deck.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/halo.hpp>
 #include <kpmap/mesh.hpp>
 #include <kpmap/pmap.hpp>
 #include <kpmap/runtime.hpp>

@@ -21,7 +21,9 @@ const kpmap::deck::Schema& schema() {
         .real("train.learning_rate", 0.1, {0.0, 1.0}, "", "step")
         .real_list("train.schedule", std::vector<double>{}, {}, "", "factors")
         .string("output.dir", "out", {}, "directory")
-        .real("time", 0.0, {}, "s", "a top-level key");
+        .real("time", 0.0, {}, "s", "a top-level key")
+        .real("states.#.density", std::nullopt, {0.0, std::nullopt}, "", "numbered, required")
+        .string("states.#.geometry", "rectangle", {}, "numbered, with a default");
     return d;
   }();
   return s;

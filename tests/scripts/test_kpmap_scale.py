@@ -317,7 +317,8 @@ class Studies(Decks, unittest.TestCase):
         r = rows(self.out)
         self.assertEqual([x["ranks"] for x in r], ["1"])
         self.assertEqual(r[0]["status"], "ok")
-        self.assertIn(int(r[0]["repetitions"]), (2, 3))
+        # rep-2's result.json may exist before the harness has read it: 1 to 3 kept.
+        self.assertIn(int(r[0]["repetitions"]), (1, 2, 3))
         self.assertIn("| 1 ‡ |", (self.out / "scaling.md").read_text())
 
     def test_benchmark(self):

@@ -51,10 +51,26 @@ inline hid_t collective_transfer() {
   return dxpl;
 }
 
-/// A file access property list for MPI-IO over `comm`.
+/// A file access property list for MPI-IO over `comm`. Collective over `comm`.
 inline hid_t mpio_access(MPI_Comm comm) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+  // HDF5 keeps a duplicate of the communicator, and a duplicate keeps any
+  // Cartesian topology. Open MPI's OMPIO groups its I/O aggregators by that
+  // topology and then sometimes writes or reads wrong data (seen with 3
+  // ranks and column blocks; open-mpi/ompi#12718). A split with one colour
+  // gives the same ranks in the same order without the topology.
+  int topology = MPI_UNDEFINED;
+  MPI_Topo_test(comm, &topology);
+  if (topology == MPI_UNDEFINED) {
+    H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+  } else {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm plain = MPI_COMM_NULL;
+    MPI_Comm_split(comm, 0, rank, &plain);
+    H5Pset_fapl_mpio(fapl, plain, MPI_INFO_NULL);
+    MPI_Comm_free(&plain);
+  }
   return fapl;
 }
 

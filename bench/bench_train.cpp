@@ -1,0 +1,167 @@
+// kpmap-bench-train: one training step of kpmap-train's models, slowest rank.
+//
+//   mpiexec -n 2 kpmap-bench-train
+//   OPENBLAS_NUM_THREADS=1 kpmap-bench-train --benchmark_filter=Mlp
+//
+// - BM_linear_epoch/F/MiB: a full-batch gradient-descent epoch of linear
+//   regression (X is MiB per rank, F features), paired with a STREAM-style
+//   copy of an array as large as X in the same run. Counters: `GBps`, the
+//   epoch's effective bandwidth (bytes of X / time), `copy_GBps` (2 x bytes /
+//   time, STREAM's convention) and `of_copy`, their ratio.
+// - BM_mlp_step/B: one step (forward, backward, gradient psum, Adam) of a
+//   784-512-512-10 ReLU MLP in float on a global batch of B samples.
+//   Counters: `samples_per_s` and `GFLOPs` (6 x parameters x samples per step).
+// - BM_gemm/M/N/K: the float gemm at the MLP's largest shape, and `of_peak`,
+//   its share of the core's nominal peak (GHz x FLOP/cycle from /proc/cpuinfo:
+//   64 with AVX-512, 32 with AVX2 and FMA; override with KPMAP_PEAK_GFLOPS).
+
+#include "support/mpi_benchmark.hpp"
+
+#include <kpmap/runtime.hpp>
+#include <kpmap/train/data.hpp>
+#include <kpmap/train/linear.hpp>
+#include <kpmap/train/mlp.hpp>
+#include <kpmap/train/optimizer.hpp>
+
+#include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+using Mem = Kokkos::DefaultExecutionSpace::memory_space;
+using Exec = Kokkos::DefaultExecutionSpace;
+using namespace kpmap::train;
+
+void BM_linear_epoch(benchmark::State& state) {
+  auto& rt = kpmap::Runtime::current();
+  const auto f = static_cast<std::size_t>(state.range(0));
+  const std::size_t local = (static_cast<std::size_t>(state.range(1)) << 20) / (f * sizeof(double));
+  const std::size_t n = local * static_cast<std::size_t>(rt.size());
+  const SyntheticRegression gen{n, f, 1, 0.1};
+  const auto data = generate_shard<double, Mem>(gen, 0, n, "devices");
+  LinearParams<double, Mem> p("p", f);
+  LinearParams<double, Mem> g("g", f);
+  Kokkos::View<double, Mem> loss("loss");
+  OptimizerConfig config;
+  Optimizer<double, Mem, LinearParams<double, Mem>> opt(config, p);
+  const Kokkos::View<std::uint32_t*, Mem> none;
+  // The copy reads and writes arrays as large as X.
+  Kokkos::View<double*, Mem> src("copy::src", data.x.size());
+  Kokkos::View<double*, Mem> dst("copy::dst", data.x.size());
+  Kokkos::deep_copy(src, 1.0);
+  kpmap::bench::run_paired(
+      state, rt.comm(),
+      [&] {
+        Kokkos::parallel_for(
+            "bench::copy", Kokkos::RangePolicy<Exec>(0, src.size()),
+            KOKKOS_LAMBDA(std::size_t i) { dst(i) = src(i); });
+        Exec().fence();
+      },
+      [&] {
+        linear_loss_and_gradient(data, none, 0, data.rows(), n, p, g, loss, "devices");
+        opt.step(p, g);
+        Exec().fence();
+      });
+  const double bytes = double(data.x.size() * sizeof(double));
+  const double ratio = state.counters["ratio"];  // epoch time / copy time
+  const double t_copy = state.counters["reference_us"] * 1e-6;
+  state.counters["copy_GBps"] = t_copy > 0 ? 2 * bytes / t_copy / 1e9 : 0;
+  state.counters["GBps"] = t_copy > 0 ? bytes / (ratio * t_copy) / 1e9 : 0;
+  state.counters["of_copy"] = ratio > 0 ? 0.5 / ratio : 0;
+}
+
+void BM_mlp_step(benchmark::State& state) {
+  auto& rt = kpmap::Runtime::current();
+  const auto batch = static_cast<std::size_t>(state.range(0));
+  const std::vector<std::size_t> widths{784, 512, 512, 10};
+  const SyntheticClassification gen{batch, 784, 10, 3};
+  // Class labels from a cheap rule: the benchmark times the step, not the teacher.
+  const kpmap::BlockPartition part(batch, rt.size());
+  Shard<float, Mem> data;
+  data.global_rows = batch;
+  data.begin = part.begin(rt.rank());
+  const std::size_t local = part.count(rt.rank());
+  data.x = Kokkos::View<float**, Kokkos::LayoutRight, Mem>("x", local, 784);
+  data.y = Kokkos::View<float*, Mem>("y", local);
+  auto x = data.x;
+  auto y = data.y;
+  const std::size_t begin = data.begin;
+  Kokkos::parallel_for(
+      "bench::mlp_data", Kokkos::RangePolicy<Exec>(0, local), KOKKOS_LAMBDA(std::size_t i) {
+        for (std::size_t j = 0; j < 784; ++j) x(i, j) = static_cast<float>(gen.x(begin + i, j));
+        y(i) = static_cast<float>((begin + i) % 10);
+      });
+  MlpParams<float, Mem> p("p", widths);
+  MlpParams<float, Mem> g("g", widths);
+  initialize(p, 1);
+  OptimizerConfig config;
+  config.kind = OptimizerConfig::Kind::adam;
+  config.learning_rate = 1e-3;
+  Optimizer<float, Mem, MlpParams<float, Mem>> opt(config, p);
+  Mlp<float, Mem> mlp(widths, Activation::relu, Loss::cross_entropy, local > 0 ? local : 1);
+  const Kokkos::View<std::uint32_t*, Mem> none;
+  kpmap::bench::run_timed(state, rt.comm(), [&] {
+    mlp.loss_and_gradient(data, none, 0, local, batch, p, g, "devices");
+    opt.step(p, g);
+    Exec().fence();
+  });
+  std::size_t params = 0;
+  p.for_each_view([&](const auto& v) { params += v.size(); });
+  state.counters["samples_per_s"] =
+      benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] = benchmark::Counter(6.0 * double(params) * double(batch) / 1e9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The core's nominal single-precision peak in GFLOP/s, or 0 if unknown.
+double nominal_peak_gflops() {
+  if (const char* e = std::getenv("KPMAP_PEAK_GFLOPS")) return std::atof(e);
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model, flags;
+  while (std::getline(in, line)) {
+    if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+    if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
+  }
+  const auto at = model.find("GHz");
+  const auto sp = model.rfind(' ', at);
+  const double ghz = at != std::string::npos && sp != std::string::npos
+                         ? std::atof(model.substr(sp + 1, at - sp - 1).c_str())
+                         : 0.0;
+  const double per_cycle = flags.find("avx512f") != std::string::npos ? 64
+                           : flags.find(" fma") != std::string::npos  ? 32
+                                                                      : 8;
+  return ghz * per_cycle;
+}
+
+void BM_gemm(benchmark::State& state) {
+  auto& rt = kpmap::Runtime::current();
+  const auto m = static_cast<std::size_t>(state.range(0));
+  const auto n = static_cast<std::size_t>(state.range(1));
+  const auto k = static_cast<std::size_t>(state.range(2));
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> a("a", m, k), b("b", n, k), c("c", m, n);
+  Kokkos::deep_copy(a, 0.5f);
+  Kokkos::deep_copy(b, 0.25f);
+  kpmap::bench::run_timed(state, rt.comm(), [&] {
+    KokkosBlas::gemm("N", "T", 1.0f, a, b, 0.0f, c);
+    Exec().fence();
+  });
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_GFLOPs"] = nominal_peak_gflops();
+}
+
+}  // namespace
+
+BENCHMARK(BM_linear_epoch)
+    ->Args({8, 4})
+    ->Args({8, 256})
+    ->Args({32, 256})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mlp_step)->Arg(256)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gemm)->Args({256, 512, 784})->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -1,0 +1,254 @@
+#include <kpmap/sim/config.hpp>
+
+#include <kpmap/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace kpmap::sim {
+
+namespace {
+
+deck::Schema build_schema() {
+  using L = std::vector<long long>;
+  using R = std::vector<double>;
+  const std::optional<double> none;
+  deck::Schema s("kpmap-heat");
+  s.integer_list("mesh.cells", std::nullopt, {1, none}, "",
+                 "cells along x and y (2-D) or x, y and z (3-D)")
+      .real_list("mesh.lower", R{}, {}, "m", "lower corner of the domain (empty: the origin)")
+      .real_list("mesh.upper", std::nullopt, {}, "m", "upper corner of the domain")
+      .integer("mesh.halo_depth", 1, {1, 8}, "",
+               "ghost layers per block (TeaLeaf's halo_depth; PPCG exchanges them all at once)")
+      .integer_list("mesh.ranks", L{}, {0, none}, "",
+                    "process grid, x first (empty or 0 entries: chosen by MPI_Dims_create)");
+  s.real("states.#.density", std::nullopt, {0.0, none}, "kg/m^3", "density (> 0)")
+      .real("states.#.energy", std::nullopt, {0.0, none}, "J/kg", "specific energy")
+      .string("states.#.geometry", "rectangle",
+              {"rectangle", "cuboid", "circle", "sphere", "point"},
+              "region of a state after the first (state 1 fills the domain)")
+      .real_list("states.#.lower", R{}, {}, "m", "lower corner of a rectangle or cuboid")
+      .real_list("states.#.upper", R{}, {}, "m", "upper corner of a rectangle or cuboid")
+      .real_list("states.#.centre", R{}, {}, "m", "centre of a circle or sphere; a point")
+      .real("states.#.radius", 0.0, {0.0, none}, "m", "radius of a circle or sphere");
+  s.real("time.dt", std::nullopt, {0.0, none}, "s", "time step (> 0; TeaLeaf's initial_timestep)")
+      .real("time.end_time", 10.0, {0.0, none}, "s", "stop once the simulated time reaches this")
+      .integer("time.end_step", 0, {0, none}, "", "stop after this many steps (0: no limit)")
+      .string("time.scheme", "implicit", {"implicit", "explicit"},
+              "backward Euler with a linear solve, or explicit FTCS (refuses an unstable dt)");
+  s.string("solver.method", "cg", {"cg", "jacobi", "chebyshev", "ppcg"}, "linear solver")
+      .string("solver.preconditioner", "none", {"none", "jac_diag", "jac_block"},
+              "preconditioner of CG, Chebyshev and PPCG")
+      .real("solver.eps", 1e-10, {0.0, 1.0}, "",
+            "relative tolerance: stop when sqrt(|rho|) < eps ||r0|| as TeaLeaf does")
+      .integer("solver.max_iters", 1000, {1, 1e9}, "",
+               "iterations per solve; not converged by then is a failed solve (exit code 3)")
+      .integer("solver.presteps", 25, {1, 1e6}, "",
+               "CG iterations before Chebyshev or PPCG estimate eigenvalues")
+      .real("solver.epslim", 1.0, {0.0, none}, "",
+            "... and only once the CG error is below this (TeaLeaf's tl_ch_cg_epslim)")
+      .integer("solver.ppcg_inner_steps", 0, {0, 1e6}, "",
+               "inner Chebyshev steps per PPCG iteration (0: 4 (cells)^(1/4) as TeaLeaf)")
+      .integer("solver.check_every", 10, {1, 1e6}, "",
+               "Chebyshev computes its residual every this many iterations")
+      .boolean("solver.check_result", false,
+               "recompute the true residual after each solve and report it")
+      .string("solver.coefficient", "density", {"density", "inverse_density"},
+              "conductivity: mean of 1/density (TeaLeaf's default) or of density");
+  s.string("output.dir", "heat_out", {}, "where summaries, checkpoints and fields go")
+      .integer("output.summary_every", 10, {0, none}, "",
+               "print the field summary every this many steps, and at the start and end (0: "
+               "those only; summary.csv has every step)")
+      .integer("output.checkpoint_every", 0, {0, none}, "",
+               "HDF5 checkpoint every this many steps, and at the end (0: at the end only)")
+      .integer("output.keep_last", 3, {1, 1000}, "", "checkpoints kept (older ones are deleted)")
+      .integer("output.fields_every", 0, {0, none}, "",
+               "HDF5 + XDMF field dump every this many steps (0: none; TeaLeaf's visit_frequency)")
+      .integer("output.progress_every", 1, {0, none}, "",
+               "progress line on rank 0 every this many steps (0: none)")
+      .integer("output.test_problem", 0, {0, 6}, "",
+               "TeaLeaf benchmark case: compare the final U with TeaLeaf's published value");
+  return s;
+}
+
+std::string fmt(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+// A list of 0 or `want` reals at `path`; empty -> `fallback`.
+std::array<double, 3> vec3(const deck::Deck& d, const std::string& path, int want,
+                           std::array<double, 3> fallback, bool allow_empty) {
+  const auto& v = d.real_list(path);
+  if (v.empty() && allow_empty) return fallback;
+  if (static_cast<int>(v.size()) != want) {
+    throw InputError(d.source() + ": key '" + path + "': expected " + std::to_string(want) +
+                         " numbers for a " + std::to_string(want) + "-D mesh, found " +
+                         std::to_string(v.size()),
+                     ErrorScope::all_ranks);
+  }
+  std::array<double, 3> out = fallback;
+  for (int i = 0; i < want; ++i) out[i] = v[i];
+  return out;
+}
+
+}  // namespace
+
+const deck::Schema& heat_schema() {
+  static const deck::Schema s = build_schema();
+  return s;
+}
+
+const char* to_string(Method m) {
+  switch (m) {
+    case Method::cg:
+      return "cg";
+    case Method::jacobi:
+      return "jacobi";
+    case Method::chebyshev:
+      return "chebyshev";
+    case Method::ppcg:
+      return "ppcg";
+  }
+  return "?";
+}
+
+const char* to_string(Preconditioner p) {
+  switch (p) {
+    case Preconditioner::none:
+      return "none";
+    case Preconditioner::jac_diag:
+      return "jac_diag";
+    case Preconditioner::jac_block:
+      return "jac_block";
+  }
+  return "?";
+}
+
+const char* to_string(Scheme s) { return s == Scheme::implicit ? "implicit" : "explicit"; }
+
+HeatConfig from_deck(const deck::Deck& d) {
+  HeatConfig c;
+  const std::string& src = d.source();
+  auto bad = [&](const std::string& key, const std::string& what) {
+    return InputError(src + ": key '" + key + "': " + what, ErrorScope::all_ranks);
+  };
+
+  const auto& cells = d.integer_list("mesh.cells");
+  if (cells.size() != 2 && cells.size() != 3) {
+    throw bad("mesh.cells", "expected 2 (x, y) or 3 (x, y, z) cell counts, found " +
+                                std::to_string(cells.size()));
+  }
+  c.ndim = static_cast<int>(cells.size());
+  for (int i = 0; i < c.ndim; ++i) c.cells[i] = static_cast<std::size_t>(cells[i]);
+  c.lower = vec3(d, "mesh.lower", c.ndim, {0, 0, 0}, true);
+  c.upper = vec3(d, "mesh.upper", c.ndim, {1, 1, 1}, false);
+  for (int i = 0; i < c.ndim; ++i) {
+    if (!(c.upper[i] > c.lower[i])) {
+      throw bad("mesh.upper", "must exceed mesh.lower in every dimension; dimension " +
+                                  std::to_string(i) + " has lower " + fmt(c.lower[i]) +
+                                  " and upper " + fmt(c.upper[i]));
+    }
+  }
+  c.halo_depth = static_cast<int>(d.integer("mesh.halo_depth"));
+  for (long long r : d.integer_list("mesh.ranks")) c.ranks.push_back(static_cast<int>(r));
+  if (!c.ranks.empty() && static_cast<int>(c.ranks.size()) != c.ndim) {
+    throw bad("mesh.ranks", "expected " + std::to_string(c.ndim) + " entries (one per " +
+                                "dimension), found " + std::to_string(c.ranks.size()));
+  }
+
+  const auto indices = d.indices("states");
+  if (indices.empty()) {
+    throw InputError(src + ": no states: a deck needs at least [states.1] (the background) " +
+                         "with a density and an energy",
+                     ErrorScope::all_ranks);
+  }
+  for (std::size_t n = 0; n < indices.size(); ++n) {
+    if (indices[n] != static_cast<int>(n) + 1) {
+      throw InputError(src + ": states are numbered 1, 2, 3, ... without gaps; states." +
+                           std::to_string(n + 1) + " is missing",
+                       ErrorScope::all_ranks);
+    }
+    const std::string p = "states." + std::to_string(n + 1) + ".";
+    State s;
+    s.density = d.real(p + "density");
+    if (!(s.density > 0)) throw bad(p + "density", "must be positive, found " + fmt(s.density));
+    s.energy = d.real(p + "energy");
+    const std::string& g = d.string(p + "geometry");
+    if (g == "rectangle" || g == "cuboid") {
+      s.geometry = Geometry::rectangle;
+    } else if (g == "circle" || g == "sphere") {
+      s.geometry = Geometry::circle;
+    } else {
+      s.geometry = Geometry::point;
+    }
+    s.radius = d.real(p + "radius");
+    if (n > 0) {  // state 1 is the background: its region is the whole domain
+      if (s.geometry == Geometry::rectangle) {
+        s.lower = vec3(d, p + "lower", c.ndim, {0, 0, 0}, false);
+        s.upper = vec3(d, p + "upper", c.ndim, {0, 0, 0}, false);
+        for (int i = 0; i < c.ndim; ++i) {
+          if (!(s.upper[i] > s.lower[i])) {
+            throw bad(p + "upper", "must exceed " + p + "lower in every dimension");
+          }
+        }
+      } else {
+        s.centre = vec3(d, p + "centre", c.ndim, {0, 0, 0}, false);
+        if (s.geometry == Geometry::circle && !(s.radius > 0)) {
+          throw bad(p + "radius", "a " + g + " needs a positive radius");
+        }
+      }
+    }
+    c.states.push_back(s);
+  }
+
+  c.dt = d.real("time.dt");
+  if (!(c.dt > 0)) throw bad("time.dt", "must be positive, found " + fmt(c.dt));
+  c.end_time = d.real("time.end_time");
+  c.end_step = static_cast<long>(d.integer("time.end_step"));
+  c.scheme = d.string("time.scheme") == "explicit" ? Scheme::explicit_ftcs : Scheme::implicit;
+
+  const std::string& m = d.string("solver.method");
+  c.solver.method = m == "cg"          ? Method::cg
+                    : m == "jacobi"    ? Method::jacobi
+                    : m == "chebyshev" ? Method::chebyshev
+                                       : Method::ppcg;
+  const std::string& pc = d.string("solver.preconditioner");
+  c.solver.preconditioner = pc == "none"       ? Preconditioner::none
+                            : pc == "jac_diag" ? Preconditioner::jac_diag
+                                               : Preconditioner::jac_block;
+  c.solver.eps = d.real("solver.eps");
+  c.solver.max_iters = static_cast<long>(d.integer("solver.max_iters"));
+  c.solver.presteps = static_cast<int>(d.integer("solver.presteps"));
+  c.solver.epslim = d.real("solver.epslim");
+  c.solver.ppcg_inner_steps = static_cast<int>(d.integer("solver.ppcg_inner_steps"));
+  c.solver.check_every = static_cast<int>(d.integer("solver.check_every"));
+  c.solver.check_result = d.boolean("solver.check_result");
+  c.solver.coefficient = d.string("solver.coefficient") == "density" ? Coefficient::density
+                                                                     : Coefficient::inverse_density;
+  if (c.solver.preconditioner == Preconditioner::jac_block && c.halo_depth > 1) {
+    throw bad("solver.preconditioner",
+              "jac_block works with mesh.halo_depth = 1 only (as in TeaLeaf), found " +
+                  std::to_string(c.halo_depth));
+  }
+  if (c.solver.ppcg_inner_steps == 0) {
+    // TeaLeaf's guess: 4 times the fourth root of the number of cells (of a 2-D mesh).
+    double n = 1;
+    for (int i = 0; i < c.ndim; ++i) n *= static_cast<double>(c.cells[i]);
+    c.solver.ppcg_inner_steps = std::max(1, 4 * static_cast<int>(std::sqrt(std::sqrt(n))));
+  }
+
+  c.output_dir = d.string("output.dir");
+  c.summary_every = static_cast<long>(d.integer("output.summary_every"));
+  c.checkpoint_every = static_cast<long>(d.integer("output.checkpoint_every"));
+  c.keep_last = static_cast<int>(d.integer("output.keep_last"));
+  c.fields_every = static_cast<long>(d.integer("output.fields_every"));
+  c.progress_every = static_cast<long>(d.integer("output.progress_every"));
+  c.test_problem = static_cast<int>(d.integer("output.test_problem"));
+  return c;
+}
+
+}  // namespace kpmap::sim

@@ -1,0 +1,108 @@
+#pragma once
+/// \file
+/// \brief What a heat-conduction run is: mesh, material states, time
+/// stepping, linear solver and outputs, read from a kpmap-heat deck.
+///
+/// The deck schema (heat_schema()) is the one source of the keys: native TOML
+/// decks are checked against it directly, and TeaLeaf `*tea` decks are first
+/// translated into it (sim/tea_deck.hpp), so `--set section.key=value` works
+/// the same for both.
+
+#include <kpmap/deck.hpp>
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace kpmap::sim {
+
+/// \brief How a state's region is described.
+enum class Geometry {
+  rectangle,  ///< axis-aligned box [lower, upper] (a cuboid in 3-D)
+  circle,     ///< ball of `radius` around `centre` (a sphere in 3-D)
+  point,      ///< the one cell that contains `centre`
+};
+
+/// \brief A material state: density and specific energy over a region.
+/// State 1 is the background and fills the whole domain; each later state
+/// overwrites the cells its region selects (see sim/setup.hpp for the rules).
+struct State {
+  double density = 1.0;  ///< kg/m^3 (or the deck's units), > 0
+  double energy = 0.0;   ///< specific energy, >= 0
+  Geometry geometry = Geometry::rectangle;
+  std::array<double, 3> lower{0, 0, 0};
+  std::array<double, 3> upper{0, 0, 0};
+  std::array<double, 3> centre{0, 0, 0};
+  double radius = 0.0;
+};
+
+/// \brief The face conductivity model, TeaLeaf's `tl_coefficient_*`.
+enum class Coefficient {
+  density,          ///< K = mean of 1/density of the two cells (TeaLeaf's default)
+  inverse_density,  ///< K = mean of density of the two cells
+};
+
+enum class Scheme { implicit, explicit_ftcs };
+enum class Method { cg, jacobi, chebyshev, ppcg };
+enum class Preconditioner { none, jac_diag, jac_block };
+
+/// \brief The linear solver of each backward-Euler step.
+struct SolverOptions {
+  Method method = Method::cg;
+  Preconditioner preconditioner = Preconditioner::none;
+  double eps = 1e-10;         ///< stop when sqrt(|rho|) < eps * ||r0|| (TeaLeaf's rule)
+  long max_iters = 1000;      ///< a solve that has not converged after this many iterations fails
+  int presteps = 25;          ///< CG steps before Chebyshev/PPCG estimate eigenvalues
+  double epslim = 1.0;        ///< ... and only once the CG error is below this
+  int ppcg_inner_steps = 0;   ///< inner Chebyshev steps per PPCG iteration (0: TeaLeaf's guess)
+  int check_every = 10;       ///< Chebyshev computes its residual every this many iterations
+  bool check_result = false;  ///< recompute the true residual after each solve
+  Coefficient coefficient = Coefficient::density;
+};
+
+/// \brief A whole run.
+struct HeatConfig {
+  // mesh
+  int ndim = 2;
+  std::array<std::size_t, 3> cells{1, 1, 1};  ///< x, y, z (z = 1 in 2-D)
+  std::array<double, 3> lower{0, 0, 0};
+  std::array<double, 3> upper{1, 1, 1};
+  int halo_depth = 1;
+  std::vector<int> ranks;  ///< process grid, x first; empty or 0 entries: chosen
+  // states
+  std::vector<State> states;
+  // time
+  double dt = 0.0;
+  double end_time = 10.0;
+  long end_step = 0;  ///< 0: no step limit
+  Scheme scheme = Scheme::implicit;
+  SolverOptions solver;
+  // output
+  std::string output_dir = "heat_out";
+  long summary_every = 10;
+  long checkpoint_every = 0;
+  int keep_last = 3;
+  long fields_every = 0;
+  long progress_every = 1;
+  int test_problem = 0;
+
+  /// \brief Cell width along d.
+  double spacing(int d) const { return (upper[d] - lower[d]) / static_cast<double>(cells[d]); }
+};
+
+/// \brief The kpmap-heat deck schema: sections mesh, states.#, time, solver, output.
+const deck::Schema& heat_schema();
+
+/// \brief The run a validated deck describes. Checks what the schema cannot
+/// express (list lengths, lower < upper, states numbered 1..N, regions a
+/// geometry needs) and names the deck file and key in every error.
+/// \throws kpmap::InputError with ErrorScope::all_ranks: every rank holds the
+/// same deck (deck::load) and so raises the same error.
+HeatConfig from_deck(const deck::Deck& d);
+
+const char* to_string(Method m);
+const char* to_string(Preconditioner p);
+const char* to_string(Scheme s);
+
+}  // namespace kpmap::sim

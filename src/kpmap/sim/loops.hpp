@@ -1,0 +1,178 @@
+#pragma once
+/// \file
+/// \brief Loops over boxes of cells for the heat-conduction kernels, and
+/// sums of several values in one reduction.
+///
+/// Kernels are functors called as `f(k, j, i)` (or `f(k, j, i, acc)` for a
+/// reduction) with local indices, z slowest and x fastest. On host backends
+/// a box runs as one parallel iteration per row (k, j) with a plain inner
+/// loop over i that the compiler vectorises; on GPUs as a 3-D MDRangePolicy.
+/// Reductions are deterministic for a given backend, thread count and box.
+
+#include <kpmap/halo.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <type_traits>
+
+namespace kpmap::sim {
+
+/// \brief The execution space the simulation runs on.
+using Exec = Kokkos::DefaultExecutionSpace;
+/// \brief A cell-centred field with ghosts, in Exec's memory.
+using ScalarField = kpmap::Field<double, Exec::memory_space>;
+
+/// \brief N sums carried through one reduction (value type of reduce_cells).
+template <int N>
+struct Sums {
+  double v[N];
+  KOKKOS_INLINE_FUNCTION Sums() {
+    for (int n = 0; n < N; ++n) v[n] = 0.0;
+  }
+  KOKKOS_INLINE_FUNCTION Sums& operator+=(const Sums& o) {
+    for (int n = 0; n < N; ++n) v[n] += o.v[n];
+    return *this;
+  }
+  // Kokkos 3.x joins through volatile references.
+  KOKKOS_INLINE_FUNCTION void operator+=(const volatile Sums& o) volatile {
+    for (int n = 0; n < N; ++n) v[n] += o.v[n];
+  }
+};
+
+namespace detail {
+
+// The fields a kernel writes never overlap the ones it reads at other cells
+// (each kernel writes only its own cell), which the compiler cannot prove
+// through Views: this lets it vectorise the row loops on the host.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define KPMAP_SIM_INDEPENDENT_ITERATIONS
+#elif defined(__clang__)
+#define KPMAP_SIM_INDEPENDENT_ITERATIONS _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define KPMAP_SIM_INDEPENDENT_ITERATIONS _Pragma("GCC ivdep")
+#else
+#define KPMAP_SIM_INDEPENDENT_ITERATIONS
+#endif
+
+template <class E>
+inline constexpr bool is_host_exec_v = std::is_same_v<E, Kokkos::DefaultHostExecutionSpace>;
+
+/// One row (k, j) of a box per parallel iteration.
+template <class F>
+struct RowFor {
+  F f;
+  long lo_i, hi_i, lo_j, nj, lo_k;
+  KOKKOS_INLINE_FUNCTION void operator()(const long row) const {
+    const long k = lo_k + row / nj;
+    const long j = lo_j + row % nj;
+    KPMAP_SIM_INDEPENDENT_ITERATIONS
+    for (long i = lo_i; i < hi_i; ++i) f(k, j, i);
+  }
+};
+
+/// One row (k, j) per parallel iteration, summed into four partial sums
+/// (cells i, i+1, i+2, i+3 of every group of four), so that the additions
+/// do not wait on each other; the order is fixed, so the sum is deterministic.
+template <class F, class V>
+struct RowReduce {
+  F f;
+  long lo_i, hi_i, lo_j, nj, lo_k;
+  KOKKOS_INLINE_FUNCTION void operator()(const long row, V& acc) const {
+    const long k = lo_k + row / nj;
+    const long j = lo_j + row % nj;
+    V a0{}, a1{}, a2{}, a3{};
+    long i = lo_i;
+    for (; i + 4 <= hi_i; i += 4) {
+      f(k, j, i, a0);
+      f(k, j, i + 1, a1);
+      f(k, j, i + 2, a2);
+      f(k, j, i + 3, a3);
+    }
+    for (; i < hi_i; ++i) f(k, j, i, a0);
+    a0 += a1;
+    a2 += a3;
+    a0 += a2;
+    acc += a0;
+  }
+};
+
+inline Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>> box_policy(const Box& b) {
+  return Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>>({b.lo[2], b.lo[1], b.lo[0]},
+                                                      {b.hi[2], b.hi[1], b.hi[0]});
+}
+
+}  // namespace detail
+
+/// \brief Runs `f(k, j, i)` for every cell of `b`.
+template <class F>
+void for_cells(const char* label, const Box& b, const F& f) {
+  if (b.empty()) return;
+  if constexpr (detail::is_host_exec_v<Exec>) {
+    const long nj = b.hi[1] - b.lo[1];
+    const long rows = nj * (b.hi[2] - b.lo[2]);
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec>(0, rows),
+                         detail::RowFor<F>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]});
+  } else {
+    Kokkos::parallel_for(label, detail::box_policy(b), f);
+  }
+}
+
+/// \brief Sum over the cells of `b` of what `f(k, j, i, acc)` adds to acc
+/// (V is double or Sums<N>). Blocks until the result is known.
+template <class V, class F>
+V reduce_cells(const char* label, const Box& b, const F& f) {
+  V result{};
+  if (b.empty()) return result;
+  if constexpr (detail::is_host_exec_v<Exec>) {
+    const long nj = b.hi[1] - b.lo[1];
+    const long rows = nj * (b.hi[2] - b.lo[2]);
+    Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Exec>(0, rows),
+                            detail::RowReduce<F, V>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]},
+                            result);
+  } else {
+    Kokkos::parallel_reduce(label, detail::box_policy(b), f, result);
+  }
+  return result;
+}
+
+/// \brief The cells of `b` one layer in from its faces in the first `ndim`
+/// dimensions (empty when b is too thin), and the layer itself as at most
+/// 2 ndim disjoint boxes: together exactly the cells of b.
+struct Shell {
+  Box inner;
+  Box faces[6];
+  int count = 0;
+};
+
+inline Shell shell_of(const Box& b, int ndim) {
+  Shell s;
+  s.inner = b;
+  for (int d = 0; d < ndim; ++d) {
+    s.inner.lo[d] = b.lo[d] + 1;
+    s.inner.hi[d] = b.hi[d] - 1 > b.lo[d] + 1 ? b.hi[d] - 1 : b.lo[d] + 1;
+  }
+  for (int d = 0; d < ndim; ++d) {
+    // Dimensions before d are already covered at their faces.
+    Box lo_face = b;
+    Box hi_face = b;
+    for (int e = 0; e < d; ++e) {
+      lo_face.lo[e] = hi_face.lo[e] = s.inner.lo[e];
+      lo_face.hi[e] = hi_face.hi[e] = s.inner.hi[e];
+    }
+    lo_face.hi[d] = b.lo[d] + 1;
+    hi_face.lo[d] = s.inner.hi[d];
+    if (!lo_face.empty() && b.hi[d] > b.lo[d]) s.faces[s.count++] = lo_face;
+    if (!hi_face.empty()) s.faces[s.count++] = hi_face;
+  }
+  return s;
+}
+
+}  // namespace kpmap::sim
+
+namespace Kokkos {
+/// Sums<N> reduces with Kokkos' default Sum reducer.
+template <int N>
+struct reduction_identity<kpmap::sim::Sums<N>> {
+  KOKKOS_FORCEINLINE_FUNCTION static kpmap::sim::Sums<N> sum() { return kpmap::sim::Sums<N>(); }
+};
+}  // namespace Kokkos

@@ -1,0 +1,120 @@
+#pragma once
+/// \file
+/// \brief sim::HeatOperator: the coefficients of one backward-Euler step on
+/// this rank's block (scaled face conductivities, preconditioner data), and
+/// the kernels that apply them with the halo exchange overlapped.
+
+#include <kpmap/halo.hpp>
+#include <kpmap/sim/config.hpp>
+#include <kpmap/sim/loops.hpp>
+#include <kpmap/sim/stencil.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <mpi.h>
+
+namespace kpmap::sim {
+
+/// \brief Seconds this rank spent in halo exchanges and in global
+/// reductions (accumulated; the rest of a step is compute).
+struct Timings {
+  double halo_s = 0.0;
+  double collectives_s = 0.0;
+};
+
+/// \brief The matrix-free operator A = I + dt L of sim/stencil.hpp on one rank's block.
+class HeatOperator {
+ public:
+  /// \brief Allocates the coefficient fields for `layout`. Not collective.
+  HeatOperator(const CartesianLayout& layout, Preconditioner preconditioner);
+
+  /// \brief Computes the scaled face conductivities dt K / h^2 from
+  /// `density` (whose ghosts must hold the neighbours' values), zero on the
+  /// global boundary, and the preconditioner's data. Not collective.
+  void assemble(const ScalarField& density, double dt, const std::array<double, 3>& spacing,
+                Coefficient coefficient);
+
+  const CartesianLayout& layout() const noexcept { return layout_; }
+  bool three_d() const noexcept { return layout_.ndim() == 3; }
+  Preconditioner preconditioner() const noexcept { return preconditioner_; }
+  /// \brief The cells this rank owns.
+  Box owned() const noexcept { return layout_.interior(); }
+
+  /// \brief Calls f(Stencil<false>) in 2-D or f(Stencil<true>) in 3-D.
+  template <class F>
+  decltype(auto) visit(F&& f) const {
+    if (three_d()) return f(Stencil<true>{ax_, ay_, az_});
+    return f(Stencil<false>{ax_, ay_, az_});
+  }
+
+  /// \brief z = M^-1 r on the owned cells (M: identity, diagonal, or
+  /// tridiagonal y-blocks); returns the local sum of r z.
+  double precondition(const ScalarField& r, const ScalarField& z) const;
+
+  /// \brief The largest sum of scaled face conductivities over this rank's
+  /// cells (local; FTCS is stable while the global maximum is <= 1).
+  double max_face_sum() const;
+
+  ScalarField dinv() const noexcept { return dinv_; }
+
+ private:
+  CartesianLayout layout_;
+  Preconditioner preconditioner_;
+  ScalarField ax_, ay_, az_;
+  ScalarField dinv_, cp_, bfp_;
+  long block_head_ = 0;
+  long block_count_ = 0;
+};
+
+/// \brief Runs a reducing kernel over the owned cells while `halo` fills the
+/// ghosts it reads: start, the interior one layer in from the block's faces,
+/// finish, then the outer layer. Returns the local sum; time in the exchange
+/// goes to `t.halo_s`.
+template <class K>
+double overlapped_reduce(const char* label, const CartesianLayout& layout, const K& kernel,
+                         HaloExchange<double, Exec>& halo, Timings& t) {
+  const Box owned = layout.interior();
+  if (halo.neighbor_count() == 0) return reduce_cells<double>(label, owned, kernel);
+  double t0 = MPI_Wtime();
+  halo.start();
+  t.halo_s += MPI_Wtime() - t0;
+  const Shell shell = shell_of(owned, layout.ndim());
+  double acc = reduce_cells<double>(label, shell.inner, kernel);
+  t0 = MPI_Wtime();
+  halo.finish();
+  Exec().fence();
+  t.halo_s += MPI_Wtime() - t0;
+  for (int f = 0; f < shell.count; ++f) acc += reduce_cells<double>(label, shell.faces[f], kernel);
+  return acc;
+}
+
+/// \brief As overlapped_reduce, for a kernel without a reduction.
+template <class K>
+void overlapped_for(const char* label, const CartesianLayout& layout, const K& kernel,
+                    HaloExchange<double, Exec>& halo, Timings& t) {
+  const Box owned = layout.interior();
+  if (halo.neighbor_count() == 0) {
+    for_cells(label, owned, kernel);
+    return;
+  }
+  double t0 = MPI_Wtime();
+  halo.start();
+  t.halo_s += MPI_Wtime() - t0;
+  const Shell shell = shell_of(owned, layout.ndim());
+  for_cells(label, shell.inner, kernel);
+  t0 = MPI_Wtime();
+  halo.finish();
+  Exec().fence();
+  t.halo_s += MPI_Wtime() - t0;
+  for (int f = 0; f < shell.count; ++f) for_cells(label, shell.faces[f], kernel);
+}
+
+/// \brief A plain (blocking) exchange, timed into `t.halo_s`.
+inline void timed_exchange(HaloExchange<double, Exec>& halo, Timings& t) {
+  const double t0 = MPI_Wtime();
+  halo.exchange();
+  Exec().fence();
+  t.halo_s += MPI_Wtime() - t0;
+}
+
+}  // namespace kpmap::sim

@@ -1,0 +1,94 @@
+#include <kpmap/sim/setup.hpp>
+
+namespace kpmap::sim {
+
+namespace {
+
+struct DeviceState {
+  double density;
+  double energy;
+  int geometry;  // Geometry as int
+  double lower[3];
+  double upper[3];
+  double centre[3];
+  double radius;
+};
+
+struct GenerateStates {
+  Kokkos::View<const DeviceState*, Exec::memory_space> states;
+  ScalarField density, energy;
+  int ndim;
+  long ghost[3];
+  long offset[3];
+  double origin[3];
+  double h[3];
+
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    const long loc[3] = {i, j, k};
+    double lo[3], hi[3], mid[3];
+    for (int d = 0; d < 3; ++d) {
+      const double g = static_cast<double>(offset[d] + loc[d] - ghost[d]);
+      lo[d] = origin[d] + h[d] * g;
+      hi[d] = origin[d] + h[d] * (g + 1.0);
+      mid[d] = origin[d] + h[d] * (g + 0.5);
+    }
+    double rho = states(0).density;
+    double e = states(0).energy;
+    for (std::size_t s = 1; s < states.extent(0); ++s) {
+      const DeviceState& st = states(s);
+      bool hit = true;
+      if (st.geometry == static_cast<int>(Geometry::rectangle)) {
+        for (int d = 0; d < ndim; ++d) {
+          const double margin = h[d] / 100.0;
+          hit = hit && hi[d] >= st.lower[d] + margin && lo[d] < st.upper[d] - margin;
+        }
+      } else if (st.geometry == static_cast<int>(Geometry::circle)) {
+        double r2 = 0.0;
+        for (int d = 0; d < ndim; ++d) r2 += (mid[d] - st.centre[d]) * (mid[d] - st.centre[d]);
+        hit = r2 <= st.radius * st.radius;
+      } else {
+        for (int d = 0; d < ndim; ++d) hit = hit && lo[d] <= st.centre[d] && st.centre[d] < hi[d];
+      }
+      if (hit) {
+        rho = st.density;
+        e = st.energy;
+      }
+    }
+    density(k, j, i) = rho;
+    energy(k, j, i) = e;
+  }
+};
+
+}  // namespace
+
+void generate_states(const CartesianLayout& layout, const HeatConfig& config,
+                     const ScalarField& density, const ScalarField& energy) {
+  Kokkos::View<DeviceState*, Exec::memory_space> states("kpmap::sim::states", config.states.size());
+  auto host = Kokkos::create_mirror_view(states);
+  for (std::size_t s = 0; s < config.states.size(); ++s) {
+    const State& st = config.states[s];
+    DeviceState& d = host(s);
+    d.density = st.density;
+    d.energy = st.energy;
+    d.geometry = static_cast<int>(st.geometry);
+    for (int i = 0; i < 3; ++i) {
+      d.lower[i] = st.lower[i];
+      d.upper[i] = st.upper[i];
+      d.centre[i] = st.centre[i];
+    }
+    d.radius = st.radius;
+  }
+  Kokkos::deep_copy(states, host);
+  GenerateStates f{states, density, energy, layout.ndim(), {}, {}, {}, {}};
+  Box all;
+  for (int d = 0; d < 3; ++d) {
+    f.ghost[d] = layout.ghost(d);
+    f.offset[d] = static_cast<long>(layout.offset(d));
+    f.origin[d] = config.lower[d];
+    f.h[d] = d < layout.ndim() ? config.spacing(d) : 1.0;
+    all.hi[d] = static_cast<long>(layout.extent(d));
+  }
+  for_cells("kpmap::sim::generate_states", all, f);
+}
+
+}  // namespace kpmap::sim

@@ -1,0 +1,337 @@
+#pragma once
+/// \file
+/// \brief The backward-Euler heat-conduction operator, matrix-free, and the
+/// fused kernels the solvers are built from.
+///
+/// Units and scaling: u is the energy density (density x specific energy) in
+/// each cell. A face between cells c and c' carries the scaled conductivity
+/// a = dt K / h^2 (h the cell width across the face, K the face conductivity
+/// from sim::Coefficient), zero on the boundary of the global domain (no heat
+/// flows out: reflective walls). One time step of backward Euler solves
+///
+///   (A u)_c = u_c + sum over faces f of c: a_f (u_c - u_neighbour(f)) = u0_c,
+///
+/// A symmetric and positive definite with diagonal 1 + sum_f a_f. The scaled
+/// conductivities of the x, y and z faces are stored in fields ax, ay, az:
+/// ax(k, j, i) belongs to the face between cells i-1 and i (TeaLeaf's Kx).
+
+#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/sim/loops.hpp>
+
+#include <Kokkos_Core.hpp>
+
+namespace kpmap::sim {
+
+/// \brief The operator's coefficients: read (A p) at one cell.
+template <bool ThreeD>
+struct Stencil {
+  ScalarField ax, ay, az;
+
+  /// \brief 1 + the sum of the scaled conductivities of the cell's faces.
+  KOKKOS_INLINE_FUNCTION double diagonal(long k, long j, long i) const {
+    double d = 1.0 + ax(k, j, i) + ax(k, j, i + 1) + ay(k, j, i) + ay(k, j + 1, i);
+    if constexpr (ThreeD) d += az(k, j, i) + az(k + 1, j, i);
+    return d;
+  }
+
+  /// \brief The sum over the cell's faces of a_f p(neighbour), and the
+  /// diagonal in `diag`; p's neighbours must be current.
+  KOKKOS_INLINE_FUNCTION double neighbours(const ScalarField& p, long k, long j, long i,
+                                           double& diag) const {
+    const double xl = ax(k, j, i);
+    const double xh = ax(k, j, i + 1);
+    const double yl = ay(k, j, i);
+    const double yh = ay(k, j + 1, i);
+    diag = 1.0 + xl + xh + yl + yh;
+    double off =
+        xl * p(k, j, i - 1) + xh * p(k, j, i + 1) + yl * p(k, j - 1, i) + yh * p(k, j + 1, i);
+    if constexpr (ThreeD) {
+      const double zl = az(k, j, i);
+      const double zh = az(k + 1, j, i);
+      diag += zl + zh;
+      off += zl * p(k - 1, j, i) + zh * p(k + 1, j, i);
+    }
+    return off;
+  }
+
+  /// \brief (A p) at cell (k, j, i); p's neighbours must be current.
+  KOKKOS_INLINE_FUNCTION double apply(const ScalarField& p, long k, long j, long i) const {
+    double diag = 0.0;
+    const double off = neighbours(p, k, j, i, diag);
+    return diag * p(k, j, i) - off;
+  }
+};
+
+namespace kernels {
+
+/// r = b - A x; acc += r^2.
+template <bool ThreeD>
+struct Residual {
+  Stencil<ThreeD> s;
+  ScalarField x, b, r;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
+    const double v = b(k, j, i) - s.apply(x, k, j, i);
+    r(k, j, i) = v;
+    acc += v * v;
+  }
+};
+
+/// w = A p; acc += p w.
+template <bool ThreeD>
+struct MatvecDot {
+  Stencil<ThreeD> s;
+  ScalarField p, w;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
+    const double v = s.apply(p, k, j, i);
+    w(k, j, i) = v;
+    acc += p(k, j, i) * v;
+  }
+};
+
+/// w = A p (no reduction).
+template <bool ThreeD>
+struct Matvec {
+  Stencil<ThreeD> s;
+  ScalarField p, w;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    w(k, j, i) = s.apply(p, k, j, i);
+  }
+};
+
+/// x += alpha p; r -= alpha w; then z = M^-1 r for the diagonal (Jacobi)
+/// preconditioner when dinv is given (else z is r itself);
+/// acc += r z (or r^2).
+struct UpdateXR {
+  ScalarField x, p, r, w, z, dinv;
+  double alpha;
+  bool diag;
+  /// Without a reduction: only x and r.
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    x(k, j, i) += alpha * p(k, j, i);
+    r(k, j, i) -= alpha * w(k, j, i);
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
+    x(k, j, i) += alpha * p(k, j, i);
+    const double rv = r(k, j, i) - alpha * w(k, j, i);
+    r(k, j, i) = rv;
+    if (diag) {
+      const double zv = dinv(k, j, i) * rv;
+      z(k, j, i) = zv;
+      acc += rv * zv;
+    } else {
+      acc += rv * rv;
+    }
+  }
+};
+
+/// p = z + beta p.
+struct UpdateP {
+  ScalarField p, z;
+  double beta;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    p(k, j, i) = z(k, j, i) + beta * p(k, j, i);
+  }
+};
+
+/// z = dinv r; acc += r z.
+struct DiagPrecond {
+  ScalarField r, z, dinv;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
+    const double v = dinv(k, j, i) * r(k, j, i);
+    z(k, j, i) = v;
+    acc += r(k, j, i) * v;
+  }
+};
+
+/// acc += a b.
+struct Dot {
+  ScalarField a, b;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
+    acc += a(k, j, i) * b(k, j, i);
+  }
+};
+
+/// dst = src.
+struct Copy {
+  ScalarField dst, src;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    dst(k, j, i) = src(k, j, i);
+  }
+};
+
+/// dst = scale src.
+struct Scale {
+  ScalarField dst, src;
+  double scale;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    dst(k, j, i) = scale * src(k, j, i);
+  }
+};
+
+/// One Jacobi sweep: x = (b + sum_f a_f xold_neighbour) / diagonal; acc += |x - xold|.
+template <bool ThreeD>
+struct JacobiSweep {
+  Stencil<ThreeD> s;
+  ScalarField x, xold, b;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
+    double diag = 0.0;
+    const double off = s.neighbours(xold, k, j, i, diag);
+    const double v = (b(k, j, i) + off) / diag;
+    x(k, j, i) = v;
+    acc += kpmap::detail::math::fabs(v - xold(k, j, i));
+  }
+};
+
+/// Chebyshev (and polynomial-preconditioner) update:
+/// d = alpha d + beta z; x += d.
+struct ChebyUpdate {
+  ScalarField x, d, z;
+  double alpha, beta;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    const double v = alpha * d(k, j, i) + beta * z(k, j, i);
+    d(k, j, i) = v;
+    x(k, j, i) += v;
+  }
+};
+
+/// rtemp -= A sd.
+template <bool ThreeD>
+struct SubtractMatvec {
+  Stencil<ThreeD> s;
+  ScalarField sd, rtemp;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    rtemp(k, j, i) -= s.apply(sd, k, j, i);
+  }
+};
+
+/// The start of the polynomial preconditioner: sd = z / theta; utemp = sd;
+/// rtemp = r.
+struct PolyInit {
+  ScalarField sd, utemp, rtemp, z, r;
+  double inv_theta;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    const double v = z(k, j, i) * inv_theta;
+    sd(k, j, i) = v;
+    utemp(k, j, i) = v;
+    rtemp(k, j, i) = r(k, j, i);
+  }
+};
+
+/// Fused for flexible CG: acc.v[0] += r z; acc.v[1] += (r - rold) z.
+struct FlexibleDots {
+  ScalarField r, rold, z;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, Sums<2>& acc) const {
+    const double zv = z(k, j, i);
+    acc.v[0] += r(k, j, i) * zv;
+    acc.v[1] += (r(k, j, i) - rold(k, j, i)) * zv;
+  }
+};
+
+/// x += alpha p; rold = r; r -= alpha w.
+struct UpdateXRStore {
+  ScalarField x, p, r, rold, w;
+  double alpha;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    x(k, j, i) += alpha * p(k, j, i);
+    rold(k, j, i) = r(k, j, i);
+    r(k, j, i) -= alpha * w(k, j, i);
+  }
+};
+
+/// One explicit (FTCS) step: x = xold - (A - I) xold.
+template <bool ThreeD>
+struct ExplicitStep {
+  Stencil<ThreeD> s;
+  ScalarField x, xold;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    double diag = 0.0;
+    const double off = s.neighbours(xold, k, j, i, diag);
+    x(k, j, i) = xold(k, j, i) - ((diag - 1.0) * xold(k, j, i) - off);
+  }
+};
+
+/// acc = max over cells of (diagonal - 1): the largest sum of a cell's
+/// scaled face conductivities (FTCS is stable while it is at most 1).
+template <bool ThreeD>
+struct MaxFaceSum {
+  Stencil<ThreeD> s;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
+    const double v = s.diagonal(k, j, i) - 1.0;
+    if (v > acc) acc = v;
+  }
+};
+
+/// dinv = 1 / diagonal (the diagonal preconditioner).
+template <bool ThreeD>
+struct DiagonalInverse {
+  Stencil<ThreeD> s;
+  ScalarField dinv;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    dinv(k, j, i) = 1.0 / s.diagonal(k, j, i);
+  }
+};
+
+/// The block-Jacobi preconditioner's blocks: the rows of y-columns of
+/// `block` cells starting at global y indices divisible by `block` (clipped
+/// to this rank's rows), each a tridiagonal system solved exactly. Called as
+/// (k, b, i) for column block b.
+template <bool ThreeD>
+struct ColumnBlocks {
+  static constexpr long block = 4;
+  long first;  ///< local j of this rank's first owned row
+  long head;   ///< rows in block 0 (up to the first global multiple of `block`)
+  long end;    ///< one past this rank's last owned row
+  KOKKOS_INLINE_FUNCTION long begin_of(long b) const {
+    return b == 0 ? first : first + head + (b - 1) * block;
+  }
+  KOKKOS_INLINE_FUNCTION long end_of(long b) const {
+    const long e = b == 0 ? first + head : begin_of(b) + block;
+    return e < end ? e : end;
+  }
+};
+
+/// Factorises every block once per operator (Thomas algorithm): cp holds the
+/// modified super-diagonal, bfp the inverse pivots.
+template <bool ThreeD>
+struct BlockFactor {
+  Stencil<ThreeD> s;
+  ColumnBlocks<ThreeD> blocks;
+  ScalarField cp, bfp;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long b, long i) const {
+    const long j0 = blocks.begin_of(b);
+    const long j1 = blocks.end_of(b);
+    double prev_cp = 0.0;
+    for (long j = j0; j < j1; ++j) {
+      // Coupling to the row below (inside the block) and above.
+      const double lower = j > j0 ? -s.ay(k, j, i) : 0.0;
+      const double upper = j + 1 < j1 ? -s.ay(k, j + 1, i) : 0.0;
+      const double pivot = 1.0 / (s.diagonal(k, j, i) - lower * prev_cp);
+      bfp(k, j, i) = pivot;
+      prev_cp = upper * pivot;
+      cp(k, j, i) = prev_cp;
+    }
+  }
+};
+
+/// z = (block-diagonal part of A)^-1 r with the factors of BlockFactor.
+template <bool ThreeD>
+struct BlockSolve {
+  Stencil<ThreeD> s;
+  ColumnBlocks<ThreeD> blocks;
+  ScalarField cp, bfp, r, z;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long b, long i) const {
+    const long j0 = blocks.begin_of(b);
+    const long j1 = blocks.end_of(b);
+    double prev = 0.0;
+    for (long j = j0; j < j1; ++j) {
+      const double lower = j > j0 ? -s.ay(k, j, i) : 0.0;
+      prev = (r(k, j, i) - lower * prev) * bfp(k, j, i);
+      z(k, j, i) = prev;
+    }
+    for (long j = j1 - 2; j >= j0; --j) z(k, j, i) -= cp(k, j, i) * z(k, j + 1, i);
+  }
+};
+
+}  // namespace kernels
+
+}  // namespace kpmap::sim

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Checks of kpmap-heat's outputs with independent tools (json, numpy, h5py).
+
+    check_heat.py compare A/summary.json B/summary.json ... [--rtol R]
+        the field summaries (volume, mass, density, energy, U) agree to R
+    check_heat.py checkpoint FILE.h5 SUMMARY.json
+        reads the checkpoint with h5py: attributes, u = density x energy,
+        and TeaLeaf's summary recomputed from the fields equals summary.json;
+        its XDMF sidecar names the datasets with the right shapes
+    check_heat.py restart --launcher T --app APP --deck DECK --ranks N --restart-ranks M
+                          --steps S --split K --work DIR [--rtol R] [--set KEY=VALUE ...]
+        S steps straight against K steps + a restart (at M ranks) to S: the
+        final checkpoints agree bit for bit (R = 0) or to relative R
+
+T is a launcher template such as "mpiexec -n {n}".
+"""
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import h5py
+import numpy as np
+
+SUMMARY_KEYS = ("volume", "mass", "density", "energy", "u")
+
+
+def fail(msg):
+    print("FAILED: " + msg)
+    sys.exit(1)
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(b), 1e-300)
+
+
+def run(launcher, n, cmd):
+    full = shlex.split(launcher.format(n=n)) + cmd
+    print("$ " + " ".join(full), flush=True)
+    p = subprocess.run(full, capture_output=True, text=True)
+    if p.returncode != 0:
+        print(p.stdout[-3000:])
+        print(p.stderr[-3000:])
+        fail(f"exit code {p.returncode}")
+    return p.stdout
+
+
+def cmd_compare(args):
+    ref = load(args.results[0])
+    for other in args.results[1:]:
+        r = load(other)
+        if r["step"] != ref["step"]:
+            fail(f"{other} ends at step {r['step']}, {args.results[0]} at {ref['step']}")
+        worst = max(rel(r[k], ref[k]) for k in SUMMARY_KEYS)
+        print(f"{other} ({r['ranks']} ranks) vs {args.results[0]} ({ref['ranks']} ranks): "
+              f"largest relative difference {worst:.3e}")
+        if not worst <= args.rtol:
+            fail(f"summaries differ by {worst:.3e} > {args.rtol:g}")
+    print("OK: the same summary at every rank count")
+
+
+def cmd_checkpoint(args):
+    s = load(args.summary)
+    with h5py.File(args.file, "r") as f:
+        a = f.attrs
+        app = a["app"].decode() if isinstance(a["app"], bytes) else a["app"]
+        if app != "kpmap-heat":
+            fail(f"app attribute is {app!r}")
+        if int(a["step"]) != s["step"]:
+            fail(f"checkpoint step {int(a['step'])}, summary step {s['step']}")
+        rho = f["fields/density"][...]
+        e = f["fields/energy"][...]
+        u = f["fields/u"][...]
+    shape = tuple(reversed(s["cells"]))
+    if rho.shape != shape or e.shape != shape or u.shape != shape:
+        fail(f"dataset shapes {rho.shape}, {e.shape}, {u.shape}; expected {shape}")
+    # energy = u / density after every step, so u = density x energy to rounding.
+    if not np.allclose(u, rho * e, rtol=1e-14, atol=0):
+        fail("u differs from density x energy")
+    # TeaLeaf's summary from the fields, with the cell volume from the deck.
+    deck = load_deck_cells(os.path.join(os.path.dirname(args.file), "deck.toml"))
+    vol = np.prod([(hi - lo) / n for lo, hi, n in zip(deck["lower"], deck["upper"], s["cells"])])
+    mass = vol * rho
+    mine = {"volume": vol * rho.size, "mass": mass.sum(), "energy": (mass * e).sum(),
+            "u": (mass * u).sum()}
+    mine["density"] = mine["mass"] / mine["volume"]
+    for k in SUMMARY_KEYS:
+        if not rel(mine[k], s[k]) <= 1e-12:
+            fail(f"{k}: {mine[k]!r} from the fields, {s[k]!r} in summary.json")
+    xmf = args.file[:-3] + ".xmf"
+    root = ET.parse(xmf).getroot()
+    items = {d.text.strip().split(":")[1]: d.get("Dimensions")
+             for d in root.iter("DataItem") if d.get("Format") == "HDF"}
+    want = " ".join(str(n) for n in shape)
+    for name in ("/fields/density", "/fields/energy", "/fields/u"):
+        if items.get(name) != want:
+            fail(f"XDMF sidecar: {name} has dimensions {items.get(name)}, expected {want}")
+    print(f"OK: {args.file} holds step {s['step']}; its fields give summary.json's summary "
+          f"(h5py {h5py.__version__})")
+
+
+def load_deck_cells(path):
+    """The mesh of a resolved kpmap-heat deck (the [mesh] table of deck.toml)."""
+    try:
+        import tomllib  # Python 3.11
+    except ImportError:  # pragma: no cover
+        import tomli as tomllib
+    with open(path, "rb") as f:
+        d = tomllib.load(f)
+    m = d["mesh"]
+    lower = m["lower"] if m["lower"] else [0.0] * len(m["cells"])
+    return {"lower": lower, "upper": m["upper"]}
+
+
+def cmd_restart(args):
+    w = args.work
+    os.makedirs(w, exist_ok=True)
+    base = [args.app, args.deck, "--set", "output.checkpoint_every=0",
+            "--set", "output.progress_every=0"]
+    for kv in args.set:
+        base += ["--set", kv]
+    straight = os.path.join(w, "straight")
+    first = os.path.join(w, "first")
+    second = os.path.join(w, "second")
+    run(args.launcher, args.ranks,
+        base + ["--set", f"time.end_step={args.steps}", "--output", straight])
+    run(args.launcher, args.ranks,
+        base + ["--set", f"time.end_step={args.split}", "--output", first])
+    ck = os.path.join(first, f"checkpoint_{args.split:06d}.h5")
+    run(args.launcher, args.restart_ranks,
+        base + ["--set", f"time.end_step={args.steps}", "--output", second, "--restart", ck])
+    name = f"checkpoint_{args.steps:06d}.h5"
+    worst = 0.0
+    with h5py.File(os.path.join(straight, name)) as a, h5py.File(os.path.join(second, name)) as b:
+        for ds in ("fields/energy", "fields/u", "fields/density"):
+            x, y = a[ds][...], b[ds][...]
+            if args.rtol == 0:
+                if not np.array_equal(x, y):
+                    fail(f"{ds}: {np.count_nonzero(x != y)} of {x.size} values differ")
+            else:
+                worst = max(worst, float(np.max(np.abs(x - y) / np.maximum(np.abs(y), 1e-300))))
+        if a.attrs["time"] != b.attrs["time"]:
+            fail(f"time {a.attrs['time']!r} straight, {b.attrs['time']!r} after the restart")
+    if worst > args.rtol:
+        fail(f"fields differ by {worst:.3e} > {args.rtol:g}")
+    s1, s2 = load(os.path.join(straight, "summary.json")), load(os.path.join(second, "summary.json"))
+    if args.rtol == 0:
+        if s1["u"] != s2["u"] or s1["energy"] != s2["energy"]:
+            fail(f"summary U {s1['u']!r} straight, {s2['u']!r} after the restart")
+        f1 = load(os.path.join(first, "summary.json"))
+        if s1["total_iterations"] != f1["total_iterations"] + s2["total_iterations"]:
+            fail("the restarted run took other iterations than the straight one")
+    print(f"OK: {args.split} steps + restart ({args.restart_ranks} ranks) to {args.steps} = "
+          f"{args.steps} steps straight ({args.ranks} ranks), "
+          + ("bit for bit" if args.rtol == 0 else f"largest relative difference {worst:.3e}"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("compare")
+    c.add_argument("results", nargs="+")
+    c.add_argument("--rtol", type=float, default=1e-12)
+    k = sub.add_parser("checkpoint")
+    k.add_argument("file")
+    k.add_argument("summary")
+    r = sub.add_parser("restart")
+    for opt in ("--launcher", "--app", "--deck", "--work"):
+        r.add_argument(opt, required=True)
+    for opt in ("--ranks", "--restart-ranks", "--steps", "--split"):
+        r.add_argument(opt, type=int, required=True)
+    r.add_argument("--rtol", type=float, default=0.0)
+    r.add_argument("--set", action="append", default=[], help="extra deck overrides")
+    a = p.parse_args()
+    {"compare": cmd_compare, "checkpoint": cmd_checkpoint, "restart": cmd_restart}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,327 @@
+// The heat-conduction library against values derived independently of it:
+// the exact decay of a discrete cosine mode, conservation of energy, the
+// same summary on one rank and on all of them, TeaLeaf's published answer,
+// the eigenvalues of a known tridiagonal matrix, and bit-for-bit restarts.
+
+#include "support/mpi_test.hpp"
+
+#include <kpmap/deck.hpp>
+#include <kpmap/runtime.hpp>
+#include <kpmap/sim/config.hpp>
+#include <kpmap/sim/simulation.hpp>
+#include <kpmap/sim/solver.hpp>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using Catch::Matchers::ContainsSubstring;
+using kpmap::test::all_ranks;
+using kpmap::test::world_rank;
+using kpmap::test::world_size;
+namespace sim = kpmap::sim;
+
+namespace {
+
+constexpr double pi = 3.14159265358979323846;
+
+sim::HeatConfig config_of(const std::string& toml, const std::vector<std::string>& sets = {}) {
+  return sim::from_deck(kpmap::deck::parse(sim::heat_schema(), toml, "test.toml", sets));
+}
+
+// TeaLeaf's five benchmark states on a 10 x 10 domain.
+const std::string tea_states =
+    "[states.1]\ndensity = 100.0\nenergy = 0.0001\n"
+    "[states.2]\ndensity = 0.1\nenergy = 25.0\nlower = [0.0, 1.0]\nupper = [1.0, 2.0]\n"
+    "[states.3]\ndensity = 0.1\nenergy = 0.1\nlower = [1.0, 1.0]\nupper = [6.0, 2.0]\n"
+    "[states.4]\ndensity = 0.1\nenergy = 0.1\nlower = [5.0, 1.0]\nupper = [6.0, 8.0]\n"
+    "[states.5]\ndensity = 0.1\nenergy = 0.1\nlower = [5.0, 7.0]\nupper = [10.0, 8.0]\n";
+
+std::string tea_deck(int cells, const std::string& solver) {
+  return "[mesh]\ncells = [" + std::to_string(cells) + ", " + std::to_string(cells) +
+         "]\nupper = [10.0, 10.0]\n" + tea_states +
+         "[time]\ndt = 0.004\nend_step = 10\n[solver]\n" + solver + "\n";
+}
+
+// Sets energy so that u = 1 + 0.5 prod_d cos(pi m_d (g_d + 1/2) / N_d) on the owned cells.
+void set_cosine_mode(sim::Simulation& s, const std::array<int, 3>& m) {
+  const auto& l = s.layout();
+  auto e = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.energy());
+  auto rho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.density());
+  const auto box = l.interior();
+  for (long k = box.lo[2]; k < box.hi[2]; ++k) {
+    for (long j = box.lo[1]; j < box.hi[1]; ++j) {
+      for (long i = box.lo[0]; i < box.hi[0]; ++i) {
+        const long loc[3] = {i, j, k};
+        double mode = 0.5;
+        for (int d = 0; d < l.ndim(); ++d) {
+          const double g = double(l.offset(d) + loc[d] - l.ghost(d));
+          mode *= std::cos(pi * m[d] * (g + 0.5) / double(l.global_cells(d)));
+        }
+        e(k, j, i) = (1.0 + mode) / rho(k, j, i);
+      }
+    }
+  }
+  Kokkos::deep_copy(s.energy(), e);
+}
+
+// Largest |u - (1 + factor * mode)| over this rank's cells.
+double mode_error(sim::Simulation& s, const std::array<int, 3>& m, double factor) {
+  const auto& l = s.layout();
+  auto u = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.u());
+  const auto box = l.interior();
+  double worst = 0.0;
+  for (long k = box.lo[2]; k < box.hi[2]; ++k) {
+    for (long j = box.lo[1]; j < box.hi[1]; ++j) {
+      for (long i = box.lo[0]; i < box.hi[0]; ++i) {
+        const long loc[3] = {i, j, k};
+        double mode = 0.5;
+        for (int d = 0; d < l.ndim(); ++d) {
+          const double g = double(l.offset(d) + loc[d] - l.ghost(d));
+          mode *= std::cos(pi * m[d] * (g + 0.5) / double(l.global_cells(d)));
+        }
+        worst = std::max(worst, std::abs(u(k, j, i) - (1.0 + factor * mode)));
+      }
+    }
+  }
+  double global = 0.0;
+  MPI_Allreduce(&worst, &global, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return global;
+}
+
+double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
+
+}  // namespace
+
+TEST_CASE("extreme eigenvalues of a tridiagonal matrix by bisection", "[heat][solver]") {
+  // tridiag(-1, 2, -1) of order n has eigenvalues 2 - 2 cos(k pi / (n + 1)).
+  const std::size_t n = 20;
+  std::vector<double> diag(n, 2.0), off(n - 1, -1.0);
+  const auto [lo, hi] = sim::tridiagonal_extreme_eigenvalues(diag, off);
+  CHECK(std::abs(lo - (2 - 2 * std::cos(pi / (n + 1)))) < 1e-14);
+  CHECK(std::abs(hi - (2 - 2 * std::cos(n * pi / (n + 1)))) < 1e-14);
+  // One CG step on a 1-D system gives T = 1/alpha: its one eigenvalue.
+  const auto [a, b] = sim::cg_eigenvalue_estimates({0.25}, {0.5});
+  CHECK(std::abs(a - 4.0) < 1e-14);
+  CHECK(std::abs(b - 4.0) < 1e-14);
+}
+
+TEST_CASE("a cosine mode decays by the scheme's exact amplification factor", "[heat][physics]") {
+  const bool three = GENERATE(false, true);
+  const bool implicit = GENERATE(true, false);
+  CAPTURE(three, implicit);
+  // Constant density 2: face conductivity 1/2 with the default coefficient.
+  const std::string mesh = three ? "cells = [12, 10, 8]\nupper = [3.0, 2.0, 4.0]\n"
+                                 : "cells = [24, 16]\nupper = [3.0, 2.0]\n";
+  const double dt = implicit ? 0.01 : 0.002;
+  auto c = config_of("[mesh]\n" + mesh + "[states.1]\ndensity = 2.0\nenergy = 1.0\n[time]\ndt = " +
+                     std::to_string(dt) + "\nscheme = \"" + (implicit ? "implicit" : "explicit") +
+                     "\"\n[solver]\neps = 1e-15\nmax_iters = 5000\n");
+  sim::Simulation s(c);
+  s.initialise();
+  const std::array<int, 3> m{2, 1, 3};
+  set_cosine_mode(s, m);
+  // Eigenvalue of the zero-flux discrete Laplacian for this mode, times K = 1/2.
+  double lambda = 0.0;
+  for (int d = 0; d < c.ndim; ++d) {
+    const double h = c.spacing(d);
+    const double sn = std::sin(pi * m[d] / (2.0 * c.cells[d]));
+    lambda += 0.5 * 4.0 / (h * h) * sn * sn;
+  }
+  const double g = implicit ? 1.0 / (1.0 + dt * lambda) : 1.0 - dt * lambda;
+  const int steps = 5;
+  for (int n = 0; n < steps; ++n) s.step();
+  const double err = mode_error(s, m, std::pow(g, steps));
+  INFO("amplification " << g << ", error " << err);
+  CHECK(std::pow(g, steps) < 0.99);  // the mode really decays
+  CHECK(err < 1e-12);
+}
+
+TEST_CASE("volume, mass and energy are conserved", "[heat][physics]") {
+  const auto solver = GENERATE(as<std::string>{}, "method = \"cg\"\neps = 1e-15",
+                               "method = \"jacobi\"\neps = 1e-12\nmax_iters = 100000",
+                               "method = \"chebyshev\"\neps = 1e-14\nmax_iters = 10000",
+                               "method = \"ppcg\"\neps = 1e-14\nmax_iters = 10000\n"
+                               "ppcg_inner_steps = 6",
+                               "method = \"cg\"\npreconditioner = \"jac_diag\"\neps = 1e-15",
+                               "method = \"cg\"\npreconditioner = \"jac_block\"\neps = 1e-15");
+  CAPTURE(solver);
+  auto c = config_of(tea_deck(20, solver));
+  sim::Simulation s(c);
+  s.initialise();
+  const auto start = s.summary();
+  for (int n = 0; n < 5; ++n) s.step();
+  const auto end = s.summary();
+  CHECK(rel(end.volume, start.volume) < 1e-14);
+  CHECK(rel(end.mass, start.mass) < 1e-14);
+  CHECK(rel(end.energy, start.energy) < 1e-12);
+  CHECK(std::abs(start.volume - 100.0) < 1e-12);
+  // Heat flows from the hot strips into the dense background: U changes.
+  CHECK(rel(end.u, start.u) > 1e-3);
+}
+
+TEST_CASE("every solver and preconditioner reaches the same solution", "[heat][solver]") {
+  auto reference = config_of(tea_deck(16, "method = \"cg\"\neps = 1e-15"));
+  sim::Simulation ref(reference);
+  ref.initialise();
+  for (int n = 0; n < 3; ++n) ref.step();
+  const double u_ref = ref.summary().u;
+  const auto solver = GENERATE(as<std::string>{},
+                               "method = \"jacobi\"\neps = 1e-13\n"
+                               "max_iters = 200000",
+                               "method = \"chebyshev\"\neps = 1e-13\nmax_iters = 20000",
+                               "method = \"chebyshev\"\npreconditioner = \"jac_diag\"\n"
+                               "eps = 1e-13\nmax_iters = 20000",
+                               "method = \"ppcg\"\neps = 1e-13\nmax_iters = 20000",
+                               "method = \"ppcg\"\npreconditioner = \"jac_block\"\n"
+                               "eps = 1e-13\nmax_iters = 20000",
+                               "method = \"cg\"\npreconditioner = \"jac_block\"\neps = 1e-13");
+  CAPTURE(solver);
+  auto c = config_of(tea_deck(16, solver));
+  sim::Simulation s(c);
+  s.initialise();
+  long iterations = 0;
+  for (int n = 0; n < 3; ++n) iterations += s.step().solve.iterations;
+  CHECK(iterations > 0);
+  CHECK(rel(s.summary().u, u_ref) < 1e-9);
+}
+
+TEST_CASE("the summary does not depend on the rank count", "[heat][mpi]") {
+  const bool three = GENERATE(false, true);
+  CAPTURE(three);
+  const std::string deck = three
+                               ? "[mesh]\ncells = [9, 8, 7]\nupper = [10.0, 10.0, 10.0]\n"
+                                 "[states.1]\ndensity = 100.0\nenergy = 0.0001\n"
+                                 "[states.2]\ndensity = 0.1\nenergy = 25.0\ngeometry = \"cuboid\"\n"
+                                 "lower = [1.0, 1.0, 0.0]\nupper = [2.0, 2.0, 1.0]\n"
+                                 "[states.3]\ndensity = 0.5\nenergy = 3.0\ngeometry = \"sphere\"\n"
+                                 "centre = [6.0, 5.0, 5.0]\nradius = 2.5\n"
+                                 "[time]\ndt = 0.04\n[solver]\neps = 1e-15\nmax_iters = 10000\n"
+                               : tea_deck(13, "method = \"cg\"\neps = 1e-15");
+  auto c = config_of(deck);
+  // All ranks together...
+  sim::Simulation all(c);
+  all.initialise();
+  for (int n = 0; n < 4; ++n) all.step();
+  const auto s = all.summary();
+  // ... and rank 0 alone.
+  MPI_Comm alone;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank() == 0 ? 0 : MPI_UNDEFINED, 0, &alone);
+  double want[5] = {0, 0, 0, 0, 0};
+  if (world_rank() == 0) {
+    sim::Simulation one(c, alone);
+    one.initialise();
+    for (int n = 0; n < 4; ++n) one.step();
+    const auto r = one.summary();
+    want[0] = r.volume;
+    want[1] = r.mass;
+    want[2] = r.density;
+    want[3] = r.energy;
+    want[4] = r.u;
+    MPI_Comm_free(&alone);
+  }
+  MPI_Bcast(want, 5, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  CHECK(rel(s.volume, want[0]) < 1e-12);
+  CHECK(rel(s.mass, want[1]) < 1e-12);
+  CHECK(rel(s.density, want[2]) < 1e-12);
+  CHECK(rel(s.energy, want[3]) < 1e-12);
+  CHECK(rel(s.u, want[4]) < 1e-12);
+}
+
+TEST_CASE("TeaLeaf's benchmark 1 (10 x 10, CG) gives TeaLeaf's published U", "[heat][tealeaf]") {
+  auto c = config_of(tea_deck(10, "method = \"cg\"\neps = 1e-15\nmax_iters = 10000"));
+  sim::Simulation s(c);
+  s.initialise();
+  // TeaLeaf's step-0 summary (tea_bm_1.out): the states cover the cells as TeaLeaf places them.
+  const auto start = s.summary();
+  CHECK(rel(start.volume, 100.0) < 1e-14);
+  CHECK(rel(start.mass, 8401.6) < 1e-14);
+  CHECK(rel(start.energy, 3.49) < 1e-13);
+  CHECK(rel(start.u, 84.265) < 1e-14);
+  long iterations = 0;
+  while (!s.done()) iterations += s.step().solve.iterations;
+  CHECK(s.step_count() == 10);
+  INFO("CG iterations " << iterations << ", U " << s.summary().u);
+  const double expected = sim::tealeaf_expected_u(2, 1);
+  CHECK(expected == 157.55084183279294);
+  // TeaLeaf's own pass criterion: within 0.001 %.
+  CHECK(rel(s.summary().u, expected) < 1e-5);
+  // 11 CG iterations a step, as TeaLeaf's log shows ("Iteration count 10" counts from 0).
+  CHECK(iterations == 110);
+}
+
+TEST_CASE("the explicit scheme refuses an unstable time step", "[heat][physics]") {
+  // Constant density 1: K = 1, h = 0.1; FTCS needs dt (2/h^2 + 2/h^2) <= 1, dt <= 0.0025.
+  const std::string deck =
+      "[mesh]\ncells = [10, 10]\nupper = [1.0, 1.0]\n[states.1]\ndensity = 1.0\nenergy = 1.0\n"
+      "[time]\nscheme = \"explicit\"\ndt = ";
+  {
+    sim::Simulation ok(config_of(deck + "0.0025\n"));
+    ok.initialise();
+    CHECK(std::abs(ok.stable_dt() - 0.0025) < 1e-15);
+  }
+  sim::Simulation bad(config_of(deck + "0.003\n"));
+  try {
+    bad.initialise();
+    FAIL_CHECK("accepted an unstable time step");
+  } catch (const kpmap::InputError& e) {
+    CHECK(e.all_ranks());
+    CHECK_THAT(std::string(e.what()),
+               ContainsSubstring("time.dt = 3.000000e-03 s exceeds the stability limit "
+                                 "2.500000e-03 s of the explicit (FTCS) scheme"));
+  }
+}
+
+TEST_CASE("a solve that does not converge is an error with exit code 3", "[heat][solver]") {
+  auto c = config_of(tea_deck(10, "method = \"cg\"\neps = 1e-15\nmax_iters = 3"));
+  sim::Simulation s(c);
+  s.initialise();
+  try {
+    s.step();
+    FAIL_CHECK("a 3-iteration CG solve to 1e-15 converged");
+  } catch (const kpmap::Error& e) {
+    CHECK(e.code() == kpmap::exit_code::diverged);
+    CHECK(e.all_ranks());
+    CHECK_THAT(std::string(e.what()), ContainsSubstring("cg did not converge in 3 iterations"));
+  }
+}
+
+TEST_CASE("a restart continues bit for bit", "[heat][checkpoint]") {
+  const auto solver = GENERATE(as<std::string>{}, "method = \"cg\"\neps = 1e-12",
+                               "method = \"ppcg\"\neps = 1e-12\npresteps = 5\nmax_iters = 5000");
+  CAPTURE(solver);
+  auto c = config_of(tea_deck(14, solver));
+  const std::string file = "test_heat_restart_np" + std::to_string(world_size()) + ".h5";
+  sim::Simulation straight(c);
+  straight.initialise();
+  for (int n = 0; n < 4; ++n) straight.step();
+  sim::Simulation first(c);
+  first.initialise();
+  for (int n = 0; n < 2; ++n) first.step();
+  first.write_checkpoint(file, "deck");
+  sim::Simulation second(c);
+  second.restart(file);
+  CHECK(second.step_count() == 2);
+  for (int n = 0; n < 2; ++n) second.step();
+  auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), straight.energy());
+  auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), second.energy());
+  const auto box = straight.layout().interior();
+  std::size_t differ = 0;
+  for (long j = box.lo[1]; j < box.hi[1]; ++j) {
+    for (long i = box.lo[0]; i < box.hi[0]; ++i) differ += a(0, j, i) != b(0, j, i);
+  }
+  CHECK(all_ranks(differ == 0));
+  CHECK(second.time() == straight.time());
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    std::remove(file.c_str());
+    std::remove((file.substr(0, file.size() - 3) + ".xmf").c_str());
+  }
+}
