@@ -271,17 +271,17 @@ SolveResult LinearSolver::solve_cg_family(const HeatOperator& A, double rr0) {
     const double alpha = rro / pw;
     double rrn = 0.0;
     if (block) {
-      // x += alpha p; r -= alpha w; then the block solve gives z and r.z.
-      for_cells("kpmap::sim::cg::update_xr", owned,
-                kernels::UpdateXR{x_, w.p, w.r, w.w, w.z, A.dinv(), alpha, false});
+      // r -= alpha w; then the block solve gives z and r.z.
+      for_cells("kpmap::sim::cg::update_r", owned,
+                kernels::UpdateR{w.r, w.w, w.z, A.dinv(), alpha, false});
       rrn = global_sum(A.precondition(w.r, w.z));
     } else {
-      rrn = global_sum(
-          reduce_cells<double>("kpmap::sim::cg::update_xr", owned,
-                               kernels::UpdateXR{x_, w.p, w.r, w.w, w.z, A.dinv(), alpha, diag}));
+      rrn =
+          global_sum(reduce_cells<double>("kpmap::sim::cg::update_r", owned,
+                                          kernels::UpdateR{w.r, w.w, w.z, A.dinv(), alpha, diag}));
     }
     const double beta = rrn / rro;
-    for_cells("kpmap::sim::cg::update_p", owned, kernels::UpdateP{w.p, w.z, beta});
+    for_cells("kpmap::sim::cg::update_xp", owned, kernels::UpdateXP{x_, w.p, w.z, alpha, beta});
     if (accelerated && !have_eigen_) {
       cg_alphas_.push_back(alpha);
       cg_betas_.push_back(beta);
