@@ -145,6 +145,10 @@ struct UpdateP {
 /// z = dinv r; acc += r z.
 struct DiagPrecond {
   ScalarField r, z, dinv;
+  /// Without a reduction: only z.
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    z(k, j, i) = dinv(k, j, i) * r(k, j, i);
+  }
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
     const double v = dinv(k, j, i) * r(k, j, i);
     z(k, j, i) = v;
