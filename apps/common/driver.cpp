@@ -1,5 +1,7 @@
 #include "driver.hpp"
 
+#include "cli.hpp"
+
 #include <kpmap/error.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -21,8 +23,8 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--set", o.sets,
                  "Override a deck key, typed and checked like the deck: --set section.key=value "
                  "(repeatable)")
-      // One value per --set, any number of --set: expected(1) would allow
-      // only one --set in all.
+      // One value per --set, any number of --set (with CLI11 2.1, expected(1)
+      // refuses a second --set), and no eating of the deck that follows.
       ->allow_extra_args(false)
       ->type_name("KEY=VALUE");
   app.add_option("--output", o.output, "Output folder (overrides output.dir)")->type_name("DIR");
@@ -34,15 +36,7 @@ void add_run_options(CLI::App& app, RunOptions& o) {
 
 std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const deck::Schema& schema,
                                           int argc, char** argv, const Runtime& rt) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    std::ostringstream sink;
-    std::ostream& out = rt.rank() == 0 ? std::cout : sink;
-    std::ostream& err = rt.rank() == 0 ? std::cerr : sink;
-    const int code = app.exit(e, out, err);
-    return code == 0 ? exit_code::success : exit_code::bad_input;
-  }
+  if (auto code = parse_command_line(app, argc, argv, rt)) return code;
   if (o.help_deck || o.deck_markdown) {
     if (rt.rank() == 0)
       std::cout << (o.help_deck ? schema.help() : schema.markdown()) << std::flush;

@@ -211,6 +211,20 @@ struct Model {
   }
 };
 
+// Visits every array a checkpoint holds, with its dataset name: the
+// parameters, then the optimizer's moments where the rule keeps them.
+template <class T, class P, class F>
+void for_each_saved(const P& params, const std::vector<std::string>& names,
+                    const kpmap::train::Optimizer<T, Mem, P>& opt, F&& f) {
+  std::size_t i = 0;
+  params.for_each_view([&](const auto& v) {
+    f("params." + names[i], v);
+    if (opt.first_moments()[i].size() > 0) f("optimizer.m." + names[i], opt.first_moments()[i]);
+    if (opt.second_moments()[i].size() > 0) f("optimizer.v." + names[i], opt.second_moments()[i]);
+    ++i;
+  });
+}
+
 template <class T, class P>
 void write_checkpoint(const fs::path& file, const Config& c, const Deck& deck, long long epoch,
                       const P& params, const std::vector<std::string>& names,
@@ -224,17 +238,8 @@ void write_checkpoint(const fs::path& file, const Config& c, const Deck& deck, l
                    " epoch=" + std::to_string(epoch) +
                    " optimizer_steps=" + std::to_string(opt.steps());
   kpmap::checkpoint::Writer w(file.string(), comm, meta);
-  std::size_t i = 0;
-  params.for_each_view([&](const auto& v) {
-    w.write_replicated("params." + names[i], v);
-    if (opt.first_moments()[i].size() > 0) {
-      w.write_replicated("optimizer.m." + names[i], opt.first_moments()[i]);
-    }
-    if (opt.second_moments()[i].size() > 0) {
-      w.write_replicated("optimizer.v." + names[i], opt.second_moments()[i]);
-    }
-    ++i;
-  });
+  for_each_saved(params, names, opt,
+                 [&](const std::string& name, const auto& v) { w.write_replicated(name, v); });
   w.commit();
 }
 
@@ -243,17 +248,8 @@ long long read_checkpoint(const std::string& file, const P& params,
                           const std::vector<std::string>& names,
                           kpmap::train::Optimizer<T, Mem, P>& opt, MPI_Comm comm) {
   kpmap::checkpoint::Reader r(file, comm, "kpmap-train");
-  std::size_t i = 0;
-  params.for_each_view([&](const auto& v) {
-    r.read_replicated("params." + names[i], v);
-    if (opt.first_moments()[i].size() > 0) {
-      r.read_replicated("optimizer.m." + names[i], opt.first_moments()[i]);
-    }
-    if (opt.second_moments()[i].size() > 0) {
-      r.read_replicated("optimizer.v." + names[i], opt.second_moments()[i]);
-    }
-    ++i;
-  });
+  for_each_saved(params, names, opt,
+                 [&](const std::string& name, const auto& v) { r.read_replicated(name, v); });
   const std::string& s = r.metadata().rng_state;
   const auto at = s.find("optimizer_steps=");
   if (at == std::string::npos) {
