@@ -7,6 +7,9 @@
         reads the checkpoint with h5py: attributes, u = density x energy,
         and TeaLeaf's summary recomputed from the fields equals summary.json;
         its XDMF sidecar names the datasets with the right shapes
+    check_heat.py fields DIR
+        every field dump DIR/fields/fields_NNNNNN.h5 holds its step, u = density x
+        energy, and the conserved energy of DIR/summary.json
     check_heat.py restart --launcher T --app APP --deck DECK --ranks N --restart-ranks M
                           --steps S --split K --work DIR [--rtol R] [--set KEY=VALUE ...]
         S steps straight against K steps + a restart (at M ranks) to S: the
@@ -107,6 +110,29 @@ def cmd_checkpoint(args):
           f"(h5py {h5py.__version__})")
 
 
+def cmd_fields(args):
+    s = load(os.path.join(args.dir, "summary.json"))
+    deck = load_deck_cells(os.path.join(args.dir, "deck.toml"))
+    vol = np.prod([(hi - lo) / n for lo, hi, n in zip(deck["lower"], deck["upper"], s["cells"])])
+    names = sorted(f for f in os.listdir(os.path.join(args.dir, "fields")) if f.endswith(".h5"))
+    if not names:
+        fail(f"no field dumps in {args.dir}/fields")
+    for name in names:
+        step = int(name[len("fields_"):-3])
+        with h5py.File(os.path.join(args.dir, "fields", name), "r") as f:
+            if int(f.attrs["step"]) != step:
+                fail(f"{name} holds step {int(f.attrs['step'])}")
+            rho, e, u = (f[k][...] for k in ("fields/density", "fields/energy", "fields/u"))
+        if not np.allclose(u, rho * e, rtol=1e-14, atol=0):
+            fail(f"{name}: u differs from density x energy")
+        energy = (vol * rho * e).sum()
+        if not rel(energy, s["energy"]) <= 1e-12:
+            fail(f"{name}: energy {energy!r}, {s['energy']!r} at the end: not conserved")
+        if not os.path.exists(os.path.join(args.dir, "fields", name[:-3] + ".xmf")):
+            fail(f"{name} has no XDMF sidecar")
+    print(f"OK: {len(names)} field dumps, each with u = density x energy and the same energy")
+
+
 def load_deck_cells(path):
     """The mesh of a resolved kpmap-heat deck (the [mesh] table of deck.toml)."""
     try:
@@ -173,6 +199,8 @@ def main():
     k = sub.add_parser("checkpoint")
     k.add_argument("file")
     k.add_argument("summary")
+    fd = sub.add_parser("fields")
+    fd.add_argument("dir")
     r = sub.add_parser("restart")
     for opt in ("--launcher", "--app", "--deck", "--work"):
         r.add_argument(opt, required=True)
@@ -181,7 +209,8 @@ def main():
     r.add_argument("--rtol", type=float, default=0.0)
     r.add_argument("--set", action="append", default=[], help="extra deck overrides")
     a = p.parse_args()
-    {"compare": cmd_compare, "checkpoint": cmd_checkpoint, "restart": cmd_restart}[a.cmd](a)
+    {"compare": cmd_compare, "checkpoint": cmd_checkpoint, "fields": cmd_fields,
+     "restart": cmd_restart}[a.cmd](a)
 
 
 if __name__ == "__main__":

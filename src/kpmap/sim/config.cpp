@@ -20,7 +20,8 @@ deck::Schema build_schema() {
       .real_list("mesh.lower", R{}, {}, "m", "lower corner of the domain (empty: the origin)")
       .real_list("mesh.upper", std::nullopt, {}, "m", "upper corner of the domain")
       .integer("mesh.halo_depth", 1, {1, 8}, "",
-               "ghost layers per block (TeaLeaf's halo_depth; PPCG exchanges them all at once)")
+               "ghost layers per block (TeaLeaf's halo_depth): PPCG's inner steps exchange "
+               "this deep, once every halo_depth steps")
       .integer_list("mesh.ranks", L{}, {0, none}, "",
                     "process grid, x first (empty or 0 entries: chosen by MPI_Dims_create)");
   s.real("states.#.density", std::nullopt, {0.0, none}, "kg/m^3", "density (> 0)")

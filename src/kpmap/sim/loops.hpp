@@ -70,9 +70,7 @@ struct RowFor {
   }
 };
 
-/// One row (k, j) per parallel iteration, summed into four partial sums
-/// (cells i, i+1, i+2, i+3 of every group of four), so that the additions
-/// do not wait on each other; the order is fixed, so the sum is deterministic.
+/// One row (k, j) per parallel iteration, summed in order.
 template <class F, class V>
 struct RowReduce {
   F f;
@@ -80,19 +78,10 @@ struct RowReduce {
   KOKKOS_INLINE_FUNCTION void operator()(const long row, V& acc) const {
     const long k = lo_k + row / nj;
     const long j = lo_j + row % nj;
-    V a0{}, a1{}, a2{}, a3{};
-    long i = lo_i;
-    for (; i + 4 <= hi_i; i += 4) {
-      f(k, j, i, a0);
-      f(k, j, i + 1, a1);
-      f(k, j, i + 2, a2);
-      f(k, j, i + 3, a3);
-    }
-    for (; i < hi_i; ++i) f(k, j, i, a0);
-    a0 += a1;
-    a2 += a3;
-    a0 += a2;
-    acc += a0;
+    V sum{};
+    KPMAP_SIM_INDEPENDENT_ITERATIONS
+    for (long i = lo_i; i < hi_i; ++i) f(k, j, i, sum);
+    acc += sum;
   }
 };
 

@@ -109,7 +109,14 @@ void HeatOperator::assemble(const ScalarField& density, double dt,
   visit([&](auto s) {
     constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
     if (preconditioner_ == Preconditioner::jac_diag) {
-      for_cells("kpmap::sim::diagonal_inverse", owned, kernels::DiagonalInverse<three>{s, dinv_});
+      // Into the ghost layers too (all but the outermost, whose faces the
+      // array does not hold): PPCG's inner steps run there with a deep halo.
+      Box inside = whole(l);
+      for (int d = 0; d < l.ndim(); ++d) {
+        inside.lo[d] = 1;
+        inside.hi[d] -= 1;
+      }
+      for_cells("kpmap::sim::diagonal_inverse", inside, kernels::DiagonalInverse<three>{s, dinv_});
     } else if (preconditioner_ == Preconditioner::jac_block) {
       Box blocks = owned;
       blocks.lo[1] = 0;
@@ -143,6 +150,17 @@ double HeatOperator::precondition(const ScalarField& r, const ScalarField& z) co
       return reduce_cells<double>("kpmap::sim::dot_rz", owned, kernels::Dot{r, z});
   }
   return 0.0;
+}
+
+void HeatOperator::precondition_box(const ScalarField& r, const ScalarField& z,
+                                    const Box& box) const {
+  if (preconditioner_ == Preconditioner::jac_diag) {
+    for_cells("kpmap::sim::precondition_diag", box, kernels::DiagPrecond{r, z, dinv_});
+  } else if (preconditioner_ == Preconditioner::none) {
+    if (z.data() != r.data()) for_cells("kpmap::sim::precondition_copy", box, kernels::Copy{z, r});
+  } else {
+    throw Error("kpmap::sim::HeatOperator: jac_block has no deep-halo form");
+  }
 }
 
 double HeatOperator::max_face_sum() const {

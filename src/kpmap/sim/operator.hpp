@@ -51,6 +51,10 @@ class HeatOperator {
   /// tridiagonal y-blocks); returns the local sum of r z.
   double precondition(const ScalarField& r, const ScalarField& z) const;
 
+  /// \brief z = M^-1 r on `box`, which may reach into the ghost layers (all
+  /// but the outermost): none and jac_diag only.
+  void precondition_box(const ScalarField& r, const ScalarField& z, const Box& box) const;
+
   /// \brief The largest sum of scaled face conductivities over this rank's
   /// cells (local; FTCS is stable while the global maximum is <= 1).
   double max_face_sum() const;

@@ -82,6 +82,9 @@ struct LinearSolver::Work {
   ScalarField r, p, w, z;  // z is r itself without a preconditioner
   ScalarField rold, sd, rtemp, utemp, zt, xold;
   std::unique_ptr<HaloExchange<double, Exec>> halo_x, halo_p, halo_sd, halo_xold;
+  // PPCG with a ghost width D > 1: sd and rtemp to depth D, corners included,
+  // once every D inner steps.
+  std::unique_ptr<HaloExchange<double, Exec>> halo_inner;
 };
 
 namespace {
@@ -92,6 +95,8 @@ std::string sci(double v) {
   s << std::scientific << v;
   return s.str();
 }
+
+}  // namespace
 
 // The Chebyshev recurrence over [eigmin, eigmax]: step k gives the weights
 // (alpha_k, beta_k) of d_k = alpha_k d_(k-1) + beta_k z_k.
@@ -109,8 +114,6 @@ struct ChebyshevCoefficients {
     return ab;
   }
 };
-
-}  // namespace
 
 LinearSolver::LinearSolver(const CartesianLayout& layout, const Axis& axis,
                            const SolverOptions& options, ScalarField x, ScalarField b,
@@ -143,6 +146,10 @@ LinearSolver::LinearSolver(const CartesianLayout& layout, const Axis& axis,
     w.utemp = l.allocate<double>("kpmap::sim::solver::utemp");
     w.zt = pre ? l.allocate<double>("kpmap::sim::solver::zt") : w.rtemp;
     w.halo_sd = std::make_unique<HaloExchange<double, Exec>>(l, std::vector<ScalarField>{w.sd});
+    if (l.ghost() > 1) {
+      w.halo_inner = std::make_unique<HaloExchange<double, Exec>>(
+          l, std::vector<ScalarField>{w.sd, w.rtemp}, HaloOptions{l.ghost(), true});
+    }
   }
 }
 
@@ -271,17 +278,17 @@ SolveResult LinearSolver::solve_cg_family(const HeatOperator& A, double rr0) {
     const double alpha = rro / pw;
     double rrn = 0.0;
     if (block) {
-      // x += alpha p; r -= alpha w; then the block solve gives z and r.z.
-      for_cells("kpmap::sim::cg::update_xr", owned,
-                kernels::UpdateXR{x_, w.p, w.r, w.w, w.z, A.dinv(), alpha, false});
+      // r -= alpha w; then the block solve gives z and r.z.
+      for_cells("kpmap::sim::cg::update_r", owned,
+                kernels::UpdateR{w.r, w.w, w.z, A.dinv(), alpha, false});
       rrn = global_sum(A.precondition(w.r, w.z));
     } else {
-      rrn = global_sum(
-          reduce_cells<double>("kpmap::sim::cg::update_xr", owned,
-                               kernels::UpdateXR{x_, w.p, w.r, w.w, w.z, A.dinv(), alpha, diag}));
+      rrn =
+          global_sum(reduce_cells<double>("kpmap::sim::cg::update_r", owned,
+                                          kernels::UpdateR{w.r, w.w, w.z, A.dinv(), alpha, diag}));
     }
     const double beta = rrn / rro;
-    for_cells("kpmap::sim::cg::update_p", owned, kernels::UpdateP{w.p, w.z, beta});
+    for_cells("kpmap::sim::cg::update_xp", owned, kernels::UpdateXP{x_, w.p, w.z, alpha, beta});
     if (accelerated && !have_eigen_) {
       cg_alphas_.push_back(alpha);
       cg_betas_.push_back(beta);
@@ -370,6 +377,10 @@ void LinearSolver::polynomial_preconditioner(const HeatOperator& A) {
   A.precondition(w.r, w.z);
   for_cells("kpmap::sim::ppcg::init", owned,
             kernels::PolyInit{w.sd, w.utemp, w.rtemp, w.z, w.r, 1.0 / coef.theta});
+  if (w.halo_inner) {
+    deep_inner_steps(A, coef);
+    return;
+  }
   for (int s = 0; s < options_.ppcg_inner_steps; ++s) {
     A.visit([&](auto st) {
       constexpr bool three = std::is_same_v<decltype(st), Stencil<true>>;
@@ -379,6 +390,35 @@ void LinearSolver::polynomial_preconditioner(const HeatOperator& A) {
     A.precondition(w.rtemp, w.zt);
     auto [a, b] = coef.next();
     for_cells("kpmap::sim::ppcg::inner_update", owned,
+              kernels::ChebyUpdate{w.utemp, w.sd, w.zt, a, b});
+  }
+}
+
+void LinearSolver::deep_inner_steps(const HeatOperator& A, ChebyshevCoefficients& coef) {
+  // TeaLeaf's use of a deep halo: exchange sd and rtemp D layers deep, then
+  // take D steps without communicating, step t (0-based) also over the D-1-t
+  // ghost layers next to each neighbour. A ghost cell then computes, by the
+  // same operations on the same values, what its owner computes, so the
+  // result is the one-layer algorithm's, with a D-th of the messages.
+  auto& w = *work_;
+  const int depth = layout_.ghost();
+  const Box owned = layout_.interior();
+  for (int s = 0; s < options_.ppcg_inner_steps; ++s) {
+    const int t = s % depth;
+    if (t == 0) timed_exchange(*w.halo_inner, timings_);
+    Box box = owned;
+    for (int d = 0; d < layout_.ndim(); ++d) {
+      if (!layout_.physical_boundary(d, 0)) box.lo[d] -= depth - 1 - t;
+      if (!layout_.physical_boundary(d, 1)) box.hi[d] += depth - 1 - t;
+    }
+    A.visit([&](auto st) {
+      constexpr bool three = std::is_same_v<decltype(st), Stencil<true>>;
+      for_cells("kpmap::sim::ppcg::inner_matvec", box,
+                kernels::SubtractMatvec<three>{st, w.sd, w.rtemp});
+    });
+    A.precondition_box(w.rtemp, w.zt, box);
+    auto [a, b] = coef.next();
+    for_cells("kpmap::sim::ppcg::inner_update", box,
               kernels::ChebyUpdate{w.utemp, w.sd, w.zt, a, b});
   }
 }

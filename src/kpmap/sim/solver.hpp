@@ -30,6 +30,8 @@
 
 namespace kpmap::sim {
 
+struct ChebyshevCoefficients;  // internal (solver.cpp): the Chebyshev recurrence
+
 /// \brief What one solve did.
 struct SolveResult {
   long iterations = 0;            ///< outer iterations (TeaLeaf's "Iteration count")
@@ -86,6 +88,7 @@ class LinearSolver {
   void chebyshev_phase(const HeatOperator& A, long first_iteration, SolveResult& res);
   void ppcg_phase(const HeatOperator& A, long first_iteration, SolveResult& res);
   void polynomial_preconditioner(const HeatOperator& A);
+  void deep_inner_steps(const HeatOperator& A, ChebyshevCoefficients& coef);
   double residual(const HeatOperator& A, const ScalarField& r);
 
   CartesianLayout layout_;

@@ -98,20 +98,18 @@ struct Matvec {
   }
 };
 
-/// x += alpha p; r -= alpha w; then z = M^-1 r for the diagonal (Jacobi)
-/// preconditioner when dinv is given (else z is r itself);
-/// acc += r z (or r^2).
-struct UpdateXR {
-  ScalarField x, p, r, w, z, dinv;
+/// r -= alpha w; then z = M^-1 r for the diagonal (Jacobi) preconditioner
+/// when `diag` (else z is r itself); acc += r z (or r^2). The matching
+/// x += alpha p waits for UpdateXP, which reads p anyway.
+struct UpdateR {
+  ScalarField r, w, z, dinv;
   double alpha;
   bool diag;
-  /// Without a reduction: only x and r.
+  /// Without a reduction: only r.
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
-    x(k, j, i) += alpha * p(k, j, i);
     r(k, j, i) -= alpha * w(k, j, i);
   }
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
-    x(k, j, i) += alpha * p(k, j, i);
     const double rv = r(k, j, i) - alpha * w(k, j, i);
     r(k, j, i) = rv;
     if (diag) {
@@ -121,6 +119,17 @@ struct UpdateXR {
     } else {
       acc += rv * rv;
     }
+  }
+};
+
+/// x += alpha p (with the old p); p = z + beta p.
+struct UpdateXP {
+  ScalarField x, p, z;
+  double alpha, beta;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    const double pv = p(k, j, i);
+    x(k, j, i) += alpha * pv;
+    p(k, j, i) = z(k, j, i) + beta * pv;
   }
 };
 
@@ -136,6 +145,10 @@ struct UpdateP {
 /// z = dinv r; acc += r z.
 struct DiagPrecond {
   ScalarField r, z, dinv;
+  /// Without a reduction: only z.
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    z(k, j, i) = dinv(k, j, i) * r(k, j, i);
+  }
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
     const double v = dinv(k, j, i) * r(k, j, i);
     z(k, j, i) = v;
