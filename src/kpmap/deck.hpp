@@ -26,6 +26,13 @@ namespace kpmap::deck {
 /// \brief The type of a deck value.
 enum class Type { boolean, integer, real, string, integer_list, real_list };
 
+/// \brief Levenshtein distance between two words (for "did you mean" hints).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// \brief The candidate closest to `word`, or "" when none is within
+/// max(2, length / 3) edits.
+std::string closest_word(std::string_view word, const std::vector<std::string>& candidates);
+
 /// \brief A deck value of any Type.
 using Value =
     std::variant<bool, long long, double, std::string, std::vector<long long>, std::vector<double>>;

@@ -147,32 +147,6 @@ const char* geometries[] = {"rectangle", "cuboid", "circle", "sphere", "point"};
 
 // ---- helpers -----------------------------------------------------------------------
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best;
-  std::size_t best_d = std::string::npos;
-  for (const auto& c : candidates) {
-    const std::size_t d = edit_distance(word, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best_d <= std::max<std::size_t>(2, word.size() / 3) ? best : "";
-}
-
 std::string toml_real(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -334,7 +308,8 @@ class Translator {
         }
       }
       std::string msg = where.at() + "unknown TeaLeaf key '" + w + "'";
-      if (auto c = closest(w, tea_keys()); !c.empty()) msg += "; did you mean '" + c + "'?";
+      if (auto c = deck::closest_word(w, tea_keys()); !c.empty())
+        msg += "; did you mean '" + c + "'?";
       throw InputError(msg + " (kpmap-heat reads the keys of TeaLeaf_ref's input reader, " +
                        "listed in docs/heat.md)");
     }
@@ -362,8 +337,8 @@ class Translator {
                                       [&](auto* x) { return k == x; }) != std::end(state_keys);
       if (!known) {
         std::string msg = where.at() + sname + ": unknown key '" + k + "'";
-        if (auto c =
-                closest(k, std::vector<std::string>(std::begin(state_keys), std::end(state_keys)));
+        if (auto c = deck::closest_word(
+                k, std::vector<std::string>(std::begin(state_keys), std::end(state_keys)));
             !c.empty()) {
           msg += "; did you mean '" + c + "'?";
         }
