@@ -18,42 +18,15 @@
 T is a launcher template such as "mpiexec -n {n}".
 """
 import argparse
-import json
 import os
-import shlex
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import h5py
 import numpy as np
 
+from app_checks import fail, load, rel, run
+
 SUMMARY_KEYS = ("volume", "mass", "density", "energy", "u")
-
-
-def fail(msg):
-    print("FAILED: " + msg)
-    sys.exit(1)
-
-
-def load(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def rel(a, b):
-    return abs(a - b) / max(abs(b), 1e-300)
-
-
-def run(launcher, n, cmd):
-    full = shlex.split(launcher.format(n=n)) + cmd
-    print("$ " + " ".join(full), flush=True)
-    p = subprocess.run(full, capture_output=True, text=True)
-    if p.returncode != 0:
-        print(p.stdout[-3000:])
-        print(p.stderr[-3000:])
-        fail(f"exit code {p.returncode}")
-    return p.stdout
 
 
 def cmd_compare(args):

@@ -17,42 +17,16 @@ T is a launcher template such as "mpiexec -n {n}".
 """
 import argparse
 import glob
-import json
 import os
-import shlex
-import subprocess
-import sys
 
 import h5py
 import numpy as np
 
-
-def fail(msg: str) -> None:
-    print("FAILED: " + msg)
-    sys.exit(1)
-
-
-def load(path: str) -> dict:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+from app_checks import fail, load, rel, run
 
 
 def theta(result: dict) -> np.ndarray:
     return np.array(result["params"]["w"] + [result["params"]["b"]], dtype=float)
-
-
-def rel(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
-
-
-def run(launcher: str, n: int, cmd: list) -> None:
-    full = shlex.split(launcher.format(n=n)) + cmd
-    print("$ " + " ".join(full), flush=True)
-    p = subprocess.run(full, capture_output=True, text=True)
-    if p.returncode != 0:
-        print(p.stdout[-3000:])
-        print(p.stderr[-3000:])
-        fail(f"exit code {p.returncode}")
 
 
 def cmd_compare(args) -> None:
