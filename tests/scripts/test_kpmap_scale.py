@@ -127,6 +127,21 @@ class Units(unittest.TestCase):
         with self.assertRaises(scale.UsageError):
             scale.tea_deck_value("*tea\ny_cells=5\n", "x_cells", Path("d"))
 
+    def test_error_bars_never_negative(self):
+        # One repetition: median = min = max, and v - v * t / t is negative
+        # for these v and t (-3.6e-15 for the efficiency in percent), which once
+        # made matplotlib refuse the plot.
+        t = 0.025
+        row = {"efficiency": 0.25935401432800764, "speedup": 1.7310544739578912, "wall_s": t,
+               "wall_min_s": t, "wall_max_s": t}
+        for key in ("efficiency", "speedup"):
+            for bar in scale.error_bars([row], key, 100):
+                self.assertTrue(0.0 <= bar[0] < 1e-12, f"{key}: {bar}")
+        row.update(wall_min_s=t / 2, wall_max_s=2 * t)
+        below, above = scale.error_bars([row], "speedup")
+        self.assertAlmostEqual(below[0], 1.7310544739578912 / 2)
+        self.assertAlmostEqual(above[0], 1.7310544739578912)
+
     def test_launcher(self):
         app = ["app", "deck", "--output", "d"]
         words = scale.check_template("mpiexec -n {ranks}", None)
