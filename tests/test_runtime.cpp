@@ -2,12 +2,16 @@
 
 #include "support/mpi_test.hpp"
 
+#include <kpmap/fault.hpp>
 #include <kpmap/runtime.hpp>
+#include <kpmap/stop.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <Kokkos_Core.hpp>
+
+#include <csignal>
 
 using Catch::Matchers::ContainsSubstring;
 using kpmap::transport::decide_gpu_awareness;
@@ -100,4 +104,41 @@ TEST_CASE("GPU-aware decision follows KPMAP_GPU_AWARE and the MPI library", "[tr
       CHECK_THAT(std::string(e.what()), ContainsSubstring("KPMAP_STAGING"));
     }
   }
+}
+
+TEST_CASE("A stop signal on one rank reaches every rank at the same poll", "[stop]") {
+  const int me = kpmap::test::world_rank();
+  const int size = kpmap::test::world_size();
+  for (int sig : {SIGTERM, SIGINT, SIGUSR1}) {
+    kpmap::StopSignals stop;
+    CHECK(stop.pending() == 0);
+    CHECK(stop.poll(MPI_COMM_WORLD) == 0);
+    // The last rank receives the signal; the handler only records it.
+    if (me == size - 1) std::raise(sig);
+    CHECK(stop.pending() == (me == size - 1 ? sig : 0));
+    CHECK(stop.poll(MPI_COMM_WORLD) == sig);
+  }
+  // The handlers are gone with the instance; a new one starts clean.
+  kpmap::StopSignals again;
+  CHECK(again.pending() == 0);
+  CHECK_THROWS_AS(kpmap::StopSignals(), kpmap::Error);
+  CHECK(kpmap::StopSignals::name(SIGUSR1) == "SIGUSR1");
+}
+
+TEST_CASE("KPMAP_FAULT_INJECT values are parsed or refused by name", "[fault]") {
+  const auto in = kpmap::fault::parse("2:17:nan");
+  CHECK(in.rank == 2);
+  CHECK(in.step == 17);
+  CHECK(in.kind == kpmap::fault::Kind::nan);
+  CHECK(kpmap::fault::parse("0:1").kind == kpmap::fault::Kind::error);
+  CHECK(kpmap::fault::parse("3:4:signal").kind == kpmap::fault::Kind::signal);
+  for (const char* bad : {"", "1", "1:", ":3", "a:3", "1:0", "1:3:crash", "-1:3", "1:3:"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(kpmap::fault::parse(bad), kpmap::InputError);
+  }
+  CHECK_THROWS_WITH(kpmap::fault::parse("1:3:crash"),
+                    ContainsSubstring("KPMAP_FAULT_INJECT='1:3:crash': unknown KIND 'crash'"));
+  // No variable in the test environment: nothing is planned, nothing happens.
+  CHECK_FALSE(kpmap::fault::planned().has_value());
+  CHECK_FALSE(kpmap::fault::at_step(1, kpmap::test::world_rank()));
 }

@@ -113,6 +113,12 @@ std::filesystem::path prepare_output_dir(const std::string& dir, MPI_Comm comm) 
   return fs::path(dir);
 }
 
+std::string last_good_note(const std::string& checkpoint) {
+  if (checkpoint.empty()) return "; no checkpoint was written";
+  return "; the last good checkpoint is " + checkpoint + " (continue with --restart " + checkpoint +
+         ")";
+}
+
 void write_text_atomic(const std::filesystem::path& path, const std::string& text) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   {

@@ -58,6 +58,11 @@ std::filesystem::path prepare_output_dir(const std::string& dir, MPI_Comm comm);
 /// reader never sees half a file. Call on one rank. \throws kpmap::Error.
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);
 
+/// \brief "; the last good checkpoint is FILE (continue with --restart FILE)",
+/// or "; no checkpoint was written" when `checkpoint` is empty: the tail of
+/// a message that stops a run.
+std::string last_good_note(const std::string& checkpoint);
+
 /// \brief Where the time of a run goes. Each rank accumulates its own times;
 /// reports give the maximum over ranks (the slowest rank sets the pace).
 enum class Phase { compute, halo, collectives, io };

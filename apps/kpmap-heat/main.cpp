@@ -73,6 +73,13 @@ std::string csv_row(long step, double time, const sim::Summary& s, long iteratio
          J::number(wall) + '\n';
 }
 
+// KPMAP_FAULT_INJECT=R:S:nan: one NaN in this rank's first owned cell of
+// the energy, as corrupted data or a bad kernel would leave it.
+void poison(sim::Simulation& s) {
+  const auto b = s.layout().interior();
+  Kokkos::deep_copy(Kokkos::subview(s.energy(), b.lo[2], b.lo[1], b.lo[0]), std::nan(""));
+}
+
 int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
              const kpmap::apps::RunOptions& opts, const kpmap::Runtime& rt) {
   const bool root = rt.rank() == 0;
@@ -158,11 +165,38 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
     s.write_checkpoint(file.string(), deck.to_toml());
     times.add(Phase::io, MPI_Wtime() - t0);
   };
+  // The newest checkpoint of this run (or the restart file): what a failure
+  // leaves to continue from.
+  std::string last_good = opts.restart;
+  auto write_step_checkpoint = [&](long step) {
+    char name[64];
+    std::snprintf(name, sizeof name, "checkpoint_%06ld.h5", step);
+    try {
+      checkpoint(out / name);
+    } catch (const kpmap::Error& e) {
+      throw kpmap::Error(
+          "step " + std::to_string(step) + ": the checkpoint failed: " + e.what() +
+              kpmap::apps::last_good_note(last_good),
+          e.code(), e.all_ranks() ? kpmap::ErrorScope::all_ranks : kpmap::ErrorScope::this_rank);
+    }
+    last_good = (out / name).string();
+    if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep_last);
+  };
+  kpmap::StopSignals stop;
+  int stopped_by = 0;
   while (!s.done()) {
     const auto before = s.timings();
     const double t0 = MPI_Wtime();
-    const sim::StepReport r = s.step();
-    summary = s.summary();
+    if (kpmap::fault::at_step(s.step_count() + 1, rt.rank())) poison(s);
+    sim::StepReport r;
+    try {
+      r = s.step();
+      summary = s.summary();
+    } catch (const kpmap::Error& e) {
+      if (e.code() != kpmap::exit_code::diverged) throw;
+      throw kpmap::Error(std::string(e.what()) + kpmap::apps::last_good_note(last_good), e.code(),
+                         kpmap::ErrorScope::all_ranks);
+    }
     account(MPI_Wtime() - t0, before);
     total_iterations += r.solve.iterations;
     total_inner += r.solve.inner_iterations;
@@ -198,11 +232,11 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
       std::snprintf(name, sizeof name, "fields_%06ld.h5", step);
       checkpoint(out / "fields" / name);
     }
-    if (done || (c.checkpoint_every > 0 && step % c.checkpoint_every == 0)) {
-      char name[64];
-      std::snprintf(name, sizeof name, "checkpoint_%06ld.h5", step);
-      checkpoint(out / name);
-      if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep_last);
+    const bool due = done || (c.checkpoint_every > 0 && step % c.checkpoint_every == 0);
+    if (due) write_step_checkpoint(step);
+    if (!done && (stopped_by = stop.poll(comm)) != 0) {
+      if (!due) write_step_checkpoint(step);
+      break;
     }
   }
 
@@ -230,7 +264,9 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
       .set("u", summary.u)
       .set("total_iterations", total_iterations)
       .set("total_inner_iterations", total_inner)
-      .set("last_error", last_error);
+      .set("last_error", last_error)
+      .set("stopped_by", stopped_by ? kpmap::StopSignals::name(stopped_by) : "")
+      .set("checkpoint", last_good);
   if (exact_error >= 0) j.set("last_exact_error", exact_error);
   if (c.test_problem > 0) {
     // TeaLeaf's check: the final U within 0.001 % of its published value.
@@ -264,8 +300,13 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
         kpmap::apps::Progress::format(report.halo).c_str(),
         kpmap::apps::Progress::format(report.collectives).c_str(),
         kpmap::apps::Progress::format(report.io).c_str(), out.c_str());
+    if (stopped_by) {
+      std::printf(
+          "kpmap-heat: %s received: stopped after step %ld of %ld; continue with --restart %s\n",
+          kpmap::StopSignals::name(stopped_by).c_str(), s.step_count(), last, last_good.c_str());
+    }
   }
-  return kpmap::exit_code::success;
+  return stopped_by ? kpmap::exit_code::stopped : kpmap::exit_code::success;
 }
 
 }  // namespace
@@ -284,7 +325,9 @@ int main(int argc, char** argv) {
         "--set time.end_step=40\n"
         "Outputs in output.dir: summary.json, summary.csv, checkpoint_NNNNNN.h5 (+ .xmf for "
         "ParaView), deck.toml.\n"
-        "Exit codes: 0 success, 2 bad input, 3 a solve failed (no convergence, NaN).");
+        "Exit codes: 0 success, 1 an unexpected error, 2 bad input, 3 a solve failed (no "
+        "convergence, NaN), 4 stopped by SIGTERM, SIGINT or SIGUSR1 after writing a checkpoint "
+        "(see docs/reliability.md).");
     app.set_version_flag("--version", std::string("kpmap-heat ") + KPMAP_VERSION_STRING);
     kpmap::apps::RunOptions opts;
     kpmap::apps::add_run_options(app, opts);

@@ -225,39 +225,77 @@ void for_each_saved(const P& params, const std::vector<std::string>& names,
   });
 }
 
+// Where a run stands: `epoch` epochs done, then `batch` steps of the next
+// one, whose loss and accuracy sums so far are `sums` (a run stopped by a
+// signal mid-epoch continues from there bit for bit).
+struct Position {
+  long long epoch = 0;
+  long long batch = 0;
+  double loss_sum = 0, correct_sum = 0;
+};
+
+long long field_of(const std::string& state, const std::string& key, long long fallback) {
+  const auto at = state.find(key + "=");
+  return at == std::string::npos ? fallback : std::stoll(state.substr(at + key.size() + 1));
+}
+
 template <class T, class P>
-void write_checkpoint(const fs::path& file, const Config& c, const Deck& deck, long long epoch,
+void write_checkpoint(const fs::path& file, const Config& c, const Deck& deck, const Position& at,
                       const P& params, const std::vector<std::string>& names,
                       const kpmap::train::Optimizer<T, Mem, P>& opt, MPI_Comm comm, int ranks) {
   kpmap::checkpoint::Metadata meta;
   meta.app = "kpmap-train";
-  meta.step = epoch;
+  meta.step = at.epoch;
   meta.deck = deck.to_toml();
   meta.decomposition = std::to_string(ranks) + " ranks; parameters replicated";
   meta.rng_state = "train.seed=" + std::to_string(c.train_seed) +
-                   " epoch=" + std::to_string(epoch) +
+                   " epoch=" + std::to_string(at.epoch) + " batch=" + std::to_string(at.batch) +
                    " optimizer_steps=" + std::to_string(opt.steps());
   kpmap::checkpoint::Writer w(file.string(), comm, meta);
   for_each_saved(params, names, opt,
                  [&](const std::string& name, const auto& v) { w.write_replicated(name, v); });
+  Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap-train::epoch_sums", 2);
+  sums(0) = at.loss_sum;
+  sums(1) = at.correct_sum;
+  w.write_replicated("progress.epoch_sums", sums);
   w.commit();
 }
 
 template <class T, class P>
-long long read_checkpoint(const std::string& file, const P& params,
-                          const std::vector<std::string>& names,
-                          kpmap::train::Optimizer<T, Mem, P>& opt, MPI_Comm comm) {
+Position read_checkpoint(const std::string& file, const P& params,
+                         const std::vector<std::string>& names,
+                         kpmap::train::Optimizer<T, Mem, P>& opt, MPI_Comm comm) {
   kpmap::checkpoint::Reader r(file, comm, "kpmap-train");
   for_each_saved(params, names, opt,
                  [&](const std::string& name, const auto& v) { r.read_replicated(name, v); });
   const std::string& s = r.metadata().rng_state;
-  const auto at = s.find("optimizer_steps=");
-  if (at == std::string::npos) {
+  const long long steps = field_of(s, "optimizer_steps", -1);
+  if (steps < 0) {
     throw kpmap::InputError("restart file " + file + ": no optimizer state in attribute rng_state",
                             kpmap::ErrorScope::all_ranks);
   }
-  opt.set_steps(std::stoll(s.substr(at + 16)));
-  return r.metadata().step;
+  opt.set_steps(steps);
+  Position at;
+  at.epoch = r.metadata().step;
+  at.batch = field_of(s, "batch", 0);
+  if (at.batch > 0) {
+    Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap-train::epoch_sums", 2);
+    r.read_replicated("progress.epoch_sums", sums);
+    at.loss_sum = sums(0);
+    at.correct_sum = sums(1);
+  }
+  return at;
+}
+
+// KPMAP_FAULT_INJECT=R:S:nan: this rank's copy of the first parameter array
+// turns to NaN, as a corrupted replica would.
+template <class P>
+void poison(const P& params) {
+  bool first = true;
+  params.for_each_view([&](const auto& v) {
+    if (first) Kokkos::deep_copy(v, std::nan(""));
+    first = false;
+  });
 }
 
 template <class T>
@@ -314,15 +352,18 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
     using P = std::decay_t<decltype(params)>;
     kpmap::train::Optimizer<T, Mem, P> opt(c.optimizer, params);
     const auto names = model.names();
-    long long first_epoch = 0;
+    Position resume;
     if (!opts.restart.empty()) {
       auto t = times.scope(Phase::io);
-      first_epoch = read_checkpoint<T>(opts.restart, params, names, opt, comm);
+      resume = read_checkpoint<T>(opts.restart, params, names, opt, comm);
       if (root) {
-        std::printf("kpmap-train: restarting from %s after epoch %lld\n", opts.restart.c_str(),
-                    first_epoch);
+        std::printf("kpmap-train: restarting from %s after epoch %lld", opts.restart.c_str(),
+                    resume.epoch);
+        if (resume.batch > 0) std::printf(" and %lld steps of the next", resume.batch);
+        std::printf("\n");
       }
     }
+    const long long first_epoch = resume.epoch;
     if (first_epoch >= c.epochs) {
       throw kpmap::InputError("restart file " + opts.restart + " is at epoch " +
                                   std::to_string(first_epoch) + ", train.epochs is " +
@@ -348,33 +389,72 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
     }
 
     kpmap::apps::Progress progress(first_epoch, c.epochs);
-    double train_loss = 0, val_loss = 0, accuracy = 0, train_seconds = 0;
-    long long last_checkpoint = -1;
+    // NaN (null in result.json) until an epoch completes.
+    double train_loss = std::nan(""), val_loss = std::nan(""), accuracy = std::nan("");
+    double train_seconds = 0;
+    // The newest checkpoint of this run (or the restart file).
+    std::string last_good = opts.restart;
+    auto checkpoint = [&](const fs::path& file, const Position& at) {
+      auto t = times.scope(Phase::io);
+      try {
+        write_checkpoint<T>(file, c, deck, at, params, names, opt, comm, rt.size());
+      } catch (const kpmap::Error& e) {
+        throw kpmap::Error(
+            "epoch " + std::to_string(at.epoch + (at.batch > 0)) +
+                ": the checkpoint failed: " + e.what() + kpmap::apps::last_good_note(last_good),
+            e.code(), e.all_ranks() ? kpmap::ErrorScope::all_ranks : kpmap::ErrorScope::this_rank);
+      }
+      last_good = file.string();
+    };
+    kpmap::StopSignals stop;
+    int stopped_by = 0;
+    bool mid_epoch = false;
     std::size_t samples_done = 0;
-    for (long long epoch = first_epoch; epoch < c.epochs; ++epoch) {
+    for (long long epoch = first_epoch; epoch < c.epochs && !stopped_by; ++epoch) {
       const double t0 = MPI_Wtime();
       const auto plan = kpmap::train::plan_epoch(n_train, train_set.begin, train_set.rows(),
                                                  c.batch, c.train_seed, std::uint64_t(epoch));
-      double loss_sum = 0, correct_sum = 0;
-      for (std::size_t k = 0; k < plan.batches; ++k) {
+      const bool resumed = epoch == first_epoch && resume.batch > 0;
+      double loss_sum = resumed ? resume.loss_sum : 0.0;
+      double correct_sum = resumed ? resume.correct_sum : 0.0;
+      for (std::size_t k = resumed ? std::size_t(resume.batch) : 0; k < plan.batches; ++k) {
+        if (kpmap::fault::at_step(opt.steps() + 1, rt.rank())) poison(params);
         const auto s = model.step(train_set, plan, k, times);
         if (!std::isfinite(s.loss)) {
-          throw kpmap::Error(
-              "training diverged: the loss is " + std::to_string(s.loss) + " at epoch " +
-                  std::to_string(epoch + 1) + ", step " + std::to_string(k + 1) + " of " +
-                  std::to_string(plan.batches) +
-                  (last_checkpoint >= 0 ? "; the last good checkpoint is after epoch " +
-                                              std::to_string(last_checkpoint)
-                                        : "") +
-                  " (try a smaller optimizer.learning_rate)",
-              kpmap::exit_code::diverged, kpmap::ErrorScope::all_ranks);
+          throw kpmap::Error("training diverged: the loss is " + std::to_string(s.loss) +
+                                 " at epoch " + std::to_string(epoch + 1) + ", step " +
+                                 std::to_string(k + 1) + " of " + std::to_string(plan.batches) +
+                                 " (try a smaller optimizer.learning_rate)" +
+                                 kpmap::apps::last_good_note(last_good),
+                             kpmap::exit_code::diverged, kpmap::ErrorScope::all_ranks);
         }
         const double w = double(plan.global_size(k));
         loss_sum += s.loss * w;
         correct_sum += s.accuracy * w;
-        auto t = times.scope(Phase::compute);
-        opt.step(params, model.grads(params));
+        {
+          auto t = times.scope(Phase::compute);
+          opt.step(params, model.grads(params));
+        }
+        // A stop signal ends the run after this step: mid-epoch with a
+        // checkpoint of the position; after an epoch's last step, once the
+        // epoch's evaluation and checkpoint below are done.
+        const bool run_complete = epoch + 1 == c.epochs && k + 1 == plan.batches;
+        if (!run_complete && (stopped_by = stop.poll(comm)) != 0) {
+          mid_epoch = k + 1 < plan.batches;
+          if (mid_epoch) {
+            char name[64];
+            std::snprintf(name, sizeof name, "checkpoint_%06lld_%06zu.h5", epoch, k + 1);
+            checkpoint(out / name, {epoch, static_cast<long long>(k + 1), loss_sum, correct_sum});
+            if (root) {
+              std::printf("kpmap-train: %s received: stopped after step %zu of %zu in epoch %lld\n",
+                          kpmap::StopSignals::name(stopped_by).c_str(), k + 1, plan.batches,
+                          epoch + 1);
+            }
+          }
+          break;
+        }
       }
+      if (mid_epoch) break;  // the epoch's results are not complete
       if (kpmap::checked_mode()) {
         std::size_t i = 0;
         params.for_each_view([&](const auto& v) {
@@ -412,13 +492,15 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
         std::fflush(stdout);
       }
       const bool last = epoch + 1 == c.epochs;
-      if (last || (c.checkpoint_every > 0 && (epoch + 1) % c.checkpoint_every == 0)) {
-        auto t = times.scope(Phase::io);
+      if (last || stopped_by || (c.checkpoint_every > 0 && (epoch + 1) % c.checkpoint_every == 0)) {
         char name[64];
         std::snprintf(name, sizeof name, "checkpoint_%06lld.h5", epoch + 1);
-        write_checkpoint<T>(out / name, c, deck, epoch + 1, params, names, opt, comm, rt.size());
+        checkpoint(out / name, {epoch + 1, 0, 0.0, 0.0});
         if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep);
-        last_checkpoint = epoch + 1;
+      }
+      if (stopped_by && root) {
+        std::printf("kpmap-train: %s received: stopped after epoch %lld\n",
+                    kpmap::StopSignals::name(stopped_by).c_str(), epoch + 1);
       }
     }
 
@@ -455,13 +537,17 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
         }
       }
     }
-    j.set("timing", kpmap::apps::to_json(report));
+    j.set("stopped_by", stopped_by ? kpmap::StopSignals::name(stopped_by) : "")
+        .set("checkpoint", last_good)
+        .set("timing", kpmap::apps::to_json(report));
     if (root) {
       kpmap::apps::write_text_atomic(out / "result.json", j.str() + "\n");
       std::printf("kpmap-train: done in %s; results in %s\n",
                   kpmap::apps::Progress::format(report.wall).c_str(),
                   (out / "result.json").c_str());
+      if (stopped_by) std::printf("kpmap-train: continue with --restart %s\n", last_good.c_str());
     }
+    if (stopped_by) return kpmap::exit_code::stopped;
     return kpmap::exit_code::success;
   };
   return model.linear ? run_with(model.lp) : run_with(model.mp);
@@ -478,7 +564,9 @@ int main(int argc, char** argv) {
         "  mpiexec -n 2 kpmap-train inputs/train_mlp_classification.toml --set train.epochs=5\n"
         "  mpiexec -n 3 kpmap-train inputs/train_linear.toml --restart "
         "kpmap-train-out/checkpoint_000050.h5 --set train.epochs=100\n"
-        "Exit codes: 0 success, 2 bad input, 3 training diverged (NaN or Inf loss).");
+        "Exit codes: 0 success, 1 an unexpected error, 2 bad input, 3 training diverged (NaN or "
+        "Inf loss), 4 stopped by SIGTERM, SIGINT or SIGUSR1 after writing a checkpoint (see "
+        "docs/reliability.md).");
     app.set_version_flag("--version", std::string("kpmap-train ") + KPMAP_VERSION_STRING);
     kpmap::apps::RunOptions opts;
     kpmap::apps::add_run_options(app, opts);

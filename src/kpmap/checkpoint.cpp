@@ -1,6 +1,7 @@
 #include <kpmap/checkpoint.hpp>
 
 #include <kpmap/detail/hdf5.hpp>
+#include <kpmap/fault.hpp>
 #include <kpmap/version.hpp>
 
 #include <hdf5.h>
@@ -352,9 +353,14 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     write_scalar_attr(dset, "checksum", H5T_NATIVE_UINT64, sum);
     H5Sclose(fspace);
     H5Dclose(dset);
-    agree(impl_->comm,
-          rc < 0 ? "writing dataset '" + name + "' to " + impl_->tmp + " failed (disk full?)" : "",
-          exit_code::failure);
+    std::string write_error;
+    if (rc < 0) {
+      write_error = "writing dataset '" + name + "' to " + impl_->tmp + " failed (disk full?)";
+    } else if (fault::write_fails()) {
+      write_error = "writing dataset '" + name + "' to " + impl_->tmp +
+                    " failed (injected by KPMAP_FAULT_INJECT)";
+    }
+    agree(impl_->comm, write_error, exit_code::failure);
   });
 }
 

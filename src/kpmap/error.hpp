@@ -13,6 +13,9 @@ inline constexpr int success = 0;
 inline constexpr int failure = 1;    ///< an unexpected error (a bug, a system failure)
 inline constexpr int bad_input = 2;  ///< bad deck, bad command line, bad environment, bad file
 inline constexpr int diverged = 3;   ///< the numerics produced NaN or Inf
+/// A stop signal (SIGTERM, SIGINT, SIGUSR1) ended the run early, after a
+/// last checkpoint: restart from it to go on.
+inline constexpr int stopped = 4;
 }  // namespace exit_code
 
 /// \brief Whether every rank raised the same error (and so can leave cleanly),

@@ -6,8 +6,10 @@
 #include <kpmap/collectives.hpp>
 #include <kpmap/deck.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/fault.hpp>
 #include <kpmap/halo.hpp>
 #include <kpmap/mesh.hpp>
 #include <kpmap/pmap.hpp>
 #include <kpmap/runtime.hpp>
+#include <kpmap/stop.hpp>
 #include <kpmap/version.hpp>

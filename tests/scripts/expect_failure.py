@@ -2,11 +2,15 @@
 """Run a command that must fail promptly with a given message.
 
 usage: expect_failure.py --within SECONDS --expect TEXT [--expect TEXT ...]
-                         [--exit-code N] -- command...
+                         [--exit-code N] [--env VAR=VALUE ...]
+                         [--checkpoint FILE:STEP ...] [--absent FILE ...] -- command...
 
 Passes when the command exits non-zero (or with exactly N) within SECONDS
 and its combined output contains every TEXT. A command still running after
 SECONDS is killed and the check fails: that is the hang it guards against.
+--env sets a variable for the command only. Afterwards each --checkpoint
+FILE must be a readable HDF5 checkpoint (h5py) whose step attribute is
+STEP (the failure left it intact), and no --absent FILE may exist.
 """
 import argparse
 import os
@@ -16,20 +20,44 @@ import sys
 import time
 
 
+def check_checkpoint(path, step):
+    """Problems with a checkpoint that must have survived the failure intact."""
+    import h5py  # only the checks that look at files need it
+
+    try:
+        with h5py.File(path, "r") as f:
+            got = int(f.attrs["step"])
+            # Every dataset reads back whole.
+            f.visititems(lambda _, obj: obj[()] if isinstance(obj, h5py.Dataset) else None)
+    except Exception as e:  # any failure to read is the finding
+        return [f"{path}: not a readable checkpoint ({e})"]
+    if got != step:
+        return [f"{path}: step {got}, expected {step}"]
+    print(f"{path}: intact, step {step}")
+    return []
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--within", type=float, required=True)
     p.add_argument("--expect", action="append", default=[])
     p.add_argument("--exit-code", type=int)
+    p.add_argument("--env", action="append", default=[])
+    p.add_argument("--checkpoint", action="append", default=[])
+    p.add_argument("--absent", action="append", default=[])
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     if not cmd:
         p.error("no command given")
 
+    env = dict(os.environ)
+    for item in a.env:
+        name, _, value = item.partition("=")
+        env[name] = value
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, env=env)
     try:
         out, _ = proc.communicate(timeout=a.within)
     except subprocess.TimeoutExpired:
@@ -49,6 +77,12 @@ def main():
     for text in a.expect:
         if text not in out:
             failures.append(f"output lacks {text!r}")
+    for item in a.checkpoint:
+        path, _, step = item.rpartition(":")
+        failures += check_checkpoint(path, int(step))
+    for path in a.absent:
+        if os.path.exists(path):
+            failures.append(f"{path} exists but should not")
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0

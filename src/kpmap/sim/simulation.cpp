@@ -215,10 +215,11 @@ Summary Simulation::summary() {
   s.density = v[1] / v[0];
   s.energy = v[2];
   s.u = v[3];
-  if (!std::isfinite(s.u) || !std::isfinite(s.energy)) {
-    throw Error(
-        "step " + std::to_string(step_) + ": the fields hold NaN or Inf (U = " + sci(s.u) + ")",
-        exit_code::diverged, ErrorScope::all_ranks);
+  // The summary's sums see every owned cell: a NaN or Inf anywhere shows here.
+  if (!std::isfinite(s.energy) || !std::isfinite(s.u)) {
+    throw Error("step " + std::to_string(step_) + ": the energy field holds NaN or Inf (energy = " +
+                    sci(s.energy) + ", U = " + sci(s.u) + ")",
+                exit_code::diverged, ErrorScope::all_ranks);
   }
   return s;
 }

@@ -1,0 +1,64 @@
+#include <kpmap/stop.hpp>
+
+#include <kpmap/error.hpp>
+
+namespace kpmap {
+
+namespace {
+
+constexpr int stop_signals[3] = {SIGTERM, SIGINT, SIGUSR1};
+volatile std::sig_atomic_t g_pending = 0;
+bool g_installed = false;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_pending != 0) {
+    // Asked twice: stop waiting for the end of the step. Only
+    // async-signal-safe calls here.
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_pending = sig;
+}
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  if (g_installed) throw Error("kpmap::StopSignals: another instance is alive");
+  g_pending = 0;
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // system calls in flight carry on
+  for (int i = 0; i < 3; ++i) sigaction(stop_signals[i], &action, &previous_[i]);
+  g_installed = true;
+}
+
+StopSignals::~StopSignals() {
+  for (int i = 0; i < 3; ++i) sigaction(stop_signals[i], &previous_[i], nullptr);
+  g_installed = false;
+}
+
+int StopSignals::pending() const noexcept { return static_cast<int>(g_pending); }
+
+int StopSignals::poll(MPI_Comm comm) const {
+  int local = pending();
+  int any = 0;
+  MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm);
+  return any;
+}
+
+std::string StopSignals::name(int signal) {
+  switch (signal) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGUSR1:
+      return "SIGUSR1";
+    default:
+      return "signal " + std::to_string(signal);
+  }
+}
+
+}  // namespace kpmap

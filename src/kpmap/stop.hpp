@@ -1,0 +1,52 @@
+#pragma once
+/// \file
+/// \brief Graceful stop: SIGTERM, SIGINT and SIGUSR1 become a request that
+/// every rank honours at the same step, so a job can write a last checkpoint
+/// before a scheduler's time limit or a Ctrl-C ends it.
+///
+/// \code
+///   kpmap::StopSignals stop;              // handlers installed
+///   while (!done) {
+///     step();
+///     if (int sig = stop.poll(comm)) {    // collective: the same answer everywhere
+///       write_checkpoint();
+///       return kpmap::exit_code::stopped;
+///     }
+///   }
+/// \endcode
+///
+/// A signal to any one rank is enough: poll() tells every rank. A second
+/// signal while a stop is pending ends the process at once (the default
+/// action of that signal), for a user who does not want to wait.
+
+#include <mpi.h>
+
+#include <csignal>
+#include <string>
+
+namespace kpmap {
+
+class StopSignals {
+ public:
+  /// \brief Installs the handlers (and forgets any earlier request);
+  /// the destructor restores the previous ones. One instance at a time.
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  /// \brief The signal this process received since construction, or 0. Not collective.
+  int pending() const noexcept;
+
+  /// \brief Collective over `comm`: the signal any rank received, or 0 on
+  /// every rank. One small allreduce; call it once per step.
+  int poll(MPI_Comm comm) const;
+
+  /// \brief "SIGTERM", "SIGINT", "SIGUSR1", or "signal N".
+  static std::string name(int signal);
+
+ private:
+  struct sigaction previous_[3];
+};
+
+}  // namespace kpmap
