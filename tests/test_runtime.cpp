@@ -3,6 +3,7 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/fault.hpp>
+#include <kpmap/memory.hpp>
 #include <kpmap/runtime.hpp>
 #include <kpmap/stop.hpp>
 
@@ -141,4 +142,32 @@ TEST_CASE("KPMAP_FAULT_INJECT values are parsed or refused by name", "[fault]") 
   // No variable in the test environment: nothing is planned, nothing happens.
   CHECK_FALSE(kpmap::fault::planned().has_value());
   CHECK_FALSE(kpmap::fault::at_step(1, kpmap::test::world_rank()));
+}
+
+TEST_CASE("Memory budgets: sizes read and written, estimates refused by all ranks", "[memory]") {
+  CHECK(kpmap::parse_bytes("4096", "x") == 4096.0);
+  CHECK(kpmap::parse_bytes("512K", "x") == 512.0 * 1024);
+  CHECK(kpmap::parse_bytes("1.5G", "x") == 1.5 * 1024 * 1024 * 1024);
+  CHECK(kpmap::parse_bytes("2TiB", "x") == 2.0 * 1024 * 1024 * 1024 * 1024);
+  for (const char* bad : {"", "G", "-1M", "0", "12Q", "3 M", "1Gx", "nan"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(kpmap::parse_bytes(bad, "KPMAP_MEMORY_LIMIT"), kpmap::InputError);
+  }
+  CHECK(kpmap::format_bytes(512) == "512 B");
+  CHECK(kpmap::format_bytes(1536) == "1.5 KiB");
+  CHECK(kpmap::format_bytes(3.0 * 1024 * 1024 * 1024) == "3 GiB");
+
+  // On Linux hosts the budget is known: a share of MemAvailable or the cgroup's room.
+  const auto budget = kpmap::memory_budget(MPI_COMM_WORLD);
+  INFO(budget.source);
+  CHECK(budget.bytes > 0);
+  CHECK_FALSE(budget.source.empty());
+  // An estimate far over it on one rank is refused on every rank, naming that rank.
+  const int me = kpmap::test::world_rank();
+  const int last = kpmap::test::world_size() - 1;
+  const double need = me == last ? 1e6 * budget.bytes : 1.0;
+  CHECK_THROWS_WITH(kpmap::require_memory(need, "the test", "everything", MPI_COMM_WORLD),
+                    ContainsSubstring("the test needs about") &&
+                        ContainsSubstring("on rank " + std::to_string(last) + " (everything)"));
+  CHECK_NOTHROW(kpmap::require_memory(1.0, "the test", "one byte", MPI_COMM_WORLD));
 }

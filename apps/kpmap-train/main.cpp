@@ -298,6 +298,39 @@ void poison(const P& params) {
   });
 }
 
+// Bytes one rank allocates: its rows of the data (and, from HDF5, the
+// doubles they are read into), the batch order, the parameters with their
+// gradient and optimizer moments, and the MLP's work arrays.
+template <class T>
+double memory_estimate(const Config& c, int ranks, std::string& breakdown) {
+  const double n_train = double(c.samples - c.validation);
+  const double rows = std::ceil(n_train / ranks) + std::ceil(double(c.validation) / ranks);
+  double data = rows * double(c.features + 1) * sizeof(T) + std::ceil(n_train / ranks) * 8.0;
+  if (c.data_kind == "hdf5") data += std::ceil(n_train / ranks) * double(c.features + 1) * 8.0;
+  std::vector<double> widths{double(c.features)};
+  if (c.model == "mlp") {
+    for (std::size_t w : c.hidden) widths.push_back(double(w));
+  }
+  widths.push_back(double(c.loss == "cross_entropy" ? c.classes : 1));
+  double params = 0, activations = 0;
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) params += (widths[l] + 1) * widths[l + 1];
+  for (double w : widths) activations += w;
+  const int moments = c.optimizer.kind == kpmap::train::OptimizerConfig::Kind::adam       ? 2
+                      : c.optimizer.kind == kpmap::train::OptimizerConfig::Kind::momentum ? 1
+                                                                                          : 0;
+  const double model = params * (2 + moments) * sizeof(T);
+  double work = 0;
+  if (c.model == "mlp") {
+    const double batch = c.batch == 0 ? std::ceil(n_train / ranks) : double(c.batch);
+    const double capacity =
+        std::max(batch, std::min(std::ceil(double(c.validation) / ranks), 4096.0));
+    work = capacity * (2 * activations + 1) * sizeof(T) + capacity * 16.0;
+  }
+  breakdown = "data " + kpmap::format_bytes(data) + ", parameters with gradients and optimizer " +
+              "state " + kpmap::format_bytes(model) + ", work arrays " + kpmap::format_bytes(work);
+  return data + model + work;
+}
+
 template <class T>
 int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts,
           const kpmap::Runtime& rt) {
@@ -307,6 +340,14 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
   const double t_start = MPI_Wtime();
   const fs::path out = kpmap::apps::prepare_output_dir(c.output, comm);
   const std::size_t n_train = c.samples - c.validation;
+  {
+    std::string breakdown;
+    const double bytes = memory_estimate<T>(c, rt.size(), breakdown);
+    kpmap::require_memory(bytes,
+                          deck.source() + " (" + std::to_string(c.samples) + " samples of " +
+                              std::to_string(c.features) + " features)",
+                          breakdown, comm);
+  }
 
   // ---- data -----------------------------------------------------------------
   kpmap::train::Shard<T, Mem> train_set, val_set;

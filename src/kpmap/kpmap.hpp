@@ -8,6 +8,7 @@
 #include <kpmap/error.hpp>
 #include <kpmap/fault.hpp>
 #include <kpmap/halo.hpp>
+#include <kpmap/memory.hpp>
 #include <kpmap/mesh.hpp>
 #include <kpmap/pmap.hpp>
 #include <kpmap/runtime.hpp>

@@ -1,6 +1,7 @@
 #include <kpmap/sim/simulation.hpp>
 
 #include <kpmap/collectives.hpp>
+#include <kpmap/memory.hpp>
 #include <kpmap/runtime.hpp>
 #include <kpmap/sim/setup.hpp>
 
@@ -78,8 +79,51 @@ void with_interior(const CartesianLayout& l, const ScalarField& f, Fn&& fn) {
 
 }  // namespace
 
+double Simulation::memory_estimate(const HeatConfig& c, const CartesianLayout& l,
+                                   std::string* breakdown) {
+  // Whole fields (owned cells and ghosts), as the constructors allocate them.
+  const bool pre = c.solver.preconditioner != Preconditioner::none;
+  int state = 4;                   // density, energy, u, u0
+  int op = l.ndim() == 3 ? 3 : 2;  // face coefficients
+  int solver = 0;
+  if (c.scheme == Scheme::explicit_ftcs) {
+    state += 1;  // u_old
+  } else {
+    solver = 1;  // r
+    if (c.solver.method == Method::jacobi) {
+      solver += 1;
+    } else {
+      solver += 2 + (pre ? 1 : 0);  // p, w, z
+      if (c.solver.method == Method::ppcg) solver += 4 + (pre ? 1 : 0);
+    }
+  }
+  if (c.solver.preconditioner == Preconditioner::jac_diag) op += 1;
+  if (c.solver.preconditioner == Preconditioner::jac_block) op += 2;
+  double cells = 1.0, owned = 1.0;
+  for (int d = 0; d < 3; ++d) {
+    cells *= static_cast<double>(l.extent(d));
+    owned *= static_cast<double>(l.local_cells(d));
+  }
+  // Checkpoints copy one field's owned cells at a time (and to the host from a GPU).
+  const double staging =
+      owned *
+      (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Exec::memory_space>::accessible ? 1 : 2);
+  const int fields = state + op + solver;
+  if (breakdown != nullptr) {
+    *breakdown = std::to_string(fields) + " fields of " + format_bytes(cells * sizeof(double)) +
+                 ": " + std::to_string(state) + " state, " + std::to_string(op) + " operator, " +
+                 std::to_string(solver) + " solver; plus checkpoint staging";
+  }
+  return (fields * cells + staging) * sizeof(double);
+}
+
 Simulation::Simulation(const HeatConfig& config, MPI_Comm comm)
     : config_(config), layout_(cells_of(config), config.halo_depth, config.ranks, comm) {
+  {
+    std::string breakdown;
+    const double bytes = memory_estimate(config_, layout_, &breakdown);
+    require_memory(bytes, "this mesh (" + layout_.describe() + ")", breakdown, layout_.comm());
+  }
   mesh_ = std::make_unique<Mesh>(layout_.comm(), "blocks");
   density_ = layout_.allocate<double>("kpmap::sim::density");
   energy_ = layout_.allocate<double>("kpmap::sim::energy");

@@ -48,9 +48,17 @@ class Simulation {
  public:
   /// \brief Decomposes the mesh over the ranks of `comm` (default: the
   /// Runtime's) and allocates the fields. Collective.
-  /// \throws kpmap::InputError (all ranks) for a mesh the ranks cannot share.
+  /// \throws kpmap::InputError (all ranks) for a mesh the ranks cannot share,
+  /// or one whose memory_estimate() exceeds a rank's memory_budget(), before
+  /// anything is allocated.
   explicit Simulation(const HeatConfig& config, MPI_Comm comm = MPI_COMM_NULL);
   ~Simulation();
+
+  /// \brief Bytes one rank of layout `l` allocates for a run of `c`: every
+  /// field (owned cells and ghosts) of the state, the operator and the
+  /// solver, and checkpoint staging. `breakdown` (optional) says of what.
+  static double memory_estimate(const HeatConfig& c, const CartesianLayout& l,
+                                std::string* breakdown = nullptr);
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
 
