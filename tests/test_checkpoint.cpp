@@ -301,6 +301,15 @@ TEST_CASE("keep_last keeps the newest checkpoints and their sidecars", "[checkpo
     CHECK_FALSE(fs::exists(d + "/run_7.xmf"));
     CHECK_FALSE(fs::exists(d + "/run_1.h5"));
     CHECK(fs::exists(d + "/other_1.h5"));
+    // A rerun in the same folder has just written step 4; steps 10 and 12
+    // are an earlier run's and stay, as does step 4 itself.
+    for (int s : {2, 3, 4}) std::ofstream(d + "/run_" + std::to_string(s) + ".h5") << "x";
+    ck::keep_last(d, "run", 2, 4);
+    CHECK(fs::exists(d + "/run_4.h5"));
+    CHECK(fs::exists(d + "/run_3.h5"));
+    CHECK_FALSE(fs::exists(d + "/run_2.h5"));
+    CHECK(fs::exists(d + "/run_12.h5"));
+    CHECK(fs::exists(d + "/run_10.h5"));
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }

@@ -180,13 +180,15 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
           e.code(), e.all_ranks() ? kpmap::ErrorScope::all_ranks : kpmap::ErrorScope::this_rank);
     }
     last_good = (out / name).string();
-    if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep_last);
+    if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep_last, step);
   };
   kpmap::StopSignals stop;
   int stopped_by = 0;
+  kpmap::Watchdog watchdog(kpmap::Watchdog::from_environment(), rt.rank());
   while (!s.done()) {
     const auto before = s.timings();
     const double t0 = MPI_Wtime();
+    watchdog.beat(s.step_count() + 1);
     if (kpmap::fault::at_step(s.step_count() + 1, rt.rank())) poison(s);
     sim::StepReport r;
     try {

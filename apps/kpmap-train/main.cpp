@@ -449,6 +449,7 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
     };
     kpmap::StopSignals stop;
     int stopped_by = 0;
+    kpmap::Watchdog watchdog(kpmap::Watchdog::from_environment(), rt.rank());
     bool mid_epoch = false;
     std::size_t samples_done = 0;
     for (long long epoch = first_epoch; epoch < c.epochs && !stopped_by; ++epoch) {
@@ -459,6 +460,7 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
       double loss_sum = resumed ? resume.loss_sum : 0.0;
       double correct_sum = resumed ? resume.correct_sum : 0.0;
       for (std::size_t k = resumed ? std::size_t(resume.batch) : 0; k < plan.batches; ++k) {
+        watchdog.beat(opt.steps() + 1);
         if (kpmap::fault::at_step(opt.steps() + 1, rt.rank())) poison(params);
         const auto s = model.step(train_set, plan, k, times);
         if (!std::isfinite(s.loss)) {
@@ -537,7 +539,7 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
         char name[64];
         std::snprintf(name, sizeof name, "checkpoint_%06lld.h5", epoch + 1);
         checkpoint(out / name, {epoch + 1, 0, 0.0, 0.0});
-        if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep);
+        if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep, epoch + 1);
       }
       if (stopped_by && root) {
         std::printf("kpmap-train: %s received: stopped after epoch %lld\n",

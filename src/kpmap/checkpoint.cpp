@@ -546,7 +546,7 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
 
 // ---- housekeeping and sidecars -----------------------------------------------------
 
-void keep_last(const std::string& dir, const std::string& stem, int keep) {
+void keep_last(const std::string& dir, const std::string& stem, int keep, long long newest) {
   // <stem>_<digits>.h5, with the step as the number.
   const std::string prefix = stem + "_";
   std::vector<std::pair<long long, fs::path>> found;
@@ -562,7 +562,8 @@ void keep_last(const std::string& dir, const std::string& stem, int keep) {
         digits.find_first_not_of("0123456789") != std::string::npos) {
       continue;
     }
-    found.emplace_back(std::stoll(digits), entry.path());
+    const long long step = std::stoll(digits);
+    if (newest < 0 || step <= newest) found.emplace_back(step, entry.path());
   }
   std::sort(found.begin(), found.end());
   const std::size_t keep_n = static_cast<std::size_t>(std::max(keep, 0));

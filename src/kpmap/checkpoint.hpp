@@ -213,8 +213,11 @@ class Reader {
 };
 
 /// \brief Deletes all but the newest `keep` files named `<stem>_<digits>.h5`
-/// (and their .xmf sidecars) in `dir`. Call on one rank.
-void keep_last(const std::string& dir, const std::string& stem, int keep);
+/// (and their .xmf sidecars) in `dir`. With `newest` >= 0 (the step just
+/// written), files of later steps, left in the folder by an earlier run, are
+/// neither counted nor deleted: the checkpoint just written always stays.
+/// Call on one rank.
+void keep_last(const std::string& dir, const std::string& stem, int keep, long long newest = -1);
 
 /// \brief A cell-centred field on a uniform grid, for write_xdmf.
 struct XdmfField {

@@ -3,8 +3,10 @@
 #include <kpmap/error.hpp>
 
 #include <unistd.h>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <thread>
 
 namespace kpmap::fault {
 
@@ -13,10 +15,11 @@ namespace {
 bool g_write_fails = false;
 
 [[noreturn]] void bad(const std::string& value, const std::string& why) {
-  throw InputError("environment variable KPMAP_FAULT_INJECT='" + value + "': " + why +
-                       " (expected RANK:STEP[:KIND], KIND one of error, exit, signal, nan, io; "
-                       "see docs/reliability.md)",
-                   ErrorScope::all_ranks);
+  throw InputError(
+      "environment variable KPMAP_FAULT_INJECT='" + value + "': " + why +
+          " (expected RANK:STEP[:KIND], KIND one of error, exit, hang, signal, nan, io; "
+          "see docs/reliability.md)",
+      ErrorScope::all_ranks);
 }
 
 long long whole_number(const std::string& value, const std::string& field, const char* what,
@@ -46,6 +49,8 @@ Injection parse(const std::string& value) {
       in.kind = Kind::error;
     } else if (kind == "exit") {
       in.kind = Kind::exit;
+    } else if (kind == "hang") {
+      in.kind = Kind::hang;
     } else if (kind == "signal") {
       in.kind = Kind::signal;
     } else if (kind == "nan") {
@@ -84,6 +89,10 @@ bool at_step(long long step, int rank) {
       [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
       std::_Exit(exit_code::failure);
     }
+    case Kind::hang:
+      // Alive but stuck, as in a hung file system: the other ranks wait in
+      // their next collective until a watchdog or the launcher ends the job.
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     case Kind::signal:
       std::raise(SIGTERM);
       return false;

@@ -11,6 +11,7 @@
 /// |----------|-----------------------------------------------------------------------|
 /// | `error`  | the rank throws kpmap::Error (the default): the job must end promptly |
 /// | `exit`   | the rank exits at once without finalising MPI, as a crashed process   |
+/// | `hang`   | the rank stops making progress forever (KPMAP_WATCHDOG ends the job)  |
 /// | `signal` | the rank sends itself SIGTERM: the job must stop gracefully           |
 /// | `nan`    | at_step() returns true and the app puts a NaN into its state          |
 /// | `io`     | every checkpoint write from this step on fails on the rank            |
@@ -23,7 +24,7 @@
 
 namespace kpmap::fault {
 
-enum class Kind { error, exit, signal, nan, io };
+enum class Kind { error, exit, hang, signal, nan, io };
 
 /// \brief A fault to inject, as parsed from KPMAP_FAULT_INJECT.
 struct Injection {
@@ -42,7 +43,7 @@ Injection parse(const std::string& value);
 const std::optional<Injection>& planned();
 
 /// \brief Called by an app on every rank at the start of step `step`. Acts
-/// on the `error`, `exit`, `signal` and `io` kinds when this rank and step
+/// on the `error`, `exit`, `hang`, `signal` and `io` kinds when this rank and step
 /// are the chosen ones; returns true when the app must inject a NaN now.
 /// `rank` is the caller's rank in the job's communicator.
 bool at_step(long long step, int rank);

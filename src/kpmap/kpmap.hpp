@@ -14,3 +14,4 @@
 #include <kpmap/runtime.hpp>
 #include <kpmap/stop.hpp>
 #include <kpmap/version.hpp>
+#include <kpmap/watchdog.hpp>

@@ -22,6 +22,7 @@ import argparse
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -117,6 +118,7 @@ def main():
         p.error("give either --inject or both --signal and --after")
 
     work = Path(a.work)
+    shutil.rmtree(work, ignore_errors=True)  # no files of an earlier run
     sets = [x for s in a.set for x in ("--set", s)]
     base = [a.app, a.deck, *sets]
 

@@ -1,0 +1,77 @@
+#include <kpmap/watchdog.hpp>
+
+#include <kpmap/error.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace kpmap {
+
+namespace {
+
+double now() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+Watchdog::Watchdog(double seconds, int rank, std::string what)
+    : seconds_(seconds), rank_(rank), what_(std::move(what)) {
+  last_.store(now());
+  if (seconds_ > 0) thread_ = std::thread([this] { watch(); });
+}
+
+Watchdog::~Watchdog() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+double Watchdog::from_environment() {
+  const char* v = std::getenv("KPMAP_WATCHDOG");
+  if (v == nullptr || *v == '\0') return 0.0;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !std::isfinite(s) || s <= 0) {
+    throw InputError(std::string("environment variable KPMAP_WATCHDOG='") + v +
+                         "': expected the longest time a step may take, in seconds (> 0)",
+                     ErrorScope::all_ranks);
+  }
+  return s;
+}
+
+void Watchdog::beat(long long step) noexcept {
+  step_.store(step, std::memory_order_relaxed);
+  last_.store(now(), std::memory_order_relaxed);
+}
+
+void Watchdog::watch() {
+  // Check a few times per limit, at most once a second.
+  const auto period = std::chrono::duration<double>(std::min(1.0, seconds_ / 4));
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
+    const double idle = now() - last_.load(std::memory_order_relaxed);
+    if (idle <= seconds_) continue;
+    // Only async-safe, lock-free calls from here: the main thread may be
+    // stuck anywhere, even inside stdio.
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "kpmap: rank %d: no progress for %.0f s in %s %lld (KPMAP_WATCHDOG=%g); "
+                  "ending the job\n",
+                  rank_, idle, what_.c_str(), step_.load(), seconds_);
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, line, std::strlen(line));
+    std::_Exit(exit_code::failure);
+  }
+}
+
+}  // namespace kpmap
