@@ -119,6 +119,11 @@ std::string last_good_note(const std::string& checkpoint) {
          ")";
 }
 
+void rethrow_with_context(const Error& e, const std::string& before, const std::string& after) {
+  throw Error(before + e.what() + after, e.code(),
+              e.all_ranks() ? ErrorScope::all_ranks : ErrorScope::this_rank);
+}
+
 void write_text_atomic(const std::filesystem::path& path, const std::string& text) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   {

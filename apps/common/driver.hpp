@@ -63,6 +63,11 @@ void write_text_atomic(const std::filesystem::path& path, const std::string& tex
 /// a message that stops a run.
 std::string last_good_note(const std::string& checkpoint);
 
+/// \brief Throws `e` again with `before` and `after` around its message,
+/// keeping its exit code and whether all ranks raised it.
+[[noreturn]] void rethrow_with_context(const Error& e, const std::string& before,
+                                       const std::string& after);
+
 /// \brief Where the time of a run goes. Each rank accumulates its own times;
 /// reports give the maximum over ranks (the slowest rank sets the pace).
 enum class Phase { compute, halo, collectives, io };

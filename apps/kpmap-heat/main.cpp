@@ -174,10 +174,9 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
     try {
       checkpoint(out / name);
     } catch (const kpmap::Error& e) {
-      throw kpmap::Error(
-          "step " + std::to_string(step) + ": the checkpoint failed: " + e.what() +
-              kpmap::apps::last_good_note(last_good),
-          e.code(), e.all_ranks() ? kpmap::ErrorScope::all_ranks : kpmap::ErrorScope::this_rank);
+      kpmap::apps::rethrow_with_context(
+          e, "step " + std::to_string(step) + ": the checkpoint failed: ",
+          kpmap::apps::last_good_note(last_good));
     }
     last_good = (out / name).string();
     if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep_last, step);
@@ -196,8 +195,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
       summary = s.summary();
     } catch (const kpmap::Error& e) {
       if (e.code() != kpmap::exit_code::diverged) throw;
-      throw kpmap::Error(std::string(e.what()) + kpmap::apps::last_good_note(last_good), e.code(),
-                         kpmap::ErrorScope::all_ranks);
+      kpmap::apps::rethrow_with_context(e, "", kpmap::apps::last_good_note(last_good));
     }
     account(MPI_Wtime() - t0, before);
     total_iterations += r.solve.iterations;

@@ -440,10 +440,9 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
       try {
         write_checkpoint<T>(file, c, deck, at, params, names, opt, comm, rt.size());
       } catch (const kpmap::Error& e) {
-        throw kpmap::Error(
-            "epoch " + std::to_string(at.epoch + (at.batch > 0)) +
-                ": the checkpoint failed: " + e.what() + kpmap::apps::last_good_note(last_good),
-            e.code(), e.all_ranks() ? kpmap::ErrorScope::all_ranks : kpmap::ErrorScope::this_rank);
+        kpmap::apps::rethrow_with_context(
+            e, "epoch " + std::to_string(at.epoch + (at.batch > 0)) + ": the checkpoint failed: ",
+            kpmap::apps::last_good_note(last_good));
       }
       last_good = file.string();
     };
