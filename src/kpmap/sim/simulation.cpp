@@ -279,8 +279,11 @@ void Simulation::write_checkpoint(const std::string& path, const std::string& de
   const auto blk = block();
   const std::pair<const char*, ScalarField> fields[] = {
       {"fields/density", density_}, {"fields/energy", energy_}, {"fields/u", u_}};
-  for (const auto& [name, field] : fields) {
-    with_interior(layout_, field, [&](auto sub, auto flat) {
+  // Named pairs, not structured bindings: C++17 lambdas cannot capture those
+  // (nvcc warns where GCC accepts them).
+  for (const auto& named : fields) {
+    const std::string name = named.first;
+    with_interior(layout_, named.second, [&](auto sub, auto flat) {
       Kokkos::deep_copy(flat, sub);
       writer.write(name, flat, blk);
     });
