@@ -149,6 +149,12 @@ TEST_CASE("a fixed process grid is honoured, and one that does not fit is refuse
     CHECK(e.all_ranks());
     CHECK_THAT(std::string(e.what()), ContainsSubstring("does not fit"));
   }
+  // Entries whose product overflows an int (2^32 wrapped to 0, then size % 0).
+  CHECK_THROWS_WITH(kpmap::CartesianLayout({8, 8}, 1, {65536, 65536}),
+                    ContainsSubstring("a process grid of 4294967296 blocks does not fit"));
+  CHECK_THROWS_WITH(
+      kpmap::CartesianLayout({8, 8, 8}, 1, {2147483647, 2147483647, 3}),
+      ContainsSubstring("a process grid of 2147483647 x 2147483647 x 3 blocks does not fit"));
   CHECK_THROWS_WITH(kpmap::CartesianLayout({8}, 1), ContainsSubstring("2 or 3 dimensions"));
   CHECK_THROWS_WITH(kpmap::CartesianLayout({8, 8}, 0), ContainsSubstring("ghost width"));
   if (world_size() > 1) {

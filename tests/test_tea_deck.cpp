@@ -267,6 +267,26 @@ TEST_CASE("malformed TeaLeaf decks are refused with file, line and key", "[tea]"
   }
 }
 
+TEST_CASE("meshes and process grids beyond what the indices count are refused", "[tea]") {
+  const std::string head = "*tea\nstate 1 density=1 energy=2\ntl_use_ppcg\n";
+  // 2^63 - 1 cells and less: TeaLeaf's PPCG guess, 4 (cells)^(1/4), still fits an int.
+  const auto c = sim::from_deck(load_text(head + "x_cells 3037000499 y_cells 3037000499\n"));
+  CHECK(c.solver.ppcg_inner_steps == 4 * 55108);
+  // More is refused; the second mesh also overflowed the PPCG guess (4 x 6.8e8 > 2^31).
+  for (const std::string cells :
+       {"x_cells 9000000000000 y_cells 9000000000000 z_cells 9000",
+        "x_cells 600000000000 y_cells 600000000000 z_cells 600000000000"}) {
+    CAPTURE(cells);
+    CHECK_THROWS_WITH(
+        sim::from_deck(load_text(head + cells + "\n")),
+        ContainsSubstring(
+            "key 'mesh.cells': the mesh has more cells than a 64-bit integer counts"));
+  }
+  // A process grid entry beyond an int was cut to its low 32 bits (here: 2).
+  CHECK_THROWS_WITH(sim::from_deck(load_text(tea_bm_1, {"mesh.ranks=[4294967298, 1]"})),
+                    ContainsSubstring("key 'mesh.ranks': an entry of 4294967298 is more ranks"));
+}
+
 TEST_CASE("a TeaLeaf deck loads collectively like a TOML deck", "[tea][mpi]") {
   const std::string path = "test_tea_deck_np" + std::to_string(kpmap::test::world_size()) + ".in";
   if (kpmap::test::world_rank() == 0) std::ofstream(path) << tea_bm_1;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <numeric>
 
 namespace kpmap {
@@ -52,15 +53,22 @@ CartesianLayout::CartesianLayout(const std::vector<std::size_t>& cells, int ghos
     throw layout_error("the process grid has " + std::to_string(ranks.size()) + " entries for a " +
                        std::to_string(ndim_) + "-D grid");
   }
-  int fixed = 1;
+  // The number of blocks the fixed entries make, in 64 bits: the entries'
+  // product overflows an int long before it is refused (65536 x 65536).
+  long long fixed = 1;
   bool any_free = false;
+  std::string grid;
   for (int r : ranks) {
     if (r < 0) throw layout_error("a process grid entry is negative");
     if (r == 0) any_free = true;
-    fixed *= r > 0 ? r : 1;
+    grid += (grid.empty() ? "" : " x ") + std::to_string(r);
+    // -1: more blocks than a long long counts (three entries near 2^31).
+    const long long f = r > 0 ? r : 1;
+    if (fixed >= 0) fixed = fixed > std::numeric_limits<long long>::max() / f ? -1 : fixed * f;
   }
-  if (size_ % fixed != 0 || (!any_free && fixed != size_)) {
-    throw layout_error("a process grid of " + std::to_string(fixed) + " blocks does not fit " +
+  if (fixed < 0 || fixed > size_ || size_ % fixed != 0 || (!any_free && fixed != size_)) {
+    const std::string count = fixed < 0 ? grid : std::to_string(fixed);
+    throw layout_error("a process grid of " + count + " blocks does not fit " +
                        std::to_string(size_) + " ranks");
   }
   std::vector<int> dims(ranks);

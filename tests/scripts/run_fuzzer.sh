@@ -1,29 +1,56 @@
 #!/usr/bin/env bash
-# Builds the deck-parser fuzz target with clang's libFuzzer, ASan and UBSan,
-# and runs it for a bounded time from the seed decks.
+# Builds the deck fuzz targets with clang's libFuzzer, ASan and UBSan, and runs
+# each for a bounded number of inputs from its seed decks:
+#   fuzz_deck      the TOML deck parser (kpmap/deck.cpp)
+#   fuzz_tea_deck  the TeaLeaf deck reader (kpmap/sim/tea_deck.cpp) and the path
+#                  kpmap-heat takes after it (the heat schema, sim::from_deck)
 #
-# usage: run_fuzzer.sh SOURCE_DIR WORK_DIR RUNS [CLANGXX]
-# RUNS inputs from a fixed seed: the same exploration on every machine.
+# usage: run_fuzzer.sh SOURCE_DIR WORK_DIR DECK_RUNS TEA_RUNS [CLANGXX]
+# The runs are inputs from a fixed seed: the same exploration on every machine.
 set -euo pipefail
 src=$1
 work=$2
-runs=$3
-cxx=${4:-clang++}
-rm -rf "$work/corpus"
-mkdir -p "$work/corpus"
-# toml++ is compiled into the target (header-only mode) so the fuzzer sees its code,
-# with NDEBUG as kpmap ships it: toml++ 3.3's debug assert()s fire on some
+deck_runs=$3
+tea_runs=$4
+cxx=${5:-clang++}
+rm -rf "$work/corpus" "$work/corpus_tea" "$work/obj"
+mkdir -p "$work/corpus" "$work/corpus_tea" "$work/obj"
+# toml++ is compiled into the targets (header-only mode) so the fuzzer sees its
+# code, with NDEBUG as kpmap ships it: toml++ 3.3's debug assert()s fire on some
 # malformed input (its own consistency checks, compiled out in release builds);
 # ASan and UBSan still catch any memory error or undefined behaviour.
-# shellcheck disable=SC2046
-"$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -DNDEBUG -DTOML_HEADER_ONLY=1 -I"$src/src" $(mpicxx --showme:compile) \
-  "$src/src/kpmap/deck.cpp" "$src/tests/fuzz/fuzz_deck.cpp" \
-  $(mpicxx --showme:link) -o "$work/fuzz_deck"
+flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+  -DNDEBUG -DTOML_HEADER_ONLY=1 -I"$src/src")
+# shellcheck disable=SC2207
+mpi_compile=($(mpicxx --showme:compile))
+# shellcheck disable=SC2207
+mpi_link=($(mpicxx --showme:link))
+# Each source once, all at a time (deck.cpp, with toml++, is the slow one).
+pids=()
+for f in kpmap/deck kpmap/sim/tea_deck kpmap/sim/config; do
+  "$cxx" "${flags[@]}" "${mpi_compile[@]}" -c "$src/src/$f.cpp" -o "$work/obj/${f##*/}.o" &
+  pids+=($!)
+done
+for f in fuzz_deck fuzz_tea_deck; do
+  "$cxx" "${flags[@]}" "${mpi_compile[@]}" -c "$src/tests/fuzz/$f.cpp" -o "$work/obj/$f.o" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+"$cxx" "${flags[@]}" "$work/obj/deck.o" "$work/obj/fuzz_deck.o" "${mpi_link[@]}" \
+  -o "$work/fuzz_deck"
+"$cxx" "${flags[@]}" "$work/obj/deck.o" "$work/obj/tea_deck.o" "$work/obj/config.o" \
+  "$work/obj/fuzz_tea_deck.o" "${mpi_link[@]}" -o "$work/fuzz_tea_deck"
+
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # A fixed seed makes the run repeatable: CI explores the same inputs every time.
-"$work/fuzz_deck" -seed=20261121 -runs="$runs" -max_total_time=600 -timeout=5 \
-  -rss_limit_mb=2048 -artifact_prefix="$work/" \
-  -print_final_stats=1 "$work/corpus" "$src/tests/fuzz/seeds"
-echo "fuzz_deck: no crash, hang or sanitizer report in ${runs} inputs"
+fuzz() {
+  local target=$1 runs=$2 corpus=$3 seeds=$4
+  "$work/$target" -seed=20261121 -runs="$runs" -max_total_time=600 -timeout=5 \
+    -rss_limit_mb=2048 -artifact_prefix="$work/$target-" \
+    -print_final_stats=1 "$corpus" "$seeds"
+}
+fuzz fuzz_deck "$deck_runs" "$work/corpus" "$src/tests/fuzz/seeds"
+fuzz fuzz_tea_deck "$tea_runs" "$work/corpus_tea" "$src/tests/fuzz/seeds_tea"
+echo "fuzz_deck, fuzz_tea_deck: no crash, hang or sanitizer report in ${deck_runs} and" \
+  "${tea_runs} inputs"

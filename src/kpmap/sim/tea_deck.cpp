@@ -486,7 +486,11 @@ class Translator {
       }
       t << key << " = " << value.first << "\n";
     }
-    for (const auto& [id, s] : states_) {
+    for (const auto& entry : states_) {
+      // Not a structured binding: the lambda below uses the state, and C++17
+      // does not let a lambda capture a structured binding (clang refuses).
+      const int id = entry.first;
+      const TeaStateLine& s = entry.second;
       const std::string p = "states." + std::to_string(id) + ".";
       t << p << "density = " << toml_real(*s.density) << "\n";
       t << p << "energy = " << toml_real(*s.energy) << "\n";
