@@ -19,6 +19,7 @@ mkdir -p "$work/corpus" "$work/corpus_tea" "$work/obj"
 # code, with NDEBUG as kpmap ships it: toml++ 3.3's debug assert()s fire on some
 # malformed input (its own consistency checks, compiled out in release builds);
 # ASan and UBSan still catch any memory error or undefined behaviour.
+# shellcheck disable=SC2054  # the commas belong to -fsanitize's list
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -DNDEBUG -DTOML_HEADER_ONLY=1 -I"$src/src")
 # shellcheck disable=SC2207
