@@ -456,6 +456,15 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
       const auto plan = kpmap::train::plan_epoch(n_train, train_set.begin, train_set.rows(),
                                                  c.batch, c.train_seed, std::uint64_t(epoch));
       const bool resumed = epoch == first_epoch && resume.batch > 0;
+      if (resumed && std::size_t(resume.batch) >= plan.batches) {
+        throw kpmap::InputError(
+            "restart file " + opts.restart + " stopped after step " + std::to_string(resume.batch) +
+                " of epoch " + std::to_string(epoch + 1) + ", but this deck's epoch has " +
+                std::to_string(plan.batches) +
+                " steps (was train.batch_size changed?); restart a mid-epoch checkpoint with "
+                "its own deck, or from a checkpoint taken at an epoch's end",
+            kpmap::ErrorScope::all_ranks);
+      }
       double loss_sum = resumed ? resume.loss_sum : 0.0;
       double correct_sum = resumed ? resume.correct_sum : 0.0;
       for (std::size_t k = resumed ? std::size_t(resume.batch) : 0; k < plan.batches; ++k) {
