@@ -49,6 +49,7 @@ void BM_linear_epoch(benchmark::State& state) {
   OptimizerConfig config;
   Optimizer<double, Mem, LinearParams<double, Mem>> opt(config, p);
   const Kokkos::View<std::uint32_t*, Mem> none;
+  const LinearWorkspace<double, Mem> ws(data.rows(), data.x.extent(1));
   // The copy reads and writes arrays as large as X.
   Kokkos::View<double*, Mem> src("copy::src", data.x.size());
   Kokkos::View<double*, Mem> dst("copy::dst", data.x.size());
@@ -62,7 +63,7 @@ void BM_linear_epoch(benchmark::State& state) {
         Exec().fence();
       },
       [&] {
-        linear_loss_and_gradient(data, none, 0, data.rows(), n, p, g, loss, "devices");
+        linear_loss_and_gradient(data, none, 0, data.rows(), n, p, g, loss, ws, "devices");
         opt.step(p, g);
         Exec().fence();
       });

@@ -7,17 +7,21 @@
 #
 # Adds tests `<name>.np<N>` that run
 #   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} N ${MPIEXEC_PREFLAGS} exe ${MPIEXEC_POSTFLAGS} args
-# with PROCESSORS N, OMP_NUM_THREADS=1 and the variables Open MPI needs to run
-# as root and with more ranks than cores. WRAPPER puts a command (for example a
+# with PROCESSORS N x KPMAP_TEST_THREADS, OMP_NUM_THREADS=KPMAP_TEST_THREADS
+# and the variables Open MPI needs to run as root and with more ranks than cores. WRAPPER puts a command (for example a
 # checker script) in front of the whole mpiexec line; the checker then gets the
 # mpiexec line as its arguments.
 #
 # The rank counts default to KPMAP_TEST_RANKS (1;2;3;4): 3 catches the bugs
-# that powers of two hide.
+# that powers of two hide. KPMAP_TEST_THREADS (default 1) is the number of
+# host threads each rank runs (OpenMP builds): the openmp-ci preset runs the
+# whole suite at 2 threads per rank. Threads wait passively, so that a test
+# with more threads than cores in all stays fast.
 
 include_guard(GLOBAL)
 
 set(KPMAP_TEST_RANKS "1;2;3;4" CACHE STRING "Rank counts at which MPI tests run")
+set(KPMAP_TEST_THREADS 1 CACHE STRING "Host threads per rank in the tests (OpenMP builds)")
 
 # Open MPI refuses to run as root and to place more ranks than cores unless
 # told; these variables are ignored by other MPI libraries.
@@ -25,7 +29,8 @@ set(KPMAP_MPI_TEST_ENVIRONMENT
     "OMPI_ALLOW_RUN_AS_ROOT=1"
     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
     "OMPI_MCA_rmaps_base_oversubscribe=1"
-    "OMP_NUM_THREADS=1"
+    "OMP_NUM_THREADS=${KPMAP_TEST_THREADS}"
+    "OMP_WAIT_POLICY=passive"
     "OPENBLAS_NUM_THREADS=1"
     "OMP_PROC_BIND=false")
 
@@ -47,11 +52,12 @@ function(kpmap_add_mpi_test)
   endif()
   foreach(n IN LISTS T_RANKS)
     set(test_name ${T_NAME}.np${n})
+    math(EXPR cores "${n} * ${KPMAP_TEST_THREADS}")
     add_test(NAME ${test_name}
              COMMAND ${T_WRAPPER} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
                      ${MPIEXEC_PREFLAGS} ${exe} ${MPIEXEC_POSTFLAGS} ${T_COMMAND})
     set_tests_properties(${test_name} PROPERTIES
-      PROCESSORS ${n}
+      PROCESSORS ${cores}
       TIMEOUT ${T_TIMEOUT}
       LABELS "mpi;${T_LABELS}"
       ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT};${T_ENVIRONMENT}")

@@ -6,8 +6,8 @@
 
 #include <kpmap/collectives.hpp>
 #include <kpmap/pmap.hpp>
+#include <kpmap/transport/buffer.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
-#include <kpmap/transport/staging_pool.hpp>
 
 #include <catch2/catch_template_test_macros.hpp>
 #include <catch2/catch_test_macros.hpp>
@@ -138,6 +138,7 @@ TEST_CASE("reductions on non-contiguous subviews touch only the subview", "[coll
 namespace {
 // A user type exposing its Views through one visitor, like a model's gradients.
 struct Grads {
+  using memory_space = Exec::memory_space;  // collectives run on its execution space
   Kokkos::View<double**, Exec> w;
   Kokkos::View<double*, Exec> b;
   template <class F>
@@ -418,7 +419,7 @@ TEST_CASE("counts above the MPI int limit take the large-count paths", "[collect
 TEST_CASE("the staging pool is reused, not regrown", "[collectives][staging]") {
   auto& pool = kpmap::transport::StagingPool::instance();
   // One rank reduces nothing, so only a multi-rank axis stages.
-  const bool staged = std::getenv("KPMAP_STAGING") != nullptr && world_size() > 1;
+  const bool staged = kpmap::transport::must_stage<Exec::memory_space>() && world_size() > 1;
   Kokkos::View<double*, Exec> a("a", 4096);
   kpmap::psum_inplace(a, "devices");
   const auto after_first = pool.allocations();
@@ -426,8 +427,8 @@ TEST_CASE("the staging pool is reused, not regrown", "[collectives][staging]") {
   CHECK(pool.allocations() == after_first);
   if (staged) {
     CHECK(after_first >= 1);
-    // A buffer larger than every slab adds exactly one slab, at least twice the
-    // largest so far (geometric growth), which later calls reuse.
+    // A buffer larger than every slab adds exactly one slab, rounded up to a
+    // power of two, which later calls reuse.
     const auto capacity = pool.capacity_bytes();
     Kokkos::View<double*, Exec> big("big", capacity / sizeof(double) + 1);
     kpmap::psum_inplace(big, "devices");
@@ -436,9 +437,37 @@ TEST_CASE("the staging pool is reused, not regrown", "[collectives][staging]") {
     for (int i = 0; i < 5; ++i) kpmap::psum_inplace(big, "devices");
     kpmap::psum_inplace(a, "devices");
     CHECK(pool.allocations() == after_first + 1);
-  } else if (std::getenv("KPMAP_STAGING") == nullptr) {
-    CHECK(after_first == 0);  // host memory goes straight to MPI
+  } else if (!kpmap::transport::must_stage<Exec::memory_space>()) {
+    CHECK(after_first == 0);  // nothing staged: buffers go straight to MPI
   }
+}
+
+TEST_CASE("fused reductions reuse pooled buffers step after step", "[collectives][fusion]") {
+  if (world_size() < 2) SKIP("one rank reduces nothing");
+  auto& pool = kpmap::transport::ScratchPool<Exec::memory_space>::instance();
+  // Two small leaves fuse into one pooled buffer, as a layer's (w, b) does.
+  Kokkos::View<double**, Exec> w("w", 16, 8), w2("w2", 16, 8);
+  Kokkos::View<double*, Exec> b("b", 16), b2("b2", 4);
+  auto step = [&] {
+    Kokkos::deep_copy(w, 1.0);
+    Kokkos::deep_copy(b, 2.0);
+    Kokkos::deep_copy(w2, 3.0);
+    Kokkos::deep_copy(b2, 4.0);
+    std::vector<kpmap::Request> pending;
+    pending.push_back(kpmap::ipsum(std::make_tuple(w, b), "devices"));
+    pending.push_back(kpmap::ipsum(std::make_tuple(b2, w2), "devices"));
+    for (auto& p : pending) p.wait();
+  };
+  step();
+  const auto settled = pool.allocations();
+  CHECK(settled >= 2);  // two reductions in flight hold two buffers
+  for (int i = 0; i < 10; ++i) step();
+  CHECK(pool.allocations() == settled);
+  const double p = world_size();
+  auto hw = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w);
+  auto hb2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b2);
+  CHECK(hw(3, 5) == p);
+  CHECK(hb2(3) == 4 * p);
 }
 
 TEST_CASE("checked mode turns mistakes into errors on every rank", "[collectives][checked]") {

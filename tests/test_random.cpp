@@ -11,6 +11,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 using kpmap::train::CounterRng;
@@ -47,13 +48,15 @@ TEST_CASE("normals generated from global indices: moments and rank independence"
       KOKKOS_LAMBDA(std::size_t i, std::size_t j) { return rng.normal(i * F + j, 7); });
   auto all = kpmap::gather(local, "devices");
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), all);
-  // Identical to a serial generation: the rank count does not matter.
+  // The same numbers as a host loop, whatever the rank count: the kernel runs
+  // the same arithmetic, but a GPU's exp/log/cos may differ from the host's
+  // libm in the last bits, so agreement is to a few ulps, not bitwise.
   bool same = true;
   double sum = 0, sq = 0;
   for (std::size_t i = 0; i < N; ++i) {
     for (std::size_t j = 0; j < F; ++j) {
       const double v = rng.normal(i * F + j, 7);
-      same = same && h(i, j) == v;
+      same = same && std::abs(h(i, j) - v) <= 1e-14 * std::max(1.0, std::abs(v));
       sum += v;
       sq += v * v;
     }

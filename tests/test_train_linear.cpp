@@ -32,6 +32,7 @@ std::vector<double> train(
   LinearParams<double, Mem> p("p", d.features);
   LinearParams<double, Mem> g("g", d.features);
   Kokkos::View<double, Mem> loss("loss");
+  const kpmap::train::LinearWorkspace<double, Mem> ws(data.rows(), d.features);
   kpmap::train::OptimizerConfig config;
   config.kind = kind;
   config.learning_rate = lr;
@@ -41,7 +42,7 @@ std::vector<double> train(
                                                static_cast<std::uint64_t>(e));
     for (std::size_t k = 0; k < plan.batches; ++k) {
       kpmap::train::linear_loss_and_gradient(data, plan.order, plan.offsets[k], plan.offsets[k + 1],
-                                             plan.global_size(k), p, g, loss, axis);
+                                             plan.global_size(k), p, g, loss, ws, axis);
       opt.step(p, g);
     }
   }

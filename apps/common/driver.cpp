@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include <kpmap/error.hpp>
+#include <kpmap/transport/mpi_ops.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -103,14 +104,17 @@ std::filesystem::path prepare_output_dir(const std::string& dir, MPI_Comm comm) 
       }
     }
   }
-  int size = static_cast<int>(problem.size());
-  MPI_Bcast(&size, 1, MPI_INT, 0, comm);
-  problem.resize(static_cast<std::size_t>(size));
-  MPI_Bcast(problem.data(), size, MPI_CHAR, 0, comm);
+  transport::bcast_string(problem, 0, comm);
   if (!problem.empty()) {
     throw InputError("output folder '" + dir + "': " + problem, ErrorScope::all_ranks);
   }
   return fs::path(dir);
+}
+
+std::string execution_text(const Runtime& rt) {
+  std::string s = Kokkos::DefaultExecutionSpace::name();
+  if (rt.device_id() >= 0) s += " " + std::to_string(rt.device_id()) + ", host";
+  return s + " " + rt.host_threads().reason;
 }
 
 std::string last_good_note(const std::string& checkpoint) {

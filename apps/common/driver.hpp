@@ -58,6 +58,10 @@ std::filesystem::path prepare_output_dir(const std::string& dir, MPI_Comm comm);
 /// reader never sees half a file. Call on one rank. \throws kpmap::Error.
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);
 
+/// \brief Where this rank runs, for the apps' banners: "Serial, 1 thread:
+/// serial host backend", "OpenMP, 2 threads: 2 cores shared by 1 rank", "Cuda 0".
+std::string execution_text(const Runtime& rt);
+
 /// \brief "; the last good checkpoint is FILE (continue with --restart FILE)",
 /// or "; no checkpoint was written" when `checkpoint` is empty: the tail of
 /// a message that stops a run.

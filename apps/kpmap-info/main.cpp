@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     } else {
       mine << Kokkos::DefaultExecutionSpace::name() << " " << rt.device_id();
     }
-    mine << " [" << rt.device_binding() << "]";
+    mine << " [" << rt.device_binding() << "], host threads: " << rt.host_threads().reason;
     const auto lines = gather_lines(rt, mine.str());
 
     if (rt.rank() == 0) {

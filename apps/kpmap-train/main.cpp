@@ -133,12 +133,14 @@ struct Model {
   kpmap::train::LinearParams<T, Mem> lp, lg;
   kpmap::train::MlpParams<T, Mem> mp, mg;
   std::unique_ptr<kpmap::train::Mlp<T, Mem>> mlp;
+  kpmap::train::LinearWorkspace<T, Mem> lws;  // sized once: steps allocate nothing
   Kokkos::View<T, Mem> loss{"kpmap-train::loss"};
 
   Model(const Config& cfg, std::size_t capacity) : c(cfg), linear(cfg.model == "linear") {
     if (linear) {
       lp = {"params", c.features};
       lg = {"grad", c.features};
+      lws = kpmap::train::LinearWorkspace<T, Mem>(capacity > 0 ? capacity : 1, c.features);
     } else {
       std::vector<std::size_t> widths{c.features};
       widths.insert(widths.end(), c.hidden.begin(), c.hidden.end());
@@ -180,13 +182,13 @@ struct Model {
       {
         auto t = times.scope(Phase::compute);
         kpmap::train::linear_local_gradient(data, plan.order, first, last, plan.global_size(k), lp,
-                                            lg, loss);
+                                            lg, loss, lws);
       }
       auto t = times.scope(Phase::collectives);
       // One message for the whole gradient and the loss.
       kpmap::psum_inplace(std::make_tuple(lg.w, lg.b, loss), "devices");
-      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
-      return {double(h()), 0.0};
+      Kokkos::deep_copy(lws.loss_host, loss);
+      return {double(lws.loss_host()), 0.0};
     }
     double wait = 0;
     const double t0 = MPI_Wtime();
@@ -418,6 +420,7 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
           c.model.c_str(), model.parameter_count(), c.precision.c_str(), n_train, c.validation,
           rt.size(), c.batch == 0 ? "full" : std::to_string(c.batch).c_str(),
           deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
+      std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
     }
 
     // history.csv continues a restarted run's file.

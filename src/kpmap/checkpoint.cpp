@@ -39,10 +39,6 @@ hid_t h5type(detail::Elem e) {
   return H5T_NATIVE_DOUBLE;
 }
 
-std::size_t elem_size(detail::Elem e) {
-  return e == detail::Elem::f32 || e == detail::Elem::i32 ? 4 : 8;
-}
-
 const char* elem_name(detail::Elem e) {
   switch (e) {
     case detail::Elem::f32:
@@ -68,54 +64,23 @@ std::string shape_text(const std::vector<std::size_t>& e) {
   return s + ")";
 }
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Sum over this block's elements of mix(global index, bits): adding the
-// blocks of any decomposition gives the same checksum for the same array.
-// One splitmix64 per element; the innermost dimension runs as a plain loop.
-std::uint64_t block_checksum(const void* data, detail::Elem elem, const Block& block) {
-  constexpr std::uint64_t golden = 0x9E3779B97F4A7C15ull;
-  const std::size_t rank = block.global.size();
-  const std::size_t es = elem_size(elem);
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  if (rank == 0) {
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, bytes, es);
-    return splitmix64(bits);
+// The checksum of data that HDF5 read into host memory: a parallel
+// reduction over the host's threads.
+std::uint64_t host_checksum(const void* data, detail::Elem elem, const Block& block) {
+  const Kokkos::DefaultHostExecutionSpace host;
+  switch (elem) {
+    case detail::Elem::f32:
+      return detail::block_checksum(host, static_cast<const float*>(data), block);
+    case detail::Elem::f64:
+      return detail::block_checksum(host, static_cast<const double*>(data), block);
+    case detail::Elem::i32:
+      return detail::block_checksum(host, static_cast<const std::int32_t*>(data), block);
+    case detail::Elem::i64:
+      return detail::block_checksum(host, static_cast<const std::int64_t*>(data), block);
+    case detail::Elem::u64:
+      break;
   }
-  std::size_t rows = 1;  // every index but the last
-  for (std::size_t d = 0; d + 1 < rank; ++d) rows *= block.count[d];
-  const std::size_t inner = block.count[rank - 1];
-  std::uint64_t sum = 0;
-  std::vector<std::size_t> idx(rank, 0);
-  std::size_t k = 0;
-  for (std::size_t r = 0; r < rows && inner > 0; ++r) {
-    std::size_t g = 0;
-    for (std::size_t d = 0; d < rank; ++d) g = g * block.global[d] + block.offset[d] + idx[d];
-    if (es == 8) {
-      for (std::size_t j = 0; j < inner; ++j, ++k) {
-        std::uint64_t bits;
-        std::memcpy(&bits, bytes + k * 8, 8);
-        sum += splitmix64(bits ^ ((g + j) * golden));
-      }
-    } else {
-      for (std::size_t j = 0; j < inner; ++j, ++k) {
-        std::uint32_t bits;
-        std::memcpy(&bits, bytes + k * 4, 4);
-        sum += splitmix64(std::uint64_t(bits) ^ ((g + j) * golden));
-      }
-    }
-    for (std::size_t d = rank - 1; d-- > 0;) {  // next row (row-major, last index excluded)
-      if (++idx[d] < block.count[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return sum;
+  return detail::block_checksum(host, static_cast<const std::uint64_t*>(data), block);
 }
 
 std::string check_block(const std::string& name, const std::vector<std::size_t>& local,
@@ -318,7 +283,7 @@ const std::string& Writer::path() const noexcept { return impl_->path; }
 
 void Writer::write_raw(const std::string& name, detail::Elem elem, const void* data,
                        const std::vector<std::size_t>& local_extents, const Block& block,
-                       bool replicated) {
+                       bool replicated, std::uint64_t checksum) {
   remembering_failure(*impl_, [&] {
     Quiet quiet;
     agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
@@ -348,7 +313,7 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     H5Sclose(mspace);
 
     // The checksum of the whole array, from every rank's share.
-    std::uint64_t sum = none ? 0 : block_checksum(data, elem, block);
+    std::uint64_t sum = none ? 0 : checksum;
     MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
     write_scalar_attr(dset, "checksum", H5T_NATIVE_UINT64, sum);
     H5Sclose(fspace);
@@ -528,7 +493,7 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
 
   // Blocks that partition the array add up to its checksum; a whole-array
   // read (replicated data) is checked by each rank on its own.
-  std::uint64_t sum = block_checksum(data, elem, block);
+  std::uint64_t sum = host_checksum(data, elem, block);
   bool whole_read = true;
   for (std::size_t d = 0; d < block.global.size(); ++d) {
     whole_read = whole_read && block.offset[d] == 0 && block.count[d] == block.global[d];

@@ -73,6 +73,101 @@ constexpr Elem elem_of() {
 }
 
 /// A host copy of `v` in row-major order.
+/// \brief The checksum of a block of a global array: the sum (mod 2^64) over
+/// its elements of splitmix64(bits ^ global index * golden ratio). Blocks of
+/// any decomposition add up to the same checksum for the same array, and the
+/// sum of integers is exact in any order: a parallel reduction, in the memory
+/// space where the data lives, gives the same value at any thread count.
+template <class T, class Exec>
+struct BlockChecksum {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "checksums read 4- or 8-byte elements");
+  static constexpr int max_rank = 8;
+  static constexpr std::size_t segment = 4096;  // elements of one row per work item
+  const T* data;
+  Kokkos::Array<std::size_t, max_rank> count;   // the block's extents
+  Kokkos::Array<std::size_t, max_rank> offset;  // its first global index
+  Kokkos::Array<std::size_t, max_rank> global;  // the whole array's extents
+  int rank;
+  std::size_t inner;     // extent of the last dimension
+  std::size_t segments;  // work items per row
+
+  KOKKOS_INLINE_FUNCTION static std::uint64_t splitmix64(std::uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  }
+
+  // Work item w: segment w % segments of row w / segments (the row is every
+  // index but the last, row-major).
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t w, std::uint64_t& sum) const {
+    constexpr std::uint64_t golden = 0x9E3779B97F4A7C15ull;
+    std::size_t row = w / segments;
+    const std::size_t first = (w % segments) * segment;
+    const std::size_t last = first + segment < inner ? first + segment : inner;
+    // Global linear index of (row, first), and the row's position in the block.
+    std::size_t g = 0, stride = 1, local = 0, local_stride = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      std::size_t i = 0;
+      if (d == rank - 1) {
+        i = first;
+      } else {
+        i = row % count[d];
+        row /= count[d];
+      }
+      g += (offset[d] + i) * stride;
+      local += i * local_stride;
+      stride *= global[d];
+      local_stride *= count[d];
+    }
+    const unsigned char* bytes = reinterpret_cast<const unsigned char*>(data + local);
+    std::uint64_t s = 0;
+    for (std::size_t j = 0; j < last - first; ++j) {
+      std::uint64_t bits = 0;
+      if constexpr (sizeof(T) == 8) {
+        bits = *reinterpret_cast<const std::uint64_t*>(bytes + 8 * j);
+      } else {
+        bits = *reinterpret_cast<const std::uint32_t*>(bytes + 4 * j);
+      }
+      s += splitmix64(bits ^ ((g + j) * golden));
+    }
+    sum += s;
+  }
+};
+
+/// \brief The checksum of this rank's `block` of a global array, whose
+/// elements `data` (row-major, block.count extents) live in the memory of
+/// `exec`. One parallel reduction on `exec`; blocking.
+template <class Exec, class T>
+std::uint64_t block_checksum(const Exec& exec, const T* data, const Block& block) {
+  BlockChecksum<T, Exec> f{};
+  f.data = data;
+  f.rank = static_cast<int>(block.global.size());
+  if (f.rank > BlockChecksum<T, Exec>::max_rank) {
+    throw Error("kpmap::checkpoint: arrays have at most 8 dimensions");
+  }
+  std::size_t rows = 1;
+  for (int d = 0; d < f.rank; ++d) {
+    f.count[d] = block.count[d];
+    f.offset[d] = block.offset[d];
+    f.global[d] = block.global[d];
+    if (d + 1 < f.rank) rows *= block.count[d];
+  }
+  if (f.rank == 0) {  // a scalar: one row of one element, global index 0
+    f.rank = 1;
+    f.count[0] = f.global[0] = 1;
+    f.offset[0] = 0;
+  }
+  f.inner = f.count[f.rank - 1];
+  if (f.inner == 0 || rows == 0) return 0;
+  const std::size_t seg = BlockChecksum<T, Exec>::segment;
+  f.segments = (f.inner + seg - 1) / seg;
+  std::uint64_t sum = 0;
+  Kokkos::parallel_reduce("kpmap::checkpoint::checksum",
+                          Kokkos::RangePolicy<Exec>(exec, 0, rows * f.segments), f, sum);
+  return sum;
+}
+
 template <class V>
 Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> host_copy(const V& v) {
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
@@ -109,6 +204,24 @@ std::vector<std::size_t> extents_vector(const V& v) {
   for (int d = 0; d < kpmap::detail::rank_v<V>; ++d) e.push_back(v.extent(d));
   return e;
 }
+
+/// \brief The checksum of `v` as `block` of its array, computed in v's own
+/// memory space when v is row-major and contiguous (a GPU field is hashed on
+/// the GPU), else on a host copy. 0 when the block does not fit v: the write
+/// then refuses the block on every rank.
+template <class V>
+std::uint64_t checksum_before_write(const V& v, const std::vector<std::size_t>& extents,
+                                    const Block& block) {
+  if (block.count != extents || block.offset.size() != extents.size() ||
+      block.global.size() != extents.size()) {
+    return 0;
+  }
+  if (kpmap::detail::is_canonical(v)) {
+    return block_checksum(typename V::execution_space(), v.data(), block);
+  }
+  auto flat = host_copy(v);
+  return block_checksum(Kokkos::DefaultHostExecutionSpace(), flat.data(), block);
+}
 }  // namespace detail
 
 /// \brief Writes one checkpoint file atomically: everything goes to a
@@ -130,8 +243,10 @@ class Writer {
   void write(const std::string& name, const V& local, const Block& block) {
     using T = typename V::non_const_value_type;
     Kokkos::View<T*, Kokkos::HostSpace> keep;
+    const auto extents = detail::extents_vector(local);
+    const std::uint64_t sum = detail::checksum_before_write(local, extents, block);
     auto flat = detail::host_canonical(local, keep);
-    write_raw(name, detail::elem_of<T>(), flat.data(), detail::extents_vector(local), block);
+    write_raw(name, detail::elem_of<T>(), flat.data(), extents, block, false, sum);
   }
 
   /// \brief Writes `v`, which every rank holds identically, once.
@@ -139,9 +254,10 @@ class Writer {
   void write_replicated(const std::string& name, const V& v) {
     using T = typename V::non_const_value_type;
     Kokkos::View<T*, Kokkos::HostSpace> keep;
-    auto flat = detail::host_canonical(v, keep);
     const auto e = detail::extents_vector(v);
-    write_raw(name, detail::elem_of<T>(), flat.data(), e, whole(e), /*replicated=*/true);
+    const std::uint64_t sum = detail::checksum_before_write(v, e, whole(e));
+    auto flat = detail::host_canonical(v, keep);
+    write_raw(name, detail::elem_of<T>(), flat.data(), e, whole(e), /*replicated=*/true, sum);
   }
 
   /// \brief Closes the file and renames it over the target. Collective.
@@ -150,9 +266,11 @@ class Writer {
   const std::string& path() const noexcept;
 
  private:
+  // `checksum`: of this rank's block (block_checksum), computed by the caller
+  // where the data lives.
   void write_raw(const std::string& name, detail::Elem elem, const void* data,
-                 const std::vector<std::size_t>& local_extents, const Block& block,
-                 bool replicated = false);
+                 const std::vector<std::size_t>& local_extents, const Block& block, bool replicated,
+                 std::uint64_t checksum);
 
  public:
   struct Impl;  // internal

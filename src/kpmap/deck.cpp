@@ -1,5 +1,7 @@
 #include <kpmap/deck.hpp>
 
+#include <kpmap/transport/mpi_ops.hpp>
+
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -718,11 +720,9 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
       failed = 1;
     }
   }
-  int header[2] = {failed, static_cast<int>(payload.size())};
-  MPI_Bcast(header, 2, MPI_INT, 0, comm);
-  payload.resize(static_cast<std::size_t>(header[1]));
-  MPI_Bcast(payload.data(), header[1], MPI_CHAR, 0, comm);
-  if (header[0] != 0) throw InputError(payload, ErrorScope::all_ranks);
+  MPI_Bcast(&failed, 1, MPI_INT, 0, comm);
+  transport::bcast_string(payload, 0, comm);
+  if (failed != 0) throw InputError(payload, ErrorScope::all_ranks);
   // Every rank (rank 0 too) builds the deck from the same resolved text.
   return parse(schema, payload, path);
 }

@@ -20,7 +20,9 @@
 
 #include <kpmap/collectives.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/detail/mpi_datatype.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/transport/buffer.hpp>
 
 #include <mpi.h>
 #include <Kokkos_Core.hpp>
@@ -79,8 +81,6 @@ class CartesianLayout {
   std::size_t global_count() const noexcept { return global_[0] * global_[1] * global_[2]; }
   /// \brief Blocks along dimension d (the process grid).
   int ranks(int d) const noexcept { return dims_[d]; }
-  /// \brief This rank's block coordinate along dimension d.
-  int coord(int d) const noexcept { return coords_[d]; }
   /// \brief First global cell index of this rank's block along dimension d.
   std::size_t offset(int d) const noexcept { return offset_[d]; }
   /// \brief Cells this rank owns along dimension d.
@@ -170,20 +170,6 @@ void post_halo_messages(const std::vector<HaloNeighbor>& neighbors, std::size_t 
                         MPI_Datatype type, void* recv, void* send, std::size_t elem_size,
                         MPI_Comm comm, std::vector<MPI_Request>& requests);
 
-template <class T>
-MPI_Datatype halo_datatype() {
-  if constexpr (std::is_same_v<T, double>) {
-    return MPI_DOUBLE;
-  } else if constexpr (std::is_same_v<T, float>) {
-    return MPI_FLOAT;
-  } else if constexpr (std::is_same_v<T, int>) {
-    return MPI_INT;
-  } else {
-    static_assert(std::is_same_v<T, long long>, "halo fields hold double, float, int or long long");
-    return MPI_LONG_LONG;
-  }
-}
-
 /// At most this many fields move in one plan (each neighbour gets one message for all).
 inline constexpr int max_halo_fields = 8;
 
@@ -262,17 +248,11 @@ class HaloExchange {
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::HaloExchange::send"), total);
     recv_ = Kokkos::View<T*, memory_space>(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::HaloExchange::recv"), total);
-    // The collectives' transport decision: device memory goes to MPI as is
-    // when MPI is GPU-aware, else through pinned host mirrors.
-    staged_ = detail::must_stage<memory_space>();
-    if (staged_) {
-      send_host_ = Kokkos::View<T*, detail::PinnedHostSpace>(
-          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::HaloExchange::send_pinned"),
-          total);
-      recv_host_ = Kokkos::View<T*, detail::PinnedHostSpace>(
-          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::HaloExchange::recv_pinned"),
-          total);
-    }
+    // The transport's decision, as for every collective: device memory goes
+    // to MPI as is when MPI is GPU-aware, else through pinned leases of the
+    // one staging pool, held for the life of the plan.
+    send_mpi_ = transport::make_buffer<T, memory_space>(send_.data(), total);
+    recv_mpi_ = transport::make_buffer<T, memory_space>(recv_.data(), total);
   }
 
   HaloExchange(const HaloExchange&) = delete;
@@ -290,14 +270,12 @@ class HaloExchange {
   void start(const ExecSpace& exec = ExecSpace()) {
     if (!requests_.empty()) throw Error("kpmap::HaloExchange::start: an exchange is in flight");
     for (const auto& n : neighbors_) copy<true>(exec, n, n.send, "kpmap::HaloExchange::pack");
-    if (staged_ && send_.size() > 0) Kokkos::deep_copy(exec, send_host_, send_);
+    transport::to_mpi(exec, send_mpi_);
     // MPI reads the send buffers from its own threads or DMA engines and knows
     // nothing of Kokkos' asynchronous kernels and copies: they must be done.
     detail::fence(exec, "kpmap::HaloExchange: packed buffers ready for MPI");
-    void* send = staged_ ? static_cast<void*>(send_host_.data()) : send_.data();
-    void* recv = staged_ ? static_cast<void*>(recv_host_.data()) : recv_.data();
-    detail::post_halo_messages(neighbors_, nfields_, detail::halo_datatype<T>(), recv, send,
-                               sizeof(T), layout_.comm(), requests_);
+    detail::post_halo_messages(neighbors_, nfields_, detail::mpi_datatype<T>(), recv_mpi_.mpi,
+                               send_mpi_.mpi, sizeof(T), layout_.comm(), requests_);
   }
 
   /// \brief Waits for the messages and unpacks them into the ghosts on `exec`.
@@ -312,7 +290,7 @@ class HaloExchange {
       requests_.clear();
       if (rc != MPI_SUCCESS) throw Error("kpmap::HaloExchange: MPI_Waitall failed");
     }
-    if (staged_ && recv_.size() > 0) Kokkos::deep_copy(exec, recv_, recv_host_);
+    transport::from_mpi(exec, recv_mpi_);
     for (const auto& n : neighbors_) copy<false>(exec, n, n.recv, "kpmap::HaloExchange::unpack");
   }
 
@@ -326,10 +304,8 @@ class HaloExchange {
   const HaloOptions& options() const noexcept { return options_; }
   /// \brief Number of neighbours this rank exchanges with.
   std::size_t neighbor_count() const noexcept { return neighbors_.size(); }
-  /// \brief Bytes this rank sends per exchange (equal to the bytes it receives).
-  std::size_t bytes_per_exchange() const noexcept { return send_.size() * sizeof(T); }
   /// \brief True when buffers go through pinned host memory.
-  bool staged() const noexcept { return staged_; }
+  bool staged() const noexcept { return send_mpi_.staged(); }
 
  private:
   template <bool Pack>
@@ -360,9 +336,8 @@ class HaloExchange {
   std::vector<detail::HaloNeighbor> neighbors_;
   Kokkos::View<T*, memory_space> send_;
   Kokkos::View<T*, memory_space> recv_;
-  Kokkos::View<T*, detail::PinnedHostSpace> send_host_;
-  Kokkos::View<T*, detail::PinnedHostSpace> recv_host_;
-  bool staged_ = false;
+  transport::MpiBuffer<T, memory_space> send_mpi_;  // how send_ reaches MPI
+  transport::MpiBuffer<T, memory_space> recv_mpi_;
   std::vector<MPI_Request> requests_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <kpmap/error.hpp>
 #include <kpmap/runtime.hpp>
+#include <kpmap/transport/mpi_ops.hpp>
 
 #include <Kokkos_Core.hpp>
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -184,10 +185,7 @@ void require_memory(double bytes, const std::string& what, const std::string& br
         << "); use more ranks or a smaller problem (KPMAP_MEMORY_LIMIT sets the limit by hand)";
   }
   std::string text = msg.str();
-  int length = static_cast<int>(text.size());
-  MPI_Bcast(&length, 1, MPI_INT, speaker, comm);
-  text.resize(static_cast<std::size_t>(length));
-  MPI_Bcast(text.data(), length, MPI_CHAR, speaker, comm);
+  transport::bcast_string(text, speaker, comm);
   throw InputError(text, ErrorScope::all_ranks);
 }
 

@@ -145,21 +145,19 @@ auto shard_from_root(const V& global, AxisRef axis, int root = 0) {
   std::vector<std::size_t> counts(static_cast<std::size_t>(axis->size()));
   for (int r = 0; r < axis->size(); ++r) counts[r] = part.count(r) * per_row;
 
-  Kokkos::View<T*, Kokkos::HostSpace> send("kpmap::shard_from_root::send", 0);
-  if (axis->index() == root) {
-    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), global);
-    send = Kokkos::View<T*, Kokkos::HostSpace>("kpmap::shard_from_root::send", host.size());
-    detail::pack(Kokkos::DefaultHostExecutionSpace(), host, send);
-    Kokkos::DefaultHostExecutionSpace().fence();
-  }
+  // The root's array goes to MPI from its own memory (packed when it is not
+  // row-major), or staged: the transport decides, as for every collective.
+  using Exec = typename V::execution_space;
+  const Exec exec;
+  const bool is_root = axis->index() == root;
+  auto send = detail::load(exec, is_root ? global : V(), true);
   auto e = ge;
   e[0] = part.count(axis->index());
-  auto local_host = detail::allocate<detail::local_view_t<T, R, Kokkos::HostSpace>>(
-      "kpmap::shard_from_root::recv", e);
-  transport::scatterv(send.data(), local_host.data(), counts, detail::mpi_datatype<T>(), root,
-                      axis->comm());
   auto out = detail::allocate<detail::local_view_t<T, R, M>>("kpmap::shard", e);
-  Kokkos::deep_copy(out, local_host);
+  auto recv = transport::make_buffer<T, M>(out.data(), out.size());
+  detail::fence_before_mpi(exec);
+  transport::scatterv(send.mpi, recv.mpi, counts, detail::mpi_datatype<T>(), root, axis->comm());
+  detail::complete_receive(typename decltype(out)::execution_space(), recv, [] {});
   return out;
 }
 
@@ -244,25 +242,23 @@ auto gather(const V& local, AxisRef axis, int root = -1) {
   std::vector<std::size_t> counts;
   for (auto r : rows) counts.push_back(r * per_row);
 
-  auto host_local = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), local);
-  Kokkos::View<T*, Kokkos::HostSpace> send("kpmap::gather::send", host_local.size());
-  detail::pack(Kokkos::DefaultHostExecutionSpace(), host_local, send);
-  Kokkos::DefaultHostExecutionSpace().fence();
-
+  // The transport's path, as for every collective: the block goes to MPI
+  // from its own memory (packed when it is not row-major), or staged.
+  using Exec = typename V::execution_space;
+  const Exec exec;
+  auto send = detail::load(exec, local, true);
   auto e = detail::extents_of(local);
   const bool receives = root < 0 || axis->index() == root;
   e[0] = receives ? total : 0;
-  auto out_host =
-      detail::allocate<detail::local_view_t<T, R, Kokkos::HostSpace>>("kpmap::gather", e);
-  if (root < 0) {
-    transport::allgatherv(send.data(), out_host.data(), counts, detail::mpi_datatype<T>(),
-                          axis->comm());
-  } else {
-    transport::gatherv(send.data(), out_host.data(), counts, detail::mpi_datatype<T>(), root,
-                       axis->comm());
-  }
   auto out = detail::allocate<detail::local_view_t<T, R, M>>("kpmap::gather", e);
-  Kokkos::deep_copy(out, out_host);
+  auto recv = transport::make_buffer<T, M>(out.data(), out.size());
+  detail::fence_before_mpi(exec);
+  if (root < 0) {
+    transport::allgatherv(send.mpi, recv.mpi, counts, detail::mpi_datatype<T>(), axis->comm());
+  } else {
+    transport::gatherv(send.mpi, recv.mpi, counts, detail::mpi_datatype<T>(), root, axis->comm());
+  }
+  detail::complete_receive(exec, recv, [] {});
   return out;
 }
 
@@ -330,8 +326,8 @@ auto globalize(const Axis& axis, R&& result, std::size_t i) {
 template <class F, class InSpecs, class OutSpecs>
 class Pmapped {
  public:
-  Pmapped(const Axis& axis, F fn, InSpecs in, OutSpecs out)
-      : axis_(&axis), fn_(std::move(fn)), in_(in), out_(out) {}
+  /// The specs are types only (in_axes/out_axes markers): nothing of them is kept.
+  Pmapped(const Axis& axis, F fn, InSpecs, OutSpecs) : axis_(&axis), fn_(std::move(fn)) {}
 
   /// \brief Runs the function on every rank with its local blocks.
   /// Collective over the axis.
@@ -371,8 +367,6 @@ class Pmapped {
 
   const Axis* axis_;
   F fn_;
-  InSpecs in_;
-  OutSpecs out_;
 };
 
 /// \brief JAX's `pmap(fn, axis_name, in_axes, out_axes)`: returns a callable

@@ -84,10 +84,11 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   std::set_terminate(terminate_handler);
   g_runtime = this;
   init_node_topology();
+  choose_host_threads(argc, argv);
   std::string error;
   try {
     init_kokkos(argc, argv);
-    gpu_ = transport::detect_gpu_awareness();
+    transport::set_gpu_awareness(transport::detect_gpu_awareness());
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -138,6 +139,24 @@ void Runtime::init_node_topology() {
   MPI_Bcast(&node_index_, 1, MPI_INT, 0, node_comm_);
 }
 
+void Runtime::choose_host_threads(int argc, char** argv) {
+  if (!detail::threaded_host_backend) {
+    host_threads_.reason = "1 thread: serial host backend";
+    return;
+  }
+  // Collective over the node (every rank takes part, whatever it decides).
+  const int sharing = detail::ranks_sharing_cores(node_comm_);
+  std::string source;
+  const auto user = detail::user_host_threads(argc, argv, source);
+  host_threads_ = detail::decide_host_threads(user, source, detail::usable_cores(), sharing);
+  if (host_threads_.oversubscribed && node_rank_ == 0) {
+    std::fprintf(stderr,
+                 "kpmap: warning: %s: more threads than cores on node %d; expect slow runs "
+                 "(OMP_WAIT_POLICY=passive softens it)\n",
+                 host_threads_.reason.c_str(), node_index_);
+  }
+}
+
 void Runtime::init_kokkos(int& argc, char**& argv) {
   if (Kokkos::is_initialized()) {
     device_binding_ = "chosen by the caller, who initialised Kokkos before kpmap::Runtime";
@@ -159,6 +178,12 @@ void Runtime::init_kokkos(int& argc, char**& argv) {
     device_binding_ = "node-local rank " + std::to_string(node_rank_) + " mod " +
                       std::to_string(devices) + " visible GPU(s)";
   }
+  // kpmap's thread count, unless the user gave one (Kokkos then reads theirs).
+  std::string threads_flag;
+  if (detail::threaded_host_backend && !host_threads_.chosen_by_user) {
+    threads_flag = detail::num_threads_flag(host_threads_.threads);
+    args.push_back(threads_flag.data());
+  }
   args.push_back(nullptr);
   int nargs = static_cast<int>(args.size()) - 1;
   Kokkos::initialize(nargs, args.data());
@@ -166,7 +191,7 @@ void Runtime::init_kokkos(int& argc, char**& argv) {
   // Kokkos removed the arguments it understood; hand the rest back to the caller.
   int kept = 0;
   for (int i = 0; i < nargs; ++i) {
-    if (args[i] != device_flag.data()) argv[kept++] = args[i];
+    if (args[i] != device_flag.data() && args[i] != threads_flag.data()) argv[kept++] = args[i];
   }
   argv[kept] = nullptr;
   argc = kept;

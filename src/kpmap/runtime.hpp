@@ -3,6 +3,7 @@
 /// \brief `kpmap::Runtime`: MPI and Kokkos up and down in the right order, one
 /// device per rank, and one rank's error turned into a prompt job-wide abort.
 
+#include <kpmap/detail/host_threads.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/transport/gpu_aware.hpp>
 
@@ -30,7 +31,12 @@ struct RuntimeOptions {
 /// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`, binds the rank to GPU
 /// `node_rank % visible GPUs` unless the user chose a device through Kokkos'
 /// own flags (`--kokkos-device-id`, `KOKKOS_DEVICE_ID`, ...), then initialises
-/// Kokkos. The destructor finalises Kokkos, then MPI. If MPI or Kokkos was
+/// Kokkos. On a threaded host backend (OpenMP) it also chooses each rank's
+/// thread count: the cores the rank may use, shared evenly by the node's
+/// ranks that may use the same cores, so a default run never runs more
+/// threads than cores; a count the user gives (`--kokkos-num-threads`,
+/// `OMP_NUM_THREADS`, ...) wins, with a one-line warning when it
+/// oversubscribes the cores. The destructor finalises Kokkos, then MPI. If MPI or Kokkos was
 /// already initialised by the caller, the Runtime neither initialises nor
 /// finalises it.
 ///
@@ -80,12 +86,18 @@ class Runtime {
 
   int mpi_thread_level_provided() const noexcept { return thread_provided_; }
 
-  /// \brief Whether MPI may be handed device pointers, and why.
-  const transport::GpuAwareness& gpu_awareness() const noexcept { return gpu_; }
+  /// \brief Host threads this rank runs (1 on the Serial backend), and why.
+  const detail::HostThreads& host_threads() const noexcept { return host_threads_; }
+
+  /// \brief Whether MPI may be handed device pointers, and why: the
+  /// transport's decision, made when the Runtime started.
+  const transport::GpuAwareness& gpu_awareness() const noexcept {
+    return transport::gpu_awareness();
+  }
   /// \brief Switches KPMAP_STAGING=always on or off for this process from
   /// now on, as benchmarks do to compare the staged and direct paths. Every
   /// rank must make the same choice.
-  void set_staging_always(bool on) noexcept { gpu_.staging_always = on; }
+  void set_staging_always(bool on) noexcept { transport::set_staging_always(on); }
 
   /// \brief Registers `hook` to run when the Runtime shuts down, before Kokkos
   /// and MPI are finalised (last registered, first run). Layers that keep
@@ -100,6 +112,7 @@ class Runtime {
   void init_mpi(int& argc, char**& argv, const RuntimeOptions& options);
   void init_node_topology();
   void init_kokkos(int& argc, char**& argv);
+  void choose_host_threads(int argc, char** argv);
 
   bool owns_mpi_ = false;
   bool owns_kokkos_ = false;
@@ -113,8 +126,8 @@ class Runtime {
   int node_index_ = 0;
   int device_id_ = -1;
   std::string device_binding_;
+  detail::HostThreads host_threads_;
   int thread_provided_ = MPI_THREAD_SINGLE;
-  transport::GpuAwareness gpu_;
   int uncaught_at_start_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include <kpmap/detail/checked.hpp>
 
 #include <kpmap/error.hpp>
+#include <kpmap/transport/mpi_ops.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -144,10 +145,7 @@ void verify_identical(const Axis& axis, const std::string& what, const void* byt
       }
     }
   }
-  int len = static_cast<int>(message.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, axis.comm());
-  message.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(message.data(), len, MPI_CHAR, 0, axis.comm());
+  transport::bcast_string(message, 0, axis.comm());
   throw Error("kpmap checked mode: " + what + " should be replicated over axis '" + axis.name() +
                   "' but differs between ranks: " + message,
               exit_code::failure, ErrorScope::all_ranks);

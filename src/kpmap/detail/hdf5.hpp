@@ -3,6 +3,7 @@
 // (checkpoints, training data). Not part of the public API.
 
 #include <kpmap/error.hpp>
+#include <kpmap/transport/mpi_ops.hpp>
 
 #include <hdf5.h>
 #include <mpi.h>
@@ -37,10 +38,7 @@ inline void agree(MPI_Comm comm, const std::string& error, int code) {
   MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
   if (first == size) return;
   std::string message = error;
-  int len = static_cast<int>(message.size());
-  MPI_Bcast(&len, 1, MPI_INT, first, comm);
-  message.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(message.data(), len, MPI_CHAR, first, comm);
+  transport::bcast_string(message, first, comm);
   throw Error(message, code, ErrorScope::all_ranks);
 }
 

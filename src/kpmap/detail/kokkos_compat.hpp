@@ -48,6 +48,24 @@ inline int kokkos_device_id(int chosen) {
 #endif
 }
 
+/// \brief Whether Kokkos' host backend runs threads (OpenMP, Threads, HPX),
+/// whose count kpmap::Runtime chooses.
+#if defined(KOKKOS_ENABLE_OPENMP) || defined(KOKKOS_ENABLE_THREADS) || defined(KOKKOS_ENABLE_HPX)
+inline constexpr bool threaded_host_backend = true;
+#else
+inline constexpr bool threaded_host_backend = false;
+#endif
+
+/// \brief Kokkos' command-line flag for the host thread count
+/// (`--kokkos-threads` until 3.6, `--kokkos-num-threads` since 3.7).
+inline std::string num_threads_flag(int n) {
+#if KOKKOS_VERSION >= 30700
+  return "--kokkos-num-threads=" + std::to_string(n);
+#else
+  return "--kokkos-threads=" + std::to_string(n);
+#endif
+}
+
 /// \brief Fences one execution space instance with a label (labels arrived in Kokkos 3.6).
 template <class ExecSpace>
 void fence(const ExecSpace& exec, [[maybe_unused]] const char* label) {

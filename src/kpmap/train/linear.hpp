@@ -5,8 +5,10 @@
 /// once) and one fused psum of (grad w, grad b, loss).
 
 #include <kpmap/collectives.hpp>
+#include <kpmap/error.hpp>
 #include <kpmap/train/data.hpp>
 
+#include <KokkosBlas2_gemv.hpp>
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
@@ -20,6 +22,7 @@ namespace kpmap::train {
 /// gradient of the same shape.
 template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
 struct LinearParams {
+  using memory_space = M;  ///< where every View of the tree lives
   Kokkos::View<T*, M> w;
   Kokkos::View<T, M> b;
 
@@ -40,11 +43,14 @@ struct LinearParams {
 namespace detail {
 
 /// Rows per chunk of the deterministic reduction: each chunk sums its rows
-/// in order into its own partial sums, then the chunks are added in order,
-/// so the result does not depend on the backend or its thread count.
+/// in order into its own partial sums, then the chunks are added by one
+/// gemv, so the result does not depend on the thread count. Chunks are
+/// short, so a large shard gives a GPU tens of thousands of them.
+inline constexpr std::size_t linear_chunk_rows = 64;
+
 inline std::size_t reduction_chunks(std::size_t rows) {
-  const std::size_t chunks = (rows + 255) / 256;
-  return chunks < 1 ? 1 : (chunks > 1024 ? 1024 : chunks);
+  const std::size_t chunks = (rows + linear_chunk_rows - 1) / linear_chunk_rows;
+  return chunks < 1 ? 1 : chunks;
 }
 
 /// Features up to which a chunk keeps its sums and w in local arrays.
@@ -143,17 +149,16 @@ struct LinearPartials {
   }
 };
 
-/// Adds the chunks in order: grad w, grad b and the loss, scaled.
+/// Scatters the column sums of the chunks into grad w, grad b and the loss.
 template <class T, class M>
 struct LinearFinish {
-  Kokkos::View<const T**, Kokkos::LayoutRight, M> partial;
+  Kokkos::View<const T*, M> sums;
   Kokkos::View<T*, M> gw;
   Kokkos::View<T, M> gb;
   Kokkos::View<T, M> loss;
   T scale;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t j) const {
-    T s = T(0);
-    for (std::size_t c = 0; c < partial.extent(0); ++c) s += partial(c, j);
+    const T s = sums(j);
     const std::size_t f = gw.extent(0);
     if (j < f) {
       gw(j) = 2 * scale * s;
@@ -167,6 +172,27 @@ struct LinearFinish {
 
 }  // namespace detail
 
+/// \brief Work arrays of the linear model's gradient for up to `max_rows`
+/// local rows, sized once so that a training step allocates nothing.
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+struct LinearWorkspace {
+  Kokkos::View<T**, Kokkos::LayoutRight, M> partial;  ///< chunks x (features + 2)
+  Kokkos::View<T*, M> ones;                           ///< one per chunk
+  Kokkos::View<T*, M> sums;                           ///< column sums of partial
+  typename Kokkos::View<T, M>::HostMirror loss_host;  ///< the reduced loss, for the host
+
+  LinearWorkspace() = default;
+  LinearWorkspace(std::size_t max_rows, std::size_t features)
+      : partial(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::linear::partial"),
+                detail::reduction_chunks(max_rows), features + 2),
+        ones("kpmap::train::linear::ones", detail::reduction_chunks(max_rows)),
+        sums("kpmap::train::linear::sums", features + 2),
+        loss_host("kpmap::train::linear::loss_host") {
+    Kokkos::deep_copy(ones, T(1));
+  }
+  std::size_t max_rows() const { return partial.extent(0) * detail::linear_chunk_rows; }
+};
+
 /// \brief This rank's share of the loss and gradient of one global batch,
 /// in place of `grad` and `loss` (no communication).
 ///
@@ -179,20 +205,28 @@ template <class T, class M>
 void linear_local_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
                            std::size_t first, std::size_t last, std::size_t global_batch,
                            const LinearParams<T, M>& p, const LinearParams<T, M>& grad,
-                           const Kokkos::View<T, M>& loss) {
+                           const Kokkos::View<T, M>& loss, const LinearWorkspace<T, M>& ws) {
   using Exec = typename M::execution_space;
   const std::size_t f = data.x.extent(1);
   const std::size_t rows = last - first;
+  if (rows > ws.max_rows() || ws.sums.extent(0) != f + 2) {
+    throw Error("kpmap::train::linear_local_gradient: the workspace holds " +
+                std::to_string(ws.max_rows()) + " rows of " +
+                std::to_string(ws.sums.extent(0) - 2) + " features; this batch has " +
+                std::to_string(rows) + " rows of " + std::to_string(f));
+  }
   const std::size_t chunks = detail::reduction_chunks(rows);
-  const std::size_t chunk = (rows + chunks - 1) / chunks;
-  Kokkos::View<T**, Kokkos::LayoutRight, M> partial(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::linear::partial"), chunks,
-      f + 2);
+  const auto partial =
+      Kokkos::subview(ws.partial, Kokkos::make_pair(std::size_t(0), chunks), Kokkos::ALL());
   Kokkos::parallel_for("kpmap::train::linear::partials", Kokkos::RangePolicy<Exec>(0, chunks),
                        detail::LinearPartials<T, M>{data.x, data.y, p.w, p.b, order, partial, first,
-                                                    last, chunk > 0 ? chunk : 1});
+                                                    last, detail::linear_chunk_rows});
+  // Column sums over the chunks: partial^T 1, one gemv that fills the device.
+  KokkosBlas::gemv("T", T(1), partial,
+                   Kokkos::subview(ws.ones, Kokkos::make_pair(std::size_t(0), chunks)), T(0),
+                   ws.sums);
   Kokkos::parallel_for("kpmap::train::linear::finish", Kokkos::RangePolicy<Exec>(0, f + 2),
-                       detail::LinearFinish<T, M>{partial, grad.w, grad.b, loss,
+                       detail::LinearFinish<T, M>{ws.sums, grad.w, grad.b, loss,
                                                   T(1) / static_cast<T>(global_batch)});
 }
 
@@ -203,22 +237,25 @@ template <class T, class M>
 T linear_loss_and_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
                            std::size_t first, std::size_t last, std::size_t global_batch,
                            const LinearParams<T, M>& p, const LinearParams<T, M>& grad,
-                           const Kokkos::View<T, M>& loss, AxisRef axis) {
-  linear_local_gradient(data, order, first, last, global_batch, p, grad, loss);
+                           const Kokkos::View<T, M>& loss, const LinearWorkspace<T, M>& ws,
+                           AxisRef axis) {
+  linear_local_gradient(data, order, first, last, global_batch, p, grad, loss, ws);
   psum_inplace(std::make_tuple(grad.w, grad.b, loss), axis);
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
-  return h();
+  Kokkos::deep_copy(ws.loss_host, loss);
+  return ws.loss_host();
 }
 
 /// \brief Mean squared error of the model on all rows of every rank's shard
-/// (evaluation: no gradient kept). Collective over `axis`.
+/// (evaluation: no gradient kept), with work arrays sized once per call.
+/// Collective over `axis`.
 template <class T, class M>
 T linear_loss(const Shard<T, M>& data, const LinearParams<T, M>& p, AxisRef axis) {
+  if (data.global_rows == 0) return T(0);
   LinearParams<T, M> scratch("kpmap::train::linear::eval", data.x.extent(1));
   Kokkos::View<T, M> loss("kpmap::train::linear::loss");
-  if (data.global_rows == 0) return T(0);
+  const LinearWorkspace<T, M> ws(data.rows(), data.x.extent(1));
   return linear_loss_and_gradient(data, Kokkos::View<std::uint32_t*, M>(), 0, data.rows(),
-                                  data.global_rows, p, scratch, loss, axis);
+                                  data.global_rows, p, scratch, loss, ws, axis);
 }
 
 }  // namespace kpmap::train

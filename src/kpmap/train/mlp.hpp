@@ -6,10 +6,11 @@
 /// reduced layer by layer while the backward pass goes on.
 
 #include <kpmap/collectives.hpp>
+#include <kpmap/collectives/request.hpp>
 #include <kpmap/error.hpp>
-#include <kpmap/request.hpp>
 #include <kpmap/train/data.hpp>
 
+#include <KokkosBlas2_gemv.hpp>
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
@@ -36,6 +37,7 @@ struct Dense {
 /// widths[L] outputs.
 template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
 struct MlpParams {
+  using memory_space = M;  ///< where every View of the tree lives
   std::vector<Dense<T, M>> layers;
 
   MlpParams() = default;
@@ -127,24 +129,25 @@ struct BiasActivate {
   }
 };
 
-/// Output delta and per-row loss: MSE on a single output, or softmax
-/// cross-entropy on class scores; `stats(k) = (loss_k, correct_k)`.
+/// Output delta of each row, and the batch's (loss, correct) sums as one
+/// parallel reduction: MSE on a single output, or softmax cross-entropy on
+/// class scores.
 template <class T, class M>
 struct OutputDelta {
+  using value_type = double[];  // (sum of losses, number correct)
+  unsigned value_count = 2;
   Kokkos::View<const T**, Kokkos::LayoutRight, M> z;
   Kokkos::View<const T*, M> y;
   Kokkos::View<T**, Kokkos::LayoutRight, M> delta;
-  Kokkos::View<double**, Kokkos::LayoutRight, M> stats;
   T scale;  // 1 / global batch size
   bool cross_entropy;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t k) const {
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t k, double* stats) const {
     using namespace kpmap::detail;
     const std::size_t c = z.extent(1);
     if (!cross_entropy) {
       const T r = z(k, 0) - y(k);
       delta(k, 0) = 2 * scale * r;
-      stats(k, 0) = static_cast<double>(r) * static_cast<double>(r);
-      stats(k, 1) = 0.0;
+      stats[0] += static_cast<double>(r) * static_cast<double>(r);
       return;
     }
     std::size_t best = 0;
@@ -162,20 +165,8 @@ struct OutputDelta {
       const T p = math::exp(z(k, o) - zmax) / sum;
       delta(k, o) = scale * (p - (o == label ? T(1) : T(0)));
     }
-    stats(k, 0) = static_cast<double>(math::log(sum) - (z(k, label) - zmax));
-    stats(k, 1) = best == label ? 1.0 : 0.0;
-  }
-};
-
-/// db(o) = sum_k delta(k, o), in row order (deterministic).
-template <class T, class M>
-struct ColumnSums {
-  Kokkos::View<const T**, Kokkos::LayoutRight, M> delta;
-  Kokkos::View<T*, M> db;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t o) const {
-    T s = 0;
-    for (std::size_t k = 0; k < delta.extent(0); ++k) s += delta(k, o);
-    db(o) = s;
+    stats[0] += static_cast<double>(math::log(sum) - (z(k, label) - zmax));
+    stats[1] += best == label ? 1.0 : 0.0;
   }
 };
 
@@ -190,19 +181,6 @@ struct ActivationGrad {
       const T v = a(k, i);
       g(k, i) *= act == 0 ? (v > T(0) ? T(1) : T(0)) : T(1) - v * v;
     }
-  }
-};
-
-/// Sums the per-row (loss, correct) of stats into out(0), out(1), in row order.
-template <class M>
-struct SumStats {
-  Kokkos::View<const double**, Kokkos::LayoutRight, M> stats;
-  Kokkos::View<double*, M> out;
-  std::size_t rows;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t j) const {
-    double s = 0;
-    for (std::size_t k = 0; k < rows; ++k) s += stats(k, j);
-    out(j) = s;
   }
 };
 
@@ -235,9 +213,10 @@ class Mlp {
     delta_ = Matrix(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::mlp::delta"),
                     capacity_, widths_.back());
     yb_ = Kokkos::View<T*, M>("kpmap::train::mlp::y", capacity_);
-    stats_ =
-        Kokkos::View<double**, Kokkos::LayoutRight, M>("kpmap::train::mlp::stats", capacity_, 2);
+    ones_ = Kokkos::View<T*, M>("kpmap::train::mlp::ones", capacity_);
+    Kokkos::deep_copy(ones_, T(1));
     sums_ = Kokkos::View<double*, M>("kpmap::train::mlp::sums", 2);
+    sums_host_ = Kokkos::create_mirror_view(sums_);
   }
 
   const std::vector<std::size_t>& widths() const { return widths_; }
@@ -266,11 +245,9 @@ class Mlp {
     for (std::size_t l = layers; l-- > 0;) {
       const auto a = rows(a_[l], n);
       const auto d = l + 1 == layers ? rows(delta_, n) : rows(g_[l], n);
-      // dW = delta^T a ; db = column sums of delta.
+      // dW = delta^T a ; db = column sums of delta = delta^T 1.
       KokkosBlas::gemm("T", "N", T(1), d, a, T(0), grad.layers[l].w);
-      Kokkos::parallel_for("kpmap::train::mlp::bias_grad",
-                           Kokkos::RangePolicy<Exec>(0, d.extent(1)),
-                           detail::ColumnSums<T, M>{d, grad.layers[l].b});
+      KokkosBlas::gemv("T", T(1), d, ones(n), T(0), grad.layers[l].b);
       // Hand this layer's gradient to MPI (fenced inside) before going on.
       pending.push_back(ipsum(std::make_tuple(grad.layers[l].w, grad.layers[l].b), axis));
       if (l > 0) {
@@ -285,9 +262,9 @@ class Mlp {
     const double t0 = MPI_Wtime();
     for (auto& r : pending) r.wait();
     if (wait_seconds != nullptr) *wait_seconds = MPI_Wtime() - t0;
-    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums_);
+    Kokkos::deep_copy(sums_host_, sums_);
     const double count = static_cast<double>(global_batch);
-    return {h(0) / count, h(1) / count};
+    return {sums_host_(0) / count, sums_host_(1) / count};
   }
 
   /// \brief Loss and accuracy over all rows of every rank's shard, in
@@ -299,9 +276,9 @@ class Mlp {
       const std::size_t last = first + capacity_ < data.rows() ? first + capacity_ : data.rows();
       forward(data, none, first, last, p);
       output_delta(last - first, 1);
-      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums_);
-      local[0] += h(0);
-      local[1] += h(1);
+      Kokkos::deep_copy(sums_host_, sums_);
+      local[0] += sums_host_(0);
+      local[1] += sums_host_(1);
     }
     const double loss = psum(local[0], axis);
     const double correct = psum(local[1], axis);
@@ -311,6 +288,9 @@ class Mlp {
 
  private:
   int act_code() const { return act_ == Activation::relu ? 0 : 1; }
+  auto ones(std::size_t n) const {
+    return Kokkos::subview(ones_, Kokkos::make_pair(std::size_t(0), n));
+  }
   static auto rows(const Matrix& m, std::size_t n) {
     return Kokkos::subview(m, Kokkos::make_pair(std::size_t(0), n), Kokkos::ALL());
   }
@@ -333,13 +313,13 @@ class Mlp {
   }
 
   void output_delta(std::size_t n, std::size_t global_batch) {
-    Kokkos::parallel_for(
+    // The (loss, correct) sums land in sums_ on the device: no host round trip.
+    Kokkos::parallel_reduce(
         "kpmap::train::mlp::output_delta", Kokkos::RangePolicy<Exec>(0, n),
-        detail::OutputDelta<T, M>{rows(a_.back(), n), yb_, delta_, stats_,
+        detail::OutputDelta<T, M>{2, rows(a_.back(), n), yb_, delta_,
                                   T(1) / static_cast<T>(global_batch > 0 ? global_batch : 1),
-                                  loss_ == Loss::cross_entropy});
-    Kokkos::parallel_for("kpmap::train::mlp::stats", Kokkos::RangePolicy<Exec>(0, 2),
-                         detail::SumStats<M>{stats_, sums_, n});
+                                  loss_ == Loss::cross_entropy},
+        sums_);
   }
 
   std::vector<std::size_t> widths_;
@@ -350,8 +330,9 @@ class Mlp {
   std::vector<Matrix> g_;  // back-propagated deltas of the hidden layers
   Matrix delta_;           // output delta
   Kokkos::View<T*, M> yb_;
-  Kokkos::View<double**, Kokkos::LayoutRight, M> stats_;
+  Kokkos::View<T*, M> ones_;  // for the bias gradient delta^T 1
   Kokkos::View<double*, M> sums_;
+  typename Kokkos::View<double*, M>::HostMirror sums_host_;
 };
 
 }  // namespace kpmap::train

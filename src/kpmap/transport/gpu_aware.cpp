@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <utility>
 
 namespace kpmap::transport {
 
@@ -124,5 +125,15 @@ GpuAwareness detect_gpu_awareness() {
   return decide_gpu_awareness(getenv_opt("KPMAP_GPU_AWARE"), getenv_opt("KPMAP_STAGING"),
                               host_accessible, query_mpi_gpu_support());
 }
+
+namespace {
+GpuAwareness g_gpu_awareness;
+}  // namespace
+
+const GpuAwareness& gpu_awareness() noexcept { return g_gpu_awareness; }
+
+void set_gpu_awareness(GpuAwareness g) { g_gpu_awareness = std::move(g); }
+
+void set_staging_always(bool on) noexcept { g_gpu_awareness.staging_always = on; }
 
 }  // namespace kpmap::transport

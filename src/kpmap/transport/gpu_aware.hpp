@@ -45,4 +45,12 @@ GpuAwareness decide_gpu_awareness(const std::optional<std::string>& gpu_aware_en
 /// \brief Reads the environment and the MPI library and decides. Call after MPI_Init.
 GpuAwareness detect_gpu_awareness();
 
+/// \brief The decision in force for this process: set once by kpmap::Runtime
+/// at start-up (set_gpu_awareness), read by every call that moves a buffer.
+const GpuAwareness& gpu_awareness() noexcept;
+void set_gpu_awareness(GpuAwareness g);
+/// \brief Turns KPMAP_STAGING=always on or off from now on (benchmarks
+/// compare the two paths). Every rank must make the same choice.
+void set_staging_always(bool on) noexcept;
+
 }  // namespace kpmap::transport

@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace kpmap::transport {
@@ -61,6 +62,10 @@ void reduce_scatter_block(const void* send, void* recv, std::size_t count, MPI_D
 /// Point to point: send to `dest` and receive from `source` (either may be MPI_PROC_NULL).
 void sendrecv(const void* send, void* recv, std::size_t count, MPI_Datatype type, int dest,
               int source, int tag, MPI_Comm comm, Pending* pending);
+
+/// Collective over `comm`, blocking: every rank's `text` becomes `root`'s
+/// (the way one rank's error message reaches every rank).
+void bcast_string(std::string& text, int root, MPI_Comm comm);
 
 /// \brief Waits for all requests; MPI errors become kpmap::Error.
 void wait_all(Pending& pending);

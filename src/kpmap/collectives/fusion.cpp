@@ -1,4 +1,4 @@
-#include <kpmap/collectives.hpp>
+#include <kpmap/collectives/fusion.hpp>
 
 #include <cstdlib>
 #include <optional>

@@ -1,0 +1,90 @@
+#pragma once
+/// \file
+/// \brief What every collective does to its Views around the MPI call: the
+/// send-side image of a View (packed when it is not contiguous), the
+/// receive-side copy back, and the fence before MPI touches a buffer.
+///
+/// Internal (namespace kpmap::detail). Whether a buffer goes to MPI straight
+/// or staged is the transport's decision (kpmap/transport/buffer.hpp).
+
+#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/detail/view_utils.hpp>
+#include <kpmap/transport/buffer.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <type_traits>
+
+namespace kpmap::detail {
+
+template <class T>
+inline constexpr bool is_view_v = Kokkos::is_view<std::decay_t<T>>::value;
+
+template <class E>
+inline constexpr bool is_exec_v = Kokkos::is_execution_space<std::decay_t<E>>::value;
+
+template <class V>
+using value_t = typename V::non_const_value_type;
+
+/// \brief Refuses, at compile time, a kernel launched on `Exec` over memory
+/// it cannot reach (a CUDA kernel over host memory, a host loop over device memory).
+template <class Exec, class V>
+constexpr void require_accessible() {
+  static_assert(Kokkos::SpaceAccessibility<typename std::decay_t<Exec>::memory_space,
+                                           typename std::decay_t<V>::memory_space>::accessible,
+                "kpmap: this execution space cannot access the View's memory space; pass an "
+                "execution space that can (the View's own: typename View::execution_space)");
+}
+
+/// \brief Can MPI use v's memory as is? (Contiguous; in row-major order when
+/// element order matters, as in gathers.)
+template <class V>
+bool usable_in_place(const V& v, bool order_matters) {
+  return order_matters ? is_canonical(v) : is_contiguous(v);
+}
+
+/// \brief The MPI-ready image of v's elements (send side).
+template <class Exec, class V>
+transport::MpiBuffer<value_t<V>, typename V::memory_space> load(const Exec& exec, const V& v,
+                                                                bool order_matters) {
+  using T = value_t<V>;
+  const bool direct = usable_in_place(v, order_matters);
+  auto b = transport::make_buffer<T, typename V::memory_space>(
+      direct ? const_cast<T*>(v.data()) : nullptr, v.size());
+  if (!direct) pack(exec, v, b.dev);
+  transport::to_mpi(exec, b);
+  return b;
+}
+
+/// \brief After MPI wrote `b`, moves its elements into v (receive side).
+template <class Exec, class B, class V>
+void store(const Exec& exec, B& b, const V& v, bool direct) {
+  transport::from_mpi(exec, b);
+  if (!direct) unpack(exec, b.dev, v);
+  // Pooled buffers return to their pools when b dies: the copies must be done.
+  if (b.staged() || !direct) fence(exec, "kpmap: staged result copied back");
+}
+
+/// \brief Fence before MPI touches buffers written by kernels on `exec`.
+template <class Exec>
+void fence_before_mpi(const Exec& exec) {
+  fence(exec, "kpmap: fence before MPI reads the buffers");
+}
+
+/// Copies the staged result back, unpacks when needed, and fences before the
+/// buffers (and their pooled leases) are released.
+template <class Exec, class B, class Unpack>
+void complete_receive(const Exec& exec, B& recv, Unpack&& unpack_fn) {
+  transport::from_mpi(exec, recv);
+  unpack_fn();
+  fence(exec, "kpmap: collective result in place");
+}
+
+template <class Exec, class V>
+owning_like_t<V> copy_of(const Exec& exec, const V& x, const char* label) {
+  auto y = allocate<owning_like_t<V>>(label, extents_of(x));
+  Kokkos::deep_copy(exec, y, x);
+  return y;
+}
+
+}  // namespace kpmap::detail

@@ -1,0 +1,244 @@
+#pragma once
+/// \file
+/// \brief In-place reductions of one View, and of a whole tree of Views
+/// fused into few messages: the machinery under psum, pmean, pmax and pmin.
+///
+/// Internal (namespace kpmap::detail) except for the fusion threshold. Small
+/// leaves are packed into one pooled buffer and reduced in messages of at
+/// most fusion_threshold() bytes; large contiguous leaves go on their own,
+/// in place. Every function here is collective over its axis.
+
+#include <kpmap/collectives/buffers.hpp>
+#include <kpmap/collectives/tree.hpp>
+#include <kpmap/detail/checked.hpp>
+#include <kpmap/detail/mpi_datatype.hpp>
+#include <kpmap/error.hpp>
+#include <kpmap/mesh.hpp>
+#include <kpmap/transport/mpi_ops.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace kpmap {
+
+/// \brief Messages of a fused tree reduction are at most this many bytes
+/// (default 64 MiB, or KPMAP_FUSION_THRESHOLD). Leaves at least this large
+/// are reduced on their own, in place.
+std::size_t fusion_threshold();
+void set_fusion_threshold(std::size_t bytes);
+
+namespace detail {
+
+/// The step that completes an in-place reduction of one View.
+template <class Exec, class V>
+struct FinishReduce {
+  Exec exec;
+  V v;
+  transport::MpiBuffer<value_t<V>, typename V::memory_space> b;
+  bool direct;
+  double after;
+  bool done;  // nothing left to do (a one-rank axis)
+  void operator()() {
+    if (done) return;
+    store(exec, b, v, direct);
+    if (after != 1.0) scale(exec, v, after);
+  }
+};
+
+/// Starts an in-place reduction of v; returns the step that completes it.
+/// `before`/`after` scale v locally (weights and means); 1 means no scaling.
+template <class Exec, class V>
+auto start_reduce(const Exec& exec, const V& v, const Axis& axis, ReduceOp op, double before,
+                  double after, transport::Pending* pending) {
+  using T = value_t<V>;
+  require_accessible<Exec, V>();
+  if (checked_mode()) verify_signature(axis, signature_of(op_name(op), "x", v));
+  if (axis.size() == 1) {
+    // One rank: the reduction is the identity; only the scale factors remain.
+    if (before * after != 1.0) scale(exec, v, before * after);
+    return FinishReduce<Exec, V>{exec, v, {}, true, 1.0, true};
+  }
+  if (before != 1.0) scale(exec, v, before);
+  const bool direct = usable_in_place(v, false);
+  auto b = load(exec, v, false);
+  fence_before_mpi(exec);
+  transport::allreduce(MPI_IN_PLACE, b.mpi, b.count, mpi_datatype<T>(), mpi_op(op), axis.comm(),
+                       pending);
+  return FinishReduce<Exec, V>{exec, v, std::move(b), direct, after, false};
+}
+
+/// Shared state of one fused reduction of a tree.
+struct FusedState {
+  std::vector<std::size_t> offsets;  // element offset of each fused leaf in the buffer
+  std::vector<bool> alone;           // leaf reduced on its own (too large to fuse)
+  std::size_t total = 0;             // fused elements
+  void* buffer = nullptr;            // in the leaves' memory space
+  std::shared_ptr<void> owner;       // the pooled lease behind `buffer`
+  transport::StagingPool::Lease lease;
+  void* mpi = nullptr;
+  std::vector<std::function<void()>> alone_finish;
+};
+
+/// Starts a fused in-place reduction of every leaf of `tree`: small leaves
+/// are packed into one buffer and reduced in messages of at most
+/// fusion_threshold() bytes; large leaves are reduced in place on their own.
+/// Returns the step that completes it. `tree` must outlive that step.
+template <class Exec, class Tree>
+std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis, ReduceOp op,
+                                  const char* opname, double before, double after,
+                                  transport::Pending* pending) {
+  require_accessible<Exec, typename tree_memory_space<std::decay_t<Tree>>::type>();
+  auto st = std::make_shared<FusedState>();
+  std::string type;
+  std::string space;
+  std::string shapes;
+  std::size_t elem_size = 0;
+  // Pass 1: sizes, one element type and memory space, what fuses.
+  for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
+    using V = std::decay_t<decltype(leaf)>;
+    using T = value_t<V>;
+    static_assert(!std::is_const_v<typename V::value_type>,
+                  "kpmap: a tree reduced in place needs non-const Views");
+    const std::string t = type_name<T>();
+    const std::string m = V::memory_space::name();
+    if (i == 0) {
+      type = t;
+      space = m;
+      elem_size = sizeof(T);
+    } else if (t != type || m != space) {
+      throw Error(std::string("kpmap::") + opname + ": every leaf of a tree must have one " +
+                  "element type and memory space; leaf " + std::to_string(i) + " holds " + t +
+                  " in " + m + " but leaf 0 holds " + type + " in " + space);
+    }
+    shapes += extents_string(extents_of(leaf), rank_v<V>);
+    const bool alone = leaf.size() * sizeof(T) >= fusion_threshold() && is_contiguous(leaf);
+    st->alone.push_back(alone);
+    st->offsets.push_back(st->total);
+    if (!alone) st->total += leaf.size();
+  });
+  if (st->alone.empty()) return std::function<void()>([] {});
+  if (axis.size() == 1) {
+    // One rank: the reduction is the identity; only the scale factors remain.
+    if (before * after != 1.0) {
+      auto rescale = [&](auto& leaf) { scale(exec, leaf, before * after); };
+      for_each_leaf(tree, rescale);
+    }
+    return std::function<void()>([] {});
+  }
+  if (checked_mode()) {
+    Signature sig;
+    sig.op = opname;
+    sig.arg = "tree of " + std::to_string(st->alone.size()) + " leaves";
+    sig.type = type;
+    sig.rank = 1;
+    sig.extents[0] = st->total;
+    sig.param = static_cast<long long>(std::hash<std::string>{}(shapes)&0x7fffffffffffffffLL);
+    verify_signature(axis, sig);
+  }
+  // Pass 2: allocate the buffer (typed, at leaf 0), pack fused leaves, start
+  // the lone leaves.
+  for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
+    using V = std::decay_t<decltype(leaf)>;
+    using T = value_t<V>;
+    using M = typename V::memory_space;
+    if (i == 0 && st->total > 0) {
+      // A pooled buffer: a training step that reduces the same tree every
+      // step allocates nothing once the pool has settled.
+      auto lease = std::make_shared<typename transport::ScratchPool<M>::Lease>(
+          transport::ScratchPool<M>::instance().acquire(st->total * sizeof(T)));
+      st->buffer = lease->data();
+      st->owner = lease;
+    }
+    if (st->alone[i]) {
+      auto finish = start_reduce(exec, leaf, axis, op, before, after, pending);
+      auto holder = std::make_shared<decltype(finish)>(std::move(finish));
+      st->alone_finish.emplace_back([holder] { (*holder)(); });
+      return;
+    }
+    // Pack, applying the `before` factor on the way (one pass over the data).
+    flat_view_t<T, M> dst(static_cast<T*>(st->buffer) + st->offsets[i], leaf.size());
+    if (is_contiguous(leaf)) {
+      copy_scaled(exec, dst, flat_view_t<T, M>(leaf.data(), leaf.size()), before);
+    } else {
+      pack(exec, leaf, dst);
+      if (before != 1.0) scale(exec, dst, before);
+    }
+  });
+  if (st->total == 0) {
+    return std::function<void()>([st] {
+      for (auto& f : st->alone_finish) f();
+    });
+  }
+  // Stage and reduce the fused buffer (typed through leaf 0).
+  MPI_Datatype mpi_type = MPI_DATATYPE_NULL;
+  for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
+    using V = std::decay_t<decltype(leaf)>;
+    using T = value_t<V>;
+    using M = typename V::memory_space;
+    if (i != 0) return;
+    mpi_type = mpi_datatype<T>();
+    flat_view_t<T, M> buf(static_cast<T*>(st->buffer), st->total);
+    if (transport::must_stage<M>()) {
+      st->lease = transport::StagingPool::instance().acquire(st->total * sizeof(T));
+      Kokkos::deep_copy(
+          exec, flat_view_t<T, PinnedHostSpace>(static_cast<T*>(st->lease.data()), st->total), buf);
+      st->mpi = st->lease.data();
+    } else {
+      st->mpi = st->buffer;
+    }
+  });
+  fence_before_mpi(exec);
+  const std::size_t chunk = std::max<std::size_t>(1, fusion_threshold() / elem_size);
+  for (std::size_t off = 0; off < st->total; off += chunk) {
+    transport::allreduce(MPI_IN_PLACE, static_cast<char*>(st->mpi) + off * elem_size,
+                         std::min(chunk, st->total - off), mpi_type, mpi_op(op), axis.comm(),
+                         pending);
+  }
+  // The completion step: copy back, scale, unpack, and finish the lone leaves.
+  // It keeps its own copy of the tree (Views are handles) when the tree can
+  // be copied, so a non-blocking caller may pass a temporary such as std::tie(a, b).
+  auto complete = [exec, st, after](auto& tree) {
+    for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
+      using V = std::decay_t<decltype(leaf)>;
+      using T = value_t<V>;
+      using M = typename V::memory_space;
+      if (i == 0) {
+        flat_view_t<T, M> buf(static_cast<T*>(st->buffer), st->total);
+        if (st->lease.data() != nullptr) {
+          Kokkos::deep_copy(
+              exec, buf,
+              flat_view_t<T, PinnedHostSpace>(static_cast<T*>(st->lease.data()), st->total));
+        }
+      }
+      if (st->alone[i]) return;
+      // Unpack, applying the `after` factor on the way.
+      flat_view_t<T, M> src(static_cast<T*>(st->buffer) + st->offsets[i], leaf.size());
+      if (is_contiguous(leaf)) {
+        copy_scaled(exec, flat_view_t<T, M>(leaf.data(), leaf.size()), src, after);
+      } else {
+        unpack(exec, src, leaf);
+        if (after != 1.0) scale(exec, leaf, after);
+      }
+    });
+    for (auto& f : st->alone_finish) f();
+    // The buffer may be reused, and the staging lease returns to the pool.
+    fence(exec, "kpmap: fused reduction complete");
+  };
+  if constexpr (std::is_copy_constructible_v<std::remove_const_t<Tree>>) {
+    return std::function<void()>(
+        [complete, copy = std::remove_const_t<Tree>(tree)]() mutable { complete(copy); });
+  } else {
+    return std::function<void()>([complete, &tree]() { complete(tree); });
+  }
+}
+
+}  // namespace detail
+}  // namespace kpmap

@@ -1,0 +1,306 @@
+#pragma once
+/// \file
+/// \brief all_gather, all_to_all and psum_scatter: collectives whose result
+/// has another shape than their input, blocking or not.
+///
+/// Every function here is **collective over its axis**: every rank of the
+/// axis calls it, in the same order, with the same element type and shape
+/// (checked mode verifies this).
+
+#include <kpmap/collectives/buffers.hpp>
+#include <kpmap/collectives/request.hpp>
+#include <kpmap/detail/checked.hpp>
+#include <kpmap/detail/mpi_datatype.hpp>
+#include <kpmap/detail/view_utils.hpp>
+#include <kpmap/error.hpp>
+#include <kpmap/mesh.hpp>
+#include <kpmap/transport/mpi_ops.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kpmap {
+
+/// \brief Selects the tiled (concatenating) form of all_gather / psum_scatter
+/// along dimension `dim`, as JAX's `tiled=True`.
+struct Tiled {
+  int dim = 0;
+};
+
+namespace detail {
+
+template <class V>
+using stacked_t =
+    owning_view_t<value_t<V>, rank_v<V> + 1, typename V::array_layout, typename V::memory_space>;
+template <class V>
+using dropped_t = owning_view_t<value_t<V>, (rank_v<V> > 0 ? rank_v<V> - 1 : 0),
+                                typename V::array_layout, typename V::memory_space>;
+
+inline void require_dim(const char* op, int dim, int rank) {
+  if (dim < 0 || dim >= rank) {
+    throw Error(std::string("kpmap::") + op + ": dimension " + std::to_string(dim) +
+                " does not exist in a View of rank " + std::to_string(rank));
+  }
+}
+
+inline void require_divisible(const char* op, const Axis& axis, int dim, std::size_t extent) {
+  if (extent % static_cast<std::size_t>(axis.size()) != 0) {
+    throw Error(std::string("kpmap::") + op + ": dimension " + std::to_string(dim) +
+                " has extent " + std::to_string(extent) + ", which the " +
+                std::to_string(axis.size()) + " ranks of axis '" + axis.name() +
+                "' cannot split evenly");
+  }
+}
+
+template <class Exec, class V, class Out>
+auto start_all_gather(const Exec& exec, const V& x, const Axis& axis, bool stacked, int dim,
+                      const Out& out, transport::Pending* pending) {
+  using T = value_t<V>;
+  if (checked_mode()) {
+    verify_signature(axis, signature_of(stacked ? "all_gather" : "all_gather(tiled)", "x", x, dim));
+  }
+  auto send = load(exec, x, true);
+  const bool direct = (stacked || dim == 0) && is_canonical(out);
+  auto recv = transport::make_buffer<T, typename V::memory_space>(direct ? out.data() : nullptr,
+                                                                  out.size());
+  fence_before_mpi(exec);
+  transport::allgather(send.mpi, recv.mpi, x.size(), mpi_datatype<T>(), axis.comm(), pending);
+  const Extents chunk = extents_of(x);
+  return [exec, out, send = std::move(send), recv = std::move(recv), direct, chunk, dim,
+          stacked]() mutable {
+    complete_receive(exec, recv, [&] {
+      if (!direct) unpack_blocks(exec, recv.dev, chunk, rank_v<V>, dim, stacked, out);
+    });
+  };
+}
+
+/// Sends p blocks of x split along `split` (block j to rank j) and returns the
+/// loaded send buffer.
+template <class Exec, class V>
+auto load_blocks(const Exec& exec, const V& x, int split, int p) {
+  using T = value_t<V>;
+  const bool direct = split == 0 && is_canonical(x);
+  auto send = transport::make_buffer<T, typename V::memory_space>(
+      direct ? const_cast<T*>(x.data()) : nullptr, x.size());
+  if (!direct) pack_blocks(exec, x, split, p, send.dev);
+  transport::to_mpi(exec, send);
+  return send;
+}
+
+template <class Exec, class V, class Out>
+auto start_all_to_all(const Exec& exec, const V& x, const Axis& axis, int split, int concat,
+                      const Out& out, transport::Pending* pending) {
+  using T = value_t<V>;
+  if (checked_mode()) {
+    verify_signature(axis, signature_of("all_to_all", "x", x, split * 16 + concat));
+  }
+  const int p = axis.size();
+  auto send = load_blocks(exec, x, split, p);
+  const bool direct = concat == 0 && is_canonical(out);
+  auto recv = transport::make_buffer<T, typename V::memory_space>(direct ? out.data() : nullptr,
+                                                                  out.size());
+  fence_before_mpi(exec);
+  Extents chunk = extents_of(x);
+  chunk[split] /= p;
+  transport::alltoall(send.mpi, recv.mpi, product(chunk, rank_v<V>), mpi_datatype<T>(), axis.comm(),
+                      pending);
+  return
+      [exec, out, send = std::move(send), recv = std::move(recv), direct, chunk, concat]() mutable {
+        complete_receive(exec, recv, [&] {
+          if (!direct) unpack_blocks(exec, recv.dev, chunk, rank_v<V>, concat, false, out);
+        });
+      };
+}
+
+template <class Exec, class V, class Out>
+auto start_psum_scatter(const Exec& exec, const V& x, const Axis& axis, int dim, bool tiled,
+                        const Out& out, transport::Pending* pending) {
+  using T = value_t<V>;
+  if (checked_mode()) {
+    verify_signature(axis,
+                     signature_of(tiled ? "psum_scatter(tiled)" : "psum_scatter", "x", x, dim));
+  }
+  auto send = load_blocks(exec, x, dim, axis.size());
+  const bool direct = is_canonical(out);
+  auto recv = transport::make_buffer<T, typename V::memory_space>(direct ? out.data() : nullptr,
+                                                                  out.size());
+  fence_before_mpi(exec);
+  transport::reduce_scatter_block(send.mpi, recv.mpi, out.size(), mpi_datatype<T>(), MPI_SUM,
+                                  axis.comm(), pending);
+  return [exec, out, send = std::move(send), recv = std::move(recv), direct]() mutable {
+    // Block order equals the output's row-major order (the scattered
+    // dimension has extent 1 in a block, or is dropped).
+    complete_receive(exec, recv, [&] {
+      if (!direct) unpack(exec, recv.dev, out);
+    });
+  };
+}
+
+/// The shape of an untiled psum_scatter result: x without dimension `dim`,
+/// whose extent must equal the axis size.
+template <class V>
+Extents scatter_extents(const V& x, const Axis& axis, int dim) {
+  static_assert(rank_v<V> >= 1, "psum_scatter needs a View of rank 1 or more");
+  require_dim("psum_scatter", dim, rank_v<V>);
+  if (x.extent(dim) != static_cast<std::size_t>(axis.size())) {
+    throw Error("kpmap::psum_scatter: dimension " + std::to_string(dim) + " has extent " +
+                std::to_string(x.extent(dim)) + " but axis '" + axis.name() + "' has " +
+                std::to_string(axis.size()) + " ranks (use Tiled{dim} to split it in blocks)");
+  }
+  Extents e{};
+  const auto xe = extents_of(x);
+  for (int d = 0, k = 0; d < max_view_rank; ++d) {
+    if (d != dim) e[k++] = xe[d];
+  }
+  e[max_view_rank - 1] = 1;
+  return e;
+}
+
+template <class V>
+Extents stacked_extents(const V& x, int p) {
+  Extents e;
+  e[0] = static_cast<std::size_t>(p);
+  for (int d = 0; d + 1 < max_view_rank; ++d) e[d + 1] = d < rank_v<V> ? x.extent(d) : 1;
+  return e;
+}
+
+}  // namespace detail
+
+/// \brief Gathers `x` from every rank of `axis`, stacked along a new leading
+/// dimension: result(r, ...) = x on axis rank r. Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+detail::stacked_t<V> all_gather(const Exec& exec, const V& x, AxisRef axis) {
+  static_assert(detail::rank_v<V> < detail::max_view_rank,
+                "all_gather adds a dimension: the input rank must be below 8");
+  auto out = detail::allocate<detail::stacked_t<V>>("kpmap::all_gather",
+                                                    detail::stacked_extents(x, axis->size()));
+  detail::start_all_gather(exec, x, *axis, true, 0, out, nullptr)();
+  return out;
+}
+
+/// \brief Gathers `x` from every rank of `axis`, concatenated along dimension
+/// `tiled.dim` (JAX's tiled=True). Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+detail::owning_like_t<V> all_gather(const Exec& exec, const V& x, AxisRef axis, Tiled tiled) {
+  detail::require_dim("all_gather", tiled.dim, detail::rank_v<V>);
+  auto e = detail::extents_of(x);
+  e[tiled.dim] *= axis->size();
+  auto out = detail::allocate<detail::owning_like_t<V>>("kpmap::all_gather", e);
+  detail::start_all_gather(exec, x, *axis, false, tiled.dim, out, nullptr)();
+  return out;
+}
+
+/// \brief Splits dimension `split_dim` of `x` into axis-size blocks, sends block
+/// j to axis rank j, and concatenates the received blocks along `concat_dim`
+/// (JAX's all_to_all). Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+detail::owning_like_t<V> all_to_all(const Exec& exec, const V& x, AxisRef axis, int split_dim,
+                                    int concat_dim) {
+  detail::require_dim("all_to_all", split_dim, detail::rank_v<V>);
+  detail::require_dim("all_to_all", concat_dim, detail::rank_v<V>);
+  detail::require_divisible("all_to_all", *axis, split_dim, x.extent(split_dim));
+  auto e = detail::extents_of(x);
+  e[split_dim] /= axis->size();
+  e[concat_dim] *= axis->size();
+  auto out = detail::allocate<detail::owning_like_t<V>>("kpmap::all_to_all", e);
+  detail::start_all_to_all(exec, x, *axis, split_dim, concat_dim, out, nullptr)();
+  return out;
+}
+
+/// \brief Sums `x` over `axis` and gives axis rank j slice j of dimension
+/// `dim` (whose extent must equal the axis size); the result drops that
+/// dimension (JAX's psum_scatter). Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+detail::dropped_t<V> psum_scatter(const Exec& exec, const V& x, AxisRef axis, int dim = 0) {
+  auto out = detail::allocate<detail::dropped_t<V>>("kpmap::psum_scatter",
+                                                    detail::scatter_extents(x, *axis, dim));
+  detail::start_psum_scatter(exec, x, *axis, dim, false, out, nullptr)();
+  return out;
+}
+
+/// \brief Sums `x` over `axis` and gives axis rank j block j of dimension
+/// `tiled.dim` (JAX's psum_scatter with tiled=True). Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+detail::owning_like_t<V> psum_scatter(const Exec& exec, const V& x, AxisRef axis, Tiled tiled) {
+  detail::require_dim("psum_scatter", tiled.dim, detail::rank_v<V>);
+  detail::require_divisible("psum_scatter", *axis, tiled.dim, x.extent(tiled.dim));
+  auto e = detail::extents_of(x);
+  e[tiled.dim] /= axis->size();
+  auto out = detail::allocate<detail::owning_like_t<V>>("kpmap::psum_scatter", e);
+  detail::start_psum_scatter(exec, x, *axis, tiled.dim, true, out, nullptr)();
+  return out;
+}
+
+// Overloads on the View's default execution space.
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto all_gather(const V& x, AxisRef axis) {
+  return all_gather(typename V::execution_space{}, x, axis);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto all_gather(const V& x, AxisRef axis, Tiled tiled) {
+  return all_gather(typename V::execution_space{}, x, axis, tiled);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto all_to_all(const V& x, AxisRef axis, int split_dim, int concat_dim) {
+  return all_to_all(typename V::execution_space{}, x, axis, split_dim, concat_dim);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto psum_scatter(const V& x, AxisRef axis, int dim = 0) {
+  return psum_scatter(typename V::execution_space{}, x, axis, dim);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto psum_scatter(const V& x, AxisRef axis, Tiled tiled) {
+  return psum_scatter(typename V::execution_space{}, x, axis, tiled);
+}
+
+// -- non-blocking forms ---------------------------------------------------------
+
+/// \brief Non-blocking all_gather (stacked); the Async owns every buffer.
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+Async<detail::stacked_t<V>> iall_gather(const V& x, AxisRef axis) {
+  auto out = detail::allocate<detail::stacked_t<V>>("kpmap::all_gather",
+                                                    detail::stacked_extents(x, axis->size()));
+  transport::Pending pending;
+  auto finish =
+      detail::start_all_gather(typename V::execution_space{}, x, *axis, true, 0, out, &pending);
+  return {out, detail::make_request(std::move(pending), std::move(finish))};
+}
+
+/// \brief Non-blocking all_to_all.
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_dim,
+                                            int concat_dim) {
+  detail::require_dim("all_to_all", split_dim, detail::rank_v<V>);
+  detail::require_dim("all_to_all", concat_dim, detail::rank_v<V>);
+  detail::require_divisible("all_to_all", *axis, split_dim, x.extent(split_dim));
+  auto e = detail::extents_of(x);
+  e[split_dim] /= axis->size();
+  e[concat_dim] *= axis->size();
+  auto out = detail::allocate<detail::owning_like_t<V>>("kpmap::all_to_all", e);
+  transport::Pending pending;
+  auto finish = detail::start_all_to_all(typename V::execution_space{}, x, *axis, split_dim,
+                                         concat_dim, out, &pending);
+  return {out, detail::make_request(std::move(pending), std::move(finish))};
+}
+
+/// \brief Non-blocking psum_scatter (untiled: dimension `dim` has the axis size).
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+Async<detail::dropped_t<V>> ipsum_scatter(const V& x, AxisRef axis, int dim = 0) {
+  auto out = detail::allocate<detail::dropped_t<V>>("kpmap::psum_scatter",
+                                                    detail::scatter_extents(x, *axis, dim));
+  transport::Pending pending;
+  auto finish = detail::start_psum_scatter(typename V::execution_space{}, x, *axis, dim, false, out,
+                                           &pending);
+  return {out, detail::make_request(std::move(pending), std::move(finish))};
+}
+
+}  // namespace kpmap

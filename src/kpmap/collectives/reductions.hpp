@@ -1,0 +1,297 @@
+#pragma once
+/// \file
+/// \brief psum, pmean, pmax and pmin: on scalars, on Views (in place or into
+/// a new View) and on trees of Views (fused), blocking or not.
+///
+/// Every function here is **collective over its axis**: every rank of the
+/// axis calls it, in the same order, with the same element type and shape
+/// (checked mode verifies this). The overloads without an execution space
+/// run on the one that owns the data's memory.
+
+#include <kpmap/collectives/buffers.hpp>
+#include <kpmap/collectives/fusion.hpp>
+#include <kpmap/collectives/request.hpp>
+#include <kpmap/collectives/tree.hpp>
+#include <kpmap/detail/checked.hpp>
+#include <kpmap/detail/mpi_datatype.hpp>
+#include <kpmap/error.hpp>
+#include <kpmap/mesh.hpp>
+#include <kpmap/transport/mpi_ops.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace kpmap {
+
+/// \brief This rank's weight in a pmean over uneven shards: the number of
+/// samples behind its local value. pmean(x, axis, Weight{n}) returns
+/// sum_r(n_r * x_r) / sum_r(n_r), the mean over all samples.
+struct Weight {
+  double value;
+};
+
+namespace detail {
+
+/// pmean divides: integer Views would truncate silently, so they are refused.
+template <class X>
+constexpr void require_mean_type() {
+  if constexpr (is_view_v<X>) {
+    static_assert(!std::is_integral_v<value_t<std::decay_t<X>>>,
+                  "kpmap::pmean needs a floating-point or complex element type");
+  }
+}
+
+/// The local (before, after) scale factors of a pmean, weighted or not.
+/// Weighted: one extra allreduce of the weights (blocking).
+inline std::pair<double, double> mean_factors(const Axis& axis, const Weight* w) {
+  if (w == nullptr) return {1.0, 1.0 / axis.size()};
+  double total = w->value;
+  transport::allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, axis.comm(), nullptr);
+  if (!(total > 0)) {
+    throw Error("kpmap::pmean: the weights over axis '" + axis.name() + "' sum to " +
+                    std::to_string(total) + "; at least one rank needs a positive weight",
+                exit_code::failure, ErrorScope::all_ranks);
+  }
+  return {w->value, 1.0 / total};
+}
+
+}  // namespace detail
+
+namespace detail {
+
+template <class T>
+T reduce_scalar(T x, const Axis& axis, ReduceOp op) {
+  if (checked_mode()) {
+    Signature s;
+    s.op = op_name(op);
+    s.arg = "scalar";
+    s.type = type_name<T>();
+    verify_signature(axis, s);
+  }
+  transport::allreduce(MPI_IN_PLACE, &x, 1, mpi_datatype<T>(), mpi_op(op), axis.comm(), nullptr);
+  return x;
+}
+
+template <class Exec, class X>
+void reduce_inplace(const Exec& exec, X& x, const Axis& axis, ReduceOp op, double before,
+                    double after) {
+  if constexpr (is_view_v<X>) {
+    using M = typename std::decay_t<X>::memory_space;
+    if (before == 1.0 && axis.size() > 1 && !checked_mode() && is_contiguous(x) &&
+        !transport::must_stage<M>()) {
+      // The common case, with nothing between the caller and MPI: a
+      // contiguous View that MPI can read where it is.
+      fence_before_mpi(exec);
+      transport::allreduce(MPI_IN_PLACE, x.data(), x.size(), mpi_datatype<value_t<X>>(), mpi_op(op),
+                           axis.comm(), nullptr);
+      if (after != 1.0) scale(exec, x, after);
+      return;
+    }
+    start_reduce(exec, x, axis, op, before, after, nullptr)();
+  } else {
+    start_fused(exec, x, axis, op, op_name(op), before, after, nullptr)();
+  }
+}
+
+template <class Exec, class X>
+Request reduce_start(const Exec& exec, X& x, const Axis& axis, ReduceOp op, double before,
+                     double after) {
+  transport::Pending pending;
+  if constexpr (is_view_v<X>) {
+    auto finish = start_reduce(exec, x, axis, op, before, after, &pending);
+    return make_request(std::move(pending), std::move(finish));
+  } else {
+    auto finish = start_fused(exec, x, axis, op, op_name(op), before, after, &pending);
+    return make_request(std::move(pending), std::move(finish));
+  }
+}
+
+/// A reduced copy of x (out-of-place psum/pmax/pmin, or pmean when `mean`).
+template <class Exec, class V>
+owning_like_t<V> reduced_copy(const Exec& exec, const V& x, const Axis& axis, ReduceOp op,
+                              bool mean) {
+  auto y = copy_of(exec, x, mean ? "kpmap::pmean" : op_name(op));
+  reduce_inplace(exec, y, axis, op, 1.0, mean ? 1.0 / axis.size() : 1.0);
+  return y;
+}
+
+}  // namespace detail
+
+// -- scalars: return the reduction over the axis --------------------------------
+
+/// \brief Sum of `x` over `axis`. Collective over the axis.
+template <class T, std::enable_if_t<detail::is_mpi_element_v<T>, int> = 0>
+T psum(T x, AxisRef axis) {
+  return detail::reduce_scalar(x, *axis, detail::ReduceOp::sum);
+}
+/// \brief Maximum of `x` over `axis`. Collective over the axis.
+template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+T pmax(T x, AxisRef axis) {
+  return detail::reduce_scalar(x, *axis, detail::ReduceOp::max);
+}
+/// \brief Minimum of `x` over `axis`. Collective over the axis.
+template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+T pmin(T x, AxisRef axis) {
+  return detail::reduce_scalar(x, *axis, detail::ReduceOp::min);
+}
+/// \brief Mean of `x` over the ranks of `axis`. Collective over the axis.
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+T pmean(T x, AxisRef axis) {
+  return detail::reduce_scalar(x, *axis, detail::ReduceOp::sum) / static_cast<T>(axis->size());
+}
+/// \brief Weighted mean sum(w_r x_r) / sum(w_r) over `axis`: the global mean
+/// when x_r is a mean over w_r local samples (uneven shards). One message.
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+T pmean(T x, AxisRef axis, Weight w) {
+  double pair[2] = {static_cast<double>(x) * w.value, w.value};
+  if (checked_mode()) {
+    detail::Signature s;
+    s.op = "pmean";
+    s.arg = "weighted scalar";
+    s.type = detail::type_name<T>();
+    detail::verify_signature(*axis, s);
+  }
+  transport::allreduce(MPI_IN_PLACE, pair, 2, MPI_DOUBLE, MPI_SUM, axis->comm(), nullptr);
+  if (!(pair[1] > 0)) {
+    throw Error("kpmap::pmean: the weights over axis '" + axis->name() + "' sum to " +
+                    std::to_string(pair[1]) + "; at least one rank needs a positive weight",
+                exit_code::failure, ErrorScope::all_ranks);
+  }
+  return static_cast<T>(pair[0] / pair[1]);
+}
+
+// -- Views and trees, in place ----------------------------------------------------
+
+/// \brief Replaces every element of `x` (a View or a tree of Views) by its sum
+/// over `axis`. A tree's leaves travel fused in few messages. Collective.
+template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
+void psum_inplace(const Exec& exec, X&& x, AxisRef axis) {
+  detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::sum, 1.0, 1.0);
+}
+template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
+void pmax_inplace(const Exec& exec, X&& x, AxisRef axis) {
+  detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::max, 1.0, 1.0);
+}
+template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
+void pmin_inplace(const Exec& exec, X&& x, AxisRef axis) {
+  detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::min, 1.0, 1.0);
+}
+/// \brief Replaces `x` by its mean over the ranks of `axis` (floating point).
+template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
+void pmean_inplace(const Exec& exec, X&& x, AxisRef axis) {
+  detail::require_mean_type<X>();
+  const auto [before, after] = detail::mean_factors(*axis, nullptr);
+  detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::sum, before, after);
+}
+/// \brief Replaces `x` by sum_r(w_r x_r) / sum_r(w_r): the mean over all
+/// samples when x_r is the mean of w_r local samples (uneven shards).
+template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
+void pmean_inplace(const Exec& exec, X&& x, AxisRef axis, Weight w) {
+  detail::require_mean_type<X>();
+  const auto [before, after] = detail::mean_factors(*axis, &w);
+  detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::sum, before, after);
+}
+
+template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
+void psum_inplace(X&& x, AxisRef axis) {
+  psum_inplace(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+}
+template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
+void pmax_inplace(X&& x, AxisRef axis) {
+  pmax_inplace(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+}
+template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
+void pmin_inplace(X&& x, AxisRef axis) {
+  pmin_inplace(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+}
+template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
+void pmean_inplace(X&& x, AxisRef axis) {
+  pmean_inplace(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+}
+template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
+void pmean_inplace(X&& x, AxisRef axis, Weight w) {
+  pmean_inplace(detail::exec_of_t<std::decay_t<X>>{}, x, axis, w);
+}
+
+// -- Views, out of place: a new View holds the result -----------------------------
+
+/// \brief A new View holding the sum of `x` over `axis`. Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+auto psum(const Exec& exec, const V& x, AxisRef axis) {
+  return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::sum, false);
+}
+/// \brief A new View holding the maximum of `x` over `axis`. Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+auto pmax(const Exec& exec, const V& x, AxisRef axis) {
+  return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::max, false);
+}
+/// \brief A new View holding the minimum of `x` over `axis`. Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+auto pmin(const Exec& exec, const V& x, AxisRef axis) {
+  return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::min, false);
+}
+/// \brief A new View holding the mean of `x` over the ranks of `axis`. Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+auto pmean(const Exec& exec, const V& x, AxisRef axis) {
+  detail::require_mean_type<V>();
+  return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::sum, true);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto psum(const V& x, AxisRef axis) {
+  return psum(typename V::execution_space{}, x, axis);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto pmax(const V& x, AxisRef axis) {
+  return pmax(typename V::execution_space{}, x, axis);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto pmin(const V& x, AxisRef axis) {
+  return pmin(typename V::execution_space{}, x, axis);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto pmean(const V& x, AxisRef axis) {
+  return pmean(typename V::execution_space{}, x, axis);
+}
+
+// -- non-blocking, in place ---------------------------------------------------------
+
+/// \brief Starts psum_inplace; the result is in `x` once the Request completes.
+/// A tree object must outlive the Request. Collective (every rank starts it
+/// in the same order).
+template <class X>
+Request ipsum(X&& x, AxisRef axis) {
+  return detail::reduce_start(detail::exec_of_t<std::decay_t<X>>{}, x, *axis, detail::ReduceOp::sum,
+                              1.0, 1.0);
+}
+template <class X>
+Request ipmax(X&& x, AxisRef axis) {
+  return detail::reduce_start(detail::exec_of_t<std::decay_t<X>>{}, x, *axis, detail::ReduceOp::max,
+                              1.0, 1.0);
+}
+template <class X>
+Request ipmin(X&& x, AxisRef axis) {
+  return detail::reduce_start(detail::exec_of_t<std::decay_t<X>>{}, x, *axis, detail::ReduceOp::min,
+                              1.0, 1.0);
+}
+template <class X>
+Request ipmean(X&& x, AxisRef axis) {
+  detail::require_mean_type<X>();
+  const auto [before, after] = detail::mean_factors(*axis, nullptr);
+  return detail::reduce_start(detail::exec_of_t<std::decay_t<X>>{}, x, *axis, detail::ReduceOp::sum,
+                              before, after);
+}
+template <class X>
+Request ipmean(X&& x, AxisRef axis, Weight w) {
+  const auto [before, after] = detail::mean_factors(*axis, &w);
+  return detail::reduce_start(detail::exec_of_t<std::decay_t<X>>{}, x, *axis, detail::ReduceOp::sum,
+                              before, after);
+}
+
+}  // namespace kpmap
