@@ -160,6 +160,19 @@ Extents scatter_extents(const V& x, const Axis& axis, int dim) {
   return e;
 }
 
+/// The shape of an all_to_all result: dimension `split` divided by the axis
+/// size, dimension `concat` multiplied by it (both checked).
+template <class V>
+Extents all_to_all_extents(const V& x, const Axis& axis, int split, int concat) {
+  require_dim("all_to_all", split, rank_v<V>);
+  require_dim("all_to_all", concat, rank_v<V>);
+  require_divisible("all_to_all", axis, split, x.extent(split));
+  auto e = extents_of(x);
+  e[split] /= axis.size();
+  e[concat] *= axis.size();
+  return e;
+}
+
 template <class V>
 Extents stacked_extents(const V& x, int p) {
   Extents e;
@@ -203,13 +216,8 @@ template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 detail::owning_like_t<V> all_to_all(const Exec& exec, const V& x, AxisRef axis, int split_dim,
                                     int concat_dim) {
-  detail::require_dim("all_to_all", split_dim, detail::rank_v<V>);
-  detail::require_dim("all_to_all", concat_dim, detail::rank_v<V>);
-  detail::require_divisible("all_to_all", *axis, split_dim, x.extent(split_dim));
-  auto e = detail::extents_of(x);
-  e[split_dim] /= axis->size();
-  e[concat_dim] *= axis->size();
-  auto out = detail::allocate<detail::owning_like_t<V>>("kpmap::all_to_all", e);
+  auto out = detail::allocate<detail::owning_like_t<V>>(
+      "kpmap::all_to_all", detail::all_to_all_extents(x, *axis, split_dim, concat_dim));
   detail::start_all_to_all(exec, x, *axis, split_dim, concat_dim, out, nullptr)();
   return out;
 }
@@ -279,13 +287,8 @@ Async<detail::stacked_t<V>> iall_gather(const V& x, AxisRef axis) {
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_dim,
                                             int concat_dim) {
-  detail::require_dim("all_to_all", split_dim, detail::rank_v<V>);
-  detail::require_dim("all_to_all", concat_dim, detail::rank_v<V>);
-  detail::require_divisible("all_to_all", *axis, split_dim, x.extent(split_dim));
-  auto e = detail::extents_of(x);
-  e[split_dim] /= axis->size();
-  e[concat_dim] *= axis->size();
-  auto out = detail::allocate<detail::owning_like_t<V>>("kpmap::all_to_all", e);
+  auto out = detail::allocate<detail::owning_like_t<V>>(
+      "kpmap::all_to_all", detail::all_to_all_extents(x, *axis, split_dim, concat_dim));
   transport::Pending pending;
   auto finish = detail::start_all_to_all(typename V::execution_space{}, x, *axis, split_dim,
                                          concat_dim, out, &pending);
