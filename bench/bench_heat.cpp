@@ -68,6 +68,7 @@ struct Problem {
   double rro = 0.0;
   double rr_start = 0.0;
   sim::Timings timings;
+  Exec exec;  // every kernel goes to this one instance, as in sim::Simulation
 
   Problem(int dims, std::size_t n) {
     config.ndim = dims;
@@ -91,7 +92,7 @@ struct Problem {
     config.dt = 0.004;
     layout = std::make_unique<kpmap::CartesianLayout>(
         std::vector<std::size_t>(config.cells.begin(), config.cells.begin() + dims), 1);
-    op = std::make_unique<sim::HeatOperator>(*layout, sim::Preconditioner::none);
+    op = std::make_unique<sim::HeatOperator>(*layout, sim::Preconditioner::none, exec);
     density = layout->allocate<double>("bench::density");
     energy = layout->allocate<double>("bench::energy");
     x = layout->allocate<double>("bench::x");
@@ -99,8 +100,8 @@ struct Problem {
     r = layout->allocate<double>("bench::r");
     p = layout->allocate<double>("bench::p");
     w = layout->allocate<double>("bench::w");
-    sim::generate_states(*layout, config, density, energy);
-    kpmap::HaloExchange<double, Exec>(*layout, {density}).exchange();
+    sim::generate_states(exec, *layout, config, density, energy);
+    kpmap::HaloExchange<double, Exec>(*layout, {density}).exchange(exec);
     std::array<double, 3> h{1, 1, 1};
     for (int d = 0; d < dims; ++d) h[d] = config.spacing(d);
     op->assemble(density, config.dt, h, config.solver.coefficient);
@@ -119,15 +120,15 @@ struct Problem {
     const auto e = energy;
     const auto xx = x;
     const auto bb = b;
-    sim::for_cells("bench::init", owned, Init{rho, e, xx, bb});
-    kpmap::HaloExchange<double, Exec>(*layout, {x}).exchange();
+    sim::for_cells(exec, "bench::init", owned, Init{rho, e, xx, bb});
+    kpmap::HaloExchange<double, Exec>(*layout, {x}).exchange(exec);
     op->visit([&](auto s) {
       constexpr bool three = std::is_same_v<decltype(s), sim::Stencil<true>>;
-      rro = kpmap::psum(sim::reduce_cells<double>("bench::residual", owned,
+      rro = kpmap::psum(sim::reduce_cells<double>(exec, "bench::residual", owned,
                                                   sim::kernels::Residual<three>{s, x, b, r}),
                         "devices");
     });
-    sim::for_cells("bench::init_p", owned, sim::kernels::Copy{p, r});
+    sim::for_cells(exec, "bench::init_p", owned, sim::kernels::Copy{p, r});
     rr_start = rro;
   }
 
@@ -142,9 +143,9 @@ struct Problem {
   void copy() {
     const auto src = copy_src;
     const auto dst = copy_dst;
-    Kokkos::parallel_for("bench::stream_copy", Kokkos::RangePolicy<Exec>(0, src.size()),
+    Kokkos::parallel_for("bench::stream_copy", Kokkos::RangePolicy<Exec>(exec, 0, src.size()),
                          Copy1D{dst, src});
-    Exec().fence();
+    exec.fence();
   }
   struct Copy1D {
     Kokkos::View<double*, Exec::memory_space> dst, src;
@@ -158,21 +159,23 @@ struct Problem {
       constexpr bool three = std::is_same_v<decltype(s), sim::Stencil<true>>;
       switch (kind) {
         case 0:
-          sim::reduce_cells<double>("bench::matvec", owned,
+          sim::reduce_cells<double>(exec, "bench::matvec", owned,
                                     sim::kernels::MatvecDot<three>{s, p, w});
           break;
         case 1:
-          sim::reduce_cells<double>("bench::update_r", owned,
+          sim::reduce_cells<double>(exec, "bench::update_r", owned,
                                     sim::kernels::UpdateR{r, w, r, {}, 1e-9, false});
           break;
         case 2:
-          sim::for_cells("bench::update_xp", owned, sim::kernels::UpdateXP{x, p, r, 1e-9, 0.5});
+          sim::for_cells(exec, "bench::update_xp", owned,
+                         sim::kernels::UpdateXP{x, p, r, 1e-9, 0.5});
           break;
         default:
-          sim::for_cells("bench::explicit", owned, sim::kernels::ExplicitStep<three>{s, w, x});
+          sim::for_cells(exec, "bench::explicit", owned,
+                         sim::kernels::ExplicitStep<three>{s, w, x});
       }
     });
-    Exec().fence();
+    exec.fence();
   }
 
   double global_sum(double v) {
@@ -187,15 +190,15 @@ struct Problem {
     const auto owned = layout->interior();
     const double pw = global_sum(op->visit([&](auto s) {
       constexpr bool three = std::is_same_v<decltype(s), sim::Stencil<true>>;
-      return sim::overlapped_reduce("bench::cg::matvec", *layout,
+      return sim::overlapped_reduce(exec, "bench::cg::matvec", *layout,
                                     sim::kernels::MatvecDot<three>{s, p, w}, *halo_p, timings);
     }));
     const double alpha = rro / pw;
     const double rrn = global_sum(sim::reduce_cells<double>(
-        "bench::cg::update_r", owned, sim::kernels::UpdateR{r, w, r, {}, alpha, false}));
-    sim::for_cells("bench::cg::update_xp", owned,
+        exec, "bench::cg::update_r", owned, sim::kernels::UpdateR{r, w, r, {}, alpha, false}));
+    sim::for_cells(exec, "bench::cg::update_xp", owned,
                    sim::kernels::UpdateXP{x, p, r, alpha, rrn / rro});
-    Exec().fence();
+    exec.fence();
     rro = rrn;
     // Converged far below any tolerance: start again before values go subnormal.
     if (!(rro > 1e-40 * rr_start)) restart_cg();
@@ -204,13 +207,13 @@ struct Problem {
   // One explicit step: x_old = x, exchange x_old's halo, then the stencil.
   void explicit_step() {
     const auto owned = layout->interior();
-    sim::for_cells("bench::explicit::copy", owned, sim::kernels::Copy{p, x});
+    sim::for_cells(exec, "bench::explicit::copy", owned, sim::kernels::Copy{p, x});
     op->visit([&](auto s) {
       constexpr bool three = std::is_same_v<decltype(s), sim::Stencil<true>>;
-      sim::overlapped_for("bench::explicit::step", *layout,
+      sim::overlapped_for(exec, "bench::explicit::step", *layout,
                           sim::kernels::ExplicitStep<three>{s, x, p}, *halo_p, timings);
     });
-    Exec().fence();
+    exec.fence();
   }
 };
 

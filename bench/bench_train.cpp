@@ -63,7 +63,7 @@ void BM_linear_epoch(benchmark::State& state) {
         Exec().fence();
       },
       [&] {
-        linear_loss_and_gradient(data, none, 0, data.rows(), n, p, g, loss, ws, "devices");
+        linear_loss_and_gradient(Exec(), data, none, 0, data.rows(), n, p, g, loss, ws, "devices");
         opt.step(p, g);
         Exec().fence();
       });

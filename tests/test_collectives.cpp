@@ -120,6 +120,28 @@ TEMPLATE_TEST_CASE("reductions on Views of rank 0 to 3 and 8", "[collectives]", 
   check_reductions(Kokkos::View<float**, L, Exec>("f2", 4, 3));
 }
 
+TEST_CASE("Kokkos::complex Views reduce, strided and scaled too", "[collectives]") {
+  // std::complex is refused at compile time (tests/compile_fail); its
+  // device-safe twin goes through the same pack, scale and MPI paths.
+  using C = Kokkos::complex<double>;
+  Kokkos::View<C**, Kokkos::LayoutRight, Exec> z("z", 3, 4);
+  const double rr = r();
+  // Column 1 only: a strided subview, packed before MPI and unpacked after.
+  auto col = Kokkos::subview(z, Kokkos::ALL(), 1);
+  Kokkos::parallel_for(
+      Kokkos::RangePolicy<Exec>(0, col.extent(0)),
+      KOKKOS_LAMBDA(int i) { col(i) = C(rr + 1, rr * (i + 1)); });
+  kpmap::pmean_inplace(col, "devices");
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), z);
+  // The sums are exact integers: sum (r + 1) = p (p + 1) / 2 and
+  // sum r (i + 1) = (i + 1) p (p - 1) / 2; pmean scales them by 1 / p.
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(h(i, 1).real() == tri() * (1.0 / p()));
+    CHECK(h(i, 1).imag() == double(i + 1) * p() * (p() - 1) / 2 * (1.0 / p()));
+    CHECK(h(i, 0) == C(0, 0));
+  }
+}
+
 TEST_CASE("reductions on non-contiguous subviews touch only the subview", "[collectives]") {
   Kokkos::View<double**, Kokkos::LayoutRight, Exec> a("a", 6, 5);
   Kokkos::deep_copy(a, -1.0);

@@ -6,6 +6,7 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/deck.hpp>
+#include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/runtime.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/simulation.hpp>
@@ -319,6 +320,34 @@ TEST_CASE("a solve that does not converge is an error with exit code 3", "[heat]
     CHECK(e.all_ranks());
     CHECK_THAT(std::string(e.what()), ContainsSubstring("cg did not converge in 3 iterations"));
   }
+}
+
+TEST_CASE("a run on an execution space instance of its own matches the default instance",
+          "[heat][solver]") {
+  // Every kernel, copy and halo exchange of a run goes to the instance it was
+  // given (a stream of its own on a GPU): a kernel left on another instance
+  // would race with its neighbours and change the answer.
+  const auto solver = GENERATE(as<std::string>{}, "method = \"cg\"\neps = 1e-12",
+                               "method = \"ppcg\"\neps = 1e-12\npresteps = 5\nmax_iters = 5000");
+  CAPTURE(solver);
+  const auto c = config_of(tea_deck(14, solver));
+  sim::Simulation plain(c);
+  sim::Simulation own(c, MPI_COMM_NULL, kpmap::detail::independent_instance(sim::Exec()));
+  plain.initialise();
+  own.initialise();
+  for (int n = 0; n < 3; ++n) {
+    const auto a = plain.step();
+    const auto b = own.step();
+    CHECK(a.solve.iterations == b.solve.iterations);
+  }
+  auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plain.energy());
+  auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), own.energy());
+  const auto box = plain.layout().interior();
+  std::size_t differ = 0;
+  for (long j = box.lo[1]; j < box.hi[1]; ++j) {
+    for (long i = box.lo[0]; i < box.hi[0]; ++i) differ += a(0, j, i) != b(0, j, i);
+  }
+  CHECK(all_ranks(differ == 0));
 }
 
 TEST_CASE("a restart continues bit for bit", "[heat][checkpoint]") {

@@ -5,6 +5,7 @@
 
 #include "support/mpi_test.hpp"
 
+#include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/train/linear.hpp>
 #include <kpmap/train/optimizer.hpp>
 
@@ -21,13 +22,15 @@ using kpmap::train::SyntheticRegression;
 namespace {
 
 using Mem = Kokkos::DefaultExecutionSpace::memory_space;
+using Exec = Mem::execution_space;
 
 // Gradient descent over the epoch's batches (batch 0: full batch); returns
 // (w..., b) on the host.
 std::vector<double> train(
     const SyntheticRegression& d, const kpmap::Axis& axis, int epochs, double lr,
     std::size_t batch = 0,
-    kpmap::train::OptimizerConfig::Kind kind = kpmap::train::OptimizerConfig::Kind::gd) {
+    kpmap::train::OptimizerConfig::Kind kind = kpmap::train::OptimizerConfig::Kind::gd,
+    const Exec& exec = Exec()) {
   const auto data = kpmap::train::generate_shard<double, Mem>(d, 0, d.samples, axis);
   LinearParams<double, Mem> p("p", d.features);
   LinearParams<double, Mem> g("g", d.features);
@@ -41,9 +44,10 @@ std::vector<double> train(
     const auto plan = kpmap::train::plan_epoch(d.samples, data.begin, data.rows(), batch, 7,
                                                static_cast<std::uint64_t>(e));
     for (std::size_t k = 0; k < plan.batches; ++k) {
-      kpmap::train::linear_loss_and_gradient(data, plan.order, plan.offsets[k], plan.offsets[k + 1],
-                                             plan.global_size(k), p, g, loss, ws, axis);
-      opt.step(p, g);
+      kpmap::train::linear_loss_and_gradient(exec, data, plan.order, plan.offsets[k],
+                                             plan.offsets[k + 1], plan.global_size(k), p, g, loss,
+                                             ws, axis);
+      opt.step(exec, p, g);
     }
   }
   auto hw = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), p.w);
@@ -130,6 +134,19 @@ TEST_CASE("shuffled minibatches give the same parameters at any rank count", "[t
     // ... and the fit approaches the least-squares solution (to SGD's noise floor).
     CHECK(relative_difference(theta, least_squares(d)) < 0.1);
   }
+}
+
+TEST_CASE("training on an execution space instance of its own matches the default instance",
+          "[train]") {
+  // The gradient kernels, the gemv, the fused psum and the optimizer all go to
+  // the instance given; one left on the default instance would race on a GPU.
+  const SyntheticRegression d{203, 4, 3, 0.1};
+  const auto& axis = kpmap::Mesh::world().axis("devices");
+  using Kind = kpmap::train::OptimizerConfig::Kind;
+  const auto plain = train(d, axis, 5, 0.02, 16, Kind::adam);
+  const auto own =
+      train(d, axis, 5, 0.02, 16, Kind::adam, kpmap::detail::independent_instance(Exec()));
+  CHECK(own == plain);
 }
 
 TEST_CASE("an epoch's batches hold every training sample once, whatever the rank count",

@@ -135,6 +135,7 @@ struct Model {
   std::unique_ptr<kpmap::train::Mlp<T, Mem>> mlp;
   kpmap::train::LinearWorkspace<T, Mem> lws;  // sized once: steps allocate nothing
   Kokkos::View<T, Mem> loss{"kpmap-train::loss"};
+  Mem::execution_space exec;  // every step's kernels and reductions go here
 
   Model(const Config& cfg, std::size_t capacity) : c(cfg), linear(cfg.model == "linear") {
     if (linear) {
@@ -152,7 +153,7 @@ struct Model {
           widths,
           c.activation == "relu" ? kpmap::train::Activation::relu : kpmap::train::Activation::tanh,
           c.loss == "mse" ? kpmap::train::Loss::mse : kpmap::train::Loss::cross_entropy,
-          capacity > 0 ? capacity : 1);
+          capacity > 0 ? capacity : 1, exec);
     }
   }
 
@@ -181,13 +182,14 @@ struct Model {
     if (linear) {
       {
         auto t = times.scope(Phase::compute);
-        kpmap::train::linear_local_gradient(data, plan.order, first, last, plan.global_size(k), lp,
-                                            lg, loss, lws);
+        kpmap::train::linear_local_gradient(exec, data, plan.order, first, last,
+                                            plan.global_size(k), lp, lg, loss, lws);
       }
       auto t = times.scope(Phase::collectives);
       // One message for the whole gradient and the loss.
-      kpmap::psum_inplace(std::make_tuple(lg.w, lg.b, loss), "devices");
-      Kokkos::deep_copy(lws.loss_host, loss);
+      kpmap::psum_inplace(exec, std::make_tuple(lg.w, lg.b, loss), "devices");
+      Kokkos::deep_copy(exec, lws.loss_host, loss);
+      kpmap::detail::fence(exec, "kpmap-train: batch loss on the host");
       return {double(lws.loss_host()), 0.0};
     }
     double wait = 0;
@@ -208,7 +210,7 @@ struct Model {
 
   kpmap::train::BatchStats evaluate(const kpmap::train::Shard<T, Mem>& data) {
     if (data.global_rows == 0) return {};
-    if (linear) return {double(kpmap::train::linear_loss(data, lp, "devices")), 0.0};
+    if (linear) return {double(kpmap::train::linear_loss(exec, data, lp, "devices")), 0.0};
     return mlp->evaluate(data, mp, "devices");
   }
 };
@@ -487,7 +489,7 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
         correct_sum += s.accuracy * w;
         {
           auto t = times.scope(Phase::compute);
-          opt.step(params, model.grads(params));
+          opt.step(model.exec, params, model.grads(params));
         }
         // A stop signal ends the run after this step: mid-epoch with a
         // checkpoint of the position; after an epoch's last step, once the

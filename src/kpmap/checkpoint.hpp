@@ -72,7 +72,6 @@ constexpr Elem elem_of() {
   }
 }
 
-/// A host copy of `v` in row-major order.
 /// \brief The checksum of a block of a global array: the sum (mod 2^64) over
 /// its elements of splitmix64(bits ^ global index * golden ratio). Blocks of
 /// any decomposition add up to the same checksum for the same array, and the
@@ -168,6 +167,7 @@ std::uint64_t block_checksum(const Exec& exec, const T* data, const Block& block
   return sum;
 }
 
+/// A host copy of `v` in row-major order.
 template <class V>
 Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> host_copy(const V& v) {
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);

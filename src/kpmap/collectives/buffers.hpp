@@ -26,16 +26,6 @@ inline constexpr bool is_exec_v = Kokkos::is_execution_space<std::decay_t<E>>::v
 template <class V>
 using value_t = typename V::non_const_value_type;
 
-/// \brief Refuses, at compile time, a kernel launched on `Exec` over memory
-/// it cannot reach (a CUDA kernel over host memory, a host loop over device memory).
-template <class Exec, class V>
-constexpr void require_accessible() {
-  static_assert(Kokkos::SpaceAccessibility<typename std::decay_t<Exec>::memory_space,
-                                           typename std::decay_t<V>::memory_space>::accessible,
-                "kpmap: this execution space cannot access the View's memory space; pass an "
-                "execution space that can (the View's own: typename View::execution_space)");
-}
-
 /// \brief Can MPI use v's memory as is? (Contiguous; in row-major order when
 /// element order matters, as in gathers.)
 template <class V>

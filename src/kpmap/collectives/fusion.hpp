@@ -59,7 +59,7 @@ template <class Exec, class V>
 auto start_reduce(const Exec& exec, const V& v, const Axis& axis, ReduceOp op, double before,
                   double after, transport::Pending* pending) {
   using T = value_t<V>;
-  require_accessible<Exec, V>();
+  require_kernel_ready<Exec, V>();
   if (checked_mode()) verify_signature(axis, signature_of(op_name(op), "x", v));
   if (axis.size() == 1) {
     // One rank: the reduction is the identity; only the scale factors remain.
@@ -95,7 +95,7 @@ template <class Exec, class Tree>
 std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis, ReduceOp op,
                                   const char* opname, double before, double after,
                                   transport::Pending* pending) {
-  require_accessible<Exec, typename tree_memory_space<std::decay_t<Tree>>::type>();
+  require_kernel_ready<Exec, typename tree_memory_space<std::decay_t<Tree>>::type>();
   auto st = std::make_shared<FusedState>();
   std::string type;
   std::string space;

@@ -262,36 +262,51 @@ auto pmean(const V& x, AxisRef axis) {
 
 // -- non-blocking, in place ---------------------------------------------------------
 
-/// \brief Starts psum_inplace; the result is in `x` once the Request completes.
-/// A tree object must outlive the Request. Collective (every rank starts it
-/// in the same order).
-template <class X>
-Request ipsum(X&& x, AxisRef axis) {
-  return detail::reduce_start(detail::exec_of_t<std::decay_t<X>>{}, x, *axis, detail::ReduceOp::sum,
-                              1.0, 1.0);
+/// \brief Starts psum_inplace on `exec`; the result is in `x` once the
+/// Request completes (wait() fences `exec` only). A tree object must outlive
+/// the Request. Collective (every rank starts it in the same order).
+template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
+Request ipsum(const Exec& exec, X&& x, AxisRef axis) {
+  return detail::reduce_start(exec, x, *axis, detail::ReduceOp::sum, 1.0, 1.0);
 }
-template <class X>
-Request ipmax(X&& x, AxisRef axis) {
-  return detail::reduce_start(detail::exec_of_t<std::decay_t<X>>{}, x, *axis, detail::ReduceOp::max,
-                              1.0, 1.0);
+template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
+Request ipmax(const Exec& exec, X&& x, AxisRef axis) {
+  return detail::reduce_start(exec, x, *axis, detail::ReduceOp::max, 1.0, 1.0);
 }
-template <class X>
-Request ipmin(X&& x, AxisRef axis) {
-  return detail::reduce_start(detail::exec_of_t<std::decay_t<X>>{}, x, *axis, detail::ReduceOp::min,
-                              1.0, 1.0);
+template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
+Request ipmin(const Exec& exec, X&& x, AxisRef axis) {
+  return detail::reduce_start(exec, x, *axis, detail::ReduceOp::min, 1.0, 1.0);
 }
-template <class X>
-Request ipmean(X&& x, AxisRef axis) {
+template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
+Request ipmean(const Exec& exec, X&& x, AxisRef axis) {
   detail::require_mean_type<X>();
   const auto [before, after] = detail::mean_factors(*axis, nullptr);
-  return detail::reduce_start(detail::exec_of_t<std::decay_t<X>>{}, x, *axis, detail::ReduceOp::sum,
-                              before, after);
+  return detail::reduce_start(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
-template <class X>
-Request ipmean(X&& x, AxisRef axis, Weight w) {
+template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
+Request ipmean(const Exec& exec, X&& x, AxisRef axis, Weight w) {
   const auto [before, after] = detail::mean_factors(*axis, &w);
-  return detail::reduce_start(detail::exec_of_t<std::decay_t<X>>{}, x, *axis, detail::ReduceOp::sum,
-                              before, after);
+  return detail::reduce_start(exec, x, *axis, detail::ReduceOp::sum, before, after);
+}
+template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
+Request ipsum(X&& x, AxisRef axis) {
+  return ipsum(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+}
+template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
+Request ipmax(X&& x, AxisRef axis) {
+  return ipmax(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+}
+template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
+Request ipmin(X&& x, AxisRef axis) {
+  return ipmin(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+}
+template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
+Request ipmean(X&& x, AxisRef axis) {
+  return ipmean(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+}
+template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
+Request ipmean(X&& x, AxisRef axis, Weight w) {
+  return ipmean(detail::exec_of_t<std::decay_t<X>>{}, x, axis, w);
 }
 
 }  // namespace kpmap

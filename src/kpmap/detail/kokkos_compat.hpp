@@ -76,6 +76,19 @@ void fence(const ExecSpace& exec, [[maybe_unused]] const char* label) {
 #endif
 }
 
+/// \brief An execution space instance of its own beside `exec` (a new CUDA or
+/// HIP stream; on host backends what Kokkos' partition_space gives), for work
+/// that should overlap work on `exec`. Kokkos 3.4 has no partition_space:
+/// there it is `exec` itself.
+template <class ExecSpace>
+ExecSpace independent_instance(const ExecSpace& exec) {
+#if KOKKOS_VERSION >= 40000
+  return Kokkos::Experimental::partition_space(exec, 1).front();
+#else
+  return exec;
+#endif
+}
+
 /// \brief Kokkos' device-callable math (sqrt, log, cos, ...): in namespace
 /// Kokkos since 3.6, in Kokkos::Experimental before.
 #if KOKKOS_VERSION >= 30600

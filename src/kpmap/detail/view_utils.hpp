@@ -9,6 +9,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <array>
+#include <complex>
 #include <cstddef>
 #include <string>
 #include <type_traits>
@@ -16,6 +17,31 @@
 namespace kpmap::detail {
 
 inline constexpr int max_view_rank = 8;
+
+template <class T>
+inline constexpr bool is_std_complex_v = false;
+template <class T>
+inline constexpr bool is_std_complex_v<std::complex<T>> = true;
+
+/// \brief Refuses, at compile time, a kernel on `Exec` over the data of `V`
+/// (a View or a memory space) that no backend could run: one whose memory
+/// the space cannot reach (a CUDA kernel over host memory, a host loop over
+/// device memory), or whose elements are std::complex, whose operators are
+/// host-only under CUDA and HIP. Every kpmap kernel over user data checks
+/// this, so a program that builds on Serial also builds for a GPU.
+template <class Exec, class V>
+constexpr void require_kernel_ready() {
+  static_assert(Kokkos::SpaceAccessibility<typename std::decay_t<Exec>::memory_space,
+                                           typename std::decay_t<V>::memory_space>::accessible,
+                "kpmap: this execution space cannot access the View's memory space; pass an "
+                "execution space that can (the View's own: typename View::execution_space)");
+  if constexpr (Kokkos::is_view<std::decay_t<V>>::value) {
+    static_assert(!is_std_complex_v<typename std::decay_t<V>::non_const_value_type>,
+                  "kpmap: std::complex cannot be used in Kokkos kernels (its operators are "
+                  "host-only under CUDA and HIP); use Kokkos::complex<T>, which has the same "
+                  "layout and works on every backend");
+  }
+}
 
 template <class V>
 inline constexpr int rank_v = static_cast<int>(V::rank);
@@ -148,6 +174,7 @@ bool is_canonical(const V& v) {
 /// \brief flat(k) = v(row-major index k) for every element of v.
 template <class Exec, class V, class Flat>
 void pack(const Exec& exec, const V& v, const Flat& flat, std::size_t offset = 0) {
+  require_kernel_ready<Exec, V>();
   const Extents e = extents_of(v);
   constexpr int R = rank_v<V>;
   Kokkos::parallel_for(
@@ -161,6 +188,7 @@ void pack(const Exec& exec, const V& v, const Flat& flat, std::size_t offset = 0
 /// \brief v(row-major index k) = flat(k) for every element of v.
 template <class Exec, class Flat, class V>
 void unpack(const Exec& exec, const Flat& flat, const V& v, std::size_t offset = 0) {
+  require_kernel_ready<Exec, V>();
   const Extents e = extents_of(v);
   constexpr int R = rank_v<V>;
   Kokkos::parallel_for(
@@ -176,6 +204,7 @@ void unpack(const Exec& exec, const Flat& flat, const V& v, std::size_t offset =
 /// c = extent(split) / p; each block is in row-major order.
 template <class Exec, class V, class Flat>
 void pack_blocks(const Exec& exec, const V& x, int split, int p, const Flat& send) {
+  require_kernel_ready<Exec, V>();
   constexpr int R = rank_v<V>;
   Extents chunk = extents_of(x);
   chunk[split] /= p;
@@ -197,6 +226,7 @@ void pack_blocks(const Exec& exec, const V& x, int split, int p, const Flat& sen
 template <class Exec, class Flat, class V>
 void unpack_blocks(const Exec& exec, const Flat& recv, const Extents& chunk, int chunk_rank,
                    int axis, bool stacked, const V& out) {
+  require_kernel_ready<Exec, V>();
   constexpr int R = rank_v<V>;
   const Extents e = extents_of(out);
   const std::size_t cn = product(chunk, chunk_rank);
@@ -223,6 +253,7 @@ void unpack_blocks(const Exec& exec, const Flat& recv, const Extents& chunk, int
 /// \brief Multiplies every element of `v` by `factor`.
 template <class Exec, class V>
 void scale(const Exec& exec, const V& v, double factor) {
+  require_kernel_ready<Exec, V>();
   using T = typename V::non_const_value_type;
   if (is_contiguous(v)) {
     // Order does not matter: run over the span, with no index arithmetic.
@@ -245,6 +276,8 @@ void scale(const Exec& exec, const V& v, double factor) {
 /// \brief dst(i) = factor * src(i) for flat Views (a plain copy when factor is 1).
 template <class Exec, class Dst, class Src>
 void copy_scaled(const Exec& exec, const Dst& dst, const Src& src, double factor) {
+  require_kernel_ready<Exec, Dst>();
+  require_kernel_ready<Exec, Src>();
   using T = typename Dst::non_const_value_type;
   if (factor == 1.0) {
     Kokkos::deep_copy(exec, dst, src);

@@ -4,7 +4,9 @@
 /// sums of several values in one reduction.
 ///
 /// Kernels are functors called as `f(k, j, i)` (or `f(k, j, i, acc)` for a
-/// reduction) with local indices, z slowest and x fastest. On host backends
+/// reduction) with local indices, z slowest and x fastest. Every loop runs
+/// on the execution space instance it is given (a CUDA stream, say), so that
+/// a solver on one instance overlaps work on another. On host backends
 /// a box runs as one parallel iteration per row (k, j) with a plain inner
 /// loop over i that the compiler vectorises; on GPUs as a 3-D MDRangePolicy.
 /// Reductions are deterministic for a given backend, thread count and box.
@@ -85,41 +87,42 @@ struct RowReduce {
   }
 };
 
-inline Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>> box_policy(const Box& b) {
-  return Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>>({b.lo[2], b.lo[1], b.lo[0]},
+inline Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>> box_policy(const Exec& exec, const Box& b) {
+  return Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>>(exec, {b.lo[2], b.lo[1], b.lo[0]},
                                                       {b.hi[2], b.hi[1], b.hi[0]});
 }
 
 }  // namespace detail
 
-/// \brief Runs `f(k, j, i)` for every cell of `b`.
+/// \brief Enqueues `f(k, j, i)` for every cell of `b` on `exec`.
 template <class F>
-void for_cells(const char* label, const Box& b, const F& f) {
+void for_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
   if (b.empty()) return;
   if constexpr (detail::is_host_exec_v<Exec>) {
     const long nj = b.hi[1] - b.lo[1];
     const long rows = nj * (b.hi[2] - b.lo[2]);
-    Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec>(0, rows),
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec>(exec, 0, rows),
                          detail::RowFor<F>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]});
   } else {
-    Kokkos::parallel_for(label, detail::box_policy(b), f);
+    Kokkos::parallel_for(label, detail::box_policy(exec, b), f);
   }
 }
 
 /// \brief Sum over the cells of `b` of what `f(k, j, i, acc)` adds to acc
-/// (V is double or Sums<N>). Blocks until the result is known.
+/// (V is double or Sums<N>), run on `exec`. Waits for `exec` (only) until
+/// the result is known.
 template <class V, class F>
-V reduce_cells(const char* label, const Box& b, const F& f) {
+V reduce_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
   V result{};
   if (b.empty()) return result;
   if constexpr (detail::is_host_exec_v<Exec>) {
     const long nj = b.hi[1] - b.lo[1];
     const long rows = nj * (b.hi[2] - b.lo[2]);
-    Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Exec>(0, rows),
+    Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Exec>(exec, 0, rows),
                             detail::RowReduce<F, V>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]},
                             result);
   } else {
-    Kokkos::parallel_reduce(label, detail::box_policy(b), f, result);
+    Kokkos::parallel_reduce(label, detail::box_policy(exec, b), f, result);
   }
   return result;
 }

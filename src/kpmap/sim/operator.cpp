@@ -53,8 +53,9 @@ Box whole(const CartesianLayout& l) {
 
 }  // namespace
 
-HeatOperator::HeatOperator(const CartesianLayout& layout, Preconditioner preconditioner)
-    : layout_(layout), preconditioner_(preconditioner) {
+HeatOperator::HeatOperator(const CartesianLayout& layout, Preconditioner preconditioner,
+                           const Exec& exec)
+    : layout_(layout), preconditioner_(preconditioner), exec_(exec) {
   ax_ = layout.allocate<double>("kpmap::sim::ax");
   ay_ = layout.allocate<double>("kpmap::sim::ay");
   // 2-D operators never read az; a 1 x 1 x 1 placeholder keeps the View valid.
@@ -98,7 +99,7 @@ void HeatOperator::assemble(const ScalarField& density, double dt,
                               static_cast<long>(l.global_cells(0)),
                               static_cast<long>(l.global_cells(1)),
                               static_cast<long>(l.global_cells(2))};
-    for_cells("kpmap::sim::face_coefficients", whole(l), f);
+    for_cells(exec_, "kpmap::sim::face_coefficients", whole(l), f);
   };
   if (three_d()) {
     run(std::true_type{});
@@ -116,13 +117,15 @@ void HeatOperator::assemble(const ScalarField& density, double dt,
         inside.lo[d] = 1;
         inside.hi[d] -= 1;
       }
-      for_cells("kpmap::sim::diagonal_inverse", inside, kernels::DiagonalInverse<three>{s, dinv_});
+      for_cells(exec_, "kpmap::sim::diagonal_inverse", inside,
+                kernels::DiagonalInverse<three>{s, dinv_});
     } else if (preconditioner_ == Preconditioner::jac_block) {
       Box blocks = owned;
       blocks.lo[1] = 0;
       blocks.hi[1] = block_count_;
       const kernels::ColumnBlocks<three> cb{owned.lo[1], block_head_, owned.hi[1]};
-      for_cells("kpmap::sim::block_factor", blocks, kernels::BlockFactor<three>{s, cb, cp_, bfp_});
+      for_cells(exec_, "kpmap::sim::block_factor", blocks,
+                kernels::BlockFactor<three>{s, cb, cp_, bfp_});
     }
   });
 }
@@ -132,10 +135,10 @@ double HeatOperator::precondition(const ScalarField& r, const ScalarField& z) co
   switch (preconditioner_) {
     case Preconditioner::none:
       if (z.data() != r.data())
-        for_cells("kpmap::sim::precondition_copy", owned, kernels::Copy{z, r});
-      return reduce_cells<double>("kpmap::sim::dot_rz", owned, kernels::Dot{r, z});
+        for_cells(exec_, "kpmap::sim::precondition_copy", owned, kernels::Copy{z, r});
+      return reduce_cells<double>(exec_, "kpmap::sim::dot_rz", owned, kernels::Dot{r, z});
     case Preconditioner::jac_diag:
-      return reduce_cells<double>("kpmap::sim::precondition_diag", owned,
+      return reduce_cells<double>(exec_, "kpmap::sim::precondition_diag", owned,
                                   kernels::DiagPrecond{r, z, dinv_});
     case Preconditioner::jac_block:
       visit([&](auto s) {
@@ -144,10 +147,10 @@ double HeatOperator::precondition(const ScalarField& r, const ScalarField& z) co
         blocks.lo[1] = 0;
         blocks.hi[1] = block_count_;
         const kernels::ColumnBlocks<three> cb{owned.lo[1], block_head_, owned.hi[1]};
-        for_cells("kpmap::sim::precondition_block", blocks,
+        for_cells(exec_, "kpmap::sim::precondition_block", blocks,
                   kernels::BlockSolve<three>{s, cb, cp_, bfp_, r, z});
       });
-      return reduce_cells<double>("kpmap::sim::dot_rz", owned, kernels::Dot{r, z});
+      return reduce_cells<double>(exec_, "kpmap::sim::dot_rz", owned, kernels::Dot{r, z});
   }
   return 0.0;
 }
@@ -155,9 +158,10 @@ double HeatOperator::precondition(const ScalarField& r, const ScalarField& z) co
 void HeatOperator::precondition_box(const ScalarField& r, const ScalarField& z,
                                     const Box& box) const {
   if (preconditioner_ == Preconditioner::jac_diag) {
-    for_cells("kpmap::sim::precondition_diag", box, kernels::DiagPrecond{r, z, dinv_});
+    for_cells(exec_, "kpmap::sim::precondition_diag", box, kernels::DiagPrecond{r, z, dinv_});
   } else if (preconditioner_ == Preconditioner::none) {
-    if (z.data() != r.data()) for_cells("kpmap::sim::precondition_copy", box, kernels::Copy{z, r});
+    if (z.data() != r.data())
+      for_cells(exec_, "kpmap::sim::precondition_copy", box, kernels::Copy{z, r});
   } else {
     throw Error("kpmap::sim::HeatOperator: jac_block has no deep-halo form");
   }
@@ -169,7 +173,7 @@ double HeatOperator::max_face_sum() const {
     double m = 0.0;
     const Box b = layout_.interior();
     if (!b.empty()) {
-      Kokkos::parallel_reduce("kpmap::sim::max_face_sum", detail::box_policy(b),
+      Kokkos::parallel_reduce("kpmap::sim::max_face_sum", detail::box_policy(exec_, b),
                               kernels::MaxFaceSum<three>{s}, Kokkos::Max<double>(m));
     }
     return m;

@@ -25,8 +25,10 @@ struct Timings {
 /// \brief The matrix-free operator A = I + dt L of sim/stencil.hpp on one rank's block.
 class HeatOperator {
  public:
-  /// \brief Allocates the coefficient fields for `layout`. Not collective.
-  HeatOperator(const CartesianLayout& layout, Preconditioner preconditioner);
+  /// \brief Allocates the coefficient fields for `layout`; every kernel of
+  /// the operator runs on `exec`. Not collective.
+  HeatOperator(const CartesianLayout& layout, Preconditioner preconditioner,
+               const Exec& exec = Exec());
 
   /// \brief Computes the scaled face conductivities dt K / h^2 from
   /// `density` (whose ghosts must hold the neighbours' values), zero on the
@@ -37,6 +39,8 @@ class HeatOperator {
   const CartesianLayout& layout() const noexcept { return layout_; }
   bool three_d() const noexcept { return layout_.ndim() == 3; }
   Preconditioner preconditioner() const noexcept { return preconditioner_; }
+  /// \brief The execution space instance the operator's kernels run on.
+  const Exec& exec() const noexcept { return exec_; }
   /// \brief The cells this rank owns.
   Box owned() const noexcept { return layout_.interior(); }
 
@@ -64,60 +68,63 @@ class HeatOperator {
  private:
   CartesianLayout layout_;
   Preconditioner preconditioner_;
+  Exec exec_;
   ScalarField ax_, ay_, az_;
   ScalarField dinv_, cp_, bfp_;
   long block_head_ = 0;
   long block_count_ = 0;
 };
 
-/// \brief Runs a reducing kernel over the owned cells while `halo` fills the
-/// ghosts it reads: start, the interior one layer in from the block's faces,
-/// finish, then the outer layer. Returns the local sum; time in the exchange
-/// goes to `t.halo_s`.
+/// \brief Runs a reducing kernel over the owned cells on `exec` while `halo`
+/// fills the ghosts it reads: start, the interior one layer in from the
+/// block's faces, finish, then the outer layer. Returns the local sum; time in
+/// the exchange goes to `t.halo_s`. Only `exec` is fenced.
 template <class K>
-double overlapped_reduce(const char* label, const CartesianLayout& layout, const K& kernel,
-                         HaloExchange<double, Exec>& halo, Timings& t) {
+double overlapped_reduce(const Exec& exec, const char* label, const CartesianLayout& layout,
+                         const K& kernel, HaloExchange<double, Exec>& halo, Timings& t) {
   const Box owned = layout.interior();
-  if (halo.neighbor_count() == 0) return reduce_cells<double>(label, owned, kernel);
+  if (halo.neighbor_count() == 0) return reduce_cells<double>(exec, label, owned, kernel);
   double t0 = MPI_Wtime();
-  halo.start();
+  halo.start(exec);
   t.halo_s += MPI_Wtime() - t0;
   const Shell shell = shell_of(owned, layout.ndim());
-  double acc = reduce_cells<double>(label, shell.inner, kernel);
+  double acc = reduce_cells<double>(exec, label, shell.inner, kernel);
   t0 = MPI_Wtime();
-  halo.finish();
-  Exec().fence();
+  halo.finish(exec);
+  kpmap::detail::fence(exec, "kpmap::sim: ghosts unpacked");
   t.halo_s += MPI_Wtime() - t0;
-  for (int f = 0; f < shell.count; ++f) acc += reduce_cells<double>(label, shell.faces[f], kernel);
+  for (int f = 0; f < shell.count; ++f) {
+    acc += reduce_cells<double>(exec, label, shell.faces[f], kernel);
+  }
   return acc;
 }
 
 /// \brief As overlapped_reduce, for a kernel without a reduction.
 template <class K>
-void overlapped_for(const char* label, const CartesianLayout& layout, const K& kernel,
-                    HaloExchange<double, Exec>& halo, Timings& t) {
+void overlapped_for(const Exec& exec, const char* label, const CartesianLayout& layout,
+                    const K& kernel, HaloExchange<double, Exec>& halo, Timings& t) {
   const Box owned = layout.interior();
   if (halo.neighbor_count() == 0) {
-    for_cells(label, owned, kernel);
+    for_cells(exec, label, owned, kernel);
     return;
   }
   double t0 = MPI_Wtime();
-  halo.start();
+  halo.start(exec);
   t.halo_s += MPI_Wtime() - t0;
   const Shell shell = shell_of(owned, layout.ndim());
-  for_cells(label, shell.inner, kernel);
+  for_cells(exec, label, shell.inner, kernel);
   t0 = MPI_Wtime();
-  halo.finish();
-  Exec().fence();
+  halo.finish(exec);
+  kpmap::detail::fence(exec, "kpmap::sim: ghosts unpacked");
   t.halo_s += MPI_Wtime() - t0;
-  for (int f = 0; f < shell.count; ++f) for_cells(label, shell.faces[f], kernel);
+  for (int f = 0; f < shell.count; ++f) for_cells(exec, label, shell.faces[f], kernel);
 }
 
-/// \brief A plain (blocking) exchange, timed into `t.halo_s`.
-inline void timed_exchange(HaloExchange<double, Exec>& halo, Timings& t) {
+/// \brief A plain (blocking) exchange on `exec`, timed into `t.halo_s`.
+inline void timed_exchange(const Exec& exec, HaloExchange<double, Exec>& halo, Timings& t) {
   const double t0 = MPI_Wtime();
-  halo.exchange();
-  Exec().fence();
+  halo.exchange(exec);
+  kpmap::detail::fence(exec, "kpmap::sim: ghosts unpacked");
   t.halo_s += MPI_Wtime() - t0;
 }
 

@@ -61,7 +61,7 @@ struct GenerateStates {
 
 }  // namespace
 
-void generate_states(const CartesianLayout& layout, const HeatConfig& config,
+void generate_states(const Exec& exec, const CartesianLayout& layout, const HeatConfig& config,
                      const ScalarField& density, const ScalarField& energy) {
   Kokkos::View<DeviceState*, Exec::memory_space> states("kpmap::sim::states", config.states.size());
   auto host = Kokkos::create_mirror_view(states);
@@ -78,7 +78,7 @@ void generate_states(const CartesianLayout& layout, const HeatConfig& config,
     }
     d.radius = st.radius;
   }
-  Kokkos::deep_copy(states, host);
+  Kokkos::deep_copy(exec, states, host);
   GenerateStates f{states, density, energy, layout.ndim(), {}, {}, {}, {}};
   Box all;
   for (int d = 0; d < 3; ++d) {
@@ -88,7 +88,9 @@ void generate_states(const CartesianLayout& layout, const HeatConfig& config,
     f.h[d] = d < layout.ndim() ? config.spacing(d) : 1.0;
     all.hi[d] = static_cast<long>(layout.extent(d));
   }
-  for_cells("kpmap::sim::generate_states", all, f);
+  for_cells(exec, "kpmap::sim::generate_states", all, f);
+  // The state table and its host mirror must outlive the copy and the kernel.
+  kpmap::detail::fence(exec, "kpmap::sim: states placed");
 }
 
 }  // namespace kpmap::sim

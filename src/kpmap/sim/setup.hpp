@@ -23,8 +23,8 @@
 namespace kpmap::sim {
 
 /// \brief Writes every local cell of `density` and `energy`, ghosts included
-/// (cells beyond the global boundary take state 1). Not collective.
-void generate_states(const CartesianLayout& layout, const HeatConfig& config,
+/// (cells beyond the global boundary take state 1), on `exec`. Not collective.
+void generate_states(const Exec& exec, const CartesianLayout& layout, const HeatConfig& config,
                      const ScalarField& density, const ScalarField& energy);
 
 }  // namespace kpmap::sim

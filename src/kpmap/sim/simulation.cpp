@@ -117,8 +117,10 @@ double Simulation::memory_estimate(const HeatConfig& c, const CartesianLayout& l
   return (fields * cells + staging) * sizeof(double);
 }
 
-Simulation::Simulation(const HeatConfig& config, MPI_Comm comm)
-    : config_(config), layout_(cells_of(config), config.halo_depth, config.ranks, comm) {
+Simulation::Simulation(const HeatConfig& config, MPI_Comm comm, const Exec& exec)
+    : config_(config),
+      layout_(cells_of(config), config.halo_depth, config.ranks, comm),
+      exec_(exec) {
   {
     std::string breakdown;
     const double bytes = memory_estimate(config_, layout_, &breakdown);
@@ -133,7 +135,7 @@ Simulation::Simulation(const HeatConfig& config, MPI_Comm comm)
   // face conductivities are computed in the ghost layers too.
   halo_density_ = std::make_unique<HaloExchange<double, Exec>>(
       layout_, std::vector<ScalarField>{density_}, HaloOptions{layout_.ghost(), true});
-  op_ = std::make_unique<HeatOperator>(layout_, config.solver.preconditioner);
+  op_ = std::make_unique<HeatOperator>(layout_, config.solver.preconditioner, exec_);
   if (config.scheme == Scheme::implicit) {
     solver_ = std::make_unique<LinearSolver>(layout_, axis(), config.solver, u_, u0_, timings_);
   } else {
@@ -168,12 +170,13 @@ void Simulation::assemble() {
 }
 
 void Simulation::initialise() {
-  generate_states(layout_, config_, density_, energy_);
-  timed_exchange(*halo_density_, timings_);
+  generate_states(exec_, layout_, config_, density_, energy_);
+  timed_exchange(exec_, *halo_density_, timings_);
   step_ = 0;
   time_ = 0.0;
   assemble();
-  for_cells("kpmap::sim::energy_to_u", layout_.interior(), EnergyToU{density_, energy_, u_, u0_});
+  for_cells(exec_, "kpmap::sim::energy_to_u", layout_.interior(),
+            EnergyToU{density_, energy_, u_, u0_});
 }
 
 checkpoint::Block Simulation::block() const {
@@ -194,7 +197,8 @@ void Simulation::restart(const std::string& path) {
     ScalarField target = std::string(name) == "fields/density" ? density_ : energy_;
     with_interior(layout_, target, [&](auto sub, auto flat) {
       reader.read(name, flat, blk);
-      Kokkos::deep_copy(sub, flat);
+      Kokkos::deep_copy(exec_, sub, flat);
+      kpmap::detail::fence(exec_, "kpmap::sim: restart field in place");
     });
   }
   Kokkos::View<double*, Kokkos::HostSpace> eig("kpmap::sim::eigenvalues", 3);
@@ -202,9 +206,10 @@ void Simulation::restart(const std::string& path) {
   if (solver_ && eig(0) != 0.0) solver_->set_eigenvalues(eig(1), eig(2));
   step_ = meta.step;
   time_ = meta.time;
-  timed_exchange(*halo_density_, timings_);
+  timed_exchange(exec_, *halo_density_, timings_);
   assemble();
-  for_cells("kpmap::sim::energy_to_u", layout_.interior(), EnergyToU{density_, energy_, u_, u0_});
+  for_cells(exec_, "kpmap::sim::energy_to_u", layout_.interior(),
+            EnergyToU{density_, energy_, u_, u0_});
 }
 
 StepReport Simulation::step() {
@@ -213,7 +218,7 @@ StepReport Simulation::step() {
   report.dt = config_.dt;
   if (!assembled_) assemble();
   const Box owned = layout_.interior();
-  for_cells("kpmap::sim::energy_to_u", owned, EnergyToU{density_, energy_, u_, u0_});
+  for_cells(exec_, "kpmap::sim::energy_to_u", owned, EnergyToU{density_, energy_, u_, u0_});
   if (config_.scheme == Scheme::implicit) {
     report.solve = solver_->solve(*op_);
     if (!report.solve.converged) {
@@ -222,15 +227,15 @@ StepReport Simulation::step() {
                   exit_code::diverged, ErrorScope::all_ranks);
     }
   } else {
-    for_cells("kpmap::sim::explicit::copy", owned, kernels::Copy{uold_, u_});
+    for_cells(exec_, "kpmap::sim::explicit::copy", owned, kernels::Copy{uold_, u_});
     op_->visit([&](auto s) {
       constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-      overlapped_for("kpmap::sim::explicit::step", layout_,
+      overlapped_for(exec_, "kpmap::sim::explicit::step", layout_,
                      kernels::ExplicitStep<three>{s, u_, uold_}, *halo_uold_, timings_);
     });
   }
-  for_cells("kpmap::sim::u_to_energy", owned, UToEnergy{density_, energy_, u_});
-  Exec().fence();
+  for_cells(exec_, "kpmap::sim::u_to_energy", owned, UToEnergy{density_, energy_, u_});
+  kpmap::detail::fence(exec_, "kpmap::sim: step done");
   ++step_;
   time_ += config_.dt;
   report.time = time_;
@@ -246,8 +251,9 @@ bool Simulation::done() const {
 Summary Simulation::summary() {
   double volume = 1.0;
   for (int d = 0; d < config_.ndim; ++d) volume *= config_.spacing(d);
-  const Sums<4> local = reduce_cells<Sums<4>>("kpmap::sim::field_summary", layout_.interior(),
-                                              FieldSummary{density_, energy_, u_, volume});
+  const Sums<4> local =
+      reduce_cells<Sums<4>>(exec_, "kpmap::sim::field_summary", layout_.interior(),
+                            FieldSummary{density_, energy_, u_, volume});
   const double t0 = MPI_Wtime();
   double v[4] = {local.v[0], local.v[1], local.v[2], local.v[3]};
   Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> view(v, 4);
@@ -284,7 +290,8 @@ void Simulation::write_checkpoint(const std::string& path, const std::string& de
   for (const auto& named : fields) {
     const std::string name = named.first;
     with_interior(layout_, named.second, [&](auto sub, auto flat) {
-      Kokkos::deep_copy(flat, sub);
+      Kokkos::deep_copy(exec_, flat, sub);
+      kpmap::detail::fence(exec_, "kpmap::sim: checkpoint field copied");
       writer.write(name, flat, blk);
     });
   }

@@ -47,11 +47,14 @@ struct StepReport {
 class Simulation {
  public:
   /// \brief Decomposes the mesh over the ranks of `comm` (default: the
-  /// Runtime's) and allocates the fields. Collective.
+  /// Runtime's) and allocates the fields. Collective. Every kernel, copy and
+  /// halo exchange of the run goes to the execution space instance `exec`
+  /// (a CUDA stream, say), and only that instance is fenced.
   /// \throws kpmap::InputError (all ranks) for a mesh the ranks cannot share,
   /// or one whose memory_estimate() exceeds a rank's memory_budget(), before
   /// anything is allocated.
-  explicit Simulation(const HeatConfig& config, MPI_Comm comm = MPI_COMM_NULL);
+  explicit Simulation(const HeatConfig& config, MPI_Comm comm = MPI_COMM_NULL,
+                      const Exec& exec = Exec());
   ~Simulation();
 
   /// \brief Bytes one rank of layout `l` allocates for a run of `c`: every
@@ -96,6 +99,8 @@ class Simulation {
   /// \brief The axis over the simulation's ranks (for the caller's own reductions).
   const Axis& axis() const { return mesh_->axis("blocks"); }
   Timings& timings() noexcept { return timings_; }
+  /// \brief The execution space instance the run's work goes to.
+  const Exec& exec() const noexcept { return exec_; }
   /// \brief The explicit scheme's largest stable time step (0 before
   /// initialise() or for the implicit scheme).
   double stable_dt() const noexcept { return stable_dt_; }
@@ -114,6 +119,7 @@ class Simulation {
   HeatConfig config_;
   CartesianLayout layout_;
   std::unique_ptr<Mesh> mesh_;  // one axis "blocks" over the layout's ranks
+  Exec exec_;
   ScalarField density_, energy_, u_, u0_, uold_;
   std::unique_ptr<HeatOperator> op_;
   std::unique_ptr<LinearSolver> solver_;

@@ -172,9 +172,10 @@ std::pair<double, double> LinearSolver::global_sum2(double a, double b) {
 }
 
 double LinearSolver::residual(const HeatOperator& A, const ScalarField& r) {
+  const Exec& exec = A.exec();
   return A.visit([&](auto s) {
     constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-    return overlapped_reduce("kpmap::sim::solver::residual", layout_,
+    return overlapped_reduce(exec, "kpmap::sim::solver::residual", layout_,
                              kernels::Residual<three>{s, x_, b_, r}, *work_->halo_x, timings_);
   });
 }
@@ -204,12 +205,13 @@ SolveResult LinearSolver::solve_jacobi(const HeatOperator& A, double rr0) {
   SolveResult res;
   res.initial_residual = std::sqrt(rr0);
   auto& w = *work_;
+  const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   for (long n = 1; n <= options_.max_iters; ++n) {
-    for_cells("kpmap::sim::jacobi::copy", owned, kernels::Copy{w.xold, x_});
+    for_cells(exec, "kpmap::sim::jacobi::copy", owned, kernels::Copy{w.xold, x_});
     const double change = A.visit([&](auto s) {
       constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-      return overlapped_reduce("kpmap::sim::jacobi::sweep", layout_,
+      return overlapped_reduce(exec, "kpmap::sim::jacobi::sweep", layout_,
                                kernels::JacobiSweep<three>{s, x_, w.xold, b_}, *w.halo_xold,
                                timings_);
     });
@@ -234,11 +236,12 @@ SolveResult LinearSolver::solve_cg_family(const HeatOperator& A, double rr0) {
   SolveResult res;
   res.initial_residual = std::sqrt(rr0);
   auto& w = *work_;
+  const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   const bool diag = A.preconditioner() == Preconditioner::jac_diag;
   const bool block = A.preconditioner() == Preconditioner::jac_block;
   double rro = global_sum(A.precondition(w.r, w.z));
-  for_cells("kpmap::sim::cg::init_p", owned, kernels::Copy{w.p, w.z});
+  for_cells(exec, "kpmap::sim::cg::init_p", owned, kernels::Copy{w.p, w.z});
   double old_error = res.initial_residual;
   const bool accelerated = options_.method != Method::cg;
   for (long n = 1; n <= options_.max_iters; ++n) {
@@ -268,7 +271,7 @@ SolveResult LinearSolver::solve_cg_family(const HeatOperator& A, double rr0) {
     }
     const double pw = global_sum(A.visit([&](auto s) {
       constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-      return overlapped_reduce("kpmap::sim::cg::matvec", layout_,
+      return overlapped_reduce(exec, "kpmap::sim::cg::matvec", layout_,
                                kernels::MatvecDot<three>{s, w.p, w.w}, *w.halo_p, timings_);
     }));
     if (!(pw > 0.0) || !std::isfinite(pw)) {
@@ -279,16 +282,17 @@ SolveResult LinearSolver::solve_cg_family(const HeatOperator& A, double rr0) {
     double rrn = 0.0;
     if (block) {
       // r -= alpha w; then the block solve gives z and r.z.
-      for_cells("kpmap::sim::cg::update_r", owned,
+      for_cells(exec, "kpmap::sim::cg::update_r", owned,
                 kernels::UpdateR{w.r, w.w, w.z, A.dinv(), alpha, false});
       rrn = global_sum(A.precondition(w.r, w.z));
     } else {
       rrn =
-          global_sum(reduce_cells<double>("kpmap::sim::cg::update_r", owned,
+          global_sum(reduce_cells<double>(exec, "kpmap::sim::cg::update_r", owned,
                                           kernels::UpdateR{w.r, w.w, w.z, A.dinv(), alpha, diag}));
     }
     const double beta = rrn / rro;
-    for_cells("kpmap::sim::cg::update_xp", owned, kernels::UpdateXP{x_, w.p, w.z, alpha, beta});
+    for_cells(exec, "kpmap::sim::cg::update_xp", owned,
+              kernels::UpdateXP{x_, w.p, w.z, alpha, beta});
     if (accelerated && !have_eigen_) {
       cg_alphas_.push_back(alpha);
       cg_betas_.push_back(beta);
@@ -315,20 +319,22 @@ SolveResult LinearSolver::solve_cg_family(const HeatOperator& A, double rr0) {
 
 void LinearSolver::chebyshev_phase(const HeatOperator& A, long first, SolveResult& res) {
   auto& w = *work_;
+  const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   ChebyshevCoefficients coef(eigmin_, eigmax_);
-  const double bb =
-      global_sum(reduce_cells<double>("kpmap::sim::chebyshev::bb", owned, kernels::Dot{b_, b_}));
+  const double bb = global_sum(
+      reduce_cells<double>(exec, "kpmap::sim::chebyshev::bb", owned, kernels::Dot{b_, b_}));
   // First step: d = M^-1 r / theta; x += d.
   residual(A, w.r);
   A.precondition(w.r, w.z);
-  for_cells("kpmap::sim::chebyshev::update", owned,
+  for_cells(exec, "kpmap::sim::chebyshev::update", owned,
             kernels::ChebyUpdate{x_, w.p, w.z, 0.0, 1.0 / coef.theta});
   // Second step, whose residual gives the expected iteration count.
   double rr = global_sum(residual(A, w.r));
   A.precondition(w.r, w.z);
   auto [a1, b1] = coef.next();
-  for_cells("kpmap::sim::chebyshev::update", owned, kernels::ChebyUpdate{x_, w.p, w.z, a1, b1});
+  for_cells(exec, "kpmap::sim::chebyshev::update", owned,
+            kernels::ChebyUpdate{x_, w.p, w.z, a1, b1});
   res.iterations = first;
   res.error = std::sqrt(rr) / res.initial_residual;
   if (!std::isfinite(rr)) {
@@ -351,7 +357,8 @@ void LinearSolver::chebyshev_phase(const HeatOperator& A, long first, SolveResul
     if (check) rr = global_sum(local);
     A.precondition(w.r, w.z);
     auto [a, b] = coef.next();
-    for_cells("kpmap::sim::chebyshev::update", owned, kernels::ChebyUpdate{x_, w.p, w.z, a, b});
+    for_cells(exec, "kpmap::sim::chebyshev::update", owned,
+              kernels::ChebyUpdate{x_, w.p, w.z, a, b});
     res.iterations = n;
     if (!check) continue;
     const double error = std::sqrt(rr);
@@ -372,10 +379,11 @@ void LinearSolver::chebyshev_phase(const HeatOperator& A, long first, SolveResul
 void LinearSolver::polynomial_preconditioner(const HeatOperator& A) {
   // utemp = P(A) M^-1 r: `inner` Chebyshev steps on A e = r from e = 0.
   auto& w = *work_;
+  const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   ChebyshevCoefficients coef(eigmin_, eigmax_);
   A.precondition(w.r, w.z);
-  for_cells("kpmap::sim::ppcg::init", owned,
+  for_cells(exec, "kpmap::sim::ppcg::init", owned,
             kernels::PolyInit{w.sd, w.utemp, w.rtemp, w.z, w.r, 1.0 / coef.theta});
   if (w.halo_inner) {
     deep_inner_steps(A, coef);
@@ -384,12 +392,12 @@ void LinearSolver::polynomial_preconditioner(const HeatOperator& A) {
   for (int s = 0; s < options_.ppcg_inner_steps; ++s) {
     A.visit([&](auto st) {
       constexpr bool three = std::is_same_v<decltype(st), Stencil<true>>;
-      overlapped_for("kpmap::sim::ppcg::inner_matvec", layout_,
+      overlapped_for(exec, "kpmap::sim::ppcg::inner_matvec", layout_,
                      kernels::SubtractMatvec<three>{st, w.sd, w.rtemp}, *w.halo_sd, timings_);
     });
     A.precondition(w.rtemp, w.zt);
     auto [a, b] = coef.next();
-    for_cells("kpmap::sim::ppcg::inner_update", owned,
+    for_cells(exec, "kpmap::sim::ppcg::inner_update", owned,
               kernels::ChebyUpdate{w.utemp, w.sd, w.zt, a, b});
   }
 }
@@ -401,11 +409,12 @@ void LinearSolver::deep_inner_steps(const HeatOperator& A, ChebyshevCoefficients
   // same operations on the same values, what its owner computes, so the
   // result is the one-layer algorithm's, with a D-th of the messages.
   auto& w = *work_;
+  const Exec& exec = A.exec();
   const int depth = layout_.ghost();
   const Box owned = layout_.interior();
   for (int s = 0; s < options_.ppcg_inner_steps; ++s) {
     const int t = s % depth;
-    if (t == 0) timed_exchange(*w.halo_inner, timings_);
+    if (t == 0) timed_exchange(exec, *w.halo_inner, timings_);
     Box box = owned;
     for (int d = 0; d < layout_.ndim(); ++d) {
       if (!layout_.physical_boundary(d, 0)) box.lo[d] -= depth - 1 - t;
@@ -413,28 +422,29 @@ void LinearSolver::deep_inner_steps(const HeatOperator& A, ChebyshevCoefficients
     }
     A.visit([&](auto st) {
       constexpr bool three = std::is_same_v<decltype(st), Stencil<true>>;
-      for_cells("kpmap::sim::ppcg::inner_matvec", box,
+      for_cells(exec, "kpmap::sim::ppcg::inner_matvec", box,
                 kernels::SubtractMatvec<three>{st, w.sd, w.rtemp});
     });
     A.precondition_box(w.rtemp, w.zt, box);
     auto [a, b] = coef.next();
-    for_cells("kpmap::sim::ppcg::inner_update", box,
+    for_cells(exec, "kpmap::sim::ppcg::inner_update", box,
               kernels::ChebyUpdate{w.utemp, w.sd, w.zt, a, b});
   }
 }
 
 void LinearSolver::ppcg_phase(const HeatOperator& A, long first, SolveResult& res) {
   auto& w = *work_;
+  const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   polynomial_preconditioner(A);
   res.inner_iterations += options_.ppcg_inner_steps;
-  double rro =
-      global_sum(reduce_cells<double>("kpmap::sim::ppcg::rz", owned, kernels::Dot{w.r, w.utemp}));
-  for_cells("kpmap::sim::ppcg::init_p", owned, kernels::Copy{w.p, w.utemp});
+  double rro = global_sum(
+      reduce_cells<double>(exec, "kpmap::sim::ppcg::rz", owned, kernels::Dot{w.r, w.utemp}));
+  for_cells(exec, "kpmap::sim::ppcg::init_p", owned, kernels::Copy{w.p, w.utemp});
   for (long n = first; n <= options_.max_iters; ++n) {
     const double pw = global_sum(A.visit([&](auto s) {
       constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-      return overlapped_reduce("kpmap::sim::ppcg::matvec", layout_,
+      return overlapped_reduce(exec, "kpmap::sim::ppcg::matvec", layout_,
                                kernels::MatvecDot<three>{s, w.p, w.w}, *w.halo_p, timings_);
     }));
     if (!(pw > 0.0) || !std::isfinite(pw)) {
@@ -443,17 +453,17 @@ void LinearSolver::ppcg_phase(const HeatOperator& A, long first, SolveResult& re
       return;
     }
     const double alpha = rro / pw;
-    for_cells("kpmap::sim::ppcg::update_xr", owned,
+    for_cells(exec, "kpmap::sim::ppcg::update_xr", owned,
               kernels::UpdateXRStore{x_, w.p, w.r, w.rold, w.w, alpha});
     polynomial_preconditioner(A);
     res.inner_iterations += options_.ppcg_inner_steps;
     // Flexible CG (Polak-Ribiere): the preconditioner is a polynomial that
     // rounding makes slightly different at every application.
-    const Sums<2> local = reduce_cells<Sums<2>>("kpmap::sim::ppcg::dots", owned,
+    const Sums<2> local = reduce_cells<Sums<2>>(exec, "kpmap::sim::ppcg::dots", owned,
                                                 kernels::FlexibleDots{w.r, w.rold, w.utemp});
     const auto [rz, rrn] = global_sum2(local.v[0], local.v[1]);
     const double beta = rrn / rro;
-    for_cells("kpmap::sim::ppcg::update_p", owned, kernels::UpdateP{w.p, w.utemp, beta});
+    for_cells(exec, "kpmap::sim::ppcg::update_p", owned, kernels::UpdateP{w.p, w.utemp, beta});
     rro = rz;
     const double error = std::sqrt(std::abs(rz));
     res.iterations = n;

@@ -16,7 +16,11 @@
 /// 5 %, and keep them for later solves, as TeaLeaf does.
 ///
 /// Every function that solves is collective over the layout's ranks (halo
-/// exchanges, and global sums through kpmap::psum over an axis of the same ranks).
+/// exchanges, and global sums through kpmap::psum over an axis of the same
+/// ranks). A solve runs every kernel and halo exchange on the operator's
+/// execution space instance (HeatOperator::exec()) and fences only that
+/// instance, so that work on other instances (another solve, a checkpoint
+/// copy) may proceed beside it.
 
 #include <kpmap/halo.hpp>
 #include <kpmap/mesh.hpp>
@@ -66,7 +70,7 @@ class LinearSolver {
   LinearSolver(const LinearSolver&) = delete;
   LinearSolver& operator=(const LinearSolver&) = delete;
 
-  /// \brief Solves A x = b from the current x. Collective.
+  /// \brief Solves A x = b from the current x on A.exec(). Collective.
   SolveResult solve(const HeatOperator& A);
 
   /// \brief Eigenvalue estimates (min, max) kept by Chebyshev and PPCG, if

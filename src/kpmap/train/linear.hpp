@@ -5,10 +5,10 @@
 /// once) and one fused psum of (grad w, grad b, loss).
 
 #include <kpmap/collectives.hpp>
+#include <kpmap/detail/blas.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/train/data.hpp>
 
-#include <KokkosBlas2_gemv.hpp>
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
@@ -200,13 +200,15 @@ struct LinearWorkspace {
 /// rows [first, last) themselves when `order` is empty); `global_batch` is the
 /// number of samples of the batch over all ranks. The sums are scaled by
 /// 1 / global_batch, so their psum over the ranks is the batch mean, exact
-/// however unevenly the batch falls on the ranks.
-template <class T, class M>
-void linear_local_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
-                           std::size_t first, std::size_t last, std::size_t global_batch,
-                           const LinearParams<T, M>& p, const LinearParams<T, M>& grad,
-                           const Kokkos::View<T, M>& loss, const LinearWorkspace<T, M>& ws) {
-  using Exec = typename M::execution_space;
+/// however unevenly the batch falls on the ranks. The kernels go to `exec`
+/// (an instance of M's execution space) and are not waited for.
+template <class Exec, class T, class M>
+void linear_local_gradient(const Exec& exec, const Shard<T, M>& data,
+                           const Kokkos::View<std::uint32_t*, M>& order, std::size_t first,
+                           std::size_t last, std::size_t global_batch, const LinearParams<T, M>& p,
+                           const LinearParams<T, M>& grad, const Kokkos::View<T, M>& loss,
+                           const LinearWorkspace<T, M>& ws) {
+  kpmap::detail::require_kernel_ready<Exec, M>();
   const std::size_t f = data.x.extent(1);
   const std::size_t rows = last - first;
   if (rows > ws.max_rows() || ws.sums.extent(0) != f + 2) {
@@ -218,43 +220,46 @@ void linear_local_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint
   const std::size_t chunks = detail::reduction_chunks(rows);
   const auto partial =
       Kokkos::subview(ws.partial, Kokkos::make_pair(std::size_t(0), chunks), Kokkos::ALL());
-  Kokkos::parallel_for("kpmap::train::linear::partials", Kokkos::RangePolicy<Exec>(0, chunks),
+  Kokkos::parallel_for("kpmap::train::linear::partials", Kokkos::RangePolicy<Exec>(exec, 0, chunks),
                        detail::LinearPartials<T, M>{data.x, data.y, p.w, p.b, order, partial, first,
                                                     last, detail::linear_chunk_rows});
   // Column sums over the chunks: partial^T 1, one gemv that fills the device.
-  KokkosBlas::gemv("T", T(1), partial,
-                   Kokkos::subview(ws.ones, Kokkos::make_pair(std::size_t(0), chunks)), T(0),
-                   ws.sums);
-  Kokkos::parallel_for("kpmap::train::linear::finish", Kokkos::RangePolicy<Exec>(0, f + 2),
+  kpmap::detail::gemv(exec, "T", T(1), partial,
+                      Kokkos::subview(ws.ones, Kokkos::make_pair(std::size_t(0), chunks)), T(0),
+                      ws.sums);
+  Kokkos::parallel_for("kpmap::train::linear::finish", Kokkos::RangePolicy<Exec>(exec, 0, f + 2),
                        detail::LinearFinish<T, M>{ws.sums, grad.w, grad.b, loss,
                                                   T(1) / static_cast<T>(global_batch)});
 }
 
 /// \brief Loss and gradient of one global batch (see linear_local_gradient),
 /// reduced over the axis by one fused psum of (grad w, grad b, loss): one
-/// message per step. Returns the batch's mean squared error. Collective over `axis`.
-template <class T, class M>
-T linear_loss_and_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
-                           std::size_t first, std::size_t last, std::size_t global_batch,
-                           const LinearParams<T, M>& p, const LinearParams<T, M>& grad,
-                           const Kokkos::View<T, M>& loss, const LinearWorkspace<T, M>& ws,
-                           AxisRef axis) {
-  linear_local_gradient(data, order, first, last, global_batch, p, grad, loss, ws);
-  psum_inplace(std::make_tuple(grad.w, grad.b, loss), axis);
-  Kokkos::deep_copy(ws.loss_host, loss);
+/// message per step. Returns the batch's mean squared error. Runs on `exec`
+/// and fences only it. Collective over `axis`.
+template <class Exec, class T, class M>
+T linear_loss_and_gradient(const Exec& exec, const Shard<T, M>& data,
+                           const Kokkos::View<std::uint32_t*, M>& order, std::size_t first,
+                           std::size_t last, std::size_t global_batch, const LinearParams<T, M>& p,
+                           const LinearParams<T, M>& grad, const Kokkos::View<T, M>& loss,
+                           const LinearWorkspace<T, M>& ws, AxisRef axis) {
+  linear_local_gradient(exec, data, order, first, last, global_batch, p, grad, loss, ws);
+  psum_inplace(exec, std::make_tuple(grad.w, grad.b, loss), axis);
+  Kokkos::deep_copy(exec, ws.loss_host, loss);
+  kpmap::detail::fence(exec, "kpmap::train: batch loss on the host");
   return ws.loss_host();
 }
 
 /// \brief Mean squared error of the model on all rows of every rank's shard
-/// (evaluation: no gradient kept), with work arrays sized once per call.
-/// Collective over `axis`.
-template <class T, class M>
-T linear_loss(const Shard<T, M>& data, const LinearParams<T, M>& p, AxisRef axis) {
+/// (evaluation: no gradient kept), with work arrays sized once per call, on
+/// `exec`. Collective over `axis`.
+template <class Exec, class T, class M>
+T linear_loss(const Exec& exec, const Shard<T, M>& data, const LinearParams<T, M>& p,
+              AxisRef axis) {
   if (data.global_rows == 0) return T(0);
   LinearParams<T, M> scratch("kpmap::train::linear::eval", data.x.extent(1));
   Kokkos::View<T, M> loss("kpmap::train::linear::loss");
   const LinearWorkspace<T, M> ws(data.rows(), data.x.extent(1));
-  return linear_loss_and_gradient(data, Kokkos::View<std::uint32_t*, M>(), 0, data.rows(),
+  return linear_loss_and_gradient(exec, data, Kokkos::View<std::uint32_t*, M>(), 0, data.rows(),
                                   data.global_rows, p, scratch, loss, ws, axis);
 }
 

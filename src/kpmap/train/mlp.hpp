@@ -7,11 +7,10 @@
 
 #include <kpmap/collectives.hpp>
 #include <kpmap/collectives/request.hpp>
+#include <kpmap/detail/blas.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/train/data.hpp>
 
-#include <KokkosBlas2_gemv.hpp>
-#include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
@@ -192,15 +191,18 @@ struct BatchStats {
   double accuracy = 0;  ///< fraction correct (cross-entropy only)
 };
 
-/// \brief An MLP with its work arrays for local batches of up to `capacity` rows.
+/// \brief An MLP with its work arrays for local batches of up to `capacity`
+/// rows. Every kernel, gemm and reduction it starts goes to the execution
+/// space instance it was given, and only that instance is fenced.
 template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
 class Mlp {
  public:
   using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, M>;
   using Exec = typename M::execution_space;
 
-  Mlp(std::vector<std::size_t> widths, Activation act, Loss loss, std::size_t capacity)
-      : widths_(std::move(widths)), act_(act), loss_(loss), capacity_(capacity) {
+  Mlp(std::vector<std::size_t> widths, Activation act, Loss loss, std::size_t capacity,
+      const Exec& exec = Exec())
+      : widths_(std::move(widths)), act_(act), loss_(loss), capacity_(capacity), exec_(exec) {
     if (widths_.size() < 2) throw Error("kpmap::train::Mlp: needs at least inputs and outputs");
     for (std::size_t w : widths_) {
       a_.push_back(Matrix(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::mlp::a"),
@@ -221,6 +223,7 @@ class Mlp {
 
   const std::vector<std::size_t>& widths() const { return widths_; }
   std::size_t capacity() const { return capacity_; }
+  const Exec& exec() const { return exec_; }
 
   /// \brief Loss and gradient of one global batch, into `grad`.
   ///
@@ -240,21 +243,22 @@ class Mlp {
     forward(data, order, first, last, p);
     output_delta(n, global_batch);
     std::vector<Request> pending;
-    pending.push_back(ipsum(sums_, axis));
+    pending.push_back(ipsum(exec_, sums_, axis));
     const std::size_t layers = p.layers.size();
     for (std::size_t l = layers; l-- > 0;) {
       const auto a = rows(a_[l], n);
       const auto d = l + 1 == layers ? rows(delta_, n) : rows(g_[l], n);
       // dW = delta^T a ; db = column sums of delta = delta^T 1.
-      KokkosBlas::gemm("T", "N", T(1), d, a, T(0), grad.layers[l].w);
-      KokkosBlas::gemv("T", T(1), d, ones(n), T(0), grad.layers[l].b);
+      kpmap::detail::gemm(exec_, "T", "N", T(1), d, a, T(0), grad.layers[l].w);
+      kpmap::detail::gemv(exec_, "T", T(1), d, ones(n), T(0), grad.layers[l].b);
       // Hand this layer's gradient to MPI (fenced inside) before going on.
-      pending.push_back(ipsum(std::make_tuple(grad.layers[l].w, grad.layers[l].b), axis));
+      pending.push_back(ipsum(exec_, std::make_tuple(grad.layers[l].w, grad.layers[l].b), axis));
       if (l > 0) {
         // g_{l-1} = (delta W) * act'(a_l).
         const auto g = rows(g_[l - 1], n);
-        KokkosBlas::gemm("N", "N", T(1), d, p.layers[l].w, T(0), g);
-        Kokkos::parallel_for("kpmap::train::mlp::activation_grad", Kokkos::RangePolicy<Exec>(0, n),
+        kpmap::detail::gemm(exec_, "N", "N", T(1), d, p.layers[l].w, T(0), g);
+        Kokkos::parallel_for("kpmap::train::mlp::activation_grad",
+                             Kokkos::RangePolicy<Exec>(exec_, 0, n),
                              detail::ActivationGrad<T, M>{g, a, act_code()});
       }
       for (auto& r : pending) r.test();  // let MPI progress between kernels
@@ -262,7 +266,7 @@ class Mlp {
     const double t0 = MPI_Wtime();
     for (auto& r : pending) r.wait();
     if (wait_seconds != nullptr) *wait_seconds = MPI_Wtime() - t0;
-    Kokkos::deep_copy(sums_host_, sums_);
+    read_sums();
     const double count = static_cast<double>(global_batch);
     return {sums_host_(0) / count, sums_host_(1) / count};
   }
@@ -276,7 +280,7 @@ class Mlp {
       const std::size_t last = first + capacity_ < data.rows() ? first + capacity_ : data.rows();
       forward(data, none, first, last, p);
       output_delta(last - first, 1);
-      Kokkos::deep_copy(sums_host_, sums_);
+      read_sums();
       local[0] += sums_host_(0);
       local[1] += sums_host_(1);
     }
@@ -288,6 +292,10 @@ class Mlp {
 
  private:
   int act_code() const { return act_ == Activation::relu ? 0 : 1; }
+  void read_sums() {
+    Kokkos::deep_copy(exec_, sums_host_, sums_);
+    kpmap::detail::fence(exec_, "kpmap::train::Mlp: batch sums on the host");
+  }
   auto ones(std::size_t n) const {
     return Kokkos::subview(ones_, Kokkos::make_pair(std::size_t(0), n));
   }
@@ -299,15 +307,15 @@ class Mlp {
                std::size_t first, std::size_t last, const MlpParams<T, M>& p) {
     const std::size_t n = last - first;
     if (n > capacity_) throw Error("kpmap::train::Mlp: batch larger than the work arrays");
-    Kokkos::parallel_for("kpmap::train::mlp::gather", Kokkos::RangePolicy<Exec>(0, n),
+    Kokkos::parallel_for("kpmap::train::mlp::gather", Kokkos::RangePolicy<Exec>(exec_, 0, n),
                          detail::GatherRows<T, M>{data.x, data.y, order, a_[0], yb_, first});
     for (std::size_t l = 0; l < p.layers.size(); ++l) {
       const auto in = rows(a_[l], n);
       const auto out = rows(a_[l + 1], n);
-      KokkosBlas::gemm("N", "T", T(1), in, p.layers[l].w, T(0), out);
+      kpmap::detail::gemm(exec_, "N", "T", T(1), in, p.layers[l].w, T(0), out);
       const bool hidden = l + 1 < p.layers.size();
       Kokkos::parallel_for(
-          "kpmap::train::mlp::bias_activation", Kokkos::RangePolicy<Exec>(0, n),
+          "kpmap::train::mlp::bias_activation", Kokkos::RangePolicy<Exec>(exec_, 0, n),
           detail::BiasActivate<T, M>{out, p.layers[l].b, hidden ? act_code() : -1});
     }
   }
@@ -315,7 +323,7 @@ class Mlp {
   void output_delta(std::size_t n, std::size_t global_batch) {
     // The (loss, correct) sums land in sums_ on the device: no host round trip.
     Kokkos::parallel_reduce(
-        "kpmap::train::mlp::output_delta", Kokkos::RangePolicy<Exec>(0, n),
+        "kpmap::train::mlp::output_delta", Kokkos::RangePolicy<Exec>(exec_, 0, n),
         detail::OutputDelta<T, M>{2, rows(a_.back(), n), yb_, delta_,
                                   T(1) / static_cast<T>(global_batch > 0 ? global_batch : 1),
                                   loss_ == Loss::cross_entropy},
@@ -326,6 +334,7 @@ class Mlp {
   Activation act_;
   Loss loss_;
   std::size_t capacity_;
+  Exec exec_;
   std::vector<Matrix> a_;  // a_[0] the gathered batch, a_[l] layer l's input
   std::vector<Matrix> g_;  // back-propagated deltas of the hidden layers
   Matrix delta_;           // output delta

@@ -77,10 +77,12 @@ class Optimizer {
     });
   }
 
-  /// \brief p -= update(g), for every View of the trees. Not collective:
-  /// every rank does the same with the same gradient.
-  void step(const P& params, const P& grads) {
-    using Exec = typename M::execution_space;
+  /// \brief p -= update(g), for every View of the trees, enqueued on `exec`
+  /// (not waited for). Not collective: every rank does the same with the
+  /// same gradient.
+  template <class Exec>
+  void step(const Exec& exec, const P& params, const P& grads) {
+    kpmap::detail::require_kernel_ready<Exec, M>();
     ++steps_;
     std::vector<kpmap::detail::flat_view_t<T, M>> ps;
     std::vector<kpmap::detail::flat_view_t<const T, M>> gs;
@@ -95,7 +97,7 @@ class Optimizer {
     using Flat = kpmap::detail::flat_view_t<T, M>;
     for (std::size_t t = 0; t < ps.size(); ++t) {
       Kokkos::parallel_for(
-          "kpmap::train::optimizer::step", Kokkos::RangePolicy<Exec>(0, ps[t].size()),
+          "kpmap::train::optimizer::step", Kokkos::RangePolicy<Exec>(exec, 0, ps[t].size()),
           detail::OptimizerKernel<T, M>{
               ps[t], gs[t], Flat(m_[t].data(), m_[t].size()), Flat(v_[t].data(), v_[t].size()),
               kind, static_cast<T>(c.learning_rate), static_cast<T>(c.momentum),
@@ -103,6 +105,9 @@ class Optimizer {
               static_cast<T>(c1), static_cast<T>(c2)});
     }
   }
+
+  /// \brief step() on the default instance of M's execution space.
+  void step(const P& params, const P& grads) { step(typename M::execution_space(), params, grads); }
 
   /// \brief Updates taken so far (Adam's t).
   long long steps() const { return steps_; }
