@@ -83,11 +83,20 @@ class Optimizer {
   template <class Exec>
   void step(const Exec& exec, const P& params, const P& grads) {
     kpmap::detail::require_kernel_ready<Exec, M>();
-    ++steps_;
-    std::vector<kpmap::detail::flat_view_t<T, M>> ps;
-    std::vector<kpmap::detail::flat_view_t<const T, M>> gs;
+    // The flat handles' vectors keep their capacity: no allocation after the first step.
+    auto& ps = params_flat_;
+    auto& gs = grads_flat_;
+    ps.clear();
+    gs.clear();
     params.for_each_view([&](const auto& v) { ps.emplace_back(v.data(), v.size()); });
     grads.for_each_view([&](const auto& v) { gs.emplace_back(v.data(), v.size()); });
+    if (ps.size() != m_.size() || gs.size() != m_.size()) {
+      throw Error("kpmap::train::Optimizer::step: the parameter tree has " +
+                  std::to_string(ps.size()) + " Views and the gradient " +
+                  std::to_string(gs.size()) + "; the optimizer was built for " +
+                  std::to_string(m_.size()));
+    }
+    ++steps_;
     const auto& c = config_;
     const int kind = c.kind == OptimizerConfig::Kind::adam       ? 2
                      : c.kind == OptimizerConfig::Kind::momentum ? 1
@@ -122,6 +131,8 @@ class Optimizer {
   long long steps_ = 0;
   std::vector<Kokkos::View<T*, M>> m_;
   std::vector<Kokkos::View<T*, M>> v_;
+  std::vector<kpmap::detail::flat_view_t<T, M>> params_flat_;
+  std::vector<kpmap::detail::flat_view_t<const T, M>> grads_flat_;
 };
 
 }  // namespace kpmap::train
