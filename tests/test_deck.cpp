@@ -90,6 +90,14 @@ TEST_CASE("--set overrides are typed and validated like the deck", "[deck]") {
                     ContainsSubstring("expected section.key=value"));
   CHECK_THROWS_WITH(deck::parse(schema(), valid, "deck.toml", {"model.kind=cnn"}),
                     ContainsSubstring("must be one of \"linear\", \"mlp\", found \"cnn\""));
+  // A non-ASCII character (here U+03DA, found by fuzzing) never reaches the
+  // TOML parser: a number refuses it, a string takes it as it is.
+  CHECK_THROWS_WITH(deck::parse(schema(), valid, "deck.toml", {"train.epochs=\xcf\x9a-9"}),
+                    StartsWith("--set train.epochs=\xcf\x9a-9: key 'train.epochs': expected an "
+                               "integer"));
+  CHECK(
+      deck::parse(schema(), valid, "deck.toml", {"output.dir=caf\xc3\xa9"}).string("output.dir") ==
+      "caf\xc3\xa9");
 }
 
 TEST_CASE("malformed decks get their own clear message with file, line and key", "[deck]") {

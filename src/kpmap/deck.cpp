@@ -654,11 +654,17 @@ class Parser {
     const Key* k = schema_.find(path);
     if (k == nullptr) unknown(path, where);
     toml::table parsed;
-    bool ok = true;
-    try {
-      parsed = toml::parse("v = " + value);
-    } catch (const toml::parse_error&) {
-      ok = false;
+    // toml++ 3.3 meets undefined behaviour on non-ASCII characters where it
+    // looks for whitespace (see screen()): such a value never reaches its
+    // parser. A string key takes it as it is; any other key refuses it below.
+    bool ok = std::all_of(value.begin(), value.end(),
+                          [](unsigned char c) { return (c >= 0x20 && c < 0x7f) || c == '\t'; });
+    if (ok) {
+      try {
+        parsed = toml::parse("v = " + value);
+      } catch (const toml::parse_error&) {
+        ok = false;
+      }
     }
     if (ok && parsed.contains("v")) {
       deck_.values_[path] = convert(*k, *parsed.get("v"), where, "key '" + path + "'");
