@@ -99,6 +99,19 @@ double mode_error(sim::Simulation& s, const std::array<int, 3>& m, double factor
 
 double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
 
+// Owned cells of a 2-D run whose energies differ between two runs on the same
+// layout (this rank's count).
+std::size_t differing_energies(const sim::Simulation& x, const sim::Simulation& y) {
+  auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x.energy());
+  auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y.energy());
+  const auto box = x.layout().interior();
+  std::size_t differ = 0;
+  for (long j = box.lo[1]; j < box.hi[1]; ++j) {
+    for (long i = box.lo[0]; i < box.hi[0]; ++i) differ += a(0, j, i) != b(0, j, i);
+  }
+  return differ;
+}
+
 }  // namespace
 
 TEST_CASE("extreme eigenvalues of a tridiagonal matrix by bisection", "[heat][solver]") {
@@ -326,7 +339,9 @@ TEST_CASE("a run on an execution space instance of its own matches the default i
           "[heat][solver]") {
   // Every kernel, copy and halo exchange of a run goes to the instance it was
   // given (a stream of its own on a GPU): a kernel left on another instance
-  // would race with its neighbours and change the answer.
+  // would race with its neighbours and change the answer. Kokkos 3.4 has no
+  // partition_space: there both runs share the default instance, and the test
+  // checks only that a run repeats itself.
   const auto solver = GENERATE(as<std::string>{}, "method = \"cg\"\neps = 1e-12",
                                "method = \"ppcg\"\neps = 1e-12\npresteps = 5\nmax_iters = 5000");
   CAPTURE(solver);
@@ -340,14 +355,7 @@ TEST_CASE("a run on an execution space instance of its own matches the default i
     const auto b = own.step();
     CHECK(a.solve.iterations == b.solve.iterations);
   }
-  auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plain.energy());
-  auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), own.energy());
-  const auto box = plain.layout().interior();
-  std::size_t differ = 0;
-  for (long j = box.lo[1]; j < box.hi[1]; ++j) {
-    for (long i = box.lo[0]; i < box.hi[0]; ++i) differ += a(0, j, i) != b(0, j, i);
-  }
-  CHECK(all_ranks(differ == 0));
+  CHECK(all_ranks(differing_energies(plain, own) == 0));
 }
 
 TEST_CASE("a restart continues bit for bit", "[heat][checkpoint]") {
@@ -367,14 +375,7 @@ TEST_CASE("a restart continues bit for bit", "[heat][checkpoint]") {
   second.restart(file);
   CHECK(second.step_count() == 2);
   for (int n = 0; n < 2; ++n) second.step();
-  auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), straight.energy());
-  auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), second.energy());
-  const auto box = straight.layout().interior();
-  std::size_t differ = 0;
-  for (long j = box.lo[1]; j < box.hi[1]; ++j) {
-    for (long i = box.lo[0]; i < box.hi[0]; ++i) differ += a(0, j, i) != b(0, j, i);
-  }
-  CHECK(all_ranks(differ == 0));
+  CHECK(all_ranks(differing_energies(straight, second) == 0));
   CHECK(second.time() == straight.time());
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) {
