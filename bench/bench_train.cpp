@@ -19,9 +19,10 @@
 
 #include <kpmap/runtime.hpp>
 #include <kpmap/train/data.hpp>
+#include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/linear.hpp>
-#include <kpmap/train/mlp.hpp>
 #include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/sequential.hpp>
 
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
@@ -96,22 +97,21 @@ void BM_mlp_step(benchmark::State& state) {
         for (std::size_t j = 0; j < 784; ++j) x(i, j) = static_cast<float>(gen.x(begin + i, j));
         y(i) = static_cast<float>((begin + i) % 10);
       });
-  MlpParams<float, Mem> p("p", widths);
-  MlpParams<float, Mem> g("g", widths);
-  initialize(p, 1);
+  Sequential<float, Mem> model(
+      Shape::flat(784), build_layers<float, Mem>(Shape::flat(784), mlp_specs(widths, "relu")),
+      Loss::cross_entropy, local);
+  model.initialize(1);
   OptimizerConfig config;
   config.kind = OptimizerConfig::Kind::adam;
   config.learning_rate = 1e-3;
-  Optimizer<float, Mem, MlpParams<float, Mem>> opt(config, p);
-  Mlp<float, Mem> mlp(widths, Activation::relu, Loss::cross_entropy, local > 0 ? local : 1);
+  Optimizer<float, Mem, FlatParams<float, Mem>> opt(config, model.params());
   const Kokkos::View<std::uint32_t*, Mem> none;
   kpmap::bench::run_timed(state, rt.comm(), [&] {
-    mlp.loss_and_gradient(data, none, 0, local, batch, p, g, "devices");
-    opt.step(p, g);
+    model.loss_and_gradient(data, none, 0, local, batch, "devices");
+    opt.step(model.params(), model.grads());
     Exec().fence();
   });
-  std::size_t params = 0;
-  p.for_each_view([&](const auto& v) { params += v.size(); });
+  const std::size_t params = model.parameter_count();
   state.counters["samples_per_s"] =
       benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GFLOPs"] = benchmark::Counter(6.0 * double(params) * double(batch) / 1e9,

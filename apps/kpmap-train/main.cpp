@@ -15,9 +15,10 @@
 #include <kpmap/detail/checked.hpp>
 #include <kpmap/kpmap.hpp>
 #include <kpmap/train/data.hpp>
+#include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/linear.hpp>
-#include <kpmap/train/mlp.hpp>
 #include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/sequential.hpp>
 #include <kpmap/version.hpp>
 
 #include <CLI/CLI.hpp>
@@ -44,6 +45,14 @@ using kpmap::apps::Phase;
 struct Config {
   std::string model, activation, loss, precision, data_kind, path, x_name, y_name;
   std::vector<std::size_t> hidden;
+  std::vector<kpmap::train::LayerSpec> layers;  // mlp and sequential
+  kpmap::train::Shape input;                    // one sample
+  std::string labels, test_path, test_labels;   // idx
+  kpmap::train::IdxInfo train_images, train_labels, test_images, test_labels_info;
+  kpmap::train::PixelScaling scaling;
+  bool test_set = false;       // the validation set is a separate test set
+  double parameters = 0;       // mlp, sequential: trainable numbers
+  double work_per_sample = 0;  // mlp, sequential: work array elements per sample of capacity
   std::size_t samples = 0, features = 0, classes = 0, validation = 0;
   double noise = 0, fraction = 0;
   std::uint64_t data_seed = 0, train_seed = 0;
@@ -56,6 +65,144 @@ struct Config {
 
 [[noreturn]] void bad(const Deck& d, const std::string& what) {
   throw kpmap::InputError(d.source() + ": " + what, kpmap::ErrorScope::all_ranks);
+}
+
+// The data set's size and the shape of one sample, from the generator's
+// keys or the files' headers.
+void read_data_shape(Config& c, const Deck& d, MPI_Comm comm) {
+  c.input = kpmap::train::Shape::flat(c.features);
+  if (c.data_kind == "hdf5") {
+    if (c.path.empty()) bad(d, "key 'data.path': data.kind = \"hdf5\" needs the data file");
+    kpmap::train::hdf5_data_shape(c.path, c.x_name, c.y_name, comm, c.samples, c.features);
+    c.input = kpmap::train::Shape::flat(c.features);
+  } else if (c.data_kind == "images") {
+    const auto& e = d.integer_list("data.image");
+    if (e.size() != 3) {
+      throw kpmap::InputError(d.where("data.image") + "key 'data.image': expected [height, " +
+                                  "width, channels], found " + std::to_string(e.size()) +
+                                  " numbers",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    c.input = kpmap::train::Shape::hwc(std::size_t(e[0]), std::size_t(e[1]), std::size_t(e[2]));
+    c.features = c.input.size();
+  } else if (c.data_kind == "idx") {
+    for (const char* key : {"data.path", "data.labels"}) {
+      if (d.string(key).empty()) {
+        bad(d, std::string("key '") + key + "': data.kind = \"idx\" needs it");
+      }
+    }
+    c.train_images = kpmap::train::idx_info(c.path, "data.path", comm);
+    c.train_labels = kpmap::train::idx_info(c.labels, "data.labels", comm);
+    const auto& dims = c.train_images.dims;
+    if (dims.size() < 3 || dims.size() > 4) {
+      bad(d, "key 'data.path': " + c.path + " holds " + std::to_string(dims.size()) +
+                 "-D data; images are N x height x width (x channels)");
+    }
+    if (c.train_labels.dims.size() != 1 || c.train_labels.dims[0] != dims[0]) {
+      bad(d, "key 'data.labels': " + c.labels + " does not hold one label for each of the " +
+                 std::to_string(dims[0]) + " images of " + c.path);
+    }
+    c.input = kpmap::train::Shape::hwc(dims[1], dims[2], dims.size() == 4 ? dims[3] : 1);
+    c.features = c.input.size();
+    c.samples = dims[0];
+    if (!c.test_path.empty() || !c.test_labels.empty()) {
+      if (c.test_path.empty() || c.test_labels.empty()) {
+        bad(d, "keys 'data.test_path' and 'data.test_labels': give both, or neither");
+      }
+      if (c.fraction > 0) {
+        bad(d,
+            "key 'data.validation_fraction': the test files are the validation set; set "
+            "it to 0");
+      }
+      c.test_images = kpmap::train::idx_info(c.test_path, "data.test_path", comm);
+      c.test_labels_info = kpmap::train::idx_info(c.test_labels, "data.test_labels", comm);
+      const auto& t = c.test_images.dims;
+      if (t.size() != dims.size() || !std::equal(t.begin() + 1, t.end(), dims.begin() + 1)) {
+        bad(d, "key 'data.test_path': the test images of " + c.test_path +
+                   " are not the shape of the training images of " + c.path);
+      }
+      if (c.test_labels_info.dims.size() != 1 || c.test_labels_info.dims[0] != t[0]) {
+        bad(d, "key 'data.test_labels': " + c.test_labels +
+                   " does not hold one label for each of the " + std::to_string(t[0]) +
+                   " images of " + c.test_path);
+      }
+      c.test_set = true;
+      c.validation = t[0];
+      c.samples += t[0];
+    }
+    if (c.scaling.mean.size() != c.scaling.std.size() ||
+        (!c.scaling.mean.empty() && c.scaling.mean.size() != c.input.channels)) {
+      bad(d, "keys 'data.mean' and 'data.std': give one value per channel (" +
+                 std::to_string(c.input.channels) + ") in each, or leave both empty");
+    }
+  }
+  if (c.input.image && c.loss != "cross_entropy" && c.model == "linear") {
+    bad(d, "key 'model.kind': images need model.kind = \"sequential\" (or \"mlp\")");
+  }
+}
+
+// model.layers (sequential) or model.hidden (mlp) as layer specs, built
+// once here so that shapes that do not chain are refused before any work.
+void read_layers(Config& c, const Deck& d) {
+  const std::vector<int> at = d.indices("model.layers");
+  if (c.model != "sequential") {
+    if (!at.empty()) {
+      throw kpmap::InputError(d.where("model.layers.1") +
+                                  "key 'model.layers': layers are read "
+                                  "for model.kind = \"sequential\", and model.kind is \"" +
+                                  c.model + "\"",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    if (c.model == "mlp") {
+      std::vector<std::size_t> widths{c.input.size()};
+      widths.insert(widths.end(), c.hidden.begin(), c.hidden.end());
+      widths.push_back(c.loss == "cross_entropy" ? c.classes : 1);
+      c.layers = kpmap::train::mlp_specs(widths, c.activation);
+      if (c.input.image) c.layers.insert(c.layers.begin(), kpmap::train::LayerSpec{"flatten"});
+    }
+  } else if (at.empty()) {
+    bad(d, "key 'model.layers': model.kind = \"sequential\" needs its layers");
+  }
+  if (c.model == "linear") return;
+  for (int i : at) {
+    const std::string k = "model.layers." + std::to_string(i) + ".";
+    kpmap::train::LayerSpec s;
+    s.type = d.string(k + "type");
+    s.units = std::size_t(d.integer(k + "units"));
+    s.filters = std::size_t(d.integer(k + "filters"));
+    s.kernel = std::size_t(d.integer(k + "kernel"));
+    s.stride = std::size_t(d.integer(k + "stride"));
+    s.same = d.string(k + "padding") == "same";
+    s.size = std::size_t(d.integer(k + "size"));
+    const char* needs = s.type == "dense" ? "units" : s.type == "conv2d" ? "filters" : nullptr;
+    if (needs != nullptr && d.integer(k + needs) == 0) {
+      throw kpmap::InputError(d.where(k.substr(0, k.size() - 1)) + "key '" + k + needs + "': a " +
+                                  s.type + " layer needs " + needs + " (at least 1)",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    c.layers.push_back(s);
+  }
+  try {
+    using Net = kpmap::train::Sequential<double, Kokkos::HostSpace>;
+    const auto layers = kpmap::train::build_layers<double, Kokkos::HostSpace>(c.input, c.layers);
+    Net::check(c.input, layers,
+               c.loss == "mse" ? kpmap::train::Loss::mse : kpmap::train::Loss::cross_entropy);
+    const std::size_t scores = layers.back()->output_shape().channels;
+    if (c.loss == "cross_entropy" && scores != c.classes) {
+      throw kpmap::train::ShapeError("the last layer gives " + std::to_string(scores) +
+                                         " class scores and data.classes is " +
+                                         std::to_string(c.classes),
+                                     c.layers.size());
+    }
+    c.parameters = double(Net::parameter_count(layers));
+    c.work_per_sample = Net::work_bytes_per_sample(c.input, layers) / sizeof(double);
+  } catch (const kpmap::train::ShapeError& e) {
+    const std::string path =
+        e.layer() > 0 ? "model.layers." + std::to_string(at[e.layer() - 1]) : "model.layers.1";
+    throw kpmap::InputError(d.where(path) + "key 'model.layers': " + e.what() + " (the data " +
+                                "gives a " + c.input.str() + " per sample)",
+                            kpmap::ErrorScope::all_ranks);
+  }
 }
 
 Config configure(const Deck& d, MPI_Comm comm) {
@@ -88,16 +235,21 @@ Config configure(const Deck& d, MPI_Comm comm) {
   c.checkpoint_every = d.integer("output.checkpoint_every");
   c.keep = int(d.integer("output.keep"));
 
+  c.labels = d.string("data.labels");
+  c.test_path = d.string("data.test_path");
+  c.test_labels = d.string("data.test_labels");
+  c.scaling.mean = d.real_list("data.mean");
+  c.scaling.std = d.real_list("data.std");
+  read_data_shape(c, d, comm);
+  read_layers(c, d);
+
   if (c.model == "linear" && c.loss != "mse") {
     bad(d,
         "key 'model.loss': a linear model is fitted by mse; for softmax regression use "
         "model.kind = \"mlp\" with model.hidden = []");
   }
-  if (c.data_kind == "hdf5") {
-    if (c.path.empty()) bad(d, "key 'data.path': data.kind = \"hdf5\" needs the data file");
-    kpmap::train::hdf5_data_shape(c.path, c.x_name, c.y_name, comm, c.samples, c.features);
-  }
-  c.validation = std::size_t(std::floor(c.fraction * double(c.samples)));
+  c.validation =
+      c.test_set ? c.validation : std::size_t(std::floor(c.fraction * double(c.samples)));
   if (c.samples - c.validation < 1) bad(d, "no training samples are left after the split");
   const std::size_t train_rows = c.samples - c.validation;
   if (c.optimizer.kind == kpmap::train::OptimizerConfig::Kind::gd && c.batch != 0 &&
@@ -125,14 +277,15 @@ std::vector<double> to_vector(const V& v) {
   return out;
 }
 
-// The model behind one interface: linear (fused kernel) or MLP (gemm).
+// The model behind one interface: linear (fused kernel) or a Sequential of
+// layers (mlp, sequential).
 template <class T>
 struct Model {
+  using Net = kpmap::train::Sequential<T, Mem>;
   const Config& c;
   bool linear;
   kpmap::train::LinearParams<T, Mem> lp, lg;
-  kpmap::train::MlpParams<T, Mem> mp, mg;
-  std::unique_ptr<kpmap::train::Mlp<T, Mem>> mlp;
+  std::unique_ptr<Net> net;
   kpmap::train::LinearWorkspace<T, Mem> lws;  // sized once: steps allocate nothing
   Kokkos::View<T, Mem> loss{"kpmap-train::loss"};
   Mem::execution_space exec;  // every step's kernels and reductions go here
@@ -143,35 +296,47 @@ struct Model {
       lg = {"grad", c.features};
       lws = kpmap::train::LinearWorkspace<T, Mem>(capacity > 0 ? capacity : 1, c.features);
     } else {
-      std::vector<std::size_t> widths{c.features};
-      widths.insert(widths.end(), c.hidden.begin(), c.hidden.end());
-      widths.push_back(c.loss == "cross_entropy" ? c.classes : 1);
-      mp = {"params", widths};
-      mg = {"grad", widths};
-      kpmap::train::initialize(mp, c.train_seed);
-      mlp = std::make_unique<kpmap::train::Mlp<T, Mem>>(
-          widths,
-          c.activation == "relu" ? kpmap::train::Activation::relu : kpmap::train::Activation::tanh,
+      net = std::make_unique<Net>(
+          c.input, kpmap::train::build_layers<T, Mem>(c.input, c.layers),
           c.loss == "mse" ? kpmap::train::Loss::mse : kpmap::train::Loss::cross_entropy,
           capacity > 0 ? capacity : 1, exec);
+      net->initialize(c.train_seed);
     }
   }
 
-  template <class F>
-  void for_each_param(F&& f) const {
-    if (linear) {
-      lp.for_each_view(f);
-    } else {
-      mp.for_each_view(f);
-    }
-  }
-  std::vector<std::string> names() const {
-    return linear ? kpmap::train::LinearParams<T, Mem>::names() : mp.names();
-  }
   std::size_t parameter_count() const {
-    std::size_t n = 0;
-    for_each_param([&](const auto& v) { n += v.size(); });
-    return n;
+    return linear ? lp.w.size() + lp.b.size() : net->parameter_count();
+  }
+
+  // Calls f(name, view) for every parameter array and, with `opt`, every
+  // optimizer moment array: the datasets of a checkpoint.
+  template <class P, class F>
+  void for_each_saved(const P& params, const kpmap::train::Optimizer<T, Mem, P>* opt, F&& f) const {
+    if constexpr (std::is_same_v<P, kpmap::train::LinearParams<T, Mem>>) {
+      const auto names = kpmap::train::LinearParams<T, Mem>::names();
+      std::size_t i = 0;
+      params.for_each_view([&](const auto& v) {
+        f("params." + names[i], v);
+        if (opt && opt->first_moments()[i].size() > 0) {
+          f("optimizer.m." + names[i], opt->first_moments()[i]);
+        }
+        if (opt && opt->second_moments()[i].size() > 0) {
+          f("optimizer.v." + names[i], opt->second_moments()[i]);
+        }
+        ++i;
+      });
+    } else {
+      auto with = [&](const std::string& prefix, const Kokkos::View<T*, Mem>& flat) {
+        if (flat.size() == 0) return;
+        net->for_each_slice(flat,
+                            [&](const std::string& name, const auto& v) { f(prefix + name, v); });
+      };
+      with("params.", params.all);
+      if (opt) {
+        with("optimizer.m.", opt->first_moments()[0]);
+        with("optimizer.v.", opt->second_moments()[0]);
+      }
+    }
   }
 
   kpmap::train::BatchStats step(const kpmap::train::Shard<T, Mem>& data,
@@ -194,8 +359,8 @@ struct Model {
     }
     double wait = 0;
     const double t0 = MPI_Wtime();
-    const auto s = mlp->loss_and_gradient(data, plan.order, first, last, plan.global_size(k), mp,
-                                          mg, "devices", &wait);
+    const auto s = net->loss_and_gradient(data, plan.order, first, last, plan.global_size(k),
+                                          "devices", &wait);
     times.add(Phase::compute, MPI_Wtime() - t0 - wait);
     times.add(Phase::collectives, wait);
     return s;
@@ -204,30 +369,20 @@ struct Model {
   const kpmap::train::LinearParams<T, Mem>& grads(const kpmap::train::LinearParams<T, Mem>&) const {
     return lg;
   }
-  const kpmap::train::MlpParams<T, Mem>& grads(const kpmap::train::MlpParams<T, Mem>&) const {
-    return mg;
+  const kpmap::train::FlatParams<T, Mem>& grads(const kpmap::train::FlatParams<T, Mem>&) const {
+    return net->grads();
   }
 
-  kpmap::train::BatchStats evaluate(const kpmap::train::Shard<T, Mem>& data) {
-    if (data.global_rows == 0) return {};
-    if (linear) return {double(kpmap::train::linear_loss(exec, data, lp, "devices")), 0.0};
-    return mlp->evaluate(data, mp, "devices");
+  kpmap::train::Evaluation evaluate(const kpmap::train::Shard<T, Mem>& data) {
+    kpmap::train::Evaluation e;
+    if (data.global_rows == 0) return e;
+    if (linear) {
+      e.loss = double(kpmap::train::linear_loss(exec, data, lp, "devices"));
+      return e;
+    }
+    return net->evaluate(data, "devices");
   }
 };
-
-// Visits every array a checkpoint holds, with its dataset name: the
-// parameters, then the optimizer's moments where the rule keeps them.
-template <class T, class P, class F>
-void for_each_saved(const P& params, const std::vector<std::string>& names,
-                    const kpmap::train::Optimizer<T, Mem, P>& opt, F&& f) {
-  std::size_t i = 0;
-  params.for_each_view([&](const auto& v) {
-    f("params." + names[i], v);
-    if (opt.first_moments()[i].size() > 0) f("optimizer.m." + names[i], opt.first_moments()[i]);
-    if (opt.second_moments()[i].size() > 0) f("optimizer.v." + names[i], opt.second_moments()[i]);
-    ++i;
-  });
-}
 
 // Where a run stands: `epoch` epochs done, then `batch` steps of the next
 // one, whose loss and accuracy sums so far are `sums` (a run stopped by a
@@ -245,7 +400,7 @@ long long field_of(const std::string& state, const std::string& key, long long f
 
 template <class T, class P>
 void write_checkpoint(const fs::path& file, const Config& c, const Deck& deck, const Position& at,
-                      const P& params, const std::vector<std::string>& names,
+                      const Model<T>& model, const P& params,
                       const kpmap::train::Optimizer<T, Mem, P>& opt, MPI_Comm comm, int ranks) {
   kpmap::checkpoint::Metadata meta;
   meta.app = "kpmap-train";
@@ -256,8 +411,8 @@ void write_checkpoint(const fs::path& file, const Config& c, const Deck& deck, c
                    " epoch=" + std::to_string(at.epoch) + " batch=" + std::to_string(at.batch) +
                    " optimizer_steps=" + std::to_string(opt.steps());
   kpmap::checkpoint::Writer w(file.string(), comm, meta);
-  for_each_saved(params, names, opt,
-                 [&](const std::string& name, const auto& v) { w.write_replicated(name, v); });
+  model.for_each_saved(
+      params, &opt, [&](const std::string& name, const auto& v) { w.write_replicated(name, v); });
   Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap-train::epoch_sums", 2);
   sums(0) = at.loss_sum;
   sums(1) = at.correct_sum;
@@ -266,12 +421,11 @@ void write_checkpoint(const fs::path& file, const Config& c, const Deck& deck, c
 }
 
 template <class T, class P>
-Position read_checkpoint(const std::string& file, const P& params,
-                         const std::vector<std::string>& names,
+Position read_checkpoint(const std::string& file, const Model<T>& model, const P& params,
                          kpmap::train::Optimizer<T, Mem, P>& opt, MPI_Comm comm) {
   kpmap::checkpoint::Reader r(file, comm, "kpmap-train");
-  for_each_saved(params, names, opt,
-                 [&](const std::string& name, const auto& v) { r.read_replicated(name, v); });
+  model.for_each_saved(params, &opt,
+                       [&](const std::string& name, const auto& v) { r.read_replicated(name, v); });
   const std::string& s = r.metadata().rng_state;
   const long long steps = field_of(s, "optimizer_steps", -1);
   if (steps < 0) {
@@ -311,24 +465,21 @@ double memory_estimate(const Config& c, int ranks, std::string& breakdown) {
   const double rows = std::ceil(n_train / ranks) + std::ceil(double(c.validation) / ranks);
   double data = rows * double(c.features + 1) * sizeof(T) + std::ceil(n_train / ranks) * 8.0;
   if (c.data_kind == "hdf5") data += std::ceil(n_train / ranks) * double(c.features + 1) * 8.0;
-  std::vector<double> widths{double(c.features)};
-  if (c.model == "mlp") {
-    for (std::size_t w : c.hidden) widths.push_back(double(w));
-  }
-  widths.push_back(double(c.loss == "cross_entropy" ? c.classes : 1));
-  double params = 0, activations = 0;
-  for (std::size_t l = 0; l + 1 < widths.size(); ++l) params += (widths[l] + 1) * widths[l + 1];
-  for (double w : widths) activations += w;
+  const double params = c.model == "linear" ? double(c.features + 1) : c.parameters;
   const int moments = c.optimizer.kind == kpmap::train::OptimizerConfig::Kind::adam       ? 2
                       : c.optimizer.kind == kpmap::train::OptimizerConfig::Kind::momentum ? 1
                                                                                           : 0;
   const double model = params * (2 + moments) * sizeof(T);
   double work = 0;
-  if (c.model == "mlp") {
-    const double batch = c.batch == 0 ? std::ceil(n_train / ranks) : double(c.batch);
+  if (c.model != "linear") {
+    // As train() sizes the work arrays.
+    const double batch =
+        c.batch == 0 ? std::ceil(n_train / ranks) : std::min(double(c.batch), n_train);
+    const bool conv = std::any_of(c.layers.begin(), c.layers.end(),
+                                  [](const auto& l) { return l.type == "conv2d"; });
     const double capacity =
-        std::max(batch, std::min(std::ceil(double(c.validation) / ranks), 4096.0));
-    work = capacity * (2 * activations + 1) * sizeof(T) + capacity * 16.0;
+        conv ? batch : std::max(batch, std::min(std::ceil(double(c.validation) / ranks), 4096.0));
+    work = capacity * (c.work_per_sample * sizeof(T) + 8.0);
   }
   breakdown = "data " + kpmap::format_bytes(data) + ", parameters with gradients and optimizer " +
               "state " + kpmap::format_bytes(model) + ", work arrays " + kpmap::format_bytes(work);
@@ -358,7 +509,22 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
   {
     auto t = times.scope(Phase::io);
     const kpmap::AxisRef axis("devices");
-    if (c.data_kind == "hdf5") {
+    if (c.data_kind == "idx") {
+      train_set =
+          kpmap::train::read_idx_shard<T, Mem>(c.path, c.train_images, c.labels, c.train_labels, 0,
+                                               n_train, c.input.channels, c.scaling, axis);
+      val_set = c.test_set ? kpmap::train::read_idx_shard<T, Mem>(
+                                 c.test_path, c.test_images, c.test_labels, c.test_labels_info, 0,
+                                 c.validation, c.input.channels, c.scaling, axis)
+                           : kpmap::train::read_idx_shard<T, Mem>(
+                                 c.path, c.train_images, c.labels, c.train_labels, n_train,
+                                 c.validation, c.input.channels, c.scaling, axis);
+    } else if (c.data_kind == "images") {
+      const kpmap::train::SyntheticImages g(c.samples, c.input.height, c.input.width,
+                                            c.input.channels, c.classes, c.data_seed, c.noise);
+      train_set = kpmap::train::generate_shard<T, Mem>(g, 0, n_train, axis);
+      val_set = kpmap::train::generate_shard<T, Mem>(g, n_train, c.validation, axis);
+    } else if (c.data_kind == "hdf5") {
       train_set = kpmap::train::read_shard<T, Mem>(c.path, c.x_name, c.y_name, 0, n_train, axis);
       val_set =
           kpmap::train::read_shard<T, Mem>(c.path, c.x_name, c.y_name, n_train, c.validation, axis);
@@ -374,11 +540,13 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
   }
   if (c.loss == "cross_entropy") {
     // Labels must be class indices: checked on every rank's rows, agreed by all.
-    auto y = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), train_set.y);
     int badrow = -1;
-    for (std::size_t i = 0; i < y.size() && badrow < 0; ++i) {
-      const double v = double(y(i));
-      if (!(v >= 0 && v < double(c.classes) && v == std::floor(v))) badrow = int(i);
+    for (const auto* set : {&train_set, &val_set}) {
+      auto y = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), set->y);
+      for (std::size_t i = 0; i < y.size() && badrow < 0; ++i) {
+        const double v = double(y(i));
+        if (!(v >= 0 && v < double(c.classes) && v == std::floor(v))) badrow = int(i);
+      }
     }
     if (kpmap::pmax(badrow >= 0 ? 1 : 0, "devices") != 0) {
       throw kpmap::InputError(deck.source() +
@@ -392,15 +560,20 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
   // ---- model, optimizer, restart ----------------------------------------------
   const std::size_t local_capacity =
       c.batch == 0 ? std::max<std::size_t>(train_set.rows(), 1) : std::min(c.batch, n_train);
-  Model<T> model(c, std::max(local_capacity, std::min<std::size_t>(val_set.rows(), 4096)));
+  // Evaluation goes in chunks of the capacity: dense models take larger ones;
+  // convolutions keep theirs at the batch (their patch matrices are large).
+  const bool convolutional = std::any_of(c.layers.begin(), c.layers.end(),
+                                         [](const auto& l) { return l.type == "conv2d"; });
+  Model<T> model(c, convolutional
+                        ? local_capacity
+                        : std::max(local_capacity, std::min<std::size_t>(val_set.rows(), 4096)));
   auto run_with = [&](auto& params) -> int {
     using P = std::decay_t<decltype(params)>;
     kpmap::train::Optimizer<T, Mem, P> opt(c.optimizer, params);
-    const auto names = model.names();
     Position resume;
     if (!opts.restart.empty()) {
       auto t = times.scope(Phase::io);
-      resume = read_checkpoint<T>(opts.restart, params, names, opt, comm);
+      resume = read_checkpoint<T>(opts.restart, model, params, opt, comm);
       if (root) {
         std::printf("kpmap-train: restarting from %s after epoch %lld", opts.restart.c_str(),
                     resume.epoch);
@@ -431,19 +604,23 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
     if (root) {
       const bool append = first_epoch > 0 && fs::exists(history);
       hist.open(history, append ? std::ios::app : std::ios::trunc);
-      if (!append) hist << "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s\n";
+      if (!append) {
+        hist << "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s,train_accuracy\n";
+      }
     }
 
     kpmap::apps::Progress progress(first_epoch, c.epochs);
     // NaN (null in result.json) until an epoch completes.
     double train_loss = std::nan(""), val_loss = std::nan(""), accuracy = std::nan("");
+    double train_accuracy = std::nan("");
+    kpmap::train::Evaluation held_out;  // the last epoch's, on the validation or test set
     double train_seconds = 0;
     // The newest checkpoint of this run (or the restart file).
     std::string last_good = opts.restart;
     auto checkpoint = [&](const fs::path& file, const Position& at) {
       auto t = times.scope(Phase::io);
       try {
-        write_checkpoint<T>(file, c, deck, at, params, names, opt, comm, rt.size());
+        write_checkpoint<T>(file, c, deck, at, model, params, opt, comm, rt.size());
       } catch (const kpmap::Error& e) {
         kpmap::apps::rethrow_with_context(
             e, "epoch " + std::to_string(at.epoch + (at.batch > 0)) + ": the checkpoint failed: ",
@@ -512,29 +689,31 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
       }
       if (mid_epoch) break;  // the epoch's results are not complete
       if (kpmap::checked_mode()) {
-        std::size_t i = 0;
-        params.for_each_view([&](const auto& v) {
-          kpmap::detail::verify_replicated(*kpmap::AxisRef("devices"),
-                                           "parameter " + names[i++] + " after the update", v);
-        });
+        model.for_each_saved(params, static_cast<decltype(&opt)>(nullptr),
+                             [&](const std::string& name, const auto& v) {
+                               kpmap::detail::verify_replicated(*kpmap::AxisRef("devices"),
+                                                                name + " after the update", v);
+                             });
       }
       train_loss = loss_sum / double(n_train);
-      accuracy = correct_sum / double(n_train);
+      train_accuracy = accuracy = correct_sum / double(n_train);
+      // Samples per second count the training steps, not the evaluation.
+      const double epoch_seconds = MPI_Wtime() - t0;
       {
         auto t = times.scope(Phase::compute);
-        const auto v = model.evaluate(val_set);
+        held_out = model.evaluate(val_set);
         // No validation set: NaN, written as null in JSON and empty in CSV.
-        val_loss = c.validation > 0 ? v.loss : std::nan("");
-        if (c.validation > 0 && c.loss == "cross_entropy") accuracy = v.accuracy;
+        val_loss = c.validation > 0 ? held_out.loss : std::nan("");
+        if (c.validation > 0 && c.loss == "cross_entropy") accuracy = held_out.accuracy;
       }
-      const double epoch_seconds = MPI_Wtime() - t0;
       train_seconds += epoch_seconds;
       samples_done += n_train;
       const double rate = double(n_train) / epoch_seconds;
       if (root) {
         hist << epoch + 1 << ',' << kpmap::apps::Json::number(train_loss) << ','
              << (c.validation > 0 ? kpmap::apps::Json::number(val_loss) : "") << ',' << accuracy
-             << ',' << rate << ',' << progress.elapsed() << '\n'
+             << ',' << rate << ',' << progress.elapsed() << ','
+             << (c.loss == "cross_entropy" ? kpmap::apps::Json::number(train_accuracy) : "") << '\n'
              << std::flush;
         char val[48] = "";
         if (c.validation > 0) std::snprintf(val, sizeof val, "  val_loss %.6e", val_loss);
@@ -577,7 +756,17 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
         .set("train_loss", train_loss)
         .set("val_loss", val_loss)
         .set("samples_per_second", sps);
-    if (c.loss == "cross_entropy") j.set("accuracy", accuracy);
+    if (c.loss == "cross_entropy") {
+      j.set("accuracy", accuracy).set("train_accuracy", train_accuracy);
+      if (c.validation > 0) {
+        // The held-out set's metrics: the test files', or the validation split's.
+        std::vector<long long> counts(held_out.confusion.begin(), held_out.confusion.end());
+        j.set("test_accuracy", held_out.accuracy)
+            .set("test_loss", held_out.loss)
+            .set("test_set", c.test_set ? c.test_path : "validation split")
+            .set("confusion", counts);
+      }
+    }
     if (model.linear) {
       const auto w = to_vector(model.lp.w);
       const auto b = to_vector(model.lp.b);
@@ -606,7 +795,7 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
     if (stopped_by) return kpmap::exit_code::stopped;
     return kpmap::exit_code::success;
   };
-  return model.linear ? run_with(model.lp) : run_with(model.mp);
+  return model.linear ? run_with(model.lp) : run_with(model.net->params());
 }
 
 }  // namespace

@@ -3,31 +3,57 @@
 // validates decks, prints --help-deck and generates docs/decks.md's table).
 
 #include <kpmap/deck.hpp>
+#include <kpmap/train/layers/registry.hpp>
 
 namespace kpmap::apps::train {
 
 inline deck::Schema schema() {
   using deck::Range;
   deck::Schema s("kpmap-train");
-  s.string("model.kind", "linear", {"linear", "mlp"},
-           "linear: y ~ X w + b; mlp: dense layers with an activation");
+  s.string("model.kind", "linear", {"linear", "mlp", "sequential"},
+           "linear: y ~ X w + b; mlp: dense layers with an activation; sequential: the "
+           "layers of model.layers");
   s.integer_list("model.hidden", std::vector<long long>{32, 32}, Range{1, 1 << 20}, "",
                  "mlp: widths of the hidden layers (empty list: softmax/linear regression)");
+  s.string("model.layers.#.type", std::nullopt, kpmap::train::layer_types(),
+           "sequential: one layer (model.layers = [{ type = ... }, ...], first to last)");
+  s.integer("model.layers.#.units", 0, Range{0, 1 << 24}, "", "dense: outputs");
+  s.integer("model.layers.#.filters", 0, Range{0, 1 << 16}, "", "conv2d: output channels");
+  s.integer("model.layers.#.kernel", 3, Range{1, 1024}, "pixels", "conv2d: kernel x kernel window");
+  s.integer("model.layers.#.stride", 1, Range{1, 1024}, "pixels", "conv2d: step between windows");
+  s.string("model.layers.#.padding", "valid", {"valid", "same"},
+           "conv2d: valid (whole windows only) or same (zero padding, ceil(input / stride) "
+           "outputs)");
+  s.integer("model.layers.#.size", 2, Range{1, 255}, "pixels",
+            "maxpool2d, avgpool2d: size x size windows, stride size");
   s.string("model.activation", "relu", {"relu", "tanh"}, "mlp: activation of the hidden layers");
   s.string("model.loss", "mse", {"mse", "cross_entropy"},
            "mean squared error (regression) or softmax cross-entropy (classification)");
   s.string("model.precision", "double", {"double", "float"},
            "scalar type of data, parameters and arithmetic");
-  s.string("data.kind", "synthetic", {"synthetic", "hdf5"},
-           "synthetic: generated from the sample index; hdf5: read from data.path");
-  s.string("data.path", "", {}, "hdf5: the data file");
+  s.string("data.kind", "synthetic", {"synthetic", "images", "idx", "hdf5"},
+           "synthetic: generated from the sample index; images: synthetic images (class "
+           "patterns and noise); idx: IDX image and label files (MNIST format, .gz or not); "
+           "hdf5: read from data.path");
+  s.string("data.path", "", {}, "hdf5: the data file; idx: the training images");
+  s.string("data.labels", "", {}, "idx: the training labels");
+  s.string("data.test_path", "", {},
+           "idx: test images (the validation set; data.validation_fraction must be 0)");
+  s.string("data.test_labels", "", {}, "idx: test labels");
+  s.integer_list("data.image", std::vector<long long>{12, 12, 1}, Range{1, 1 << 16}, "pixels",
+                 "images: height, width, channels of the synthetic images");
+  s.real_list("data.mean", std::vector<double>{}, Range{-1e6, 1e6}, "",
+              "idx: per-channel mean subtracted after scaling bytes to [0, 1] (empty: none)");
+  s.real_list("data.std", std::vector<double>{}, Range{1e-12, 1e6}, "",
+              "idx: per-channel standard deviation divided by (as many as data.mean)");
   s.string("data.x", "x", {}, "hdf5: features dataset (samples x features)");
   s.string("data.y", "y", {}, "hdf5: targets dataset (samples): values, or class indices");
   s.integer("data.samples", 400, Range{1, 1e12}, "", "synthetic: samples in the whole data set");
   s.integer("data.features", 5, Range{1, 1 << 24}, "", "synthetic: features per sample");
   s.integer("data.classes", 4, Range{2, 1 << 20}, "",
             "cross_entropy: number of classes (labels 0 .. classes-1)");
-  s.real("data.noise", 0.1, Range{0, 1e6}, "", "synthetic regression: std. dev. of the noise");
+  s.real("data.noise", 0.1, Range{0, 1e6}, "",
+         "synthetic regression and images: std. dev. of the noise");
   s.integer("data.seed", 0, Range{0, 9.2e18}, "", "synthetic: seed of the data set");
   s.real("data.validation_fraction", 0.0, Range{0, 0.9}, "",
          "share of the samples held out for validation (the last rows of the set)");

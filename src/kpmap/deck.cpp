@@ -559,11 +559,30 @@ class Parser {
     for (const auto& [key, node] : table) {
       const std::string path =
           prefix.empty() ? std::string(key.str()) : prefix + "." + std::string(key.str());
+      deck_.lines_[path] = static_cast<int>(node.source().begin.line);
       if (const Key* k = schema_.find(path)) {
         deck_.values_[path] = convert(*k, node, at(node), "key '" + path + "'");
       } else if (const auto* sub = node.as_table()) {
         if (!known_section(path) && sub->empty()) unknown(path, at(node));
         walk(*sub, path);
+      } else if (const auto* arr = node.as_array(); arr && known_section(path + ".1")) {
+        // A list of tables (`layers = [{...}, {...}]` or `[[layers]]`) is the
+        // numbered tables path.1, path.2, ...
+        for (std::size_t i = 0; i < arr->size(); ++i) {
+          const auto& e = *arr->get(i);
+          const auto* item = e.as_table();
+          if (item == nullptr) {
+            throw InputError(at(e) + "key '" + path + "' element " + std::to_string(i + 1) +
+                             ": expected a table { ... }, found " + describe(e));
+          }
+          const std::string name = path + "." + std::to_string(i + 1);
+          deck_.lines_[name] = static_cast<int>(e.source().begin.line);
+          if (item->empty()) {
+            throw InputError(at(e) + "key '" + path + "' element " + std::to_string(i + 1) +
+                             " is empty (see --help-deck for its keys)");
+          }
+          walk(*item, name);
+        }
       } else {
         unknown(path, at(node));
       }
@@ -704,7 +723,12 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
   MPI_Comm_rank(comm, &rank);
   // Rank 0 parses; everyone receives either the resolved deck or the error.
   std::string payload;
+  std::string lines;  // "path line" pairs: where the deck text set each key
   int failed = 0;
+  auto resolve = [&](const Deck& d) {
+    for (const auto& [key, line] : d.lines_) lines += key + " " + std::to_string(line) + "\n";
+    return d.to_toml();
+  };
   if (rank == 0) {
     try {
       if (translate) {
@@ -717,9 +741,9 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
         text << in.rdbuf();
         std::vector<std::string> rewritten = overrides;
         const std::string toml = translate(text.str(), path, rewritten);
-        payload = parse(schema, toml, path, rewritten).to_toml();
+        payload = resolve(parse(schema, toml, path, rewritten));
       } else {
-        payload = parse_file(schema, path, overrides).to_toml();
+        payload = resolve(parse_file(schema, path, overrides));
       }
     } catch (const InputError& e) {
       payload = e.what();
@@ -729,8 +753,16 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
   MPI_Bcast(&failed, 1, MPI_INT, 0, comm);
   transport::bcast_string(payload, 0, comm);
   if (failed != 0) throw InputError(payload, ErrorScope::all_ranks);
-  // Every rank (rank 0 too) builds the deck from the same resolved text.
-  return parse(schema, payload, path);
+  transport::bcast_string(lines, 0, comm);
+  // Every rank (rank 0 too) builds the deck from the same resolved text, and
+  // keeps the lines of the user's text for messages.
+  Deck deck = parse(schema, payload, path);
+  deck.lines_.clear();
+  std::istringstream in(lines);
+  std::string key;
+  int line = 0;
+  while (in >> key >> line) deck.lines_[key] = line;
+  return deck;
 }
 
 // ---- Deck ----------------------------------------------------------------------
@@ -750,6 +782,16 @@ std::vector<int> Deck::indices(std::string_view group) const {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+int Deck::line(std::string_view path) const {
+  auto it = lines_.find(path);
+  return it == lines_.end() ? 0 : it->second;
+}
+
+std::string Deck::where(std::string_view path) const {
+  const int l = line(path);
+  return source_ + (l > 0 ? ":" + std::to_string(l) : "") + ": ";
 }
 
 const Value& Deck::at(std::string_view path) const {

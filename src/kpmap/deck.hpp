@@ -97,6 +97,15 @@ class Schema {
   std::vector<Key> keys_;
 };
 
+/// \brief Turns the text of a deck file into TOML for the schema, so that an
+/// application can read another deck format (kpmap-heat reads TeaLeaf's
+/// `*tea` decks). It gets the file's text and path and the `--set`
+/// overrides, may rewrite overrides written in its own format into schema
+/// keys, and returns TOML (a TOML deck unchanged). Errors are InputErrors
+/// naming the file, line and key. Runs on one rank.
+using Translator = std::function<std::string(const std::string& text, const std::string& path,
+                                             std::vector<std::string>& overrides)>;
+
 /// \brief A validated deck: every key of its schema has a value (defaults filled in).
 class Deck {
  public:
@@ -117,18 +126,28 @@ class Deck {
   /// order: printed at start-up and stored in every output, so any result can
   /// be reproduced by running this text as a deck.
   std::string to_toml() const;
+  /// \brief The line of the deck text where `path` (a key, a table or an
+  /// element of a list of tables, e.g. "model.layers.2") was written; 0 for
+  /// a default or a --set override.
+  int line(std::string_view path) const;
+  /// \brief "FILE:LINE: " for `path` (just "FILE: " without a line), to
+  /// start a message about it.
+  std::string where(std::string_view path) const;
   /// \brief Where the deck came from (its path).
   const std::string& source() const noexcept { return source_; }
   const std::string& app() const noexcept { return app_; }
 
  private:
   friend class Parser;
+  friend Deck load(const Schema&, const std::string&, const std::vector<std::string>&, MPI_Comm,
+                   const Translator&);
   const Value& at(std::string_view path) const;
   std::string app_;
   std::string source_;
   std::vector<std::string> order_;
   std::map<std::string, Value, std::less<>> values_;
   std::map<std::string, Type, std::less<>> types_;
+  std::map<std::string, int, std::less<>> lines_;
 };
 
 /// \brief Parses and validates deck text. `source` names it in messages.
@@ -141,15 +160,6 @@ Deck parse(const Schema& schema, std::string_view text, const std::string& sourc
 /// \brief Reads and parses the deck file at `path`.
 Deck parse_file(const Schema& schema, const std::string& path,
                 const std::vector<std::string>& overrides = {});
-
-/// \brief Turns the text of a deck file into TOML for the schema, so that an
-/// application can read another deck format (kpmap-heat reads TeaLeaf's
-/// `*tea` decks). It gets the file's text and path and the `--set`
-/// overrides, may rewrite overrides written in its own format into schema
-/// keys, and returns TOML (a TOML deck unchanged). Errors are InputErrors
-/// naming the file, line and key. Runs on one rank.
-using Translator = std::function<std::string(const std::string& text, const std::string& path,
-                                             std::vector<std::string>& overrides)>;
 
 /// \brief Collective over `comm`: rank 0 reads and parses the deck (through
 /// `translate` when given), every rank gets the identical resolved deck, or

@@ -46,6 +46,18 @@ def cmd_accuracy(args) -> None:
     print(f"accuracy {r['accuracy']:.4f} (required {args.min})")
     if not r["accuracy"] >= args.min:
         fail("accuracy below the stated target")
+    if "confusion" in r:
+        # Independent bookkeeping: the confusion matrix counts every held-out
+        # sample once, and its diagonal is the accuracy.
+        c = np.array(r["confusion"], dtype=float)
+        k = int(round(np.sqrt(c.size)))
+        c = c.reshape(k, k)
+        if c.sum() != r["validation_samples"]:
+            fail(f"the confusion matrix counts {c.sum():g} samples, not {r['validation_samples']}")
+        if abs(np.trace(c) / c.sum() - r["test_accuracy"]) > 1e-12:
+            fail(f"the confusion matrix's diagonal gives accuracy {np.trace(c) / c.sum()}, "
+                 f"result.json says {r['test_accuracy']}")
+        print(f"confusion matrix ({k} classes) agrees with test_accuracy {r['test_accuracy']:.4f}")
     print("OK")
 
 

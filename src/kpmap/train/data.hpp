@@ -30,6 +30,9 @@ inline constexpr std::uint32_t noise = 2;
 inline constexpr std::uint32_t class_truth = 3;
 inline constexpr std::uint32_t shuffle = 4;
 inline constexpr std::uint32_t init = 5;
+inline constexpr std::uint32_t image_label = 6;
+inline constexpr std::uint32_t image_phase = 7;
+inline constexpr std::uint32_t image_noise = 8;
 }  // namespace stream
 
 /// \brief The seeds' regression set: X ~ N(0, 1), y = X w_true + b_true +
@@ -92,6 +95,52 @@ struct SyntheticClassification {
     }
     return static_cast<double>(best);
   }
+};
+
+/// \brief Small images for tests and demos that need no download: class c
+/// is a plane wave of its own spatial frequency (c mod 3 + 1 periods across,
+/// c / 3 periods down) at a random phase per sample, plus Gaussian noise,
+/// on every channel. A linear model on the pixels cannot tell the classes
+/// apart (the phase moves the wave); convolutions and pooling can. Pixel
+/// values lie around [0, 1]; x(i, j) uses NHWC order, j = (y W + x) C + c.
+struct SyntheticImages {
+  std::size_t samples = 0;
+  std::size_t height = 12, width = 12, channels = 1;
+  std::size_t classes = 4;
+  std::uint64_t seed = 0;
+  double noise = 0.1;
+  std::size_t features = height * width * channels;  ///< for generate_shard
+
+  SyntheticImages() = default;
+  SyntheticImages(std::size_t n, std::size_t h, std::size_t w, std::size_t c, std::size_t k,
+                  std::uint64_t s, double sigma)
+      : samples(n),
+        height(h),
+        width(w),
+        channels(c),
+        classes(k),
+        seed(s),
+        noise(sigma),
+        features(h * w * c) {}
+
+  KOKKOS_INLINE_FUNCTION double label(std::size_t i) const {
+    return static_cast<double>(CounterRng{seed}.bits(i, stream::image_label)[0] % classes);
+  }
+  KOKKOS_INLINE_FUNCTION double x(std::size_t i, std::size_t j) const {
+    const auto c = static_cast<std::size_t>(label(i));
+    const std::size_t px = (j / channels) % width;
+    const std::size_t py = j / (channels * width);
+    const double two_pi = 6.283185307179586;
+    const double phase = two_pi * CounterRng{seed}.uniform(i, stream::image_phase);
+    const double fx = static_cast<double>(c % 3 + 1) / static_cast<double>(width);
+    const double fy = static_cast<double>(c / 3) / static_cast<double>(height);
+    using namespace kpmap::detail;
+    const double wave =
+        math::sin(two_pi * (fx * static_cast<double>(px) + fy * static_cast<double>(py)) + phase);
+    return 0.5 + 0.4 * wave +
+           noise * CounterRng{seed}.normal(i * features + j, stream::image_noise);
+  }
+  KOKKOS_INLINE_FUNCTION double y(std::size_t i) const { return label(i); }
 };
 
 /// \brief One rank's rows of a data set: features (rows x F, row-major) and
@@ -160,18 +209,13 @@ HostRows read_hdf5_rows(const std::string& path, const std::string& x_name,
                         const std::string& y_name, std::size_t begin, std::size_t rows,
                         MPI_Comm comm);
 
-/// \brief This rank's block of the global rows [offset, offset + rows) of an
-/// HDF5 data set, converted to T. Collective over `axis`.
+/// \brief Host rows as a Shard in M's memory, converted to T.
 template <class T, class M>
-Shard<T, M> read_shard(const std::string& path, const std::string& x_name,
-                       const std::string& y_name, std::size_t offset, std::size_t rows,
-                       AxisRef axis) {
-  const BlockPartition part(rows, axis);
+Shard<T, M> to_shard(const HostRows& h, std::size_t global_rows, std::size_t begin) {
   Shard<T, M> s;
-  s.global_rows = rows;
-  s.begin = part.begin(axis->index());
-  const std::size_t n = part.count(axis->index());
-  const HostRows h = read_hdf5_rows(path, x_name, y_name, offset + s.begin, n, axis->comm());
+  s.global_rows = global_rows;
+  s.begin = begin;
+  const std::size_t n = h.y.size();
   s.x = Kokkos::View<T**, Kokkos::LayoutRight, M>("kpmap::train::x", n, h.features);
   s.y = Kokkos::View<T*, M>("kpmap::train::y", n);
   auto hx = Kokkos::create_mirror_view(s.x);
@@ -183,6 +227,66 @@ Shard<T, M> read_shard(const std::string& path, const std::string& x_name,
   Kokkos::deep_copy(s.x, hx);
   Kokkos::deep_copy(s.y, hy);
   return s;
+}
+
+/// \brief This rank's block of the global rows [offset, offset + rows) of an
+/// HDF5 data set, converted to T. Collective over `axis`.
+template <class T, class M>
+Shard<T, M> read_shard(const std::string& path, const std::string& x_name,
+                       const std::string& y_name, std::size_t offset, std::size_t rows,
+                       AxisRef axis) {
+  const BlockPartition part(rows, axis);
+  const std::size_t begin = part.begin(axis->index());
+  const HostRows h =
+      read_hdf5_rows(path, x_name, y_name, offset + begin, part.count(axis->index()), axis->comm());
+  return to_shard<T, M>(h, rows, begin);
+}
+
+/// \brief The header of an IDX file (the MNIST format: unsigned bytes, the
+/// first dimension counts the items), gzip-compressed or not.
+struct IdxInfo {
+  std::vector<std::size_t> dims;  ///< items, then the item's dimensions
+  std::size_t item_size() const {
+    std::size_t n = 1;
+    for (std::size_t d = 1; d < dims.size(); ++d) n *= dims[d];
+    return n;
+  }
+};
+
+/// \brief Reads the header of `path` on rank 0 of `comm` and shares it.
+/// `key` names the deck key in messages. \throws InputError (all ranks)
+/// naming the file when it is missing, not IDX, or not of unsigned bytes.
+IdxInfo idx_info(const std::string& path, const std::string& key, MPI_Comm comm);
+
+/// \brief Items [begin, begin + count) of an IDX file of unsigned bytes, as
+/// doubles. \throws InputError naming the file when it is cut short.
+std::vector<double> read_idx_items(const std::string& path, const IdxInfo& info, std::size_t begin,
+                                   std::size_t count);
+
+/// \brief Pixel scaling: x = (byte / 255 - mean[c]) / std[c] for channel c
+/// (no mean and std: just byte / 255, into [0, 1]).
+struct PixelScaling {
+  std::vector<double> mean, std;
+  void apply(std::vector<double>& x, std::size_t channels) const;
+};
+
+/// \brief This rank's block of the global items [offset, offset + rows) of
+/// an IDX image file and its IDX label file, scaled. Collective over `axis`
+/// only in that every rank must call it alike; each rank reads its own rows.
+template <class T, class M>
+Shard<T, M> read_idx_shard(const std::string& images, const IdxInfo& image_info,
+                           const std::string& labels, const IdxInfo& label_info, std::size_t offset,
+                           std::size_t rows, std::size_t channels, const PixelScaling& scaling,
+                           AxisRef axis) {
+  const BlockPartition part(rows, axis);
+  const std::size_t begin = part.begin(axis->index());
+  const std::size_t n = part.count(axis->index());
+  HostRows h;
+  h.features = image_info.item_size();
+  h.x = read_idx_items(images, image_info, offset + begin, n);
+  h.y = read_idx_items(labels, label_info, offset + begin, n);
+  scaling.apply(h.x, channels);
+  return to_shard<T, M>(h, rows, begin);
 }
 
 /// \brief A reproducible permutation of [0, n) for each (seed, epoch): a

@@ -62,7 +62,7 @@ struct OptimizerKernel {
 }  // namespace detail
 
 /// \brief An optimizer over the parameter tree `P` (LinearParams or
-/// MlpParams): its state has the shapes of the parameters.
+/// FlatParams): its state has the shapes of the parameters.
 template <class T, class M, class P>
 class Optimizer {
  public:

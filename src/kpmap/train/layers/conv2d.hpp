@@ -1,0 +1,202 @@
+#pragma once
+/// \file
+/// \brief 2-D convolution (cross-correlation, as in every deep-learning
+/// framework) on NHWC images: square kernel, stride 1 or more, padding "same"
+/// or "valid", any channel counts. Forward and backward are im2col + gemm:
+/// the batch's patches become the rows of a matrix, so the convolution is
+/// one large KokkosBlas::gemm instead of many small loops.
+
+#include <kpmap/detail/blas.hpp>
+#include <kpmap/train/layers/dense.hpp>
+#include <kpmap/train/layers/layer.hpp>
+
+namespace kpmap::train {
+
+/// \brief Where a convolution's windows sit on one image axis.
+struct ConvAxis {
+  std::size_t in = 0, out = 0, pad = 0;  ///< input and output length; padding before
+
+  /// \brief TensorFlow's rule: "valid" uses whole windows only; "same" gives
+  /// ceil(in / stride) outputs, padding split evenly (the extra one after).
+  static ConvAxis make(std::size_t in, std::size_t kernel, std::size_t stride, bool same) {
+    ConvAxis a;
+    a.in = in;
+    if (same) {
+      a.out = (in + stride - 1) / stride;
+      const std::size_t need = (a.out - 1) * stride + kernel;
+      a.pad = need > in ? (need - in) / 2 : 0;
+    } else {
+      a.out = in >= kernel ? (in - kernel) / stride + 1 : 0;
+    }
+    return a;
+  }
+};
+
+namespace detail {
+
+/// cols(r, c): row r = (sample, oy, ox), column c = (ky, kx, ci); zero where
+/// the window hangs over the padding. One thread per element of cols.
+template <class T, class M>
+struct Im2col {
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> in;  // samples x (H W Cin)
+  Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> cols;
+  ConvAxis ay, ax;
+  std::size_t k, stride, cin;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    const std::size_t width = cols.extent(1);
+    const std::size_t r = i / width;
+    std::size_t c = i % width;
+    const std::size_t ci = c % cin;
+    c /= cin;
+    const std::size_t kx = c % k;
+    const std::size_t ky = c / k;
+    const std::size_t ox = r % ax.out;
+    const std::size_t oy = (r / ax.out) % ay.out;
+    const std::size_t s = r / (ax.out * ay.out);
+    // Signed arithmetic: the window may start inside the padding.
+    const long long y = static_cast<long long>(oy * stride + ky) - static_cast<long long>(ay.pad);
+    const long long x = static_cast<long long>(ox * stride + kx) - static_cast<long long>(ax.pad);
+    const bool inside =
+        y >= 0 && x >= 0 && y < static_cast<long long>(ay.in) && x < static_cast<long long>(ax.in);
+    cols(r, c * cin + ci) =
+        inside
+            ? in(s, (static_cast<std::size_t>(y) * ax.in + static_cast<std::size_t>(x)) * cin + ci)
+            : T(0);
+  }
+};
+
+/// The adjoint of Im2col: din(s, y, x, ci) = sum of the cols entries that
+/// copied it. One thread per input element gathers its (at most k*k)
+/// entries, so no two threads write the same place and the sum's order is fixed.
+template <class T, class M>
+struct Col2im {
+  Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> cols;
+  Kokkos::View<T**, Kokkos::LayoutRight, M> din;  // samples x (H W Cin)
+  ConvAxis ay, ax;
+  std::size_t k, stride, cin;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    const std::size_t ci = i % cin;
+    const std::size_t x = (i / cin) % ax.in;
+    const std::size_t y = (i / (cin * ax.in)) % ay.in;
+    const std::size_t s = i / (cin * ax.in * ay.in);
+    T sum = 0;
+    for (std::size_t ky = 0; ky < k; ++ky) {
+      const std::size_t py = y + ay.pad;  // oy * stride + ky == py
+      if (py < ky || (py - ky) % stride != 0) continue;
+      const std::size_t oy = (py - ky) / stride;
+      if (oy >= ay.out) continue;
+      for (std::size_t kx = 0; kx < k; ++kx) {
+        const std::size_t px = x + ax.pad;
+        if (px < kx || (px - kx) % stride != 0) continue;
+        const std::size_t ox = (px - kx) / stride;
+        if (ox >= ax.out) continue;
+        sum += cols((s * ay.out + oy) * ax.out + ox, (ky * k + kx) * cin + ci);
+      }
+    }
+    din.data()[i] = sum;
+  }
+};
+
+}  // namespace detail
+
+/// \brief `filters` output channels from a k x k window of all input channels.
+/// Weights are filters x (k k Cin), column (ky k + kx) Cin + ci.
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+class Conv2D final : public Layer<T, M> {
+  using Base = Layer<T, M>;
+
+ public:
+  using typename Base::Batch;
+  using typename Base::Exec;
+
+  Conv2D(Shape input, std::size_t filters, std::size_t kernel, std::size_t stride, bool same)
+      : Base(input), filters_(filters), k_(kernel), stride_(stride), same_(same) {
+    if (!input.image) {
+      throw ShapeError("conv2d: its input is " + input.str() +
+                       ", not an image (height x width x channels)");
+    }
+    if (filters == 0 || kernel == 0 || stride == 0) {
+      throw ShapeError("conv2d: filters, kernel and stride must be at least 1");
+    }
+    if (!same && (kernel > input.height || kernel > input.width)) {
+      throw ShapeError("conv2d: a " + std::to_string(kernel) + "x" + std::to_string(kernel) +
+                       " kernel with padding \"valid\" does not fit its " + input.str() + " input");
+    }
+    ay_ = ConvAxis::make(input.height, kernel, stride, same);
+    ax_ = ConvAxis::make(input.width, kernel, stride, same);
+  }
+
+  std::string type() const override { return "conv2d"; }
+  std::string describe() const override {
+    return "conv2d " + std::to_string(k_) + "x" + std::to_string(k_) + "/" +
+           std::to_string(stride_) + " " + (same_ ? "same" : "valid") + ", " +
+           std::to_string(filters_) + " filters";
+  }
+  Shape output_shape() const override { return Shape::hwc(ay_.out, ax_.out, filters_); }
+  std::vector<ParamSpec> parameters() const override {
+    return {{"w", {filters_, patch()}}, {"b", {filters_}}};
+  }
+  void bind(T* p, T* g) override {
+    w_ = typename Base::Matrix(p, filters_, patch());
+    b_ = typename Base::Vector(p + w_.size(), filters_);
+    dw_ = typename Base::Matrix(g, filters_, patch());
+    db_ = typename Base::Vector(g + w_.size(), filters_);
+  }
+  std::uint64_t initialize(const Exec& exec, std::uint64_t seed, std::uint64_t offset) override {
+    Kokkos::deep_copy(exec, b_, T(0));
+    return detail::glorot_uniform<T, M>(exec, w_.data(), w_.size(), patch(), k_ * k_ * filters_,
+                                        seed, offset);
+  }
+  void reserve(std::size_t capacity) override {
+    const std::size_t rows = capacity * pixels();
+    cols_ = Kokkos::View<T*, M>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::conv2d::cols"),
+        rows * patch());
+    ones_ = Kokkos::View<T*, M>("kpmap::train::conv2d::ones", rows);
+    Kokkos::deep_copy(ones_, T(1));
+  }
+
+  void forward(const Exec& exec, const Batch& in, const Batch& out) override {
+    const std::size_t rows = in.extent(0) * pixels();
+    const auto cols = Base::reshape(cols_.data(), rows, patch());
+    Kokkos::parallel_for(
+        "kpmap::train::conv2d::im2col", Kokkos::RangePolicy<Exec>(exec, 0, rows * patch()),
+        detail::Im2col<T, M>{in, cols, ay_, ax_, k_, stride_, this->input_.channels});
+    kpmap::detail::gemm(exec, "N", "T", T(1), cols, w_, T(0),
+                        Base::reshape(out.data(), rows, filters_));
+    detail::add_bias<T, M>(exec, out, b_);
+  }
+  void backward(const Exec& exec, const Batch&, const Batch&, const Batch& dout,
+                const Batch& din) override {
+    const std::size_t rows = dout.extent(0) * pixels();
+    const auto cols = Base::reshape(cols_.data(), rows, patch());
+    const auto d = Base::reshape(dout.data(), rows, filters_);
+    // dW = D^T cols; db = D^T 1; then cols is reused for dcols = D W.
+    kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, T(0), dw_);
+    const auto ones = Kokkos::subview(ones_, Kokkos::make_pair(std::size_t(0), rows));
+    kpmap::detail::gemv(exec, "T", T(1), d, ones, T(0), db_);
+    if (din.data() == nullptr) return;
+    kpmap::detail::gemm(exec, "N", "N", T(1), d, w_, T(0), cols);
+    Kokkos::parallel_for(
+        "kpmap::train::conv2d::col2im", Kokkos::RangePolicy<Exec>(exec, 0, din.size()),
+        detail::Col2im<T, M>{cols, din, ay_, ax_, k_, stride_, this->input_.channels});
+  }
+  double work_bytes_per_sample() const override {
+    return double(pixels()) * double(patch() + 1) * sizeof(T);
+  }
+  double forward_flops() const override {
+    return double(pixels()) * double(patch()) * double(filters_);
+  }
+
+ private:
+  std::size_t patch() const { return k_ * k_ * this->input_.channels; }
+  std::size_t pixels() const { return ay_.out * ax_.out; }
+  std::size_t filters_, k_, stride_;
+  bool same_;
+  ConvAxis ay_, ax_;
+  typename Base::Matrix w_, dw_;
+  typename Base::Vector b_, db_;
+  Kokkos::View<T*, M> cols_, ones_;
+};
+
+}  // namespace kpmap::train

@@ -1,0 +1,166 @@
+#pragma once
+/// \file
+/// \brief What every layer of a Sequential model is: a per-sample input and
+/// output Shape, forward and backward passes over a batch with Kokkos
+/// kernels, and its parameters as named slices of the model's one flat
+/// parameter vector (so the whole gradient is one contiguous View: one fused
+/// pmean, one optimizer kernel).
+///
+/// Memory layout: a batch of activations is a row-major View (samples x
+/// size); an image sample is stored NHWC, i.e. element (y, x, c) of sample s
+/// is at column (y W + x) C + c. Flatten therefore moves no data.
+
+#include <kpmap/error.hpp>
+#include <kpmap/train/data.hpp>
+#include <kpmap/train/random.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kpmap::train {
+
+/// \brief The shape of one sample: an image (height x width x channels,
+/// NHWC), or a flat vector of `channels` features (height = width = 1).
+struct Shape {
+  std::size_t height = 1;
+  std::size_t width = 1;
+  std::size_t channels = 1;
+  bool image = false;
+
+  static Shape flat(std::size_t features) { return {1, 1, features, false}; }
+  static Shape hwc(std::size_t h, std::size_t w, std::size_t c) { return {h, w, c, true}; }
+  std::size_t size() const { return height * width * channels; }
+  /// "28x28x1 image" or "784 features".
+  std::string str() const {
+    if (!image) return std::to_string(channels) + " features";
+    return std::to_string(height) + "x" + std::to_string(width) + "x" + std::to_string(channels) +
+           " image";
+  }
+  bool operator==(const Shape& o) const {
+    return height == o.height && width == o.width && channels == o.channels && image == o.image;
+  }
+};
+
+/// \brief A layer's input does not fit it (the deck's shapes do not chain).
+/// The message names the layer and both shapes.
+class ShapeError : public Error {
+ public:
+  /// \param layer the layer at fault, counted from 1 (0: the model as a whole).
+  explicit ShapeError(const std::string& what, std::size_t layer = 0)
+      : Error(what), layer_(layer) {}
+  std::size_t layer() const noexcept { return layer_; }
+
+ private:
+  std::size_t layer_;
+};
+
+/// \brief One parameter array of a layer: its name within the layer ("w",
+/// "b") and its extents (one or two).
+struct ParamSpec {
+  std::string name;
+  std::vector<std::size_t> extents;
+  std::size_t size() const {
+    std::size_t n = 1;
+    for (std::size_t e : extents) n *= e;
+    return n;
+  }
+};
+
+/// \brief A layer of a Sequential model. Layers are built for one input
+/// shape (their constructor checks it and throws ShapeError when it does not
+/// fit); forward and backward are host calls that enqueue kernels on the
+/// execution space instance they are given and never allocate.
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+class Layer {
+ public:
+  using Exec = typename M::execution_space;
+  /// A batch of activations or of their gradients: samples x per-sample size.
+  using Batch = Kokkos::View<T**, Kokkos::LayoutRight, M>;
+  using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Vector = Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  explicit Layer(Shape input) : input_(input) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  /// \brief The deck name ("conv2d", "dense", ...).
+  virtual std::string type() const = 0;
+  /// \brief "conv2d 3x3, 32 filters, same" and the like, for banners.
+  virtual std::string describe() const { return type(); }
+  const Shape& input_shape() const { return input_; }
+  virtual Shape output_shape() const = 0;
+
+  /// \brief The parameter arrays, in storage order (none by default).
+  virtual std::vector<ParamSpec> parameters() const { return {}; }
+  /// \brief Points the layer at its parameters and their gradients: the
+  /// arrays of parameters(), one after the other, from `params` and `grads`.
+  virtual void bind(T* /*params*/, T* /*grads*/) {}
+  /// \brief Writes initial values into the bound parameters, drawn from
+  /// (seed, offset + element index) so that every rank draws the same;
+  /// returns how many numbers it drew (the next layer's offset).
+  virtual std::uint64_t initialize(const Exec& /*exec*/, std::uint64_t /*seed*/,
+                                   std::uint64_t /*offset*/) {
+    return 0;
+  }
+  /// \brief Sizes the work arrays for batches of up to `capacity` samples
+  /// (called once, before the first pass).
+  virtual void reserve(std::size_t /*capacity*/) {}
+  /// \brief Whether forward may write its output over its input (and
+  /// backward its input gradient over its output gradient): the model then
+  /// gives both the same storage. Such a layer's backward reads only `out`.
+  virtual bool in_place() const { return false; }
+
+  /// \brief out = layer(in) for the rows of `in` (out has as many).
+  virtual void forward(const Exec& exec, const Batch& in, const Batch& out) = 0;
+  /// \brief From dL/d(out): the parameter gradients (overwritten, not
+  /// accumulated) and, unless `din` has no rows allocated (the first layer),
+  /// dL/d(in). `in` and `out` are the forward pass's.
+  virtual void backward(const Exec& exec, const Batch& in, const Batch& out, const Batch& dout,
+                        const Batch& din) = 0;
+
+  /// \brief Bytes of work arrays reserve() allocates per sample of capacity.
+  virtual double work_bytes_per_sample() const { return 0; }
+  /// \brief Multiply-adds of one sample's forward pass (for benchmarks).
+  virtual double forward_flops() const { return 0; }
+
+ protected:
+  /// The row-major array at `data` seen as `rows` x `cols` (no copy).
+  static Matrix reshape(T* data, std::size_t rows, std::size_t cols) {
+    return Matrix(data, rows, cols);
+  }
+  Shape input_;
+};
+
+namespace detail {
+/// Glorot-uniform weights, U(-l, l) with l = sqrt(6 / (fan_in + fan_out)),
+/// and zero biases. Weight i is drawn from (seed, offset + i).
+template <class T, class M>
+struct GlorotFill {
+  Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> w;
+  double limit;
+  std::uint64_t seed, offset;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    const double u = CounterRng{seed}.uniform(offset + i, stream::init);
+    w(i) = static_cast<T>((2.0 * u - 1.0) * limit);
+  }
+};
+
+template <class T, class M, class Exec>
+std::uint64_t glorot_uniform(const Exec& exec, T* w, std::size_t count, std::size_t fan_in,
+                             std::size_t fan_out, std::uint64_t seed, std::uint64_t offset) {
+  const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  Kokkos::parallel_for(
+      "kpmap::train::layers::glorot", Kokkos::RangePolicy<Exec>(exec, 0, count),
+      GlorotFill<T, M>{Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(w, count),
+                       limit, seed, offset});
+  return count;
+}
+}  // namespace detail
+
+}  // namespace kpmap::train

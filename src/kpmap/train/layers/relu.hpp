@@ -1,0 +1,19 @@
+#pragma once
+/// \file
+/// \brief ReLU: max(x, 0), slope 1 where the output is positive, else 0.
+
+#include <kpmap/train/layers/activation.hpp>
+
+namespace kpmap::train {
+
+template <class T>
+struct ReluOp {
+  static constexpr const char* name = "relu";
+  KOKKOS_INLINE_FUNCTION static T value(T x) { return x > T(0) ? x : T(0); }
+  KOKKOS_INLINE_FUNCTION static T slope_from_output(T y) { return y > T(0) ? T(1) : T(0); }
+};
+
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+using ReLU = Elementwise<T, M, ReluOp<T>>;
+
+}  // namespace kpmap::train

@@ -1,0 +1,105 @@
+#pragma once
+/// \file
+/// \brief The losses a model is trained on (mean squared error on one
+/// output, softmax cross-entropy on class scores): the output delta of a
+/// batch and its (loss, correct) sums in one parallel reduction, and the
+/// gather of a batch's rows from a shard.
+
+#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/train/data.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kpmap::train {
+
+enum class Loss { mse, cross_entropy };
+
+/// \brief Loss and accuracy of a batch, over all ranks.
+struct BatchStats {
+  double loss = 0;      ///< mean over the batch's samples
+  double accuracy = 0;  ///< fraction correct (cross-entropy only)
+};
+
+namespace detail {
+
+/// xb(k, :) = x(order(first + k), :) (or x(first + k, :) without an order);
+/// one thread per element.
+template <class T, class M>
+struct GatherRows {
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> x;
+  Kokkos::View<const T*, M> y;
+  Kokkos::View<const std::uint32_t*, M> order;
+  Kokkos::View<T**, Kokkos::LayoutRight, M> xb;
+  Kokkos::View<T*, M> yb;
+  std::size_t first;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t e) const {
+    const std::size_t width = x.extent(1);
+    const std::size_t k = e / width;
+    const std::size_t j = e % width;
+    const std::size_t i = order.extent(0) ? order(first + k) : first + k;
+    xb(k, j) = x(i, j);
+    if (j == 0) yb(k) = y(i);
+  }
+};
+
+/// Output delta of each row, and the batch's (loss, correct) sums, as one
+/// parallel reduction. The delta is scaled by 1 / (global batch size), so
+/// that the sum of the ranks' gradients is the batch mean's gradient.
+template <class T, class M>
+struct OutputDelta {
+  using value_type = double[];  // (sum of losses, number correct)
+  unsigned value_count = 2;
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> z;
+  Kokkos::View<const T*, M> y;
+  Kokkos::View<T**, Kokkos::LayoutRight, M> delta;
+  T scale;
+  bool cross_entropy;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t k, double* stats) const {
+    using namespace kpmap::detail;
+    const std::size_t c = z.extent(1);
+    if (!cross_entropy) {
+      const T r = z(k, 0) - y(k);
+      delta(k, 0) = 2 * scale * r;
+      stats[0] += static_cast<double>(r) * static_cast<double>(r);
+      return;
+    }
+    std::size_t best = 0;
+    T zmax = z(k, 0);
+    for (std::size_t o = 1; o < c; ++o) {
+      if (z(k, o) > zmax) {
+        zmax = z(k, o);
+        best = o;
+      }
+    }
+    T sum = 0;
+    for (std::size_t o = 0; o < c; ++o) sum += math::exp(z(k, o) - zmax);
+    const auto label = static_cast<std::size_t>(y(k));
+    for (std::size_t o = 0; o < c; ++o) {
+      const T p = math::exp(z(k, o) - zmax) / sum;
+      delta(k, o) = scale * (p - (o == label ? T(1) : T(0)));
+    }
+    stats[0] += static_cast<double>(math::log(sum) - (z(k, label) - zmax));
+    stats[1] += best == label ? 1.0 : 0.0;
+  }
+};
+
+/// confusion(label, predicted) += 1 for each row (predicted: the argmax).
+template <class T, class M>
+struct CountConfusion {
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> z;
+  Kokkos::View<const T*, M> y;
+  Kokkos::View<double**, Kokkos::LayoutRight, M> confusion;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t k) const {
+    std::size_t best = 0;
+    for (std::size_t o = 1; o < z.extent(1); ++o) {
+      if (z(k, o) > z(k, best)) best = o;
+    }
+    Kokkos::atomic_add(&confusion(static_cast<std::size_t>(y(k)), best), 1.0);
+  }
+};
+
+}  // namespace detail
+}  // namespace kpmap::train

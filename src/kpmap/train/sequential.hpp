@@ -1,0 +1,356 @@
+#pragma once
+/// \file
+/// \brief A model that chains layers: the shapes are checked when it is
+/// built, the parameters of all layers live in one flat View (as do their
+/// gradients), forward and backward run the layers' kernels on one execution
+/// space instance, and each layer's gradient is handed to a psum as soon as
+/// the backward pass has produced it, so the reduction of the last layers
+/// overlaps the backward pass of the first.
+
+#include <kpmap/collectives.hpp>
+#include <kpmap/collectives/request.hpp>
+#include <kpmap/error.hpp>
+#include <kpmap/train/data.hpp>
+#include <kpmap/train/layers/layer.hpp>
+#include <kpmap/train/loss.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kpmap::train {
+
+/// \brief A model's parameters, or its gradient, or an optimizer's moments:
+/// one contiguous View (a tree of one leaf for collectives and optimizers).
+/// Sequential::for_each_slice names the layers' arrays within it.
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+struct FlatParams {
+  using memory_space = M;
+  Kokkos::View<T*, M> all;
+  template <class F>
+  void for_each_view(F&& f) const {
+    f(all);
+  }
+};
+
+/// \brief Loss, accuracy and (cross-entropy) the confusion matrix of a data
+/// set, over all ranks.
+struct Evaluation : BatchStats {
+  std::size_t classes = 0;
+  std::vector<double> confusion;  ///< classes x classes, row = true label, column = predicted
+};
+
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+class Sequential {
+ public:
+  using Exec = typename M::execution_space;
+  using LayerPtr = std::unique_ptr<Layer<T, M>>;
+  using Batch = typename Layer<T, M>::Batch;
+
+  /// \brief One parameter array of one layer, within the flat vectors.
+  struct Slice {
+    std::string name;  ///< "layer0.w": parametrized layers are numbered from 0
+    std::size_t offset = 0;
+    ParamSpec spec;
+  };
+
+  /// \brief Chains `layers` (each built for the previous one's output
+  /// shape; the first for `input`), with work arrays for local batches of up
+  /// to `capacity` samples. \throws ShapeError when the shapes do not chain
+  /// or the last output does not suit the loss.
+  Sequential(Shape input, std::vector<LayerPtr> layers, Loss loss, std::size_t capacity,
+             const Exec& exec = Exec())
+      : input_(input), layers_(std::move(layers)), loss_(loss), capacity_(capacity), exec_(exec) {
+    check(input_, layers_, loss_);
+    std::size_t total = 0, numbered = 0;
+    layer_span_.resize(layers_.size() + 1);
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      layer_span_[l] = total;
+      const auto specs = layers_[l]->parameters();
+      for (const auto& s : specs) {
+        slices_.push_back({"layer" + std::to_string(numbered) + "." + s.name, total, s});
+        total += s.size();
+      }
+      if (!specs.empty()) ++numbered;
+    }
+    layer_span_.back() = total;
+    params_.all = Kokkos::View<T*, M>("kpmap::train::params", total);
+    grads_.all = Kokkos::View<T*, M>("kpmap::train::grads", total);
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      layers_[l]->bind(params_.all.data() + layer_span_[l], grads_.all.data() + layer_span_[l]);
+    }
+    allocate_work();
+  }
+
+  /// \brief Throws ShapeError unless `layers` chain from `input` and end in
+  /// what `loss` needs (allocates nothing).
+  static void check(const Shape& input, const std::vector<LayerPtr>& layers, Loss loss) {
+    if (layers.empty()) throw ShapeError("a model needs at least one layer");
+    if (parameter_count(layers) == 0) {
+      throw ShapeError("the model has no layer with parameters to train");
+    }
+    Shape shape = input;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      if (!(layers[l]->input_shape() == shape)) {
+        throw ShapeError("layer " + std::to_string(l + 1) + " (" + layers[l]->type() +
+                             ") was built for a " + layers[l]->input_shape().str() +
+                             " input but receives a " + shape.str(),
+                         l + 1);
+      }
+      shape = layers[l]->output_shape();
+    }
+    const Shape out = shape;
+    if (out.image) {
+      throw ShapeError("the model's output is a " + out.str() +
+                           "; end it with { type = \"flatten\" } and a dense layer",
+                       layers.size());
+    }
+    if (loss == Loss::mse && out.channels != 1) {
+      throw ShapeError("mse fits one output, and the last layer gives " + out.str(), layers.size());
+    }
+    if (loss == Loss::cross_entropy && out.channels < 2) {
+      throw ShapeError(
+          "cross-entropy needs a score per class (at least 2), and the last layer "
+          "gives " +
+              out.str(),
+          layers.size());
+    }
+  }
+
+  /// \brief Parameters of `layers`, without building the model.
+  static std::size_t parameter_count(const std::vector<LayerPtr>& layers) {
+    std::size_t n = 0;
+    for (const auto& layer : layers) {
+      for (const auto& p : layer->parameters()) n += p.size();
+    }
+    return n;
+  }
+
+  /// \brief Bytes of work arrays per sample of capacity: activations, their
+  /// gradients and the layers' own (convolution patches, say).
+  static double work_bytes_per_sample(const Shape& input, const std::vector<LayerPtr>& layers) {
+    double b = 2.0 * sizeof(T) * double(input.size());
+    for (const auto& layer : layers) {
+      b += layer->work_bytes_per_sample();
+      if (!layer->in_place()) b += 2.0 * sizeof(T) * double(layer->output_shape().size());
+    }
+    return b;
+  }
+
+  const Shape& input_shape() const { return input_; }
+  const std::vector<LayerPtr>& layers() const { return layers_; }
+  std::size_t capacity() const { return capacity_; }
+  const Exec& exec() const { return exec_; }
+  std::size_t classes() const { return layers_.back()->output_shape().channels; }
+  const FlatParams<T, M>& params() const { return params_; }
+  const FlatParams<T, M>& grads() const { return grads_; }
+  std::size_t parameter_count() const { return params_.all.size(); }
+  const std::vector<Slice>& slices() const { return slices_; }
+
+  /// \brief Calls f(name, view) for every parameter array, as a View (of
+  /// rank 1 or 2) into `flat`: the parameters, the gradient, or an
+  /// optimizer moment of the same length.
+  template <class F>
+  void for_each_slice(const Kokkos::View<T*, M>& flat, F&& f) const {
+    using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+    for (const auto& s : slices_) {
+      T* p = flat.data() + s.offset;
+      if (s.spec.extents.size() == 2) {
+        f(s.name, Kokkos::View<T**, Kokkos::LayoutRight, M, Unmanaged>(p, s.spec.extents[0],
+                                                                       s.spec.extents[1]));
+      } else {
+        f(s.name, Kokkos::View<T*, M, Unmanaged>(p, s.spec.size()));
+      }
+    }
+  }
+
+  /// \brief Initial parameters from `seed` (Glorot-uniform weights, zero
+  /// biases): the same on every rank without a broadcast.
+  void initialize(std::uint64_t seed) {
+    std::uint64_t offset = 0;
+    for (auto& layer : layers_) offset += layer->initialize(exec_, seed, offset);
+    kpmap::detail::fence(exec_, "kpmap::train::Sequential::initialize");
+  }
+
+  /// \brief One line per layer: what it is, its shapes and parameter count.
+  std::vector<std::string> summary() const {
+    std::vector<std::string> lines;
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      const auto& layer = *layers_[l];
+      lines.push_back(layer.describe() + ": " + layer.input_shape().str() + " -> " +
+                      layer.output_shape().str() + ", " +
+                      std::to_string(layer_span_[l + 1] - layer_span_[l]) + " parameters");
+    }
+    return lines;
+  }
+  /// \brief Multiply-adds of one sample's forward pass.
+  double forward_flops() const {
+    double f = 0;
+    for (const auto& layer : layers_) f += layer->forward_flops();
+    return f;
+  }
+
+  /// \brief Loss and gradient (into grads()) of one global batch.
+  ///
+  /// The local samples are `order[first, last)` of `data` (or [first, last)
+  /// when `order` is empty), at most capacity() of them; `global_batch`
+  /// counts the batch's samples over all ranks, so the psum of the ranks'
+  /// gradients is the gradient of the batch mean, however the samples fall on
+  /// the ranks (a rank without any contributes zeros). `wait_seconds`, if
+  /// given, receives the time spent waiting for the reductions after the
+  /// backward pass. Collective over `axis`.
+  BatchStats loss_and_gradient(const Shard<T, M>& data,
+                               const Kokkos::View<std::uint32_t*, M>& order, std::size_t first,
+                               std::size_t last, std::size_t global_batch, AxisRef axis,
+                               double* wait_seconds = nullptr) {
+    const std::size_t n = last - first;
+    std::vector<Request> pending;
+    if (n == 0) {
+      Kokkos::deep_copy(exec_, grads_.all, T(0));
+      Kokkos::deep_copy(exec_, sums_, 0.0);
+    } else {
+      forward(data, order, first, n);
+      output_delta(n, global_batch);
+    }
+    pending.push_back(ipsum(exec_, sums_, axis));
+    for (std::size_t l = layers_.size(); l-- > 0;) {
+      if (n > 0) {
+        layers_[l]->backward(exec_, rows(acts_[l], n), rows(acts_[l + 1], n),
+                             rows(deltas_[l + 1], n), rows(deltas_[l], n));
+      }
+      if (layer_span_[l + 1] > layer_span_[l]) {
+        // Hand this layer's gradient to MPI (fenced inside) before going on.
+        pending.push_back(ipsum(
+            exec_,
+            Kokkos::subview(grads_.all, Kokkos::make_pair(layer_span_[l], layer_span_[l + 1])),
+            axis));
+      }
+      for (auto& r : pending) r.test();  // let MPI progress between kernels
+    }
+    const double t0 = MPI_Wtime();
+    for (auto& r : pending) r.wait();
+    if (wait_seconds != nullptr) *wait_seconds = MPI_Wtime() - t0;
+    read_sums();
+    const double count = static_cast<double>(global_batch > 0 ? global_batch : 1);
+    return {sums_host_(0) / count, sums_host_(1) / count};
+  }
+
+  /// \brief Loss, accuracy and confusion matrix over every rank's whole
+  /// shard, in batches of capacity() samples. Collective over `axis`.
+  Evaluation evaluate(const Shard<T, M>& data, AxisRef axis) {
+    double local[2] = {0, 0};
+    const Kokkos::View<std::uint32_t*, M> none;
+    const bool ce = loss_ == Loss::cross_entropy;
+    if (ce) Kokkos::deep_copy(exec_, confusion_, 0.0);
+    for (std::size_t first = 0; first < data.rows(); first += capacity_) {
+      const std::size_t n = std::min(capacity_, data.rows() - first);
+      forward(data, none, first, n);
+      output_delta(n, 1);
+      if (ce) {
+        Kokkos::parallel_for("kpmap::train::sequential::confusion",
+                             Kokkos::RangePolicy<Exec>(exec_, 0, n),
+                             detail::CountConfusion<T, M>{rows(acts_.back(), n), yb_, confusion_});
+      }
+      read_sums();
+      local[0] += sums_host_(0);
+      local[1] += sums_host_(1);
+    }
+    Evaluation e;
+    const double count = static_cast<double>(data.global_rows);
+    const double loss = psum(local[0], axis);
+    const double correct = psum(local[1], axis);
+    e.loss = count > 0 ? loss / count : 0.0;
+    e.accuracy = count > 0 ? correct / count : 0.0;
+    if (ce) {
+      psum_inplace(exec_, confusion_, axis);
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), confusion_);
+      e.classes = classes();
+      e.confusion.assign(h.data(), h.data() + h.size());
+    }
+    return e;
+  }
+
+ private:
+  static Batch rows(const Batch& m, std::size_t n) {
+    if (m.data() == nullptr) return Batch();
+    return Kokkos::subview(m, Kokkos::make_pair(std::size_t(0), n), Kokkos::ALL());
+  }
+  Batch allocate(const char* label, const Shape& s) const {
+    return Batch(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), capacity_,
+                 s.size());
+  }
+
+  // acts_[l] is layer l's input, acts_[L] the output; deltas_[l] the
+  // gradient of acts_[l] (none for the input). An in-place layer shares
+  // both with the layer before it.
+  void allocate_work() {
+    if (capacity_ == 0) capacity_ = 1;
+    acts_.push_back(allocate("kpmap::train::sequential::input", input_));
+    deltas_.push_back(Batch());
+    for (auto& layer : layers_) {
+      if (layer->in_place()) {
+        acts_.push_back(acts_.back());
+        deltas_.push_back(deltas_.back());
+      } else {
+        acts_.push_back(allocate("kpmap::train::sequential::activation", layer->output_shape()));
+        deltas_.push_back(allocate("kpmap::train::sequential::delta", layer->output_shape()));
+      }
+      layer->reserve(capacity_);
+    }
+    yb_ = Kokkos::View<T*, M>("kpmap::train::sequential::y", capacity_);
+    sums_ = Kokkos::View<double*, M>("kpmap::train::sequential::sums", 2);
+    sums_host_ = Kokkos::create_mirror_view(sums_);
+    const std::size_t c = loss_ == Loss::cross_entropy ? classes() : 0;
+    confusion_ = Kokkos::View<double**, Kokkos::LayoutRight, M>("kpmap::train::confusion", c, c);
+  }
+
+  void read_sums() {
+    Kokkos::deep_copy(exec_, sums_host_, sums_);
+    kpmap::detail::fence(exec_, "kpmap::train::Sequential: batch sums on the host");
+  }
+
+  void forward(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
+               std::size_t first, std::size_t n) {
+    if (n > capacity_) throw Error("kpmap::train::Sequential: batch larger than the work arrays");
+    if (data.x.extent(1) != input_.size()) {
+      throw Error("kpmap::train::Sequential: the data has " + std::to_string(data.x.extent(1)) +
+                  " features per sample, the model takes a " + input_.str());
+    }
+    const auto in = rows(acts_[0], n);
+    Kokkos::parallel_for("kpmap::train::sequential::gather",
+                         Kokkos::RangePolicy<Exec>(exec_, 0, in.size()),
+                         detail::GatherRows<T, M>{data.x, data.y, order, in, yb_, first});
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      layers_[l]->forward(exec_, rows(acts_[l], n), rows(acts_[l + 1], n));
+    }
+  }
+
+  void output_delta(std::size_t n, std::size_t global_batch) {
+    Kokkos::parallel_reduce(
+        "kpmap::train::sequential::output_delta", Kokkos::RangePolicy<Exec>(exec_, 0, n),
+        detail::OutputDelta<T, M>{2, rows(acts_.back(), n), yb_, rows(deltas_.back(), n),
+                                  T(1) / static_cast<T>(global_batch > 0 ? global_batch : 1),
+                                  loss_ == Loss::cross_entropy},
+        sums_);
+  }
+
+  Shape input_;
+  std::vector<LayerPtr> layers_;
+  Loss loss_;
+  std::size_t capacity_;
+  Exec exec_;
+  std::vector<Slice> slices_;
+  std::vector<std::size_t> layer_span_;  // layer l's parameters: [span[l], span[l+1])
+  FlatParams<T, M> params_, grads_;
+  std::vector<Batch> acts_, deltas_;
+  Kokkos::View<T*, M> yb_;
+  Kokkos::View<double*, M> sums_;
+  typename Kokkos::View<double*, M>::HostMirror sums_host_;
+  Kokkos::View<double**, Kokkos::LayoutRight, M> confusion_;
+};
+
+}  // namespace kpmap::train

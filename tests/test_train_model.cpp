@@ -1,0 +1,286 @@
+// Every layer's hand-written backward pass against central finite
+// differences of the model's own loss, at every rank count (the gradient is
+// the global batch mean); a model trained at this rank count against the
+// same model trained alone on every rank; max pooling's tie rule; and the
+// optimizers' updates against their closed forms.
+
+#include "support/mpi_test.hpp"
+
+#include <kpmap/mesh.hpp>
+#include <kpmap/train/layers/registry.hpp>
+#include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/sequential.hpp>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace {
+
+using Mem = Kokkos::DefaultExecutionSpace::memory_space;
+using namespace kpmap::train;
+using Model = Sequential<double, Mem>;
+
+std::vector<double> to_host(const Kokkos::View<double*, Mem>& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return std::vector<double>(h.data(), h.data() + h.size());
+}
+
+// Adds `delta` to parameter number `index`, on every rank alike.
+void nudge(const Kokkos::View<double*, Mem>& v, std::size_t index, double delta) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  h(index) += delta;
+  Kokkos::deep_copy(v, h);
+}
+
+LayerSpec conv(std::size_t filters, std::size_t kernel, std::size_t stride, bool same) {
+  LayerSpec s{"conv2d"};
+  s.filters = filters;
+  s.kernel = kernel;
+  s.stride = stride;
+  s.same = same;
+  return s;
+}
+LayerSpec pool(const char* type, std::size_t size) {
+  LayerSpec s{type};
+  s.size = size;
+  return s;
+}
+LayerSpec dense(std::size_t units) {
+  LayerSpec s{"dense"};
+  s.units = units;
+  return s;
+}
+
+// The gradient of the model's loss on the whole data set (one global batch)
+// against central differences in every parameter.
+template <class Gen>
+void check_gradient(const Gen& gen, const Shape& input, const std::vector<LayerSpec>& specs,
+                    Loss loss) {
+  const auto& axis = kpmap::Mesh::world().axis("devices");
+  const auto data = generate_shard<double, Mem>(gen, 0, gen.samples, axis);
+  Model model(input, build_layers<double, Mem>(input, specs), loss, data.rows());
+  model.initialize(5);
+  const Kokkos::View<std::uint32_t*, Mem> none;
+  auto loss_at = [&] {
+    return model.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis).loss;
+  };
+  const double l0 = loss_at();
+  const auto grad = to_host(model.grads().all);
+  // The evaluation path gives the same loss as the training path.
+  CHECK(std::abs(model.evaluate(data, axis).loss - l0) <= 1e-12 * std::abs(l0));
+  const double h = 1e-6;
+  double worst = 0;
+  const auto p = model.params().all;
+  for (std::size_t i = 0; i < grad.size(); ++i) {
+    nudge(p, i, h);
+    const double up = loss_at();
+    nudge(p, i, -2 * h);
+    const double down = loss_at();
+    nudge(p, i, h);
+    const double fd = (up - down) / (2 * h);
+    const double err = std::abs(fd - grad[i]) / std::max(1e-3, std::abs(grad[i]));
+    worst = std::max(worst, err);
+  }
+  INFO("worst relative error of the gradient against finite differences: " << worst);
+  CHECK(worst < 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("MLP gradients match finite differences (mse, tanh)", "[train][mlp]") {
+  // 37 samples: uneven shards at 2, 3 and 4 ranks.
+  check_gradient(SyntheticRegression{37, 3, 9, 0.1}, Shape::flat(3),
+                 mlp_specs({3, 5, 4, 1}, "tanh"), Loss::mse);
+}
+
+TEST_CASE("MLP gradients match finite differences (cross-entropy, relu)", "[train][mlp]") {
+  check_gradient(SyntheticClassification{41, 4, 3, 8}, Shape::flat(4), mlp_specs({4, 6, 3}, "relu"),
+                 Loss::cross_entropy);
+}
+
+TEST_CASE("MLP gradients match finite differences (softmax regression, no hidden layer)",
+          "[train][mlp]") {
+  check_gradient(SyntheticClassification{29, 3, 4, 2}, Shape::flat(3), mlp_specs({3, 4}, "relu"),
+                 Loss::cross_entropy);
+}
+
+TEST_CASE("conv2d (same, stride 1), relu, maxpool2d: gradients match finite differences",
+          "[train][cnn]") {
+  // Odd sizes: 7x5 images with 2 channels, pooled 2x2 (a row and a column cut off).
+  const SyntheticImages gen(13, 7, 5, 2, 3, 4, 0.3);
+  check_gradient(gen, Shape::hwc(7, 5, 2),
+                 {conv(3, 3, 1, true), LayerSpec{"relu"}, pool("maxpool2d", 2),
+                  LayerSpec{"flatten"}, dense(3)},
+                 Loss::cross_entropy);
+}
+
+TEST_CASE("conv2d (valid, stride 2), tanh, avgpool2d: gradients match finite differences",
+          "[train][cnn]") {
+  const SyntheticImages gen(11, 9, 8, 3, 2, 6, 0.3);
+  check_gradient(gen, Shape::hwc(9, 8, 3),
+                 {conv(4, 3, 2, false), LayerSpec{"tanh"}, pool("avgpool2d", 2),
+                  LayerSpec{"flatten"}, dense(1)},
+                 Loss::mse);
+}
+
+TEST_CASE(
+    "two convolutions (same with stride 2, then valid) and two dense layers: gradients "
+    "match finite differences",
+    "[train][cnn]") {
+  const SyntheticImages gen(10, 6, 7, 1, 4, 2, 0.3);
+  check_gradient(gen, Shape::hwc(6, 7, 1),
+                 {conv(2, 2, 2, true), LayerSpec{"tanh"}, conv(3, 2, 1, false),
+                  LayerSpec{"flatten"}, dense(5), LayerSpec{"relu"}, dense(4)},
+                 Loss::cross_entropy);
+}
+
+TEST_CASE("max pooling gives the gradient to the first of equal maxima; cut-off edges get none",
+          "[train][cnn]") {
+  // One 5x5 single-channel image: 2x2 windows, the last row and column cut off.
+  MaxPool2D<double, Mem> pool(Shape::hwc(5, 5, 1), 2);
+  pool.reserve(1);
+  Layer<double, Mem>::Batch in("in", 1, 25), out("out", 1, 4), dout("dout", 1, 4),
+      din("din", 1, 25);
+  auto h = Kokkos::create_mirror_view(in);
+  for (std::size_t i = 0; i < 25; ++i) h(0, i) = 1.0;  // every window is a tie
+  h(0, 1 * 5 + 1) = 2.0;  // window (0, 0): its bottom-right element is the maximum
+  Kokkos::deep_copy(in, h);
+  Kokkos::deep_copy(dout, 1.0);
+  using Exec = Kokkos::DefaultExecutionSpace;
+  pool.forward(Exec(), in, out);
+  pool.backward(Exec(), in, out, dout, din);
+  auto o = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  auto g = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), din);
+  CHECK(o(0, 0) == 2.0);
+  CHECK(o(0, 1) == 1.0);
+  for (std::size_t y = 0; y < 5; ++y) {
+    for (std::size_t x = 0; x < 5; ++x) {
+      const bool first_of_tie = (y == 0 || y == 2) && (x == 0 || x == 2) && !(y == 0 && x == 0);
+      const bool maximum = y == 1 && x == 1;
+      INFO("pixel (" << y << ", " << x << ")");
+      CHECK(g(0, y * 5 + x) == (first_of_tie || maximum ? 1.0 : 0.0));
+    }
+  }
+}
+
+TEST_CASE("a CNN trained on every rank equals the same CNN trained on one rank", "[train][cnn]") {
+  // 23 samples in batches of 8: the last batch is partial, and at 3 and 4
+  // ranks some ranks hold none of a batch's samples.
+  const SyntheticImages gen(23, 8, 8, 2, 3, 11, 0.2);
+  const Shape input = Shape::hwc(8, 8, 2);
+  const std::vector<LayerSpec> specs{conv(4, 3, 1, true),
+                                     LayerSpec{"relu"},
+                                     pool("maxpool2d", 2),
+                                     conv(4, 3, 2, true),
+                                     LayerSpec{"relu"},
+                                     LayerSpec{"flatten"},
+                                     dense(3)};
+  OptimizerConfig config;
+  config.kind = OptimizerConfig::Kind::adam;
+  config.learning_rate = 1e-2;
+  auto train = [&](kpmap::AxisRef axis) {
+    const auto data = generate_shard<double, Mem>(gen, 0, gen.samples, axis);
+    Model model(input, build_layers<double, Mem>(input, specs), Loss::cross_entropy, 8);
+    model.initialize(3);
+    Optimizer<double, Mem, FlatParams<double, Mem>> opt(config, model.params());
+    for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+      const auto plan = plan_epoch(gen.samples, data.begin, data.rows(), 8, 7, epoch);
+      for (std::size_t k = 0; k < plan.batches; ++k) {
+        model.loss_and_gradient(data, plan.order, plan.offsets[k], plan.offsets[k + 1],
+                                plan.global_size(k), axis);
+        opt.step(model.params(), model.grads());
+      }
+    }
+    return to_host(model.params().all);
+  };
+  const auto here = train(kpmap::Mesh::world().axis("devices"));
+  const kpmap::Mesh alone(MPI_COMM_SELF, "devices");
+  const auto reference = train(alone.axis("devices"));
+  REQUIRE(here.size() == reference.size());
+  double worst = 0, moved = 0;
+  for (std::size_t i = 0; i < here.size(); ++i) {
+    worst =
+        std::max(worst, std::abs(here[i] - reference[i]) / std::max(1.0, std::abs(reference[i])));
+  }
+  // The run did train: the parameters left their initial values.
+  Model fresh(input, build_layers<double, Mem>(input, specs), Loss::cross_entropy, 1);
+  fresh.initialize(3);
+  const auto initial = to_host(fresh.params().all);
+  for (std::size_t i = 0; i < here.size(); ++i)
+    moved = std::max(moved, std::abs(here[i] - initial[i]));
+  INFO("largest relative difference from the one-rank run: " << worst);
+  CHECK(worst < 1e-12);
+  CHECK(moved > 1e-3);
+}
+
+TEST_CASE("layers that do not fit their input are refused with both shapes", "[train][cnn]") {
+  using Catch::Matchers::ContainsSubstring;
+  const Shape img = Shape::hwc(4, 4, 1);
+  auto build = [&](const std::vector<LayerSpec>& specs) { build_layers<double, Mem>(img, specs); };
+  CHECK_THROWS_WITH(build({conv(2, 5, 1, false)}),
+                    ContainsSubstring("layer 1 (conv2d: a 5x5 kernel with padding \"valid\" "
+                                      "does not fit its 4x4x1 image input)"));
+  CHECK_THROWS_WITH(build({dense(3)}), ContainsSubstring("dense: its input is a 4x4x1 image"));
+  CHECK_THROWS_WITH(build({pool("maxpool2d", 2), pool("maxpool2d", 3)}),
+                    ContainsSubstring("layer 2 (maxpool2d: a 3x3 window does not fit its 2x2x1"));
+  CHECK_THROWS_WITH(build({LayerSpec{"conv3d"}}), ContainsSubstring("unknown type 'conv3d'"));
+  auto model = [&](const std::vector<LayerSpec>& specs) {
+    Model m(img, build_layers<double, Mem>(img, specs), Loss::cross_entropy, 4);
+  };
+  CHECK_THROWS_WITH(model({conv(2, 3, 1, true)}),
+                    ContainsSubstring("the model's output is a 4x4x2 image"));
+}
+
+TEST_CASE("optimizer updates follow their closed forms", "[train]") {
+  using Params = FlatParams<double, Mem>;
+  auto run = [&](OptimizerConfig::Kind kind, const std::vector<std::vector<double>>& grads) {
+    Params p{Kokkos::View<double*, Mem>("p", 9)};
+    Params g{Kokkos::View<double*, Mem>("g", 9)};
+    auto h = Kokkos::create_mirror_view(p.all);
+    for (std::size_t i = 0; i < 9; ++i) h(i) = std::sin(double(i));
+    Kokkos::deep_copy(p.all, h);
+    const auto p0 = to_host(p.all);
+    OptimizerConfig c;
+    c.kind = kind;
+    c.learning_rate = 0.1;
+    c.momentum = 0.5;
+    Optimizer<double, Mem, Params> opt(c, p);
+    for (const auto& step : grads) {
+      auto hg = Kokkos::create_mirror_view(g.all);
+      for (std::size_t i = 0; i < step.size(); ++i) hg(i) = step[i];
+      Kokkos::deep_copy(g.all, hg);
+      opt.step(p, g);
+    }
+    return std::make_pair(p0, to_host(p.all));
+  };
+  const std::size_t n = 2 * 3 + 3;
+  std::vector<double> g1(n), g2(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    g1[i] = 0.3 * double(i) - 1.0;
+    g2[i] = 0.7 - 0.2 * double(i);
+  }
+  {  // gd: p - lr g
+    auto [p0, p1] = run(OptimizerConfig::Kind::gd, {g1});
+    for (std::size_t i = 0; i < n; ++i) CHECK(std::abs(p1[i] - (p0[i] - 0.1 * g1[i])) < 1e-15);
+  }
+  {  // momentum: v1 = g1, v2 = 0.5 g1 + g2; p2 = p0 - lr (v1 + v2)
+    auto [p0, p2] = run(OptimizerConfig::Kind::momentum, {g1, g2});
+    for (std::size_t i = 0; i < n; ++i) {
+      CHECK(std::abs(p2[i] - (p0[i] - 0.1 * (g1[i] + 0.5 * g1[i] + g2[i]))) < 1e-14);
+    }
+  }
+  {  // adam, first step: the bias-corrected moments are g and g^2, so the
+     // step is lr g / (|g| + eps)
+    auto [p0, p1] = run(OptimizerConfig::Kind::adam, {g1});
+    for (std::size_t i = 0; i < n; ++i) {
+      const double expected = p0[i] - 0.1 * g1[i] / (std::abs(g1[i]) + 1e-8);
+      CHECK(std::abs(p1[i] - expected) < 1e-13);
+    }
+  }
+}
