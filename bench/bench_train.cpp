@@ -11,6 +11,10 @@
 // - BM_mlp_step/B: one step (forward, backward, gradient psum, Adam) of a
 //   784-512-512-10 ReLU MLP in float on a global batch of B samples.
 //   Counters: `samples_per_s` and `GFLOPs` (6 x parameters x samples per step).
+// - BM_cnn_step/B: one step of the Fashion-MNIST CNN (two 3x3 convolutions,
+//   pooling, dense) in float on a global batch of B 28x28 images, paired with
+//   a float gemm of the second convolution's shape. Counters: `samples_per_s`
+//   and `of_sgemm`, the step's convolution FLOP rate over that gemm's.
 // - BM_gemm/M/N/K: the float gemm at the MLP's largest shape, and `of_peak`,
 //   its share of the core's nominal peak (GHz x FLOP/cycle from /proc/cpuinfo:
 //   64 with AVX-512, 32 with AVX2 and FMA; override with KPMAP_PEAK_GFLOPS).
@@ -118,6 +122,66 @@ void BM_mlp_step(benchmark::State& state) {
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The Fashion-MNIST CNN of inputs/cnn_fashion_mnist.toml on synthetic
+// 28x28 images, float: one step (forward, backward, gradient psum, Adam),
+// interleaved with a float gemm of the second convolution's shape (its
+// im2col matrix times the filters) on this rank's share of the batch. The
+// counter `of_sgemm` is the step's convolution FLOP rate over that gemm's rate:
+// how close the whole step comes to the machine's gemm speed.
+void BM_cnn_step(benchmark::State& state) {
+  auto& rt = kpmap::Runtime::current();
+  const auto batch = static_cast<std::size_t>(state.range(0));
+  const SyntheticImages gen(batch, 28, 28, 1, 10, 3, 0.2);
+  const Shard<float, Mem> data = generate_shard<float, Mem>(gen, 0, batch, "devices");
+  const std::size_t local = data.rows();
+  auto conv = [](std::size_t filters) {
+    LayerSpec s{"conv2d"};
+    s.filters = filters;
+    s.same = true;
+    return s;
+  };
+  LayerSpec pool{"maxpool2d"}, dense{"dense"};
+  dense.units = 10;
+  const std::vector<LayerSpec> specs{
+      conv(32), LayerSpec{"relu"},    pool, conv(64), LayerSpec{"relu"},
+      pool,     LayerSpec{"flatten"}, dense};
+  const Shape input = Shape::hwc(28, 28, 1);
+  Sequential<float, Mem> model(input, build_layers<float, Mem>(input, specs), Loss::cross_entropy,
+                               local);
+  model.initialize(1);
+  OptimizerConfig config;
+  config.kind = OptimizerConfig::Kind::adam;
+  config.learning_rate = 1e-3;
+  Optimizer<float, Mem, FlatParams<float, Mem>> opt(config, model.params());
+  const Kokkos::View<std::uint32_t*, Mem> none;
+  // The reference: conv2's forward gemm, (local * 14 * 14) x 288 times 288 x 64.
+  const std::size_t m = std::max<std::size_t>(local, 1) * 14 * 14;
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> a("a", m, 288), b("b", 64, 288), c("c", m, 64);
+  Kokkos::deep_copy(a, 0.5f);
+  Kokkos::deep_copy(b, 0.25f);
+  kpmap::bench::run_paired(
+      state, rt.comm(),
+      [&] {
+        KokkosBlas::gemm("N", "T", 1.0f, a, b, 0.0f, c);
+        Exec().fence();
+      },
+      [&] {
+        model.loss_and_gradient(data, none, 0, local, batch, "devices");
+        opt.step(model.params(), model.grads());
+        Exec().fence();
+      });
+  // Convolution multiply-adds of a step: forward, then the weight and the
+  // input gradients (the first convolution computes no input gradient).
+  const double conv1 = 28.0 * 28 * 9 * 32, conv2 = 14.0 * 14 * 288 * 64;
+  const double step_flops = 2.0 * double(local) * (2 * conv1 + 3 * conv2);
+  const double gemm_flops = 2.0 * double(m) * 288 * 64;
+  const double ratio = state.counters["ratio"];  // step time / gemm time
+  state.counters["samples_per_s"] =
+      benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["of_sgemm"] = ratio > 0 ? step_flops / (ratio * gemm_flops) : 0;
+  state.counters["forward_MFLOP_per_sample"] = 2.0 * model.forward_flops() / 1e6;
+}
+
 // The core's nominal single-precision peak in GFLOP/s, or 0 if unknown.
 double nominal_peak_gflops() {
   if (const char* e = std::getenv("KPMAP_PEAK_GFLOPS")) return std::atof(e);
@@ -165,4 +229,5 @@ BENCHMARK(BM_linear_epoch)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_mlp_step)->Arg(256)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_cnn_step)->Arg(128)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm)->Args({256, 512, 784})->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -57,7 +57,7 @@ struct Config {
   double noise = 0, fraction = 0;
   std::uint64_t data_seed = 0, train_seed = 0;
   kpmap::train::OptimizerConfig optimizer;
-  long long epochs = 0, checkpoint_every = 0;
+  long long epochs = 0, checkpoint_every = 0, max_steps = 0, log_every = 0;
   int keep = 3;
   std::size_t batch = 0;
   std::string output;
@@ -229,6 +229,8 @@ Config configure(const Deck& d, MPI_Comm comm) {
   c.optimizer.beta2 = d.real("optimizer.beta2");
   c.optimizer.epsilon = d.real("optimizer.epsilon");
   c.epochs = d.integer("train.epochs");
+  c.max_steps = d.integer("train.max_steps");
+  c.log_every = d.integer("train.log_every");
   c.batch = std::size_t(d.integer("train.batch_size"));
   c.train_seed = std::uint64_t(d.integer("train.seed"));
   c.output = d.string("output.dir");
@@ -633,7 +635,10 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
     kpmap::Watchdog watchdog(kpmap::Watchdog::from_environment(), rt.rank());
     bool mid_epoch = false;
     std::size_t samples_done = 0;
-    for (long long epoch = first_epoch; epoch < c.epochs && !stopped_by; ++epoch) {
+    bool at_max_steps = false;  // train.max_steps reached: the run ends after this epoch's report
+    double log_t0 = MPI_Wtime();
+    long long log_steps = 0;
+    for (long long epoch = first_epoch; epoch < c.epochs && !stopped_by && !at_max_steps; ++epoch) {
       const double t0 = MPI_Wtime();
       const auto plan = kpmap::train::plan_epoch(n_train, train_set.begin, train_set.rows(),
                                                  c.batch, c.train_seed, std::uint64_t(epoch));
@@ -649,6 +654,7 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
       }
       double loss_sum = resumed ? resume.loss_sum : 0.0;
       double correct_sum = resumed ? resume.correct_sum : 0.0;
+      std::size_t steps_done = plan.batches;  // of this epoch, when it ends
       for (std::size_t k = resumed ? std::size_t(resume.batch) : 0; k < plan.batches; ++k) {
         watchdog.beat(opt.steps() + 1);
         if (kpmap::fault::at_step(opt.steps() + 1, rt.rank())) poison(params);
@@ -667,6 +673,23 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
         {
           auto t = times.scope(Phase::compute);
           opt.step(model.exec, params, model.grads(params));
+        }
+        ++log_steps;
+        if (c.log_every > 0 && opt.steps() % c.log_every == 0 && root) {
+          const double now = MPI_Wtime();
+          std::printf(
+              "step %lld  epoch %lld  %zu/%zu  loss %.6e%s  %.4g samples/s\n", opt.steps(),
+              epoch + 1, k + 1, plan.batches, s.loss,
+              c.loss == "cross_entropy" ? ("  accuracy " + std::to_string(s.accuracy)).c_str() : "",
+              double(log_steps) * double(plan.batch) / (now - log_t0));
+          std::fflush(stdout);
+          log_t0 = now;
+          log_steps = 0;
+        }
+        if (c.max_steps > 0 && opt.steps() >= c.max_steps) {
+          at_max_steps = true;
+          steps_done = k + 1;
+          break;
         }
         // A stop signal ends the run after this step: mid-epoch with a
         // checkpoint of the position; after an epoch's last step, once the
@@ -695,8 +718,10 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
                                                                 name + " after the update", v);
                              });
       }
-      train_loss = loss_sum / double(n_train);
-      train_accuracy = accuracy = correct_sum / double(n_train);
+      // A run cut short by train.max_steps reports the part of the epoch it did.
+      const std::size_t seen = std::min(steps_done * plan.batch, n_train);
+      train_loss = loss_sum / double(seen);
+      train_accuracy = accuracy = correct_sum / double(seen);
       // Samples per second count the training steps, not the evaluation.
       const double epoch_seconds = MPI_Wtime() - t0;
       {
@@ -707,8 +732,8 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
         if (c.validation > 0 && c.loss == "cross_entropy") accuracy = held_out.accuracy;
       }
       train_seconds += epoch_seconds;
-      samples_done += n_train;
-      const double rate = double(n_train) / epoch_seconds;
+      samples_done += seen;
+      const double rate = double(seen) / epoch_seconds;
       if (root) {
         hist << epoch + 1 << ',' << kpmap::apps::Json::number(train_loss) << ','
              << (c.validation > 0 ? kpmap::apps::Json::number(val_loss) : "") << ',' << accuracy
@@ -727,7 +752,19 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
         std::fflush(stdout);
       }
       const bool last = epoch + 1 == c.epochs;
-      if (last || stopped_by || (c.checkpoint_every > 0 && (epoch + 1) % c.checkpoint_every == 0)) {
+      if (at_max_steps && steps_done < plan.batches) {
+        // Cut short mid-epoch: a checkpoint of the position, as a stop signal writes.
+        char name[64];
+        std::snprintf(name, sizeof name, "checkpoint_%06lld_%06zu.h5", epoch, steps_done);
+        checkpoint(out / name, {epoch, static_cast<long long>(steps_done), loss_sum, correct_sum});
+        if (root) {
+          std::printf(
+              "kpmap-train: train.max_steps = %lld reached after step %zu of %zu in "
+              "epoch %lld\n",
+              c.max_steps, steps_done, plan.batches, epoch + 1);
+        }
+      } else if (last || at_max_steps || stopped_by ||
+                 (c.checkpoint_every > 0 && (epoch + 1) % c.checkpoint_every == 0)) {
         char name[64];
         std::snprintf(name, sizeof name, "checkpoint_%06lld.h5", epoch + 1);
         checkpoint(out / name, {epoch + 1, 0, 0.0, 0.0});

@@ -65,6 +65,11 @@ inline deck::Schema schema() {
   s.real("optimizer.beta2", 0.999, Range{0, 0.999999999}, "", "adam: second-moment decay");
   s.real("optimizer.epsilon", 1e-8, Range{0, 1}, "", "adam: denominator guard");
   s.integer("train.epochs", 50, Range{1, 1e9}, "", "passes over the training set");
+  s.integer("train.max_steps", 0, Range{0, 1e15}, "",
+            "end the run after this many optimizer steps in all (0: no limit); a run cut "
+            "short mid-epoch reports that part of the epoch and checkpoints its position");
+  s.integer("train.log_every", 0, Range{0, 1e15}, "",
+            "print the step's loss, accuracy and samples/s every N steps on rank 0 (0: never)");
   s.integer("train.batch_size", 0, Range{0, 1e12}, "",
             "global batch (over all ranks); 0: the whole training set");
   s.integer("train.seed", 0, Range{0, 9.2e18}, "", "seed of the initial weights and the shuffle");

@@ -7,30 +7,38 @@
 namespace kpmap::train {
 
 namespace detail {
+/// One thread per output pixel, all its channels.
 template <class T, class M>
 struct AvgPoolForward {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> in;
   Kokkos::View<T**, Kokkos::LayoutRight, M> out;
   PoolGeometry g;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t o) const {
-    T sum = 0;
-    for (std::size_t dy = 0; dy < g.p; ++dy) {
-      for (std::size_t dx = 0; dx < g.p; ++dx) sum += in.data()[g.input_of(o, dy, dx)];
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t op) const {
+    const T* x = in.data() + g.corner(op);
+    for (std::size_t ch = 0; ch < g.c; ++ch) {
+      T sum = 0;
+      for (std::size_t dy = 0; dy < g.p; ++dy) {
+        for (std::size_t dx = 0; dx < g.p; ++dx) sum += x[g.at(dy, dx) + ch];
+      }
+      out.data()[op * g.c + ch] = sum / static_cast<T>(g.p * g.p);
     }
-    out.data()[o] = sum / static_cast<T>(g.p * g.p);
   }
 };
 
+/// One thread per output pixel: its gradient, shared equally by its window.
 template <class T, class M>
 struct AvgPoolBackward {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> dout;
   Kokkos::View<T**, Kokkos::LayoutRight, M> din;
   PoolGeometry g;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    std::size_t offset = 0;
-    const long long o = g.output_of(i, offset);
-    din.data()[i] =
-        o >= 0 ? dout.data()[static_cast<std::size_t>(o)] / static_cast<T>(g.p * g.p) : T(0);
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t op) const {
+    T* d = din.data() + g.corner(op);
+    for (std::size_t ch = 0; ch < g.c; ++ch) {
+      const T share = dout.data()[op * g.c + ch] / static_cast<T>(g.p * g.p);
+      for (std::size_t dy = 0; dy < g.p; ++dy) {
+        for (std::size_t dx = 0; dx < g.p; ++dx) d[g.at(dy, dx) + ch] = share;
+      }
+    }
   }
 };
 }  // namespace detail
@@ -46,14 +54,15 @@ class AvgPool2D final : public Pool2D<T, M> {
   AvgPool2D(Shape input, std::size_t size) : Base(input, size, "avgpool2d") {}
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
     Kokkos::parallel_for("kpmap::train::avgpool2d::forward",
-                         Kokkos::RangePolicy<Exec>(exec, 0, out.size()),
+                         Kokkos::RangePolicy<Exec>(exec, 0, out.size() / this->g_.c),
                          detail::AvgPoolForward<T, M>{in, out, this->g_});
   }
   void backward(const Exec& exec, const Batch&, const Batch&, const Batch& dout,
                 const Batch& din) override {
     if (din.data() == nullptr) return;
+    if (this->g_.edges()) Kokkos::deep_copy(exec, din, T(0));  // the cut-off rows and columns
     Kokkos::parallel_for("kpmap::train::avgpool2d::backward",
-                         Kokkos::RangePolicy<Exec>(exec, 0, din.size()),
+                         Kokkos::RangePolicy<Exec>(exec, 0, dout.size() / this->g_.c),
                          detail::AvgPoolBackward<T, M>{dout, din, this->g_});
   }
 };

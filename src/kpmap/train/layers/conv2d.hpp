@@ -35,7 +35,8 @@ struct ConvAxis {
 namespace detail {
 
 /// cols(r, c): row r = (sample, oy, ox), column c = (ky, kx, ci); zero where
-/// the window hangs over the padding. One thread per element of cols.
+/// the window hangs over the padding. One thread per (row, window position):
+/// it copies that pixel's Cin contiguous channels.
 template <class T, class M>
 struct Im2col {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> in;  // samples x (H W Cin)
@@ -43,57 +44,58 @@ struct Im2col {
   ConvAxis ay, ax;
   std::size_t k, stride, cin;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    const std::size_t width = cols.extent(1);
-    const std::size_t r = i / width;
-    std::size_t c = i % width;
-    const std::size_t ci = c % cin;
-    c /= cin;
-    const std::size_t kx = c % k;
-    const std::size_t ky = c / k;
+    const std::size_t r = i / (k * k);
+    const std::size_t kk = i % (k * k);
+    const std::size_t kx = kk % k;
+    const std::size_t ky = kk / k;
     const std::size_t ox = r % ax.out;
     const std::size_t oy = (r / ax.out) % ay.out;
     const std::size_t s = r / (ax.out * ay.out);
     // Signed arithmetic: the window may start inside the padding.
     const long long y = static_cast<long long>(oy * stride + ky) - static_cast<long long>(ay.pad);
     const long long x = static_cast<long long>(ox * stride + kx) - static_cast<long long>(ax.pad);
-    const bool inside =
-        y >= 0 && x >= 0 && y < static_cast<long long>(ay.in) && x < static_cast<long long>(ax.in);
-    cols(r, c * cin + ci) =
-        inside
-            ? in(s, (static_cast<std::size_t>(y) * ax.in + static_cast<std::size_t>(x)) * cin + ci)
-            : T(0);
+    T* out = &cols(r, kk * cin);
+    if (y >= 0 && x >= 0 && y < static_cast<long long>(ay.in) &&
+        x < static_cast<long long>(ax.in)) {
+      const T* src =
+          &in(s, (static_cast<std::size_t>(y) * ax.in + static_cast<std::size_t>(x)) * cin);
+      for (std::size_t ci = 0; ci < cin; ++ci) out[ci] = src[ci];
+    } else {
+      for (std::size_t ci = 0; ci < cin; ++ci) out[ci] = T(0);
+    }
   }
 };
 
 /// The adjoint of Im2col: din(s, y, x, ci) = sum of the cols entries that
-/// copied it. One thread per input element gathers its (at most k*k)
-/// entries, so no two threads write the same place and the sum's order is fixed.
+/// copied it. One thread per input pixel gathers the (at most k*k) window
+/// positions that saw it, each Cin contiguous values, so no two threads write
+/// the same place and the sum's order is fixed.
 template <class T, class M>
 struct Col2im {
   Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> cols;
   Kokkos::View<T**, Kokkos::LayoutRight, M> din;  // samples x (H W Cin)
   ConvAxis ay, ax;
   std::size_t k, stride, cin;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    const std::size_t ci = i % cin;
-    const std::size_t x = (i / cin) % ax.in;
-    const std::size_t y = (i / (cin * ax.in)) % ay.in;
-    const std::size_t s = i / (cin * ax.in * ay.in);
-    T sum = 0;
-    for (std::size_t ky = 0; ky < k; ++ky) {
-      const std::size_t py = y + ay.pad;  // oy * stride + ky == py
-      if (py < ky || (py - ky) % stride != 0) continue;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t pixel) const {
+    const std::size_t x = pixel % ax.in;
+    const std::size_t y = (pixel / ax.in) % ay.in;
+    const std::size_t s = pixel / (ax.in * ay.in);
+    T* out = din.data() + pixel * cin;
+    for (std::size_t ci = 0; ci < cin; ++ci) out[ci] = T(0);
+    const std::size_t py = y + ay.pad;  // oy * stride + ky == py
+    const std::size_t px = x + ax.pad;
+    for (std::size_t ky = 0; ky < k && ky <= py; ++ky) {
+      if ((py - ky) % stride != 0) continue;
       const std::size_t oy = (py - ky) / stride;
       if (oy >= ay.out) continue;
-      for (std::size_t kx = 0; kx < k; ++kx) {
-        const std::size_t px = x + ax.pad;
-        if (px < kx || (px - kx) % stride != 0) continue;
+      for (std::size_t kx = 0; kx < k && kx <= px; ++kx) {
+        if ((px - kx) % stride != 0) continue;
         const std::size_t ox = (px - kx) / stride;
         if (ox >= ax.out) continue;
-        sum += cols((s * ay.out + oy) * ax.out + ox, (ky * k + kx) * cin + ci);
+        const T* src = &cols((s * ay.out + oy) * ax.out + ox, (ky * k + kx) * cin);
+        for (std::size_t ci = 0; ci < cin; ++ci) out[ci] += src[ci];
       }
     }
-    din.data()[i] = sum;
   }
 };
 
@@ -160,7 +162,7 @@ class Conv2D final : public Layer<T, M> {
     const std::size_t rows = in.extent(0) * pixels();
     const auto cols = Base::reshape(cols_.data(), rows, patch());
     Kokkos::parallel_for(
-        "kpmap::train::conv2d::im2col", Kokkos::RangePolicy<Exec>(exec, 0, rows * patch()),
+        "kpmap::train::conv2d::im2col", Kokkos::RangePolicy<Exec>(exec, 0, rows * k_ * k_),
         detail::Im2col<T, M>{in, cols, ay_, ax_, k_, stride_, this->input_.channels});
     kpmap::detail::gemm(exec, "N", "T", T(1), cols, w_, T(0),
                         Base::reshape(out.data(), rows, filters_));
@@ -178,7 +180,8 @@ class Conv2D final : public Layer<T, M> {
     if (din.data() == nullptr) return;
     kpmap::detail::gemm(exec, "N", "N", T(1), d, w_, T(0), cols);
     Kokkos::parallel_for(
-        "kpmap::train::conv2d::col2im", Kokkos::RangePolicy<Exec>(exec, 0, din.size()),
+        "kpmap::train::conv2d::col2im",
+        Kokkos::RangePolicy<Exec>(exec, 0, din.size() / this->input_.channels),
         detail::Col2im<T, M>{cols, din, ay_, ax_, k_, stride_, this->input_.channels});
   }
   double work_bytes_per_sample() const override {

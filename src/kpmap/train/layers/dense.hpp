@@ -8,20 +8,24 @@
 namespace kpmap::train {
 
 namespace detail {
-/// out(k, o) += b(o), over every element of a (rows x units) batch, or of
-/// a (pixels x channels) image batch: one thread per element.
-template <class T, class M, class V>
+/// out(r, o) += b(o) for each row r of a (rows x width) array: a dense
+/// layer's batch, or a convolution's (pixels x channels). One thread per row.
+template <class T, class M>
 struct AddBias {
-  V out;  // row-major, `width` columns
+  T* out;
   Kokkos::View<const T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> b;
-  std::size_t width;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const { out.data()[i] += b(i % width); }
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t r) const {
+    const std::size_t width = b.extent(0);
+    T* row = out + r * width;
+    for (std::size_t o = 0; o < width; ++o) row[o] += b(o);
+  }
 };
 
 template <class T, class M, class Exec, class V>
 void add_bias(const Exec& exec, const V& out, const typename Layer<T, M>::Vector& b) {
-  Kokkos::parallel_for("kpmap::train::layers::bias", Kokkos::RangePolicy<Exec>(exec, 0, out.size()),
-                       AddBias<T, M, V>{out, b, b.extent(0)});
+  Kokkos::parallel_for("kpmap::train::layers::bias",
+                       Kokkos::RangePolicy<Exec>(exec, 0, out.size() / b.extent(0)),
+                       AddBias<T, M>{out.data(), b});
 }
 }  // namespace detail
 

@@ -10,44 +10,65 @@
 namespace kpmap::train {
 
 namespace detail {
-/// One thread per output element: the window's maximum and where it was.
+/// Channels a pooling thread handles together: the window loop goes
+/// outside, a short fixed-length channel loop inside (contiguous, vectorizable).
+inline constexpr std::size_t pool_lanes = 16;
+
+/// One thread per output pixel: each channel's window maximum and where it was.
 template <class T, class M>
 struct MaxPoolForward {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> in;
   Kokkos::View<T**, Kokkos::LayoutRight, M> out;
   Kokkos::View<std::uint16_t*, M> where;
   PoolGeometry g;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t o) const {
-    const T* x = in.data();
-    T best = x[g.input_of(o, 0, 0)];
-    std::uint16_t at = 0;
-    for (std::size_t dy = 0; dy < g.p; ++dy) {
-      for (std::size_t dx = 0; dx < g.p; ++dx) {
-        const T v = x[g.input_of(o, dy, dx)];
-        if (v > best) {
-          best = v;
-          at = static_cast<std::uint16_t>(dy * g.p + dx);
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t op) const {
+    const T* x = in.data() + g.corner(op);
+    for (std::size_t c0 = 0; c0 < g.c; c0 += pool_lanes) {
+      const std::size_t lanes = g.c - c0 < pool_lanes ? g.c - c0 : pool_lanes;
+      T best[pool_lanes];
+      std::uint16_t at[pool_lanes];
+      for (std::size_t j = 0; j < lanes; ++j) {
+        best[j] = x[c0 + j];
+        at[j] = 0;
+      }
+      for (std::size_t dy = 0; dy < g.p; ++dy) {
+        for (std::size_t dx = 0; dx < g.p; ++dx) {
+          const T* v = x + g.at(dy, dx) + c0;
+          const auto here = static_cast<std::uint16_t>(dy * g.p + dx);
+          for (std::size_t j = 0; j < lanes; ++j) {
+            // Strictly greater: a tie keeps the first maximum.
+            at[j] = v[j] > best[j] ? here : at[j];
+            best[j] = v[j] > best[j] ? v[j] : best[j];
+          }
         }
       }
+      for (std::size_t j = 0; j < lanes; ++j) {
+        out.data()[op * g.c + c0 + j] = best[j];
+        where(op * g.c + c0 + j) = at[j];
+      }
     }
-    out.data()[o] = best;
-    where(o) = at;
   }
 };
 
-/// One thread per input element: the output gradient if it was its window's maximum.
+/// One thread per output pixel: each window's gradient goes to its maximum,
+/// zeros to the rest (windows do not overlap, so no two threads meet).
 template <class T, class M>
 struct MaxPoolBackward {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> dout;
   Kokkos::View<T**, Kokkos::LayoutRight, M> din;
   Kokkos::View<const std::uint16_t*, M> where;
   PoolGeometry g;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    std::size_t offset = 0;
-    const long long o = g.output_of(i, offset);
-    din.data()[i] = o >= 0 && where(static_cast<std::size_t>(o)) == offset
-                        ? dout.data()[static_cast<std::size_t>(o)]
-                        : T(0);
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t op) const {
+    T* d = din.data() + g.corner(op);
+    const T* grad = dout.data() + op * g.c;
+    const std::uint16_t* at = where.data() + op * g.c;
+    for (std::size_t dy = 0; dy < g.p; ++dy) {
+      for (std::size_t dx = 0; dx < g.p; ++dx) {
+        T* dst = d + g.at(dy, dx);
+        const auto here = static_cast<std::uint16_t>(dy * g.p + dx);
+        for (std::size_t ch = 0; ch < g.c; ++ch) dst[ch] = at[ch] == here ? grad[ch] : T(0);
+      }
+    }
   }
 };
 }  // namespace detail
@@ -73,14 +94,15 @@ class MaxPool2D final : public Pool2D<T, M> {
   }
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
     Kokkos::parallel_for("kpmap::train::maxpool2d::forward",
-                         Kokkos::RangePolicy<Exec>(exec, 0, out.size()),
+                         Kokkos::RangePolicy<Exec>(exec, 0, out.size() / this->g_.c),
                          detail::MaxPoolForward<T, M>{in, out, where_, this->g_});
   }
   void backward(const Exec& exec, const Batch&, const Batch&, const Batch& dout,
                 const Batch& din) override {
     if (din.data() == nullptr) return;
+    if (this->g_.edges()) Kokkos::deep_copy(exec, din, T(0));  // the cut-off rows and columns
     Kokkos::parallel_for("kpmap::train::maxpool2d::backward",
-                         Kokkos::RangePolicy<Exec>(exec, 0, din.size()),
+                         Kokkos::RangePolicy<Exec>(exec, 0, dout.size() / this->g_.c),
                          detail::MaxPoolBackward<T, M>{dout, din, where_, this->g_});
   }
 

@@ -15,25 +15,20 @@ struct PoolGeometry {
   std::size_t oh = 0, ow = 0;       ///< output
   std::size_t p = 1;                ///< window size = stride
 
-  /// Flat NHWC index of input (s, oy p + dy, ox p + dx, ch) from output index o.
-  KOKKOS_INLINE_FUNCTION std::size_t input_of(std::size_t o, std::size_t dy, std::size_t dx) const {
-    const std::size_t ch = o % c;
-    const std::size_t ox = (o / c) % ow;
-    const std::size_t oy = (o / (c * ow)) % oh;
-    const std::size_t s = o / (c * ow * oh);
-    return ((s * h + oy * p + dy) * w + ox * p + dx) * c + ch;
+  /// Flat NHWC index of channel 0 of the window's top-left input pixel, for
+  /// output pixel `op` = (s oh + oy) ow + ox.
+  KOKKOS_INLINE_FUNCTION std::size_t corner(std::size_t op) const {
+    const std::size_t ox = op % ow;
+    const std::size_t oy = (op / ow) % oh;
+    const std::size_t s = op / (ow * oh);
+    return ((s * h + oy * p) * w + ox * p) * c;
   }
-  /// Output index whose window holds input index i, or -1 (cut off at the edge);
-  /// `offset` gets i's place in the window (dy p + dx).
-  KOKKOS_INLINE_FUNCTION long long output_of(std::size_t i, std::size_t& offset) const {
-    const std::size_t ch = i % c;
-    const std::size_t x = (i / c) % w;
-    const std::size_t y = (i / (c * w)) % h;
-    const std::size_t s = i / (c * w * h);
-    if (y / p >= oh || x / p >= ow) return -1;
-    offset = (y % p) * p + x % p;
-    return static_cast<long long>(((s * oh + y / p) * ow + x / p) * c + ch);
+  /// Offset of window position (dy, dx) from the corner.
+  KOKKOS_INLINE_FUNCTION std::size_t at(std::size_t dy, std::size_t dx) const {
+    return (dy * w + dx) * c;
   }
+  /// Whether rows or columns are cut off at the bottom or right edge.
+  bool edges() const { return oh * p != h || ow * p != w; }
 };
 
 /// \brief The part of a pooling layer that does not depend on the reduction.
