@@ -284,3 +284,68 @@ TEST_CASE("optimizer updates follow their closed forms", "[train]") {
     }
   }
 }
+
+TEST_CASE("learning-rate schedules follow their closed forms", "[train]") {
+  OptimizerConfig c;
+  c.learning_rate = 0.4;
+  c.warmup_steps = 4;
+  CHECK(c.rate(1) == 0.1);  // linear warm-up: lr t / warmup
+  CHECK(c.rate(4) == 0.4);
+  CHECK(c.rate(100) == 0.4);  // then constant
+  c.schedule = OptimizerConfig::Schedule::cosine;
+  c.decay_steps = 10;
+  CHECK(std::abs(c.rate(4 + 5) - 0.2) < 1e-15);  // half-way down the half cosine
+  CHECK(std::abs(c.rate(4 + 10)) < 1e-15);       // 0 at the end, and after
+  CHECK(std::abs(c.rate(4 + 20)) < 1e-15);
+  c.schedule = OptimizerConfig::Schedule::step;
+  c.decay_factor = 0.5;
+  CHECK(c.rate(4 + 9) == 0.4);  // s = 9 < 10
+  CHECK(c.rate(4 + 10) == 0.2);
+  CHECK(c.rate(4 + 25) == 0.1);
+  // The optimizer uses the step's rate: a gd step moves lr(t) g.
+  FlatParams<double, Mem> p{Kokkos::View<double*, Mem>("p", 1)};
+  FlatParams<double, Mem> g{Kokkos::View<double*, Mem>("g", 1)};
+  Kokkos::deep_copy(g.all, 1.0);
+  OptimizerConfig gd;
+  gd.kind = OptimizerConfig::Kind::gd;
+  gd.learning_rate = 0.4;
+  gd.warmup_steps = 4;
+  Optimizer<double, Mem, FlatParams<double, Mem>> opt(gd, p);
+  opt.step(p, g);
+  opt.step(p, g);
+  CHECK(std::abs(to_host(p.all)[0] - -(0.1 + 0.2)) < 1e-15);
+}
+
+TEST_CASE("micro-batches of one step give the gradient of the whole batch", "[train][cnn]") {
+  // 19 samples in one step: split in 3 micro-batches on each rank (some
+  // empty at 4 ranks), the gradient and the loss are the whole batch's.
+  const SyntheticImages gen(19, 6, 6, 2, 3, 5, 0.3);
+  const Shape input = Shape::hwc(6, 6, 2);
+  const std::vector<LayerSpec> specs{conv(3, 3, 1, true), LayerSpec{"relu"}, pool("avgpool2d", 2),
+                                     LayerSpec{"flatten"}, dense(3)};
+  const auto& axis = kpmap::Mesh::world().axis("devices");
+  const auto data = generate_shard<double, Mem>(gen, 0, gen.samples, axis);
+  const Kokkos::View<std::uint32_t*, Mem> none;
+  Model whole(input, build_layers<double, Mem>(input, specs), Loss::cross_entropy,
+              std::max<std::size_t>(data.rows(), 1));
+  whole.initialize(4);
+  const auto ref = whole.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis);
+  Model parts(input, build_layers<double, Mem>(input, specs), Loss::cross_entropy, 7);
+  parts.initialize(4);
+  BatchStats got;
+  const std::size_t n = data.rows();
+  for (std::size_t m = 0; m < 3; ++m) {
+    got = parts.loss_and_gradient(data, none, n * m / 3, n * (m + 1) / 3, gen.samples, axis,
+                                  nullptr, {m == 0, m == 2});
+  }
+  const auto a = to_host(whole.grads().all);
+  const auto b = to_host(parts.grads().all);
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1e-3, std::abs(a[i])));
+  }
+  INFO("largest relative difference of the gradients: " << worst);
+  CHECK(worst < 1e-12);
+  CHECK(std::abs(got.loss - ref.loss) <= 1e-12 * ref.loss);
+  CHECK(got.accuracy == ref.accuracy);
+}

@@ -51,6 +51,7 @@ struct Config {
   kpmap::train::IdxInfo train_images, train_labels, test_images, test_labels_info;
   kpmap::train::PixelScaling scaling;
   bool test_set = false;       // the validation set is a separate test set
+  bool hdf5_bytes = false;     // hdf5: the features are pixel bytes, scaled like IDX images
   double parameters = 0;       // mlp, sequential: trainable numbers
   double work_per_sample = 0;  // mlp, sequential: work array elements per sample of capacity
   std::size_t samples = 0, features = 0, classes = 0, validation = 0;
@@ -58,6 +59,7 @@ struct Config {
   std::uint64_t data_seed = 0, train_seed = 0;
   kpmap::train::OptimizerConfig optimizer;
   long long epochs = 0, checkpoint_every = 0, max_steps = 0, log_every = 0;
+  std::size_t accumulate = 1;  // micro-batches per step
   int keep = 3;
   std::size_t batch = 0;
   std::string output;
@@ -73,8 +75,13 @@ void read_data_shape(Config& c, const Deck& d, MPI_Comm comm) {
   c.input = kpmap::train::Shape::flat(c.features);
   if (c.data_kind == "hdf5") {
     if (c.path.empty()) bad(d, "key 'data.path': data.kind = \"hdf5\" needs the data file");
-    kpmap::train::hdf5_data_shape(c.path, c.x_name, c.y_name, comm, c.samples, c.features);
-    c.input = kpmap::train::Shape::flat(c.features);
+    const auto shape = kpmap::train::hdf5_data_shape(c.path, c.x_name, c.y_name, comm);
+    c.samples = shape.samples;
+    c.features = shape.features;
+    const auto& e = shape.sample;
+    c.input = e.size() == 1 ? kpmap::train::Shape::flat(e[0])
+                            : kpmap::train::Shape::hwc(e[0], e[1], e.size() == 3 ? e[2] : 1);
+    c.hdf5_bytes = shape.bytes && c.input.image;
   } else if (c.data_kind == "images") {
     const auto& e = d.integer_list("data.image");
     if (e.size() != 3) {
@@ -130,11 +137,11 @@ void read_data_shape(Config& c, const Deck& d, MPI_Comm comm) {
       c.validation = t[0];
       c.samples += t[0];
     }
-    if (c.scaling.mean.size() != c.scaling.std.size() ||
-        (!c.scaling.mean.empty() && c.scaling.mean.size() != c.input.channels)) {
-      bad(d, "keys 'data.mean' and 'data.std': give one value per channel (" +
-                 std::to_string(c.input.channels) + ") in each, or leave both empty");
-    }
+  }
+  if (c.scaling.mean.size() != c.scaling.std.size() ||
+      (!c.scaling.mean.empty() && c.scaling.mean.size() != c.input.channels)) {
+    bad(d, "keys 'data.mean' and 'data.std': give one value per channel (" +
+               std::to_string(c.input.channels) + ") in each, or leave both empty");
   }
   if (c.input.image && c.loss != "cross_entropy" && c.model == "linear") {
     bad(d, "key 'model.kind': images need model.kind = \"sequential\" (or \"mlp\")");
@@ -228,9 +235,14 @@ Config configure(const Deck& d, MPI_Comm comm) {
   c.optimizer.beta1 = d.real("optimizer.beta1");
   c.optimizer.beta2 = d.real("optimizer.beta2");
   c.optimizer.epsilon = d.real("optimizer.epsilon");
+  c.optimizer.warmup_steps = d.integer("optimizer.warmup_steps");
+  c.optimizer.schedule = kpmap::train::schedule_kind(d.string("optimizer.schedule"));
+  c.optimizer.decay_steps = d.integer("optimizer.decay_steps");
+  c.optimizer.decay_factor = d.real("optimizer.decay_factor");
   c.epochs = d.integer("train.epochs");
   c.max_steps = d.integer("train.max_steps");
   c.log_every = d.integer("train.log_every");
+  c.accumulate = std::size_t(d.integer("train.accumulate_steps"));
   c.batch = std::size_t(d.integer("train.batch_size"));
   c.train_seed = std::uint64_t(d.integer("train.seed"));
   c.output = d.string("output.dir");
@@ -245,6 +257,12 @@ Config configure(const Deck& d, MPI_Comm comm) {
   read_data_shape(c, d, comm);
   read_layers(c, d);
 
+  if (c.model == "linear" && c.accumulate > 1) {
+    throw kpmap::InputError(d.where("train.accumulate_steps") +
+                                "key 'train.accumulate_steps': the linear model reads its whole "
+                                "batch in one pass; accumulation is for mlp and sequential models",
+                            kpmap::ErrorScope::all_ranks);
+  }
   if (c.model == "linear" && c.loss != "mse") {
     bad(d,
         "key 'model.loss': a linear model is fitted by mse; for softmax regression use "
@@ -254,6 +272,25 @@ Config configure(const Deck& d, MPI_Comm comm) {
       c.test_set ? c.validation : std::size_t(std::floor(c.fraction * double(c.samples)));
   if (c.samples - c.validation < 1) bad(d, "no training samples are left after the split");
   const std::size_t train_rows = c.samples - c.validation;
+  const std::size_t global_batch = c.batch == 0 || c.batch > train_rows ? train_rows : c.batch;
+  if (d.boolean("optimizer.scale_lr_with_batch")) {
+    c.optimizer.learning_rate *= double(global_batch) / double(d.integer("optimizer.base_batch"));
+  }
+  if (c.optimizer.schedule != kpmap::train::OptimizerConfig::Schedule::constant &&
+      c.optimizer.decay_steps == 0) {
+    if (c.optimizer.schedule == kpmap::train::OptimizerConfig::Schedule::step) {
+      throw kpmap::InputError(d.where("optimizer.decay_steps") +
+                                  "key 'optimizer.decay_steps': optimizer.schedule = \"step\" "
+                                  "needs the steps between decays (at least 1)",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    // Cosine over the rest of the run.
+    const long long per_epoch =
+        static_cast<long long>((train_rows + global_batch - 1) / global_batch);
+    const long long total =
+        c.max_steps > 0 ? std::min(c.max_steps, c.epochs * per_epoch) : c.epochs * per_epoch;
+    c.optimizer.decay_steps = std::max(1LL, total - c.optimizer.warmup_steps);
+  }
   if (c.optimizer.kind == kpmap::train::OptimizerConfig::Kind::gd && c.batch != 0 &&
       c.batch < train_rows) {
     bad(d,
@@ -361,8 +398,16 @@ struct Model {
     }
     double wait = 0;
     const double t0 = MPI_Wtime();
-    const auto s = net->loss_and_gradient(data, plan.order, first, last, plan.global_size(k),
-                                          "devices", &wait);
+    // train.accumulate_steps: this rank's rows of the batch in equal parts,
+    // their gradients added up, one reduction after the last.
+    const std::size_t parts = c.accumulate;
+    kpmap::train::BatchStats s;
+    for (std::size_t m = 0; m < parts; ++m) {
+      const std::size_t a = first + (last - first) * m / parts;
+      const std::size_t b = first + (last - first) * (m + 1) / parts;
+      s = net->loss_and_gradient(data, plan.order, a, b, plan.global_size(k), "devices", &wait,
+                                 {m == 0, m + 1 == parts});
+    }
     times.add(Phase::compute, MPI_Wtime() - t0 - wait);
     times.add(Phase::collectives, wait);
     return s;
@@ -458,6 +503,17 @@ void poison(const P& params) {
   });
 }
 
+// Samples the work arrays hold: a micro-batch's share of the batch rows a
+// rank may get (train.accumulate_steps splits it); evaluation goes in chunks
+// of this, so dense models take chunks of up to 4096 validation rows, while
+// convolutions keep theirs at the batch (their patch matrices are large).
+std::size_t work_capacity(const Config& c, std::size_t batch_rows, std::size_t val_rows) {
+  const std::size_t micro = (batch_rows + c.accumulate - 1) / c.accumulate;
+  const bool conv = std::any_of(c.layers.begin(), c.layers.end(),
+                                [](const auto& l) { return l.type == "conv2d"; });
+  return conv ? micro : std::max(micro, std::min<std::size_t>(val_rows, 4096));
+}
+
 // Bytes one rank allocates: its rows of the data (and, from HDF5, the
 // doubles they are read into), the batch order, the parameters with their
 // gradient and optimizer moments, and the MLP's work arrays.
@@ -474,14 +530,10 @@ double memory_estimate(const Config& c, int ranks, std::string& breakdown) {
   const double model = params * (2 + moments) * sizeof(T);
   double work = 0;
   if (c.model != "linear") {
-    // As train() sizes the work arrays.
-    const double batch =
-        c.batch == 0 ? std::ceil(n_train / ranks) : std::min(double(c.batch), n_train);
-    const bool conv = std::any_of(c.layers.begin(), c.layers.end(),
-                                  [](const auto& l) { return l.type == "conv2d"; });
-    const double capacity =
-        conv ? batch : std::max(batch, std::min(std::ceil(double(c.validation) / ranks), 4096.0));
-    work = capacity * (c.work_per_sample * sizeof(T) + 8.0);
+    const auto batch_rows =
+        std::size_t(c.batch == 0 ? std::ceil(n_train / ranks) : std::min(double(c.batch), n_train));
+    const auto val_rows = std::size_t(std::ceil(double(c.validation) / ranks));
+    work = double(work_capacity(c, batch_rows, val_rows)) * (c.work_per_sample * sizeof(T) + 8.0);
   }
   breakdown = "data " + kpmap::format_bytes(data) + ", parameters with gradients and optimizer " +
               "state " + kpmap::format_bytes(model) + ", work arrays " + kpmap::format_bytes(work);
@@ -527,9 +579,11 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
       train_set = kpmap::train::generate_shard<T, Mem>(g, 0, n_train, axis);
       val_set = kpmap::train::generate_shard<T, Mem>(g, n_train, c.validation, axis);
     } else if (c.data_kind == "hdf5") {
-      train_set = kpmap::train::read_shard<T, Mem>(c.path, c.x_name, c.y_name, 0, n_train, axis);
-      val_set =
-          kpmap::train::read_shard<T, Mem>(c.path, c.x_name, c.y_name, n_train, c.validation, axis);
+      const kpmap::train::PixelScaling* scaling = c.hdf5_bytes ? &c.scaling : nullptr;
+      train_set = kpmap::train::read_shard<T, Mem>(c.path, c.x_name, c.y_name, 0, n_train, axis,
+                                                   scaling, c.input.channels);
+      val_set = kpmap::train::read_shard<T, Mem>(c.path, c.x_name, c.y_name, n_train, c.validation,
+                                                 axis, scaling, c.input.channels);
     } else if (c.loss == "mse") {
       const kpmap::train::SyntheticRegression g{c.samples, c.features, c.data_seed, c.noise};
       train_set = kpmap::train::generate_shard<T, Mem>(g, 0, n_train, axis);
@@ -560,15 +614,10 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
   }
 
   // ---- model, optimizer, restart ----------------------------------------------
-  const std::size_t local_capacity =
+  // A rank may hold all of a batch.
+  const std::size_t batch_rows =
       c.batch == 0 ? std::max<std::size_t>(train_set.rows(), 1) : std::min(c.batch, n_train);
-  // Evaluation goes in chunks of the capacity: dense models take larger ones;
-  // convolutions keep theirs at the batch (their patch matrices are large).
-  const bool convolutional = std::any_of(c.layers.begin(), c.layers.end(),
-                                         [](const auto& l) { return l.type == "conv2d"; });
-  Model<T> model(c, convolutional
-                        ? local_capacity
-                        : std::max(local_capacity, std::min<std::size_t>(val_set.rows(), 4096)));
+  Model<T> model(c, work_capacity(c, batch_rows, val_set.rows()));
   auto run_with = [&](auto& params) -> int {
     using P = std::decay_t<decltype(params)>;
     kpmap::train::Optimizer<T, Mem, P> opt(c.optimizer, params);

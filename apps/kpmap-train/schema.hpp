@@ -43,10 +43,14 @@ inline deck::Schema schema() {
   s.integer_list("data.image", std::vector<long long>{12, 12, 1}, Range{1, 1 << 16}, "pixels",
                  "images: height, width, channels of the synthetic images");
   s.real_list("data.mean", std::vector<double>{}, Range{-1e6, 1e6}, "",
-              "idx: per-channel mean subtracted after scaling bytes to [0, 1] (empty: none)");
+              "idx, hdf5 byte images: per-channel mean subtracted after scaling bytes to [0, 1] "
+              "(empty: none)");
   s.real_list("data.std", std::vector<double>{}, Range{1e-12, 1e6}, "",
-              "idx: per-channel standard deviation divided by (as many as data.mean)");
-  s.string("data.x", "x", {}, "hdf5: features dataset (samples x features)");
+              "idx, hdf5 byte images: per-channel standard deviation divided by (as many as "
+              "data.mean)");
+  s.string("data.x", "x", {},
+           "hdf5: features dataset: samples x features, or images samples x height x width "
+           "(x channels), unsigned bytes (scaled to [0, 1]) or any number type");
   s.string("data.y", "y", {}, "hdf5: targets dataset (samples): values, or class indices");
   s.integer("data.samples", 400, Range{1, 1e12}, "", "synthetic: samples in the whole data set");
   s.integer("data.features", 5, Range{1, 1 << 24}, "", "synthetic: features per sample");
@@ -59,7 +63,21 @@ inline deck::Schema schema() {
          "share of the samples held out for validation (the last rows of the set)");
   s.string("optimizer.kind", "gd", {"gd", "sgd", "momentum", "adam"},
            "gd: full-batch gradient descent; sgd: plain minibatch steps; momentum; adam");
-  s.real("optimizer.learning_rate", 0.05, Range{0, 1e6}, "", "step size");
+  s.real("optimizer.learning_rate", 0.05, Range{0, 1e6}, "",
+         "step size (the peak, after warm-up and before decay)");
+  s.boolean("optimizer.scale_lr_with_batch", false,
+            "use learning_rate x train.batch_size / optimizer.base_batch (the linear scaling "
+            "rule: learning_rate is tuned for base_batch)");
+  s.integer("optimizer.base_batch", 256, Range{1, 1e12}, "",
+            "scale_lr_with_batch: the global batch learning_rate is tuned for");
+  s.integer("optimizer.warmup_steps", 0, Range{0, 1e15}, "",
+            "the rate climbs linearly from 0 to learning_rate over the first N steps");
+  s.string("optimizer.schedule", "constant", {"constant", "cosine", "step"},
+           "after the warm-up: constant; cosine decay to 0 over decay_steps; step: times "
+           "decay_factor every decay_steps");
+  s.integer("optimizer.decay_steps", 0, Range{0, 1e15}, "",
+            "cosine: steps of the decay (0: the rest of the run); step: steps between decays");
+  s.real("optimizer.decay_factor", 0.1, Range{0, 1}, "", "step: factor of each decay");
   s.real("optimizer.momentum", 0.9, Range{0, 1}, "", "momentum: v = momentum v + g");
   s.real("optimizer.beta1", 0.9, Range{0, 0.999999}, "", "adam: first-moment decay");
   s.real("optimizer.beta2", 0.999, Range{0, 0.999999999}, "", "adam: second-moment decay");
@@ -70,6 +88,9 @@ inline deck::Schema schema() {
             "short mid-epoch reports that part of the epoch and checkpoints its position");
   s.integer("train.log_every", 0, Range{0, 1e15}, "",
             "print the step's loss, accuracy and samples/s every N steps on rank 0 (0: never)");
+  s.integer("train.accumulate_steps", 1, Range{1, 1 << 20}, "",
+            "mlp, sequential: each step's batch in this many micro-batches, their gradients "
+            "added before one reduction and update (the same step in 1/N of the memory)");
   s.integer("train.batch_size", 0, Range{0, 1e12}, "",
             "global batch (over all ranks); 0: the whole training set");
   s.integer("train.seed", 0, Range{0, 9.2e18}, "", "seed of the initial weights and the shuffle");

@@ -12,11 +12,19 @@
                            --epochs E --split S --work DIR [--rtol R]
         E epochs straight against S epochs + a restart (at M ranks) to E:
         the final checkpoints agree bit for bit (R = 0) or to relative R
+    check_train.py images --launcher T --app APP --deck DECK --ranks N --work DIR
+        writes byte images as HDF5 (N x H x W x 1) and as gzipped IDX files, trains
+        on each: both give the same parameters bit for bit, and the network learns
+    check_train.py same --launcher T --app APP --deck DECK --ranks N --work DIR
+                        [--set S]... --other O... [--rtol R]
+        the deck with the --set S overrides, and with the --other O ones too,
+        reach the same parameters (to relative R)
 
 T is a launcher template such as "mpiexec -n {n}".
 """
 import argparse
 import glob
+import gzip
 import os
 
 import h5py
@@ -83,6 +91,80 @@ def cmd_lstsq(args) -> None:
     print("OK")
 
 
+def write_idx(path: str, a: np.ndarray) -> None:
+    header = bytes([0, 0, 8, a.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in a.shape)
+    with gzip.open(path, "wb") as f:
+        f.write(header + a.astype(np.uint8).tobytes())
+
+
+def cmd_images(args) -> None:
+    """The same byte images as HDF5 and as gzipped IDX train the same network."""
+    os.makedirs(args.work, exist_ok=True)
+    rng = np.random.default_rng(7)
+    n = 480
+    labels = rng.integers(0, 3, n)
+    img = rng.integers(0, 90, (n, 10, 10)).astype(np.uint8)
+    for i, c in enumerate(labels):  # class c: a bright bar in row band c, at a random column
+        col = rng.integers(0, 8)
+        img[i, 3 * c:3 * c + 3, col:col + 3] = 250
+    h5 = os.path.join(args.work, "images.h5")
+    with h5py.File(h5, "w") as f:
+        f["images"] = img[..., None]  # N x H x W x 1, uint8
+        f["labels"] = labels.astype(np.uint8)
+    write_idx(os.path.join(args.work, "images.idx.gz"), img)
+    write_idx(os.path.join(args.work, "labels.idx.gz"), labels)
+    out = {}
+    for kind, sets in (("hdf5", [f"data.path={h5}"]),
+                       ("idx", ["data.kind=idx",
+                                f"data.path={os.path.join(args.work, 'images.idx.gz')}",
+                                f"data.labels={os.path.join(args.work, 'labels.idx.gz')}"])):
+        out[kind] = os.path.join(args.work, kind)
+        cmd = [args.app, args.deck, "--output", out[kind]]
+        for s in sets:
+            cmd += ["--set", s]
+        run(args.launcher, args.ranks, cmd)
+    r = load(os.path.join(out["hdf5"], "result.json"))
+    print(f"hdf5: test accuracy {r['test_accuracy']:.4f} (0.9 required)")
+    if not r["test_accuracy"] >= 0.9:
+        fail("the network did not learn the bars")
+    same_checkpoints(final_checkpoint(out["hdf5"]), final_checkpoint(out["idx"]), 0.0)
+    print("OK: HDF5 and IDX images train to the same parameters, bit for bit")
+
+
+def cmd_same(args) -> None:
+    """The deck with --set S... and with --set S... --set O... train alike."""
+    outs = []
+    for extra in ([], args.other):
+        out = os.path.join(args.work, "b" if extra else "a")
+        cmd = [args.app, args.deck, "--output", out]
+        for s in args.set + extra:
+            cmd += ["--set", s]
+        run(args.launcher, args.ranks, cmd)
+        outs.append(final_checkpoint(out))
+    same_checkpoints(outs[0], outs[1], args.rtol, prefix="params.")
+    print(f"OK: {' '.join(args.other)} changes no parameter by more than {args.rtol:g}")
+
+
+def same_checkpoints(a_path: str, b_path: str, rtol: float, prefix: str = "") -> None:
+    """The datasets (named prefix...) of two checkpoints agree bit for bit (rtol 0) or to rtol."""
+    with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
+        names = sorted(k for k in a.keys() if k.startswith(prefix))
+        if names != sorted(k for k in b.keys() if k.startswith(prefix)):
+            fail(f"datasets differ: {names} vs {sorted(b.keys())}")
+        for k in names:
+            x, y = a[k][()], b[k][()]
+            if rtol == 0:
+                same = np.array_equal(x.view(np.uint8), y.view(np.uint8))
+                print(f"{k}: {'bit for bit' if same else 'DIFFERENT'}")
+                if not same:
+                    fail(f"{k} differs between {a_path} and {b_path}")
+            else:
+                d = rel(np.ravel(x), np.ravel(y))
+                print(f"{k}: relative difference {d:.3e}")
+                if not d <= rtol:
+                    fail(f"{k} differs by {d:.3e} > {rtol:g}")
+
+
 def final_checkpoint(folder: str) -> str:
     files = sorted(glob.glob(os.path.join(folder, "checkpoint_*.h5")))
     if not files:
@@ -106,23 +188,9 @@ def cmd_restart(args) -> None:
     with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
         if int(a.attrs["step"]) != e or int(b.attrs["step"]) != e:
             fail(f"final checkpoints are at epochs {a.attrs['step']} and {b.attrs['step']}, not {e}")
-        names = sorted(a.keys())
-        if names != sorted(b.keys()):
-            fail(f"datasets differ: {names} vs {sorted(b.keys())}")
-        if not any(k.startswith("optimizer.") for k in names) and args.require_state:
+        if not any(k.startswith("optimizer.") for k in a.keys()) and args.require_state:
             fail("the checkpoint holds no optimizer state")
-        for k in names:
-            x, y = a[k][()], b[k][()]
-            if args.rtol == 0:
-                same = np.array_equal(x.view(np.uint8), y.view(np.uint8))
-                print(f"{k}: {'bit for bit' if same else 'DIFFERENT'}")
-                if not same:
-                    fail(f"{k} differs between the straight and the restarted run")
-            else:
-                d = rel(np.ravel(x), np.ravel(y))
-                print(f"{k}: relative difference {d:.3e}")
-                if not d <= args.rtol:
-                    fail(f"{k} differs by {d:.3e} > {args.rtol:g}")
+    same_checkpoints(a_path, b_path, args.rtol)
     print(f"OK: {s} epochs + restart at {args.restart_ranks} ranks + {e - s} epochs == "
           f"{e} epochs at {args.ranks} ranks")
 
@@ -137,7 +205,7 @@ def main() -> None:
     c = sub.add_parser("accuracy")
     c.add_argument("result")
     c.add_argument("--min", type=float, required=True)
-    for name in ("lstsq", "restart"):
+    for name in ("lstsq", "restart", "images", "same"):
         c = sub.add_parser(name)
         c.add_argument("--launcher", required=True)
         c.add_argument("--app", required=True)
@@ -150,8 +218,13 @@ def main() -> None:
             c.add_argument("--split", type=int, default=3)
             c.add_argument("--rtol", type=float, default=0.0)
             c.add_argument("--require-state", action="store_true")
+        if name == "same":
+            c.add_argument("--set", action="append", default=[])
+            c.add_argument("--other", action="append", required=True)
+            c.add_argument("--rtol", type=float, default=1e-12)
     args = ap.parse_args()
-    {"compare": cmd_compare, "accuracy": cmd_accuracy, "lstsq": cmd_lstsq,
+    {"compare": cmd_compare, "accuracy": cmd_accuracy, "lstsq": cmd_lstsq, "images": cmd_images,
+     "same": cmd_same,
      "restart": cmd_restart}[args.cmd](args)
 
 

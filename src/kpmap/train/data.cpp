@@ -35,7 +35,7 @@ hid_t open_data_file(const std::string& path, MPI_Comm comm) {
 
 // Extents of dataset `name`, or an error message naming it.
 std::string dataset_extents(hid_t file, const std::string& path, const std::string& name,
-                            const char* key, std::vector<hsize_t>& dims) {
+                            const char* key, std::vector<hsize_t>& dims, bool* bytes = nullptr) {
   if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) {
     return "data file " + path + " has no dataset '" + name + "' (" + key + ")";
   }
@@ -47,6 +47,10 @@ std::string dataset_extents(hid_t file, const std::string& path, const std::stri
   if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
   hid_t type = H5Dget_type(d);
   const bool numeric = H5Tget_class(type) == H5T_FLOAT || H5Tget_class(type) == H5T_INTEGER;
+  if (bytes != nullptr) {
+    *bytes = H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 &&
+             H5Tget_sign(type) == H5T_SGN_NONE;
+  }
   H5Tclose(type);
   H5Sclose(space);
   H5Dclose(d);
@@ -57,15 +61,16 @@ std::string dataset_extents(hid_t file, const std::string& path, const std::stri
 }
 
 std::string check_shape(hid_t file, const std::string& path, const std::string& x_name,
-                        const std::string& y_name, std::size_t& samples, std::size_t& features) {
+                        const std::string& y_name, HdfDataShape& shape) {
   std::vector<hsize_t> dx;
   std::vector<hsize_t> dy;
-  std::string e = dataset_extents(file, path, x_name, "data.x", dx);
+  std::string e = dataset_extents(file, path, x_name, "data.x", dx, &shape.bytes);
   if (e.empty()) e = dataset_extents(file, path, y_name, "data.y", dy);
   if (!e.empty()) return e;
-  if (dx.size() != 2) {
-    return "data file " + path + ": features dataset '" + x_name + "' must be 2-D (samples x " +
-           "features), it has " + std::to_string(dx.size()) + " dimensions (data.x)";
+  if (dx.size() < 2 || dx.size() > 4) {
+    return "data file " + path + ": features dataset '" + x_name + "' must be samples x " +
+           "features, or images: samples x height x width (x channels); it has " +
+           std::to_string(dx.size()) + " dimensions (data.x)";
   }
   const bool column = dy.size() == 2 && dy[1] == 1;
   if (!(dy.size() == 1 || column)) {
@@ -76,25 +81,30 @@ std::string check_shape(hid_t file, const std::string& path, const std::string& 
     return "data file " + path + ": '" + x_name + "' has " + std::to_string(dx[0]) +
            " samples but '" + y_name + "' has " + std::to_string(dy[0]) + " (data.x, data.y)";
   }
-  samples = static_cast<std::size_t>(dx[0]);
-  features = static_cast<std::size_t>(dx[1]);
+  shape.samples = static_cast<std::size_t>(dx[0]);
+  shape.sample.assign(dx.begin() + 1, dx.end());
+  shape.features = 1;
+  for (std::size_t d : shape.sample) shape.features *= d;
   return "";
 }
 
-// Reads rows [begin, begin + rows) of `name` (rows x width) as doubles, collectively.
+// Reads rows [begin, begin + rows) of `name` (its first dimension) as doubles, collectively.
 bool read_rows(hid_t file, const std::string& name, std::size_t begin, std::size_t rows,
-               std::size_t width, int ndims, double* out) {
+               double* out) {
   hid_t d = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
   hid_t space = H5Dget_space(d);
-  hsize_t off[2] = {begin, 0};
-  hsize_t cnt[2] = {rows, width};
+  const int ndims = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> off(static_cast<std::size_t>(ndims), 0);
+  std::vector<hsize_t> cnt(static_cast<std::size_t>(ndims), 0);
+  H5Sget_simple_extent_dims(space, cnt.data(), nullptr);
+  off[0] = begin;
+  cnt[0] = rows;
   if (rows == 0) {
     H5Sselect_none(space);
   } else {
-    H5Sselect_hyperslab(space, H5S_SELECT_SET, off, nullptr, cnt, nullptr);
+    H5Sselect_hyperslab(space, H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr);
   }
-  hsize_t mem_count[2] = {rows, width};
-  hid_t mem = H5Screate_simple(ndims, mem_count, nullptr);
+  hid_t mem = H5Screate_simple(ndims, cnt.data(), nullptr);
   if (rows == 0) H5Sselect_none(mem);
   hid_t dxpl = kpmap::detail::h5::collective_transfer();
   const herr_t st = H5Dread(d, H5T_NATIVE_DOUBLE, mem, space, dxpl, out);
@@ -107,13 +117,15 @@ bool read_rows(hid_t file, const std::string& name, std::size_t begin, std::size
 
 }  // namespace
 
-void hdf5_data_shape(const std::string& path, const std::string& x_name, const std::string& y_name,
-                     MPI_Comm comm, std::size_t& samples, std::size_t& features) {
+HdfDataShape hdf5_data_shape(const std::string& path, const std::string& x_name,
+                             const std::string& y_name, MPI_Comm comm) {
   kpmap::detail::h5::Quiet quiet;
   hid_t file = open_data_file(path, comm);
-  const std::string e = check_shape(file, path, x_name, y_name, samples, features);
+  HdfDataShape shape;
+  const std::string e = check_shape(file, path, x_name, y_name, shape);
   H5Fclose(file);
   agree(comm, e, exit_code::bad_input);
+  return shape;
 }
 
 HostRows read_hdf5_rows(const std::string& path, const std::string& x_name,
@@ -121,18 +133,17 @@ HostRows read_hdf5_rows(const std::string& path, const std::string& x_name,
                         MPI_Comm comm) {
   kpmap::detail::h5::Quiet quiet;
   hid_t file = open_data_file(path, comm);
-  std::size_t samples = 0;
+  HdfDataShape shape;
+  std::string e = check_shape(file, path, x_name, y_name, shape);
+  agree(comm, e, exit_code::bad_input);
+  if (begin + rows > shape.samples) e = "data file " + path + ": rows past the end of the data set";
+  agree(comm, e, exit_code::bad_input);
   HostRows h;
-  std::string e = check_shape(file, path, x_name, y_name, samples, h.features);
-  agree(comm, e, exit_code::bad_input);
-  if (begin + rows > samples) e = "data file " + path + ": rows past the end of the data set";
-  agree(comm, e, exit_code::bad_input);
+  h.features = shape.features;
   h.x.resize(rows * h.features);
   h.y.resize(rows);
-  std::vector<hsize_t> dy;
-  dataset_extents(file, path, y_name, "data.y", dy);
-  const bool ok = read_rows(file, x_name, begin, rows, h.features, 2, h.x.data()) &&
-                  read_rows(file, y_name, begin, rows, 1, static_cast<int>(dy.size()), h.y.data());
+  const bool ok = read_rows(file, x_name, begin, rows, h.x.data()) &&
+                  read_rows(file, y_name, begin, rows, h.y.data());
   H5Fclose(file);
   agree(comm, ok ? "" : "data file " + path + ": reading the data failed", exit_code::bad_input);
   return h;

@@ -198,11 +198,20 @@ struct HostRows {
   std::size_t features = 0;
 };
 
+/// \brief The shape of a data set in an HDF5 file.
+struct HdfDataShape {
+  std::size_t samples = 0;
+  std::size_t features = 0;         ///< numbers per sample
+  std::vector<std::size_t> sample;  ///< one sample's extents: {F}, {H, W} or {H, W, C}
+  bool bytes = false;               ///< the features are unsigned bytes (pixels)
+};
+
 /// \brief Shape of the data set in an HDF5 file: checks that `x_name` is a
-/// 2-D dataset (N x F) and `y_name` a 1-D dataset (N), or N x 1. Collective
-/// over `comm`. \throws InputError (all ranks) naming the file and dataset.
-void hdf5_data_shape(const std::string& path, const std::string& x_name, const std::string& y_name,
-                     MPI_Comm comm, std::size_t& samples, std::size_t& features);
+/// dataset of N samples (N x F features, or N x H x W (x C) images, any
+/// numeric type) and `y_name` a 1-D dataset (N), or N x 1. Collective over
+/// `comm`. \throws InputError (all ranks) naming the file and dataset.
+HdfDataShape hdf5_data_shape(const std::string& path, const std::string& x_name,
+                             const std::string& y_name, MPI_Comm comm);
 
 /// \brief Reads this rank's rows by hyperslab (collective MPI-IO over `comm`).
 HostRows read_hdf5_rows(const std::string& path, const std::string& x_name,
@@ -229,16 +238,26 @@ Shard<T, M> to_shard(const HostRows& h, std::size_t global_rows, std::size_t beg
   return s;
 }
 
+/// \brief Pixel scaling: x = (byte / 255 - mean[c]) / std[c] for channel c
+/// (no mean and std: just byte / 255, into [0, 1]).
+struct PixelScaling {
+  std::vector<double> mean, std;
+  void apply(std::vector<double>& x, std::size_t channels) const;
+};
+
 /// \brief This rank's block of the global rows [offset, offset + rows) of an
-/// HDF5 data set, converted to T. Collective over `axis`.
+/// HDF5 data set, converted to T; with `scaling`, the features are pixel
+/// bytes of `channels` channels, scaled. Collective over `axis`.
 template <class T, class M>
 Shard<T, M> read_shard(const std::string& path, const std::string& x_name,
                        const std::string& y_name, std::size_t offset, std::size_t rows,
-                       AxisRef axis) {
+                       AxisRef axis, const PixelScaling* scaling = nullptr,
+                       std::size_t channels = 1) {
   const BlockPartition part(rows, axis);
   const std::size_t begin = part.begin(axis->index());
-  const HostRows h =
+  HostRows h =
       read_hdf5_rows(path, x_name, y_name, offset + begin, part.count(axis->index()), axis->comm());
+  if (scaling != nullptr) scaling->apply(h.x, channels);
   return to_shard<T, M>(h, rows, begin);
 }
 
@@ -262,13 +281,6 @@ IdxInfo idx_info(const std::string& path, const std::string& key, MPI_Comm comm)
 /// doubles. \throws InputError naming the file when it is cut short.
 std::vector<double> read_idx_items(const std::string& path, const IdxInfo& info, std::size_t begin,
                                    std::size_t count);
-
-/// \brief Pixel scaling: x = (byte / 255 - mean[c]) / std[c] for channel c
-/// (no mean and std: just byte / 255, into [0, 1]).
-struct PixelScaling {
-  std::vector<double> mean, std;
-  void apply(std::vector<double>& x, std::size_t channels) const;
-};
 
 /// \brief This rank's block of the global items [offset, offset + rows) of
 /// an IDX image file and its IDX label file, scaled. Collective over `axis`

@@ -10,22 +10,55 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 namespace kpmap::train {
 
-/// \brief Which update rule, and its constants.
+/// \brief Which update rule, its constants, and the learning rate's schedule.
 struct OptimizerConfig {
   enum class Kind { gd, sgd, momentum, adam };
+  enum class Schedule { constant, cosine, step };
   Kind kind = Kind::gd;
-  double learning_rate = 0.01;
-  double momentum = 0.9;  ///< momentum: v = momentum v + g; p -= lr v
-  double beta1 = 0.9;     ///< adam
-  double beta2 = 0.999;   ///< adam
-  double epsilon = 1e-8;  ///< adam
+  double learning_rate = 0.01;  ///< the peak rate (after warm-up, before decay)
+  long long warmup_steps = 0;   ///< the rate climbs linearly to learning_rate over these
+  Schedule schedule = Schedule::constant;
+  /// cosine: steps after the warm-up over which the rate falls to 0 (half a
+  /// cosine period; constant 0 after); step: steps between decays.
+  long long decay_steps = 0;
+  double decay_factor = 0.1;  ///< step: the rate is multiplied by this every decay_steps
+  double momentum = 0.9;      ///< momentum: v = momentum v + g; p -= lr v
+  double beta1 = 0.9;         ///< adam
+  double beta2 = 0.999;       ///< adam
+  double epsilon = 1e-8;      ///< adam
+
+  /// \brief The learning rate of update number `t` (1, 2, ...).
+  double rate(long long t) const {
+    if (warmup_steps > 0 && t <= warmup_steps) {
+      return learning_rate * static_cast<double>(t) / static_cast<double>(warmup_steps);
+    }
+    const long long s = t - warmup_steps;  // steps after the warm-up, 1, 2, ...
+    if (schedule == Schedule::cosine && decay_steps > 0) {
+      const double progress =
+          std::min(1.0, static_cast<double>(s) / static_cast<double>(decay_steps));
+      return learning_rate * 0.5 * (1.0 + std::cos(3.141592653589793 * progress));
+    }
+    if (schedule == Schedule::step && decay_steps > 0) {
+      return learning_rate * std::pow(decay_factor, static_cast<double>(s / decay_steps));
+    }
+    return learning_rate;
+  }
 };
+
+/// \brief "constant", "cosine" or "step". \throws Error otherwise.
+inline OptimizerConfig::Schedule schedule_kind(const std::string& name) {
+  if (name == "constant") return OptimizerConfig::Schedule::constant;
+  if (name == "cosine") return OptimizerConfig::Schedule::cosine;
+  if (name == "step") return OptimizerConfig::Schedule::step;
+  throw Error("unknown learning-rate schedule '" + name + "'");
+}
 
 /// \brief "gd", "sgd", "momentum" or "adam". \throws Error otherwise.
 inline OptimizerConfig::Kind optimizer_kind(const std::string& name) {
@@ -109,7 +142,7 @@ class Optimizer {
           "kpmap::train::optimizer::step", Kokkos::RangePolicy<Exec>(exec, 0, ps[t].size()),
           detail::OptimizerKernel<T, M>{
               ps[t], gs[t], Flat(m_[t].data(), m_[t].size()), Flat(v_[t].data(), v_[t].size()),
-              kind, static_cast<T>(c.learning_rate), static_cast<T>(c.momentum),
+              kind, static_cast<T>(c.rate(steps_)), static_cast<T>(c.momentum),
               static_cast<T>(c.beta1), static_cast<T>(c.beta2), static_cast<T>(c.epsilon),
               static_cast<T>(c1), static_cast<T>(c2)});
     }

@@ -37,6 +37,14 @@ struct FlatParams {
   }
 };
 
+/// \brief Where a call of Sequential::loss_and_gradient sits in a step made
+/// of micro-batches (gradient accumulation): the first overwrites the
+/// gradient, later ones add to it, and the last reduces it over the ranks.
+struct MicroBatch {
+  bool first = true;
+  bool last = true;
+};
+
 /// \brief Loss, accuracy and (cross-entropy) the confusion matrix of a data
 /// set, over all ranks.
 struct Evaluation : BatchStats {
@@ -202,27 +210,44 @@ class Sequential {
   /// gradients is the gradient of the batch mean, however the samples fall on
   /// the ranks (a rank without any contributes zeros). `wait_seconds`, if
   /// given, receives the time spent waiting for the reductions after the
-  /// backward pass. Collective over `axis`.
+  /// backward pass. Collective over `axis` in the last micro-batch of a step
+  /// (`micro`; a step of one batch is its own first and last): the earlier
+  /// ones only add their gradient and loss locally, and `global_batch` is
+  /// then the size of the whole step's batch. Returns the step's stats after
+  /// the last micro-batch, zeros before.
   BatchStats loss_and_gradient(const Shard<T, M>& data,
                                const Kokkos::View<std::uint32_t*, M>& order, std::size_t first,
                                std::size_t last, std::size_t global_batch, AxisRef axis,
-                               double* wait_seconds = nullptr) {
+                               double* wait_seconds = nullptr, MicroBatch micro = {}) {
     const std::size_t n = last - first;
     std::vector<Request> pending;
+    if (micro.first) carried_[0] = carried_[1] = 0;
     if (n == 0) {
-      Kokkos::deep_copy(exec_, grads_.all, T(0));
+      if (micro.first) Kokkos::deep_copy(exec_, grads_.all, T(0));
       Kokkos::deep_copy(exec_, sums_, 0.0);
     } else {
       forward(data, order, first, n);
       output_delta(n, global_batch);
     }
-    pending.push_back(ipsum(exec_, sums_, axis));
+    if (!micro.last || !micro.first) {
+      // Earlier micro-batches' (loss, correct) sums are carried on the host.
+      read_sums();
+      carried_[0] += sums_host_(0);
+      carried_[1] += sums_host_(1);
+      if (micro.last) {
+        sums_host_(0) = carried_[0];
+        sums_host_(1) = carried_[1];
+        Kokkos::deep_copy(exec_, sums_, sums_host_);
+      }
+    }
+    if (micro.last) pending.push_back(ipsum(exec_, sums_, axis));
     for (std::size_t l = layers_.size(); l-- > 0;) {
       if (n > 0) {
+        layers_[l]->accumulate_gradients(!micro.first);
         layers_[l]->backward(exec_, rows(acts_[l], n), rows(acts_[l + 1], n),
                              rows(deltas_[l + 1], n), rows(deltas_[l], n));
       }
-      if (layer_span_[l + 1] > layer_span_[l]) {
+      if (micro.last && layer_span_[l + 1] > layer_span_[l]) {
         // Hand this layer's gradient to MPI (fenced inside) before going on.
         pending.push_back(ipsum(
             exec_,
@@ -231,6 +256,7 @@ class Sequential {
       }
       for (auto& r : pending) r.test();  // let MPI progress between kernels
     }
+    if (!micro.last) return {};
     const double t0 = MPI_Wtime();
     for (auto& r : pending) r.wait();
     if (wait_seconds != nullptr) *wait_seconds = MPI_Wtime() - t0;
@@ -351,6 +377,7 @@ class Sequential {
   Kokkos::View<double*, M> sums_;
   typename Kokkos::View<double*, M>::HostMirror sums_host_;
   Kokkos::View<double**, Kokkos::LayoutRight, M> confusion_;
+  double carried_[2] = {0, 0};  // (loss, correct) of a step's earlier micro-batches
 };
 
 }  // namespace kpmap::train

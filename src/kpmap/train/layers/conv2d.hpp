@@ -174,9 +174,9 @@ class Conv2D final : public Layer<T, M> {
     const auto cols = Base::reshape(cols_.data(), rows, patch());
     const auto d = Base::reshape(dout.data(), rows, filters_);
     // dW = D^T cols; db = D^T 1; then cols is reused for dcols = D W.
-    kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, T(0), dw_);
+    kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, this->grad_beta_, dw_);
     const auto ones = Kokkos::subview(ones_, Kokkos::make_pair(std::size_t(0), rows));
-    kpmap::detail::gemv(exec, "T", T(1), d, ones, T(0), db_);
+    kpmap::detail::gemv(exec, "T", T(1), d, ones, this->grad_beta_, db_);
     if (din.data() == nullptr) return;
     kpmap::detail::gemm(exec, "N", "N", T(1), d, w_, T(0), cols);
     Kokkos::parallel_for(

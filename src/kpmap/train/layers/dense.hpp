@@ -75,9 +75,9 @@ class Dense final : public Layer<T, M> {
   void backward(const Exec& exec, const Batch& in, const Batch&, const Batch& dout,
                 const Batch& din) override {
     // dW = dout^T in; db = dout^T 1; din = dout W.
-    kpmap::detail::gemm(exec, "T", "N", T(1), dout, in, T(0), dw_);
+    kpmap::detail::gemm(exec, "T", "N", T(1), dout, in, this->grad_beta_, dw_);
     const auto ones = Kokkos::subview(ones_, Kokkos::make_pair(std::size_t(0), dout.extent(0)));
-    kpmap::detail::gemv(exec, "T", T(1), dout, ones, T(0), db_);
+    kpmap::detail::gemv(exec, "T", T(1), dout, ones, this->grad_beta_, db_);
     if (din.data() != nullptr) kpmap::detail::gemm(exec, "N", "N", T(1), dout, w_, T(0), din);
   }
   double work_bytes_per_sample() const override { return sizeof(T); }

@@ -118,14 +118,18 @@ class Layer {
 
   /// \brief out = layer(in) for the rows of `in` (out has as many).
   virtual void forward(const Exec& exec, const Batch& in, const Batch& out) = 0;
-  /// \brief From dL/d(out): the parameter gradients (overwritten, not
-  /// accumulated) and, unless `din` has no rows allocated (the first layer),
-  /// dL/d(in). `in` and `out` are the forward pass's.
+  /// \brief From dL/d(out): the parameter gradients (overwritten, or added
+  /// to after accumulate_gradients(true)) and, unless `din` has no rows
+  /// allocated (the first layer), dL/d(in). `in` and `out` are the forward pass's.
   virtual void backward(const Exec& exec, const Batch& in, const Batch& out, const Batch& dout,
                         const Batch& din) = 0;
 
   /// \brief Bytes of work arrays reserve() allocates per sample of capacity.
   virtual double work_bytes_per_sample() const { return 0; }
+  /// \brief Whether backward adds the parameter gradients to what the
+  /// gradient arrays hold (micro-batches of one step) or overwrites them.
+  void accumulate_gradients(bool on) { grad_beta_ = on ? T(1) : T(0); }
+
   /// \brief Multiply-adds of one sample's forward pass (for benchmarks).
   virtual double forward_flops() const { return 0; }
 
@@ -135,6 +139,7 @@ class Layer {
     return Matrix(data, rows, cols);
   }
   Shape input_;
+  T grad_beta_ = T(0);  ///< beta of the parameter gradients' gemm and gemv
 };
 
 namespace detail {
