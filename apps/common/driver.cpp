@@ -117,12 +117,6 @@ std::string execution_text(const Runtime& rt) {
   return s + " " + rt.host_threads().reason;
 }
 
-std::string last_good_note(const std::string& checkpoint) {
-  if (checkpoint.empty()) return "; no checkpoint was written";
-  return "; the last good checkpoint is " + checkpoint + " (continue with --restart " + checkpoint +
-         ")";
-}
-
 void rethrow_with_context(const Error& e, const std::string& before, const std::string& after) {
   throw Error(before + e.what() + after, e.code(),
               e.all_ranks() ? ErrorScope::all_ranks : ErrorScope::this_rank);

@@ -62,11 +62,6 @@ void write_text_atomic(const std::filesystem::path& path, const std::string& tex
 /// serial host backend", "OpenMP, 2 threads: 2 cores shared by 1 rank", "Cuda 0".
 std::string execution_text(const Runtime& rt);
 
-/// \brief "; the last good checkpoint is FILE (continue with --restart FILE)",
-/// or "; no checkpoint was written" when `checkpoint` is empty: the tail of
-/// a message that stops a run.
-std::string last_good_note(const std::string& checkpoint);
-
 /// \brief Throws `e` again with `before` and `after` around its message,
 /// keeping its exit code and whether all ranks raised it.
 [[noreturn]] void rethrow_with_context(const Error& e, const std::string& before,

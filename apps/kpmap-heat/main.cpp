@@ -177,7 +177,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
     } catch (const kpmap::Error& e) {
       kpmap::apps::rethrow_with_context(
           e, "step " + std::to_string(step) + ": the checkpoint failed: ",
-          kpmap::apps::last_good_note(last_good));
+          kpmap::checkpoint::last_good_note(last_good));
     }
     last_good = (out / name).string();
     if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep_last, step);
@@ -196,7 +196,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
       summary = s.summary();
     } catch (const kpmap::Error& e) {
       if (e.code() != kpmap::exit_code::diverged) throw;
-      kpmap::apps::rethrow_with_context(e, "", kpmap::apps::last_good_note(last_good));
+      kpmap::apps::rethrow_with_context(e, "", kpmap::checkpoint::last_good_note(last_good));
     }
     account(MPI_Wtime() - t0, before);
     total_iterations += r.solve.iterations;

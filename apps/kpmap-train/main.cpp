@@ -19,6 +19,7 @@
 #include <kpmap/train/linear.hpp>
 #include <kpmap/train/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
+#include <kpmap/train/trainer.hpp>
 #include <kpmap/version.hpp>
 
 #include <CLI/CLI.hpp>
@@ -316,193 +317,6 @@ std::vector<double> to_vector(const V& v) {
   return out;
 }
 
-// The model behind one interface: linear (fused kernel) or a Sequential of
-// layers (mlp, sequential).
-template <class T>
-struct Model {
-  using Net = kpmap::train::Sequential<T, Mem>;
-  const Config& c;
-  bool linear;
-  kpmap::train::LinearParams<T, Mem> lp, lg;
-  std::unique_ptr<Net> net;
-  kpmap::train::LinearWorkspace<T, Mem> lws;  // sized once: steps allocate nothing
-  Kokkos::View<T, Mem> loss{"kpmap-train::loss"};
-  Mem::execution_space exec;  // every step's kernels and reductions go here
-
-  Model(const Config& cfg, std::size_t capacity) : c(cfg), linear(cfg.model == "linear") {
-    if (linear) {
-      lp = {"params", c.features};
-      lg = {"grad", c.features};
-      lws = kpmap::train::LinearWorkspace<T, Mem>(capacity > 0 ? capacity : 1, c.features);
-    } else {
-      net = std::make_unique<Net>(
-          c.input, kpmap::train::build_layers<T, Mem>(c.input, c.layers),
-          c.loss == "mse" ? kpmap::train::Loss::mse : kpmap::train::Loss::cross_entropy,
-          capacity > 0 ? capacity : 1, exec);
-      net->initialize(c.train_seed);
-    }
-  }
-
-  std::size_t parameter_count() const {
-    return linear ? lp.w.size() + lp.b.size() : net->parameter_count();
-  }
-
-  // Calls f(name, view) for every parameter array and, with `opt`, every
-  // optimizer moment array: the datasets of a checkpoint.
-  template <class P, class F>
-  void for_each_saved(const P& params, const kpmap::train::Optimizer<T, Mem, P>* opt, F&& f) const {
-    if constexpr (std::is_same_v<P, kpmap::train::LinearParams<T, Mem>>) {
-      const auto names = kpmap::train::LinearParams<T, Mem>::names();
-      std::size_t i = 0;
-      params.for_each_view([&](const auto& v) {
-        f("params." + names[i], v);
-        if (opt && opt->first_moments()[i].size() > 0) {
-          f("optimizer.m." + names[i], opt->first_moments()[i]);
-        }
-        if (opt && opt->second_moments()[i].size() > 0) {
-          f("optimizer.v." + names[i], opt->second_moments()[i]);
-        }
-        ++i;
-      });
-    } else {
-      auto with = [&](const std::string& prefix, const Kokkos::View<T*, Mem>& flat) {
-        if (flat.size() == 0) return;
-        net->for_each_slice(flat,
-                            [&](const std::string& name, const auto& v) { f(prefix + name, v); });
-      };
-      with("params.", params.all);
-      if (opt) {
-        with("optimizer.m.", opt->first_moments()[0]);
-        with("optimizer.v.", opt->second_moments()[0]);
-      }
-    }
-  }
-
-  kpmap::train::BatchStats step(const kpmap::train::Shard<T, Mem>& data,
-                                const kpmap::train::BatchPlan& plan, std::size_t k,
-                                kpmap::apps::PhaseTimes& times) {
-    const std::size_t first = plan.offsets[k];
-    const std::size_t last = plan.offsets[k + 1];
-    if (linear) {
-      {
-        auto t = times.scope(Phase::compute);
-        kpmap::train::linear_local_gradient(exec, data, plan.order, first, last,
-                                            plan.global_size(k), lp, lg, loss, lws);
-      }
-      auto t = times.scope(Phase::collectives);
-      // One message for the whole gradient and the loss.
-      kpmap::psum_inplace(exec, std::make_tuple(lg.w, lg.b, loss), "devices");
-      Kokkos::deep_copy(exec, lws.loss_host, loss);
-      kpmap::detail::fence(exec, "kpmap-train: batch loss on the host");
-      return {double(lws.loss_host()), 0.0};
-    }
-    double wait = 0;
-    const double t0 = MPI_Wtime();
-    // train.accumulate_steps: this rank's rows of the batch in equal parts,
-    // their gradients added up, one reduction after the last.
-    const std::size_t parts = c.accumulate;
-    kpmap::train::BatchStats s;
-    for (std::size_t m = 0; m < parts; ++m) {
-      const std::size_t a = first + (last - first) * m / parts;
-      const std::size_t b = first + (last - first) * (m + 1) / parts;
-      s = net->loss_and_gradient(data, plan.order, a, b, plan.global_size(k), "devices", &wait,
-                                 {m == 0, m + 1 == parts});
-    }
-    times.add(Phase::compute, MPI_Wtime() - t0 - wait);
-    times.add(Phase::collectives, wait);
-    return s;
-  }
-
-  const kpmap::train::LinearParams<T, Mem>& grads(const kpmap::train::LinearParams<T, Mem>&) const {
-    return lg;
-  }
-  const kpmap::train::FlatParams<T, Mem>& grads(const kpmap::train::FlatParams<T, Mem>&) const {
-    return net->grads();
-  }
-
-  kpmap::train::Evaluation evaluate(const kpmap::train::Shard<T, Mem>& data) {
-    kpmap::train::Evaluation e;
-    if (data.global_rows == 0) return e;
-    if (linear) {
-      e.loss = double(kpmap::train::linear_loss(exec, data, lp, "devices"));
-      return e;
-    }
-    return net->evaluate(data, "devices");
-  }
-};
-
-// Where a run stands: `epoch` epochs done, then `batch` steps of the next
-// one, whose loss and accuracy sums so far are `sums` (a run stopped by a
-// signal mid-epoch continues from there bit for bit).
-struct Position {
-  long long epoch = 0;
-  long long batch = 0;
-  double loss_sum = 0, correct_sum = 0;
-};
-
-long long field_of(const std::string& state, const std::string& key, long long fallback) {
-  const auto at = state.find(key + "=");
-  return at == std::string::npos ? fallback : std::stoll(state.substr(at + key.size() + 1));
-}
-
-template <class T, class P>
-void write_checkpoint(const fs::path& file, const Config& c, const Deck& deck, const Position& at,
-                      const Model<T>& model, const P& params,
-                      const kpmap::train::Optimizer<T, Mem, P>& opt, MPI_Comm comm, int ranks) {
-  kpmap::checkpoint::Metadata meta;
-  meta.app = "kpmap-train";
-  meta.step = at.epoch;
-  meta.deck = deck.to_toml();
-  meta.decomposition = std::to_string(ranks) + " ranks; parameters replicated";
-  meta.rng_state = "train.seed=" + std::to_string(c.train_seed) +
-                   " epoch=" + std::to_string(at.epoch) + " batch=" + std::to_string(at.batch) +
-                   " optimizer_steps=" + std::to_string(opt.steps());
-  kpmap::checkpoint::Writer w(file.string(), comm, meta);
-  model.for_each_saved(
-      params, &opt, [&](const std::string& name, const auto& v) { w.write_replicated(name, v); });
-  Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap-train::epoch_sums", 2);
-  sums(0) = at.loss_sum;
-  sums(1) = at.correct_sum;
-  w.write_replicated("progress.epoch_sums", sums);
-  w.commit();
-}
-
-template <class T, class P>
-Position read_checkpoint(const std::string& file, const Model<T>& model, const P& params,
-                         kpmap::train::Optimizer<T, Mem, P>& opt, MPI_Comm comm) {
-  kpmap::checkpoint::Reader r(file, comm, "kpmap-train");
-  model.for_each_saved(params, &opt,
-                       [&](const std::string& name, const auto& v) { r.read_replicated(name, v); });
-  const std::string& s = r.metadata().rng_state;
-  const long long steps = field_of(s, "optimizer_steps", -1);
-  if (steps < 0) {
-    throw kpmap::InputError("restart file " + file + ": no optimizer state in attribute rng_state",
-                            kpmap::ErrorScope::all_ranks);
-  }
-  opt.set_steps(steps);
-  Position at;
-  at.epoch = r.metadata().step;
-  at.batch = field_of(s, "batch", 0);
-  if (at.batch > 0) {
-    Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap-train::epoch_sums", 2);
-    r.read_replicated("progress.epoch_sums", sums);
-    at.loss_sum = sums(0);
-    at.correct_sum = sums(1);
-  }
-  return at;
-}
-
-// KPMAP_FAULT_INJECT=R:S:nan: this rank's copy of the first parameter array
-// turns to NaN, as a corrupted replica would.
-template <class P>
-void poison(const P& params) {
-  bool first = true;
-  params.for_each_view([&](const auto& v) {
-    if (first) Kokkos::deep_copy(v, std::nan(""));
-    first = false;
-  });
-}
-
 // Samples the work arrays hold: a micro-batch's share of the batch rows a
 // rank may get (train.accumulate_steps splits it); evaluation goes in chunks
 // of this, so dense models take chunks of up to 4096 validation rows, while
@@ -540,10 +354,169 @@ double memory_estimate(const Config& c, int ranks, std::string& breakdown) {
   return data + model + work;
 }
 
+// What a run reports besides checkpoints: history.csv, the progress line,
+// result.json. The loop itself is the library's Trainer.
+template <class Model>
+int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts,
+                 const kpmap::Runtime& rt, Model& model,
+                 const kpmap::train::Shard<typename Model::value_type, Mem>& train_set,
+                 const kpmap::train::Shard<typename Model::value_type, Mem>& val_set,
+                 kpmap::apps::PhaseTimes& times, double t_start, const fs::path& out) {
+  const bool root = rt.rank() == 0;
+  const std::size_t n_train = c.samples - c.validation;
+  kpmap::train::TrainerConfig tc;
+  tc.epochs = c.epochs;
+  tc.batch = c.batch;
+  tc.seed = c.train_seed;
+  tc.accumulate = c.accumulate;
+  tc.max_steps = c.max_steps;
+  tc.log_every = c.log_every;
+  tc.checkpoint_every = c.checkpoint_every;
+  tc.keep = c.keep;
+  tc.output_dir = out.string();
+  tc.meta.app = "kpmap-train";
+  tc.meta.deck = deck.to_toml();
+  tc.meta.decomposition = std::to_string(rt.size()) + " ranks; parameters replicated";
+  kpmap::train::Trainer<Model> trainer(model, c.optimizer, tc, "devices");
+  if (!opts.restart.empty()) {
+    trainer.restart(opts.restart);
+    if (root) {
+      const auto& at = trainer.position();
+      std::printf("kpmap-train: restarting from %s after epoch %lld", opts.restart.c_str(),
+                  at.epoch);
+      if (at.step > 0) std::printf(" and %lld steps of the next", at.step);
+      std::printf("\n");
+    }
+  }
+  const long long first_epoch = trainer.position().epoch;
+  if (root) {
+    std::printf(
+        "kpmap-train: %s model (%zu parameters, %s), %zu training + %zu validation samples "
+        "on %d ranks, batch %s, optimizer %s, lr %g\n",
+        c.model.c_str(), model.parameter_count(), c.precision.c_str(), n_train, c.validation,
+        rt.size(), c.batch == 0 ? "full" : std::to_string(c.batch).c_str(),
+        deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
+    std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
+  }
+
+  // history.csv continues a restarted run's file.
+  const fs::path history = out / "history.csv";
+  std::ofstream hist;
+  if (root) {
+    const bool append = first_epoch > 0 && fs::exists(history);
+    hist.open(history, append ? std::ios::app : std::ios::trunc);
+    if (!append) {
+      hist << "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s,train_accuracy\n";
+    }
+  }
+  kpmap::apps::Progress progress(first_epoch, c.epochs);
+  const bool classes = c.loss == "cross_entropy";
+  // The accuracy reported: the held-out set's where there is one.
+  auto accuracy_of = [&](const kpmap::train::EpochReport& r) {
+    return c.validation > 0 && classes ? r.held_out.accuracy : r.train_accuracy;
+  };
+  auto on_epoch = [&](const kpmap::train::EpochReport& r) {
+    if (!root) return;
+    using kpmap::apps::Json;
+    // No validation set: NaN, written as null in JSON and empty in CSV.
+    const double rate = double(r.samples) / r.seconds;
+    hist << r.epoch << ',' << Json::number(r.train_loss) << ','
+         << (c.validation > 0 ? Json::number(r.held_out.loss) : "") << ',' << accuracy_of(r) << ','
+         << rate << ',' << progress.elapsed() << ','
+         << (classes ? Json::number(r.train_accuracy) : "") << '\n'
+         << std::flush;
+    char val[48] = "";
+    if (c.validation > 0) std::snprintf(val, sizeof val, "  val_loss %.6e", r.held_out.loss);
+    std::printf("epoch %lld/%lld  train_loss %.6e%s%s  %.4g samples/s  elapsed %s  ETA %s\n",
+                r.epoch, c.epochs, r.train_loss, val,
+                classes ? ("  accuracy " + std::to_string(accuracy_of(r))).c_str() : "", rate,
+                kpmap::apps::Progress::format(progress.elapsed()).c_str(),
+                kpmap::apps::Progress::format(progress.eta(r.epoch)).c_str());
+    std::fflush(stdout);
+  };
+  const kpmap::train::FitResult res = trainer.fit(train_set, val_set, on_epoch);
+  if (root && res.stopped_by != 0) {
+    if (res.mid_epoch) {
+      std::printf("kpmap-train: %s received: stopped after step %lld of %zu in epoch %lld\n",
+                  kpmap::StopSignals::name(res.stopped_by).c_str(), res.step, res.steps_per_epoch,
+                  res.epoch + 1);
+    } else {
+      std::printf("kpmap-train: %s received: stopped after epoch %lld\n",
+                  kpmap::StopSignals::name(res.stopped_by).c_str(), res.epoch);
+    }
+  } else if (root && res.max_steps_reached && res.mid_epoch) {
+    std::printf(
+        "kpmap-train: train.max_steps = %lld reached after step %lld of %zu in epoch %lld\n",
+        c.max_steps, res.step, res.steps_per_epoch, res.epoch + 1);
+  }
+  times.add(Phase::compute, trainer.times().compute);
+  times.add(Phase::collectives, trainer.times().collectives);
+  times.add(Phase::io, trainer.times().io);
+
+  // ---- result.json --------------------------------------------------------------
+  // NaN (null in result.json) until an epoch completes.
+  const double nan = std::nan("");
+  const auto& r = res.last;
+  const auto report = times.reduce_max(MPI_Wtime() - t_start, rt.comm());
+  kpmap::apps::Json j;
+  j.set("app", "kpmap-train")
+      .set("kpmap_version", KPMAP_VERSION_STRING)
+      .set("deck", deck.source())
+      .set("ranks", rt.size())
+      .set("model", c.model)
+      .set("precision", c.precision)
+      .set("parameters", static_cast<long long>(model.parameter_count()))
+      .set("train_samples", static_cast<long long>(n_train))
+      .set("validation_samples", static_cast<long long>(c.validation))
+      .set("epochs", c.epochs)
+      .set("train_loss", res.has_report ? r.train_loss : nan)
+      .set("val_loss", res.has_report && c.validation > 0 ? r.held_out.loss : nan)
+      .set("samples_per_second", res.samples_per_second);
+  if (classes) {
+    j.set("accuracy", res.has_report ? accuracy_of(r) : nan)
+        .set("train_accuracy", res.has_report ? r.train_accuracy : nan);
+    if (c.validation > 0) {
+      // The held-out set's metrics: the test files', or the validation split's.
+      std::vector<long long> counts(r.held_out.confusion.begin(), r.held_out.confusion.end());
+      j.set("test_accuracy", res.has_report ? r.held_out.accuracy : nan)
+          .set("test_loss", res.has_report ? r.held_out.loss : nan)
+          .set("test_set", c.test_set ? c.test_path : "validation split")
+          .set("confusion", counts);
+    }
+  }
+  if constexpr (std::is_same_v<Model, kpmap::train::LinearModel<typename Model::value_type, Mem>>) {
+    const auto w = to_vector(model.params().w);
+    const auto b = to_vector(model.params().b);
+    j.set("params", kpmap::apps::Json().set("w", w).set("b", b[0]));
+    if (c.data_kind == "synthetic") {
+      const kpmap::train::SyntheticRegression g{c.samples, c.features, c.data_seed, c.noise};
+      std::vector<double> tw(c.features);
+      for (std::size_t i = 0; i < c.features; ++i) tw[i] = g.true_w(i);
+      j.set("true_params", kpmap::apps::Json().set("w", tw).set("b", g.true_b()));
+      if (root) {
+        std::printf("learned w = %s  b = %.6g\n   true w = %s  b = %.6g\n", join(w).c_str(), b[0],
+                    join(tw).c_str(), g.true_b());
+      }
+    }
+  }
+  j.set("stopped_by", res.stopped_by ? kpmap::StopSignals::name(res.stopped_by) : "")
+      .set("checkpoint", res.checkpoint)
+      .set("timing", kpmap::apps::to_json(report));
+  if (root) {
+    kpmap::apps::write_text_atomic(out / "result.json", j.str() + "\n");
+    std::printf("kpmap-train: done in %s; results in %s\n",
+                kpmap::apps::Progress::format(report.wall).c_str(), (out / "result.json").c_str());
+    if (res.stopped_by) {
+      std::printf("kpmap-train: continue with --restart %s\n", res.checkpoint.c_str());
+    }
+  }
+  if (res.stopped_by) return kpmap::exit_code::stopped;
+  return kpmap::exit_code::success;
+}
+
 template <class T>
 int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts,
           const kpmap::Runtime& rt) {
-  const bool root = rt.rank() == 0;
   const MPI_Comm comm = rt.comm();
   kpmap::apps::PhaseTimes times;
   const double t_start = MPI_Wtime();
@@ -613,275 +586,20 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
     }
   }
 
-  // ---- model, optimizer, restart ----------------------------------------------
+  // ---- model, then the training loop ----------------------------------------------
   // A rank may hold all of a batch.
   const std::size_t batch_rows =
       c.batch == 0 ? std::max<std::size_t>(train_set.rows(), 1) : std::min(c.batch, n_train);
-  Model<T> model(c, work_capacity(c, batch_rows, val_set.rows()));
-  auto run_with = [&](auto& params) -> int {
-    using P = std::decay_t<decltype(params)>;
-    kpmap::train::Optimizer<T, Mem, P> opt(c.optimizer, params);
-    Position resume;
-    if (!opts.restart.empty()) {
-      auto t = times.scope(Phase::io);
-      resume = read_checkpoint<T>(opts.restart, model, params, opt, comm);
-      if (root) {
-        std::printf("kpmap-train: restarting from %s after epoch %lld", opts.restart.c_str(),
-                    resume.epoch);
-        if (resume.batch > 0) std::printf(" and %lld steps of the next", resume.batch);
-        std::printf("\n");
-      }
-    }
-    const long long first_epoch = resume.epoch;
-    if (first_epoch >= c.epochs) {
-      throw kpmap::InputError("restart file " + opts.restart + " is at epoch " +
-                                  std::to_string(first_epoch) + ", train.epochs is " +
-                                  std::to_string(c.epochs) + ": nothing left to do",
-                              kpmap::ErrorScope::all_ranks);
-    }
-    if (root) {
-      std::printf(
-          "kpmap-train: %s model (%zu parameters, %s), %zu training + %zu validation samples "
-          "on %d ranks, batch %s, optimizer %s, lr %g\n",
-          c.model.c_str(), model.parameter_count(), c.precision.c_str(), n_train, c.validation,
-          rt.size(), c.batch == 0 ? "full" : std::to_string(c.batch).c_str(),
-          deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
-      std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
-    }
-
-    // history.csv continues a restarted run's file.
-    const fs::path history = out / "history.csv";
-    std::ofstream hist;
-    if (root) {
-      const bool append = first_epoch > 0 && fs::exists(history);
-      hist.open(history, append ? std::ios::app : std::ios::trunc);
-      if (!append) {
-        hist << "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s,train_accuracy\n";
-      }
-    }
-
-    kpmap::apps::Progress progress(first_epoch, c.epochs);
-    // NaN (null in result.json) until an epoch completes.
-    double train_loss = std::nan(""), val_loss = std::nan(""), accuracy = std::nan("");
-    double train_accuracy = std::nan("");
-    kpmap::train::Evaluation held_out;  // the last epoch's, on the validation or test set
-    double train_seconds = 0;
-    // The newest checkpoint of this run (or the restart file).
-    std::string last_good = opts.restart;
-    auto checkpoint = [&](const fs::path& file, const Position& at) {
-      auto t = times.scope(Phase::io);
-      try {
-        write_checkpoint<T>(file, c, deck, at, model, params, opt, comm, rt.size());
-      } catch (const kpmap::Error& e) {
-        kpmap::apps::rethrow_with_context(
-            e, "epoch " + std::to_string(at.epoch + (at.batch > 0)) + ": the checkpoint failed: ",
-            kpmap::apps::last_good_note(last_good));
-      }
-      last_good = file.string();
-    };
-    kpmap::StopSignals stop;
-    int stopped_by = 0;
-    kpmap::Watchdog watchdog(kpmap::Watchdog::from_environment(), rt.rank());
-    bool mid_epoch = false;
-    std::size_t samples_done = 0;
-    bool at_max_steps = false;  // train.max_steps reached: the run ends after this epoch's report
-    double log_t0 = MPI_Wtime();
-    long long log_steps = 0;
-    for (long long epoch = first_epoch; epoch < c.epochs && !stopped_by && !at_max_steps; ++epoch) {
-      const double t0 = MPI_Wtime();
-      const auto plan = kpmap::train::plan_epoch(n_train, train_set.begin, train_set.rows(),
-                                                 c.batch, c.train_seed, std::uint64_t(epoch));
-      const bool resumed = epoch == first_epoch && resume.batch > 0;
-      if (resumed && std::size_t(resume.batch) >= plan.batches) {
-        throw kpmap::InputError(
-            "restart file " + opts.restart + " stopped after step " + std::to_string(resume.batch) +
-                " of epoch " + std::to_string(epoch + 1) + ", but this deck's epoch has " +
-                std::to_string(plan.batches) +
-                " steps (was train.batch_size changed?); restart a mid-epoch checkpoint with "
-                "its own deck, or from a checkpoint taken at an epoch's end",
-            kpmap::ErrorScope::all_ranks);
-      }
-      double loss_sum = resumed ? resume.loss_sum : 0.0;
-      double correct_sum = resumed ? resume.correct_sum : 0.0;
-      std::size_t steps_done = plan.batches;  // of this epoch, when it ends
-      for (std::size_t k = resumed ? std::size_t(resume.batch) : 0; k < plan.batches; ++k) {
-        watchdog.beat(opt.steps() + 1);
-        if (kpmap::fault::at_step(opt.steps() + 1, rt.rank())) poison(params);
-        const auto s = model.step(train_set, plan, k, times);
-        if (!std::isfinite(s.loss)) {
-          throw kpmap::Error("training diverged: the loss is " + std::to_string(s.loss) +
-                                 " at epoch " + std::to_string(epoch + 1) + ", step " +
-                                 std::to_string(k + 1) + " of " + std::to_string(plan.batches) +
-                                 " (try a smaller optimizer.learning_rate)" +
-                                 kpmap::apps::last_good_note(last_good),
-                             kpmap::exit_code::diverged, kpmap::ErrorScope::all_ranks);
-        }
-        const double w = double(plan.global_size(k));
-        loss_sum += s.loss * w;
-        correct_sum += s.accuracy * w;
-        {
-          auto t = times.scope(Phase::compute);
-          opt.step(model.exec, params, model.grads(params));
-        }
-        ++log_steps;
-        if (c.log_every > 0 && opt.steps() % c.log_every == 0 && root) {
-          const double now = MPI_Wtime();
-          std::printf(
-              "step %lld  epoch %lld  %zu/%zu  loss %.6e%s  %.4g samples/s\n", opt.steps(),
-              epoch + 1, k + 1, plan.batches, s.loss,
-              c.loss == "cross_entropy" ? ("  accuracy " + std::to_string(s.accuracy)).c_str() : "",
-              double(log_steps) * double(plan.batch) / (now - log_t0));
-          std::fflush(stdout);
-          log_t0 = now;
-          log_steps = 0;
-        }
-        if (c.max_steps > 0 && opt.steps() >= c.max_steps) {
-          at_max_steps = true;
-          steps_done = k + 1;
-          break;
-        }
-        // A stop signal ends the run after this step: mid-epoch with a
-        // checkpoint of the position; after an epoch's last step, once the
-        // epoch's evaluation and checkpoint below are done.
-        const bool run_complete = epoch + 1 == c.epochs && k + 1 == plan.batches;
-        if (!run_complete && (stopped_by = stop.poll(comm)) != 0) {
-          mid_epoch = k + 1 < plan.batches;
-          if (mid_epoch) {
-            char name[64];
-            std::snprintf(name, sizeof name, "checkpoint_%06lld_%06zu.h5", epoch, k + 1);
-            checkpoint(out / name, {epoch, static_cast<long long>(k + 1), loss_sum, correct_sum});
-            if (root) {
-              std::printf("kpmap-train: %s received: stopped after step %zu of %zu in epoch %lld\n",
-                          kpmap::StopSignals::name(stopped_by).c_str(), k + 1, plan.batches,
-                          epoch + 1);
-            }
-          }
-          break;
-        }
-      }
-      if (mid_epoch) break;  // the epoch's results are not complete
-      if (kpmap::checked_mode()) {
-        model.for_each_saved(params, static_cast<decltype(&opt)>(nullptr),
-                             [&](const std::string& name, const auto& v) {
-                               kpmap::detail::verify_replicated(*kpmap::AxisRef("devices"),
-                                                                name + " after the update", v);
-                             });
-      }
-      // A run cut short by train.max_steps reports the part of the epoch it did.
-      const std::size_t seen = std::min(steps_done * plan.batch, n_train);
-      train_loss = loss_sum / double(seen);
-      train_accuracy = accuracy = correct_sum / double(seen);
-      // Samples per second count the training steps, not the evaluation.
-      const double epoch_seconds = MPI_Wtime() - t0;
-      {
-        auto t = times.scope(Phase::compute);
-        held_out = model.evaluate(val_set);
-        // No validation set: NaN, written as null in JSON and empty in CSV.
-        val_loss = c.validation > 0 ? held_out.loss : std::nan("");
-        if (c.validation > 0 && c.loss == "cross_entropy") accuracy = held_out.accuracy;
-      }
-      train_seconds += epoch_seconds;
-      samples_done += seen;
-      const double rate = double(seen) / epoch_seconds;
-      if (root) {
-        hist << epoch + 1 << ',' << kpmap::apps::Json::number(train_loss) << ','
-             << (c.validation > 0 ? kpmap::apps::Json::number(val_loss) : "") << ',' << accuracy
-             << ',' << rate << ',' << progress.elapsed() << ','
-             << (c.loss == "cross_entropy" ? kpmap::apps::Json::number(train_accuracy) : "") << '\n'
-             << std::flush;
-        char val[48] = "";
-        if (c.validation > 0) std::snprintf(val, sizeof val, "  val_loss %.6e", val_loss);
-        std::printf(
-            "epoch %lld/%lld  train_loss %.6e%s%s  %.4g samples/s  "
-            "elapsed %s  ETA %s\n",
-            epoch + 1, c.epochs, train_loss, val,
-            c.loss == "cross_entropy" ? ("  accuracy " + std::to_string(accuracy)).c_str() : "",
-            rate, kpmap::apps::Progress::format(progress.elapsed()).c_str(),
-            kpmap::apps::Progress::format(progress.eta(epoch + 1)).c_str());
-        std::fflush(stdout);
-      }
-      const bool last = epoch + 1 == c.epochs;
-      if (at_max_steps && steps_done < plan.batches) {
-        // Cut short mid-epoch: a checkpoint of the position, as a stop signal writes.
-        char name[64];
-        std::snprintf(name, sizeof name, "checkpoint_%06lld_%06zu.h5", epoch, steps_done);
-        checkpoint(out / name, {epoch, static_cast<long long>(steps_done), loss_sum, correct_sum});
-        if (root) {
-          std::printf(
-              "kpmap-train: train.max_steps = %lld reached after step %zu of %zu in "
-              "epoch %lld\n",
-              c.max_steps, steps_done, plan.batches, epoch + 1);
-        }
-      } else if (last || at_max_steps || stopped_by ||
-                 (c.checkpoint_every > 0 && (epoch + 1) % c.checkpoint_every == 0)) {
-        char name[64];
-        std::snprintf(name, sizeof name, "checkpoint_%06lld.h5", epoch + 1);
-        checkpoint(out / name, {epoch + 1, 0, 0.0, 0.0});
-        if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep, epoch + 1);
-      }
-      if (stopped_by && root) {
-        std::printf("kpmap-train: %s received: stopped after epoch %lld\n",
-                    kpmap::StopSignals::name(stopped_by).c_str(), epoch + 1);
-      }
-    }
-
-    // ---- result.json --------------------------------------------------------------
-    const auto report = times.reduce_max(MPI_Wtime() - t_start, comm);
-    const double sps = kpmap::pmin(double(samples_done) / train_seconds, "devices");
-    kpmap::apps::Json j;
-    j.set("app", "kpmap-train")
-        .set("kpmap_version", KPMAP_VERSION_STRING)
-        .set("deck", deck.source())
-        .set("ranks", rt.size())
-        .set("model", c.model)
-        .set("precision", c.precision)
-        .set("parameters", static_cast<long long>(model.parameter_count()))
-        .set("train_samples", static_cast<long long>(n_train))
-        .set("validation_samples", static_cast<long long>(c.validation))
-        .set("epochs", c.epochs)
-        .set("train_loss", train_loss)
-        .set("val_loss", val_loss)
-        .set("samples_per_second", sps);
-    if (c.loss == "cross_entropy") {
-      j.set("accuracy", accuracy).set("train_accuracy", train_accuracy);
-      if (c.validation > 0) {
-        // The held-out set's metrics: the test files', or the validation split's.
-        std::vector<long long> counts(held_out.confusion.begin(), held_out.confusion.end());
-        j.set("test_accuracy", held_out.accuracy)
-            .set("test_loss", held_out.loss)
-            .set("test_set", c.test_set ? c.test_path : "validation split")
-            .set("confusion", counts);
-      }
-    }
-    if (model.linear) {
-      const auto w = to_vector(model.lp.w);
-      const auto b = to_vector(model.lp.b);
-      j.set("params", kpmap::apps::Json().set("w", w).set("b", b[0]));
-      if (c.data_kind == "synthetic") {
-        const kpmap::train::SyntheticRegression g{c.samples, c.features, c.data_seed, c.noise};
-        std::vector<double> tw(c.features);
-        for (std::size_t i = 0; i < c.features; ++i) tw[i] = g.true_w(i);
-        j.set("true_params", kpmap::apps::Json().set("w", tw).set("b", g.true_b()));
-        if (root) {
-          std::printf("learned w = %s  b = %.6g\n   true w = %s  b = %.6g\n", join(w).c_str(), b[0],
-                      join(tw).c_str(), g.true_b());
-        }
-      }
-    }
-    j.set("stopped_by", stopped_by ? kpmap::StopSignals::name(stopped_by) : "")
-        .set("checkpoint", last_good)
-        .set("timing", kpmap::apps::to_json(report));
-    if (root) {
-      kpmap::apps::write_text_atomic(out / "result.json", j.str() + "\n");
-      std::printf("kpmap-train: done in %s; results in %s\n",
-                  kpmap::apps::Progress::format(report.wall).c_str(),
-                  (out / "result.json").c_str());
-      if (stopped_by) std::printf("kpmap-train: continue with --restart %s\n", last_good.c_str());
-    }
-    if (stopped_by) return kpmap::exit_code::stopped;
-    return kpmap::exit_code::success;
-  };
-  return model.linear ? run_with(model.lp) : run_with(model.net->params());
+  const std::size_t capacity = work_capacity(c, batch_rows, val_set.rows());
+  if (c.model == "linear") {
+    kpmap::train::LinearModel<T, Mem> model(c.features, capacity);
+    return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
+  }
+  kpmap::train::Sequential<T, Mem> model(
+      c.input, kpmap::train::build_layers<T, Mem>(c.input, c.layers),
+      c.loss == "mse" ? kpmap::train::Loss::mse : kpmap::train::Loss::cross_entropy, capacity);
+  model.initialize(c.train_seed);
+  return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
 }
 
 }  // namespace

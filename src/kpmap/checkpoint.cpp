@@ -587,4 +587,9 @@ void write_xdmf(const std::string& xmf_path, const std::string& h5_file,
   }
 }
 
+std::string last_good_note(const std::string& file) {
+  if (file.empty()) return "; no checkpoint was written";
+  return "; the last good checkpoint is " + file + " (continue with --restart " + file + ")";
+}
+
 }  // namespace kpmap::checkpoint

@@ -330,6 +330,11 @@ class Reader {
   std::unique_ptr<Impl> impl_;
 };
 
+/// \brief "; the last good checkpoint is FILE (continue with --restart FILE)",
+/// or "; no checkpoint was written" when `file` is empty: the tail of a
+/// message that stops a run.
+std::string last_good_note(const std::string& file);
+
 /// \brief Deletes all but the newest `keep` files named `<stem>_<digits>.h5`
 /// (and their .xmf sidecars) in `dir`. With `newest` >= 0 (the step just
 /// written), files of later steps, left in the folder by an earlier run, are

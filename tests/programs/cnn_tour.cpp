@@ -1,6 +1,6 @@
 // The C++ example of docs/training.md: a small convolutional network trained
 // data-parallel on synthetic images with kpmap's layers, Sequential model and
-// optimizer. Every rank holds the same parameters and a block of the data;
+// Trainer. Every rank holds the same parameters and a block of the data;
 // each step's gradient is psum'd while the backward pass runs. The program
 // checks that it learned (exit 1 otherwise), so the example in the docs
 // cannot stop working unnoticed.
@@ -9,8 +9,8 @@
 
 #include <kpmap/kpmap.hpp>
 #include <kpmap/train/layers/registry.hpp>
-#include <kpmap/train/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
+#include <kpmap/train/trainer.hpp>
 
 #include <cstdio>
 
@@ -39,26 +39,29 @@ int main(int argc, char** argv) {
     // [end]
 
     // [loop]
+    // The data-parallel loop: each rank works on its rows of each global
+    // batch, the gradient is psum'd, every rank applies the same update.
+    TrainerConfig run;
+    run.epochs = 4;
+    run.batch = batch;
+    run.seed = 3;  // the shuffle: the same order at any rank count
+    run.output_dir = "cnn_tour_np" + std::to_string(rt.size());  // checkpoints
+    run.meta.app = "cnn_tour";
     OptimizerConfig adam;
     adam.kind = OptimizerConfig::Kind::adam;
     adam.learning_rate = 0.01;
-    Optimizer<float, Mem, FlatParams<float, Mem>> opt(adam, model.params());
-    for (std::uint64_t epoch = 0; epoch < 4; ++epoch) {
-      // Every rank agrees on the shuffle; each works on its own rows of each batch.
-      const auto plan = plan_epoch(1600, train.begin, train.rows(), batch, /*seed=*/3, epoch);
-      for (std::size_t k = 0; k < plan.batches; ++k) {
-        model.loss_and_gradient(train, plan.order, plan.offsets[k], plan.offsets[k + 1],
-                                plan.global_size(k), "devices");  // gradient psum'd inside
-        opt.step(model.params(), model.grads());                  // the same update on every rank
+    Trainer<Sequential<float, Mem>> trainer(model, adam, run, "devices");
+    const FitResult result = trainer.fit(train, test, [&](const EpochReport& r) {
+      if (rt.rank() == 0) {
+        std::printf("epoch %lld: test accuracy %.3f\n", r.epoch, r.held_out.accuracy);
       }
-      const Evaluation e = model.evaluate(test, "devices");  // over all ranks
-      if (rt.rank() == 0) std::printf("epoch %llu: test accuracy %.3f\n", epoch + 1ULL, e.accuracy);
-    }
+    });
+    // result.checkpoint is the last checkpoint; trainer.restart(file) continues from one.
     // [end]
     const double accuracy = model.evaluate(test, "devices").accuracy;
     if (rt.rank() == 0) {
-      std::printf("%s: test accuracy %.3f (0.9 required)\n", accuracy >= 0.9 ? "OK" : "FAIL",
-                  accuracy);
+      std::printf("%s: test accuracy %.3f (0.9 required), last checkpoint %s\n",
+                  accuracy >= 0.9 ? "OK" : "FAIL", accuracy, result.checkpoint.c_str());
     }
     return accuracy >= 0.9 ? 0 : 1;
   });

@@ -8,6 +8,7 @@
 #include <kpmap/detail/blas.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/train/data.hpp>
+#include <kpmap/train/sequential.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -38,6 +39,13 @@ struct LinearParams {
   }
   /// Names of the Views, in for_each_view order (checkpoint datasets).
   static std::vector<std::string> names() { return {"w", "b"}; }
+  /// The tree over flat Views of the leaves' sizes (an optimizer's moments).
+  static LinearParams unflatten(const std::vector<Kokkos::View<T*, M>>& leaves) {
+    LinearParams p;
+    p.w = leaves.at(0);
+    p.b = Kokkos::View<T, M>(leaves.at(1).data());
+    return p;
+  }
 };
 
 namespace detail {
@@ -262,5 +270,66 @@ T linear_loss(const Exec& exec, const Shard<T, M>& data, const LinearParams<T, M
   return linear_loss_and_gradient(exec, data, Kokkos::View<std::uint32_t*, M>(), 0, data.rows(),
                                   data.global_rows, p, scratch, loss, ws, axis);
 }
+
+/// \brief The linear model behind the interface a Trainer drives (see
+/// Sequential): the fused gradient pass, one psum of (grad w, grad b, loss)
+/// per step. Micro-batches are not needed: the pass reads its rows once.
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+class LinearModel {
+ public:
+  using value_type = T;
+  using memory_space = M;
+  using Exec = typename M::execution_space;
+  using Params = LinearParams<T, M>;
+
+  /// \param capacity the most rows of one step on one rank.
+  LinearModel(std::size_t features, std::size_t capacity, const Exec& exec = Exec())
+      : p_("params", features),
+        g_("grad", features),
+        ws_(capacity > 0 ? capacity : 1, features),
+        exec_(exec) {}
+
+  const Params& params() const { return p_; }
+  const Params& grads() const { return g_; }
+  const Exec& exec() const { return exec_; }
+  std::size_t parameter_count() const { return p_.w.size() + 1; }
+
+  template <class F>
+  void for_each_named(const Params& tree, F&& f) const {
+    f("w", tree.w);
+    f("b", tree.b);
+  }
+
+  /// \brief Loss and gradient of one global batch (see Sequential's).
+  BatchStats loss_and_gradient(const Shard<T, M>& data,
+                               const Kokkos::View<std::uint32_t*, M>& order, std::size_t first,
+                               std::size_t last, std::size_t global_batch, AxisRef axis,
+                               double* wait_seconds = nullptr, MicroBatch micro = {}) {
+    if (!micro.first || !micro.last) {
+      throw Error("kpmap::train::LinearModel: the linear model takes a step's batch in one pass");
+    }
+    linear_local_gradient(exec_, data, order, first, last, global_batch, p_, g_, loss_, ws_);
+    kpmap::detail::fence(exec_, "kpmap::train::LinearModel: local gradient");
+    const double t0 = MPI_Wtime();
+    psum_inplace(exec_, std::make_tuple(g_.w, g_.b, loss_), axis);  // one message
+    Kokkos::deep_copy(exec_, ws_.loss_host, loss_);
+    kpmap::detail::fence(exec_, "kpmap::train::LinearModel: batch loss on the host");
+    if (wait_seconds != nullptr) *wait_seconds = MPI_Wtime() - t0;
+    return {static_cast<double>(ws_.loss_host()), 0.0};
+  }
+
+  /// \brief Mean squared error over every rank's whole shard. Collective.
+  Evaluation evaluate(const Shard<T, M>& data, AxisRef axis) {
+    Evaluation e;
+    e.loss = static_cast<double>(linear_loss(exec_, data, p_, axis));
+    return e;
+  }
+
+ private:
+  Params p_, g_;
+  LinearWorkspace<T, M> ws_;
+  Kokkos::View<T, M> loss_{"kpmap::train::linear::step_loss"};
+  Exec exec_;
+};
 
 }  // namespace kpmap::train

@@ -35,6 +35,10 @@ struct FlatParams {
   void for_each_view(F&& f) const {
     f(all);
   }
+  /// The tree over flat Views of the leaves' sizes (an optimizer's moments).
+  static FlatParams unflatten(const std::vector<Kokkos::View<T*, M>>& leaves) {
+    return {leaves.at(0)};
+  }
 };
 
 /// \brief Where a call of Sequential::loss_and_gradient sits in a step made
@@ -55,7 +59,10 @@ struct Evaluation : BatchStats {
 template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
 class Sequential {
  public:
+  using value_type = T;
+  using memory_space = M;
   using Exec = typename M::execution_space;
+  using Params = FlatParams<T, M>;
   using LayerPtr = std::unique_ptr<Layer<T, M>>;
   using Batch = typename Layer<T, M>::Batch;
 
@@ -174,6 +181,13 @@ class Sequential {
         f(s.name, Kokkos::View<T*, M, Unmanaged>(p, s.spec.size()));
       }
     }
+  }
+
+  /// \brief f(name, view) for each parameter array of `tree` (the
+  /// parameters, the gradient or an optimizer moment): for_each_slice.
+  template <class F>
+  void for_each_named(const Params& tree, F&& f) const {
+    for_each_slice(tree.all, f);
   }
 
   /// \brief Initial parameters from `seed` (Glorot-uniform weights, zero

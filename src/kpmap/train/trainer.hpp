@@ -1,0 +1,382 @@
+#pragma once
+/// \file
+/// \brief The data-parallel training loop: parameters replicated on every
+/// rank, each global batch sharded (every rank works on the samples of the
+/// batch it holds), the gradient psum'd, the same optimizer update on every
+/// rank; evaluation after every epoch, checkpoints it restarts from bit for
+/// bit, stop signals, a hang watchdog and fault injection.
+///
+/// A Trainer drives any model with the interface of Sequential (and of
+/// LinearModel): `value_type`, `memory_space`, `Params`, `params()`,
+/// `grads()`, `exec()`, `loss_and_gradient(...)`, `evaluate(...)` and
+/// `for_each_named(tree, f)`. What the run prints and keeps besides
+/// checkpoints is the application's: it gets an EpochReport after every epoch.
+
+#include <kpmap/checkpoint.hpp>
+#include <kpmap/collectives.hpp>
+#include <kpmap/detail/checked.hpp>
+#include <kpmap/error.hpp>
+#include <kpmap/fault.hpp>
+#include <kpmap/stop.hpp>
+#include <kpmap/train/data.hpp>
+#include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/sequential.hpp>
+#include <kpmap/watchdog.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kpmap::train {
+
+/// \brief How a Trainer runs.
+struct TrainerConfig {
+  long long epochs = 1;
+  std::size_t batch = 0;           ///< global batch (all ranks); 0: the whole training set
+  std::uint64_t seed = 0;          ///< of the shuffle (the initial weights are the model's)
+  std::size_t accumulate = 1;      ///< micro-batches per step
+  long long max_steps = 0;         ///< end after this many steps in all (0: no limit)
+  long long log_every = 0;         ///< rank 0 prints the step's figures every N steps (0: never)
+  long long checkpoint_every = 0;  ///< epochs between checkpoints (0: only at the end)
+  int keep = 3;                    ///< checkpoints kept in `output_dir`
+  std::string output_dir = ".";    ///< where checkpoints go (created if missing)
+  checkpoint::Metadata meta;       ///< app, deck and decomposition stamped on every checkpoint
+};
+
+/// \brief Where a run stands: `epoch` epochs done, then `step` steps of the
+/// next one, whose (loss, correct) sums so far, weighted by batch size, are
+/// given (a run stopped mid-epoch continues from there bit for bit).
+struct TrainPosition {
+  long long epoch = 0;
+  long long step = 0;
+  double loss_sum = 0, correct_sum = 0;
+};
+
+/// \brief One epoch's figures, over all ranks.
+struct EpochReport {
+  long long epoch = 0;      ///< 1-based: the epoch just done (or cut short by max_steps)
+  std::size_t samples = 0;  ///< training samples of its steps
+  double train_loss = 0;    ///< mean over those samples
+  double train_accuracy = 0;
+  double seconds = 0;  ///< of the training steps (not the evaluation)
+  bool has_held_out = false;
+  Evaluation held_out;  ///< on the validation or test set
+};
+
+/// \brief How a fit() ended.
+struct FitResult {
+  int stopped_by = 0;      ///< the signal that stopped it, or 0
+  bool mid_epoch = false;  ///< stopped (or cut by max_steps) inside an epoch
+  long long epoch = 0;     ///< epochs completed
+  long long step = 0;      ///< steps of the next epoch, when mid_epoch
+  std::size_t steps_per_epoch = 0;
+  bool max_steps_reached = false;
+  std::string checkpoint;  ///< the newest checkpoint (or the restart file)
+  double samples_per_second =
+      0;                    ///< training samples of this run / training seconds, min over ranks
+  bool has_report = false;  ///< an epoch was reported
+  EpochReport last;         ///< the last epoch's report
+};
+
+/// \brief Seconds spent, for the application's phase report.
+struct TrainerTimes {
+  double compute = 0, collectives = 0, io = 0;
+};
+
+template <class Model>
+class Trainer {
+ public:
+  using T = typename Model::value_type;
+  using M = typename Model::memory_space;
+  using P = typename Model::Params;
+
+  Trainer(Model& model, const OptimizerConfig& optimizer, TrainerConfig config, AxisRef axis)
+      : model_(model), opt_(optimizer, model.params()), c_(std::move(config)), axis_(axis) {}
+
+  const Optimizer<T, M, P>& optimizer() const { return opt_; }
+  const TrainerTimes& times() const { return times_; }
+  const TrainPosition& position() const { return at_; }
+
+  /// \brief Continues from a checkpoint: parameters, optimizer state and
+  /// position. Collective. \throws InputError naming the file when it does
+  /// not fit this model or run.
+  void restart(const std::string& file) {
+    const double t0 = MPI_Wtime();
+    checkpoint::Reader r(file, axis_->comm(), c_.meta.app);
+    for_each_saved([&](const std::string& name, const auto& v) { r.read_replicated(name, v); });
+    const std::string& s = r.metadata().rng_state;
+    const long long steps = field_of(s, "optimizer_steps", -1);
+    if (steps < 0) {
+      throw InputError("restart file " + file + ": no optimizer state in attribute rng_state",
+                       ErrorScope::all_ranks);
+    }
+    opt_.set_steps(steps);
+    at_ = {};
+    at_.epoch = r.metadata().step;
+    at_.step = field_of(s, "batch", 0);
+    if (at_.step > 0) {
+      Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
+      r.read_replicated("progress.epoch_sums", sums);
+      at_.loss_sum = sums(0);
+      at_.correct_sum = sums(1);
+    }
+    if (at_.epoch >= c_.epochs) {
+      throw InputError("restart file " + file + " is at epoch " + std::to_string(at_.epoch) +
+                           ", train.epochs is " + std::to_string(c_.epochs) +
+                           ": nothing left to do",
+                       ErrorScope::all_ranks);
+    }
+    restart_file_ = file;
+    times_.io += MPI_Wtime() - t0;
+  }
+
+  /// \brief Trains from the current position to config.epochs (or
+  /// max_steps, or a stop signal), evaluating `held_out` (if it has rows
+  /// anywhere) after every epoch and calling `on_epoch` with the figures.
+  /// Checkpoints every config.checkpoint_every epochs, at the end, and where
+  /// a signal or max_steps stops the run. Collective over the axis.
+  /// \throws Error (exit_code::diverged) when the loss stops being finite.
+  FitResult fit(const Shard<T, M>& train, const Shard<T, M>& held_out,
+                const std::function<void(const EpochReport&)>& on_epoch) {
+    const bool root = axis_->index() == 0;
+    const std::size_t n = train.global_rows;
+    if (root) {
+      std::error_code ec;  // a folder that cannot be made fails the first checkpoint, named
+      std::filesystem::create_directories(c_.output_dir, ec);
+    }
+    MPI_Barrier(axis_->comm());
+    FitResult res;
+    res.checkpoint = restart_file_;
+    StopSignals stop;
+    Watchdog watchdog(Watchdog::from_environment(), axis_->index());
+    double train_seconds = 0;
+    std::size_t samples_done = 0;
+    double log_t0 = MPI_Wtime();
+    long long log_steps = 0;
+    const long long first_epoch = at_.epoch;
+    for (long long epoch = first_epoch; epoch < c_.epochs; ++epoch) {
+      const double t0 = MPI_Wtime();
+      const auto plan = plan_epoch(n, train.begin, train.rows(), c_.batch, c_.seed,
+                                   static_cast<std::uint64_t>(epoch));
+      res.steps_per_epoch = plan.batches;
+      const bool resumed = epoch == first_epoch && at_.step > 0;
+      if (resumed && static_cast<std::size_t>(at_.step) >= plan.batches) {
+        throw InputError(
+            "restart file " + restart_file_ + " stopped after step " + std::to_string(at_.step) +
+                " of epoch " + std::to_string(epoch + 1) + ", but this deck's epoch has " +
+                std::to_string(plan.batches) +
+                " steps (was train.batch_size changed?); restart a mid-epoch checkpoint with "
+                "its own deck, or from a checkpoint taken at an epoch's end",
+            ErrorScope::all_ranks);
+      }
+      double loss_sum = resumed ? at_.loss_sum : 0.0;
+      double correct_sum = resumed ? at_.correct_sum : 0.0;
+      std::size_t steps_done = plan.batches;  // of this epoch, when it ends
+      for (std::size_t k = resumed ? static_cast<std::size_t>(at_.step) : 0; k < plan.batches;
+           ++k) {
+        watchdog.beat(opt_.steps() + 1);
+        if (fault::at_step(opt_.steps() + 1, axis_->index())) poison();
+        const BatchStats s = step(train, plan, k);
+        if (!std::isfinite(s.loss)) {
+          throw Error("training diverged: the loss is " + std::to_string(s.loss) + " at epoch " +
+                          std::to_string(epoch + 1) + ", step " + std::to_string(k + 1) + " of " +
+                          std::to_string(plan.batches) +
+                          " (try a smaller optimizer.learning_rate)" +
+                          checkpoint::last_good_note(res.checkpoint),
+                      exit_code::diverged, ErrorScope::all_ranks);
+        }
+        const double w = static_cast<double>(plan.global_size(k));
+        loss_sum += s.loss * w;
+        correct_sum += s.accuracy * w;
+        {
+          const double u0 = MPI_Wtime();
+          opt_.step(model_.exec(), model_.params(), model_.grads());
+          kpmap::detail::fence(model_.exec(), "kpmap::train::Trainer: the update");
+          times_.compute += MPI_Wtime() - u0;
+        }
+        ++log_steps;
+        if (c_.log_every > 0 && opt_.steps() % c_.log_every == 0 && root) {
+          const double now = MPI_Wtime();
+          std::printf(
+              "step %lld  epoch %lld  %zu/%zu  loss %.6e  accuracy %.6f  %.4g samples/s\n",
+              opt_.steps(), epoch + 1, k + 1, plan.batches, s.loss, s.accuracy,
+              static_cast<double>(log_steps * static_cast<long long>(plan.batch)) / (now - log_t0));
+          std::fflush(stdout);
+          log_t0 = now;
+          log_steps = 0;
+        }
+        if (c_.max_steps > 0 && opt_.steps() >= c_.max_steps) {
+          res.max_steps_reached = true;
+          steps_done = k + 1;
+          break;
+        }
+        // A stop signal ends the run after this step: mid-epoch with a
+        // checkpoint of the position; after an epoch's last step, once the
+        // epoch's evaluation and checkpoint below are done.
+        const bool run_complete = epoch + 1 == c_.epochs && k + 1 == plan.batches;
+        if (!run_complete && (res.stopped_by = stop.poll(axis_->comm())) != 0) {
+          if (k + 1 < plan.batches) {
+            res.mid_epoch = true;
+            res.epoch = epoch;
+            res.step = static_cast<long long>(k + 1);
+            save(mid_epoch_name(epoch, k + 1),
+                 {epoch, static_cast<long long>(k + 1), loss_sum, correct_sum}, res);
+          }
+          break;
+        }
+      }
+      if (res.mid_epoch) break;  // the epoch's figures are not complete
+      if (checked_mode()) {
+        for_each_named(model_.params(), [&](const std::string& name, const auto& v) {
+          kpmap::detail::verify_replicated(*axis_, name + " after the update", v);
+        });
+      }
+      // Samples per second count the training steps, not the evaluation.
+      const double epoch_seconds = MPI_Wtime() - t0;
+      EpochReport rep;
+      rep.epoch = epoch + 1;
+      rep.samples = std::min(steps_done * plan.batch, n);
+      rep.train_loss = loss_sum / static_cast<double>(rep.samples);
+      rep.train_accuracy = correct_sum / static_cast<double>(rep.samples);
+      rep.seconds = epoch_seconds;
+      if (held_out.global_rows > 0) {
+        const double e0 = MPI_Wtime();
+        rep.held_out = model_.evaluate(held_out, axis_);
+        rep.has_held_out = true;
+        times_.compute += MPI_Wtime() - e0;
+      }
+      train_seconds += epoch_seconds;
+      samples_done += rep.samples;
+      res.last = rep;
+      res.has_report = true;
+      res.epoch = epoch + 1;
+      on_epoch(rep);
+      if (res.max_steps_reached && steps_done < plan.batches) {
+        // Cut short mid-epoch: a checkpoint of the position, as a stop signal writes.
+        res.mid_epoch = true;
+        res.epoch = epoch;
+        res.step = static_cast<long long>(steps_done);
+        save(mid_epoch_name(epoch, steps_done),
+             {epoch, static_cast<long long>(steps_done), loss_sum, correct_sum}, res);
+        break;
+      }
+      const bool last = epoch + 1 == c_.epochs;
+      if (last || res.max_steps_reached || res.stopped_by != 0 ||
+          (c_.checkpoint_every > 0 && (epoch + 1) % c_.checkpoint_every == 0)) {
+        char name[64];
+        std::snprintf(name, sizeof name, "checkpoint_%06lld.h5", epoch + 1);
+        save(name, {epoch + 1, 0, 0.0, 0.0}, res);
+        if (root) checkpoint::keep_last(c_.output_dir, "checkpoint", c_.keep, epoch + 1);
+      }
+      if (res.stopped_by != 0 || res.max_steps_reached) break;
+    }
+    // NaN (null in JSON) when no epoch was completed.
+    res.samples_per_second = pmin(static_cast<double>(samples_done) / train_seconds, axis_);
+    return res;
+  }
+
+  /// \brief Calls f(dataset name, View) for every array a checkpoint holds:
+  /// the parameters, then the optimizer's moments where the rule keeps them.
+  template <class F>
+  void for_each_saved(F&& f) {
+    for_each_named(model_.params(),
+                   [&](const std::string& name, const auto& v) { f("params." + name, v); });
+    if (opt_.first_moments().front().size() > 0) {
+      for_each_named(P::unflatten(opt_.first_moments()),
+                     [&](const std::string& name, const auto& v) { f("optimizer.m." + name, v); });
+    }
+    if (opt_.second_moments().front().size() > 0) {
+      for_each_named(P::unflatten(opt_.second_moments()),
+                     [&](const std::string& name, const auto& v) { f("optimizer.v." + name, v); });
+    }
+  }
+
+ private:
+  template <class F>
+  void for_each_named(const P& tree, F&& f) const {
+    model_.for_each_named(tree, f);
+  }
+
+  // One optimizer step's loss and gradient: this rank's rows of batch k, in
+  // config.accumulate micro-batches, one reduction after the last.
+  BatchStats step(const Shard<T, M>& data, const BatchPlan& plan, std::size_t k) {
+    const std::size_t first = plan.offsets[k];
+    const std::size_t last = plan.offsets[k + 1];
+    const std::size_t parts = c_.accumulate;
+    double wait = 0;
+    const double t0 = MPI_Wtime();
+    BatchStats s;
+    for (std::size_t m = 0; m < parts; ++m) {
+      const std::size_t a = first + (last - first) * m / parts;
+      const std::size_t b = first + (last - first) * (m + 1) / parts;
+      s = model_.loss_and_gradient(data, plan.order, a, b, plan.global_size(k), axis_, &wait,
+                                   {m == 0, m + 1 == parts});
+    }
+    times_.compute += MPI_Wtime() - t0 - wait;
+    times_.collectives += wait;
+    return s;
+  }
+
+  // KPMAP_FAULT_INJECT=R:S:nan: this rank's copy of the first parameter array
+  // turns to NaN, as a corrupted replica would.
+  void poison() {
+    bool first = true;
+    model_.params().for_each_view([&](const auto& v) {
+      if (first) Kokkos::deep_copy(v, std::nan(""));
+      first = false;
+    });
+  }
+
+  static std::string mid_epoch_name(long long epoch, std::size_t step) {
+    char name[64];
+    std::snprintf(name, sizeof name, "checkpoint_%06lld_%06zu.h5", epoch, step);
+    return name;
+  }
+
+  void save(const std::string& name, const TrainPosition& at, FitResult& res) {
+    const double t0 = MPI_Wtime();
+    const std::string file = (std::filesystem::path(c_.output_dir) / name).string();
+    try {
+      checkpoint::Metadata meta = c_.meta;
+      meta.step = at.epoch;
+      meta.rng_state = "train.seed=" + std::to_string(c_.seed) +
+                       " epoch=" + std::to_string(at.epoch) + " batch=" + std::to_string(at.step) +
+                       " optimizer_steps=" + std::to_string(opt_.steps());
+      checkpoint::Writer w(file, axis_->comm(), meta);
+      for_each_saved([&](const std::string& n, const auto& v) { w.write_replicated(n, v); });
+      Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
+      sums(0) = at.loss_sum;
+      sums(1) = at.correct_sum;
+      w.write_replicated("progress.epoch_sums", sums);
+      w.commit();
+    } catch (const Error& e) {
+      throw Error("epoch " + std::to_string(at.epoch + (at.step > 0)) +
+                      ": the checkpoint failed: " + e.what() +
+                      checkpoint::last_good_note(res.checkpoint),
+                  e.code(), e.all_ranks() ? ErrorScope::all_ranks : ErrorScope::this_rank);
+    }
+    res.checkpoint = file;
+    times_.io += MPI_Wtime() - t0;
+  }
+
+  static long long field_of(const std::string& state, const std::string& key, long long fallback) {
+    const auto at = state.find(key + "=");
+    return at == std::string::npos ? fallback : std::stoll(state.substr(at + key.size() + 1));
+  }
+
+  Model& model_;
+  Optimizer<T, M, P> opt_;
+  TrainerConfig c_;
+  AxisRef axis_;
+  TrainPosition at_;
+  std::string restart_file_;
+  TrainerTimes times_;
+};
+
+}  // namespace kpmap::train
