@@ -7,8 +7,7 @@
 /// one large KokkosBlas::gemm instead of many small loops.
 
 #include <kpmap/detail/blas.hpp>
-#include <kpmap/train/layers/dense.hpp>
-#include <kpmap/train/layers/layer.hpp>
+#include <kpmap/train/layers/weighted.hpp>
 
 namespace kpmap::train {
 
@@ -104,15 +103,20 @@ struct Col2im {
 /// \brief `filters` output channels from a k x k window of all input channels.
 /// Weights are filters x (k k Cin), column (ky k + kx) Cin + ci.
 template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
-class Conv2D final : public Layer<T, M> {
-  using Base = Layer<T, M>;
+class Conv2D final : public Weighted<T, M> {
+  using Base = Weighted<T, M>;
+  using Matrix = typename Layer<T, M>::Matrix;
 
  public:
-  using typename Base::Batch;
-  using typename Base::Exec;
+  using typename Layer<T, M>::Batch;
+  using typename Layer<T, M>::Exec;
 
   Conv2D(Shape input, std::size_t filters, std::size_t kernel, std::size_t stride, bool same)
-      : Base(input), filters_(filters), k_(kernel), stride_(stride), same_(same) {
+      : Base(input, filters, kernel * kernel * input.channels, kernel * kernel * filters),
+        filters_(filters),
+        k_(kernel),
+        stride_(stride),
+        same_(same) {
     if (!input.image) {
       throw ShapeError("conv2d: its input is " + input.str() +
                        ", not an image (height x width x channels)");
@@ -135,50 +139,34 @@ class Conv2D final : public Layer<T, M> {
            std::to_string(filters_) + " filters";
   }
   Shape output_shape() const override { return Shape::hwc(ay_.out, ax_.out, filters_); }
-  std::vector<ParamSpec> parameters() const override {
-    return {{"w", {filters_, patch()}}, {"b", {filters_}}};
-  }
-  void bind(T* p, T* g) override {
-    w_ = typename Base::Matrix(p, filters_, patch());
-    b_ = typename Base::Vector(p + w_.size(), filters_);
-    dw_ = typename Base::Matrix(g, filters_, patch());
-    db_ = typename Base::Vector(g + w_.size(), filters_);
-  }
-  std::uint64_t initialize(const Exec& exec, std::uint64_t seed, std::uint64_t offset) override {
-    Kokkos::deep_copy(exec, b_, T(0));
-    return detail::glorot_uniform<T, M>(exec, w_.data(), w_.size(), patch(), k_ * k_ * filters_,
-                                        seed, offset);
-  }
   void reserve(std::size_t capacity) override {
     const std::size_t rows = capacity * pixels();
     cols_ = Kokkos::View<T*, M>(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::conv2d::cols"),
         rows * patch());
-    ones_ = Kokkos::View<T*, M>("kpmap::train::conv2d::ones", rows);
-    Kokkos::deep_copy(ones_, T(1));
+    this->reserve_rows(rows);
   }
 
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
     const std::size_t rows = in.extent(0) * pixels();
-    const auto cols = Base::reshape(cols_.data(), rows, patch());
+    const Matrix cols(cols_.data(), rows, patch());
     Kokkos::parallel_for(
         "kpmap::train::conv2d::im2col", Kokkos::RangePolicy<Exec>(exec, 0, rows * k_ * k_),
         detail::Im2col<T, M>{in, cols, ay_, ax_, k_, stride_, this->input_.channels});
-    kpmap::detail::gemm(exec, "N", "T", T(1), cols, w_, T(0),
-                        Base::reshape(out.data(), rows, filters_));
-    detail::add_bias<T, M>(exec, out, b_);
+    kpmap::detail::gemm(exec, "N", "T", T(1), cols, this->w_, T(0),
+                        Matrix(out.data(), rows, filters_));
+    this->add_bias(exec, out.data(), rows);
   }
   void backward(const Exec& exec, const Batch&, const Batch&, const Batch& dout,
                 const Batch& din) override {
     const std::size_t rows = dout.extent(0) * pixels();
-    const auto cols = Base::reshape(cols_.data(), rows, patch());
-    const auto d = Base::reshape(dout.data(), rows, filters_);
+    const Matrix cols(cols_.data(), rows, patch());
+    const Matrix d(dout.data(), rows, filters_);
     // dW = D^T cols; db = D^T 1; then cols is reused for dcols = D W.
-    kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, this->grad_beta_, dw_);
-    const auto ones = Kokkos::subview(ones_, Kokkos::make_pair(std::size_t(0), rows));
-    kpmap::detail::gemv(exec, "T", T(1), d, ones, this->grad_beta_, db_);
+    kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, this->grad_beta_, this->dw_);
+    this->bias_gradient(exec, d);
     if (din.data() == nullptr) return;
-    kpmap::detail::gemm(exec, "N", "N", T(1), d, w_, T(0), cols);
+    kpmap::detail::gemm(exec, "N", "N", T(1), d, this->w_, T(0), cols);
     Kokkos::parallel_for(
         "kpmap::train::conv2d::col2im",
         Kokkos::RangePolicy<Exec>(exec, 0, din.size() / this->input_.channels),
@@ -197,9 +185,7 @@ class Conv2D final : public Layer<T, M> {
   std::size_t filters_, k_, stride_;
   bool same_;
   ConvAxis ay_, ax_;
-  typename Base::Matrix w_, dw_;
-  typename Base::Vector b_, db_;
-  Kokkos::View<T*, M> cols_, ones_;
+  Kokkos::View<T*, M> cols_;
 };
 
 }  // namespace kpmap::train

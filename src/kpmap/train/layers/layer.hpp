@@ -134,10 +134,6 @@ class Layer {
   virtual double forward_flops() const { return 0; }
 
  protected:
-  /// The row-major array at `data` seen as `rows` x `cols` (no copy).
-  static Matrix reshape(T* data, std::size_t rows, std::size_t cols) {
-    return Matrix(data, rows, cols);
-  }
   Shape input_;
   T grad_beta_ = T(0);  ///< beta of the parameter gradients' gemm and gemv
 };

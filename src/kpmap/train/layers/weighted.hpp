@@ -1,0 +1,78 @@
+#pragma once
+/// \file
+/// \brief What Dense and Conv2D share: a weight matrix (outputs x fan-in)
+/// and a bias per output, bound to slices of the model's flat vectors,
+/// Glorot-uniform initial weights, and the bias gradient as one gemv.
+
+#include <kpmap/detail/blas.hpp>
+#include <kpmap/train/layers/layer.hpp>
+
+namespace kpmap::train {
+
+namespace detail {
+/// out(r, o) += b(o) for each row r of a (rows x width) array: a dense
+/// layer's batch, or a convolution's (pixels x channels). One thread per row.
+template <class T, class M>
+struct AddBias {
+  T* out;
+  Kokkos::View<const T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> b;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t r) const {
+    const std::size_t width = b.extent(0);
+    T* row = out + r * width;
+    for (std::size_t o = 0; o < width; ++o) row[o] += b(o);
+  }
+};
+}  // namespace detail
+
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+class Weighted : public Layer<T, M> {
+  using Base = Layer<T, M>;
+
+ public:
+  using typename Base::Exec;
+
+  std::vector<ParamSpec> parameters() const override {
+    return {{"w", {outputs_, fan_in_}}, {"b", {outputs_}}};
+  }
+  void bind(T* p, T* g) override {
+    w_ = typename Base::Matrix(p, outputs_, fan_in_);
+    b_ = typename Base::Vector(p + w_.size(), outputs_);
+    dw_ = typename Base::Matrix(g, outputs_, fan_in_);
+    db_ = typename Base::Vector(g + w_.size(), outputs_);
+  }
+  std::uint64_t initialize(const Exec& exec, std::uint64_t seed, std::uint64_t offset) override {
+    Kokkos::deep_copy(exec, b_, T(0));
+    return detail::glorot_uniform<T, M>(exec, w_.data(), w_.size(), fan_in_, fan_out_, seed,
+                                        offset);
+  }
+
+ protected:
+  /// \param outputs rows of the weights (units, filters); \param fan_in
+  /// their columns; \param fan_out Glorot's fan-out.
+  Weighted(Shape input, std::size_t outputs, std::size_t fan_in, std::size_t fan_out)
+      : Base(input), outputs_(outputs), fan_in_(fan_in), fan_out_(fan_out) {}
+
+  /// Sizes the bias gradient's vector of ones for up to `rows` rows of outputs.
+  void reserve_rows(std::size_t rows) {
+    ones_ = Kokkos::View<T*, M>("kpmap::train::layers::ones", rows);
+    Kokkos::deep_copy(ones_, T(1));
+  }
+  /// out(r, :) += b for the `rows` rows at `out`.
+  void add_bias(const Exec& exec, T* out, std::size_t rows) const {
+    Kokkos::parallel_for("kpmap::train::layers::bias", Kokkos::RangePolicy<Exec>(exec, 0, rows),
+                         detail::AddBias<T, M>{out, b_});
+  }
+  /// db (+)= d^T 1: column sums of the output gradient `d` (rows x outputs).
+  template <class D>
+  void bias_gradient(const Exec& exec, const D& d) const {
+    const auto ones = Kokkos::subview(ones_, Kokkos::make_pair(std::size_t(0), d.extent(0)));
+    kpmap::detail::gemv(exec, "T", T(1), d, ones, this->grad_beta_, db_);
+  }
+
+  std::size_t outputs_, fan_in_, fan_out_;
+  typename Base::Matrix w_, dw_;
+  typename Base::Vector b_, db_;
+  Kokkos::View<T*, M> ones_;
+};
+
+}  // namespace kpmap::train
