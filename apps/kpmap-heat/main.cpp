@@ -161,42 +161,31 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   long long total_inner = 0;
   double last_error = 0.0;
   double exact_error = -1.0;
-  auto checkpoint = [&](const fs::path& file) {
+  auto write = [&](const std::string& file) {
     const double t0 = MPI_Wtime();
-    s.write_checkpoint(file.string(), deck.to_toml());
+    s.write_checkpoint(file, deck.to_toml());
     times.add(Phase::io, MPI_Wtime() - t0);
   };
-  // The newest checkpoint of this run (or the restart file): what a failure
-  // leaves to continue from.
-  std::string last_good = opts.restart;
+  // Watchdog, fault injection, stop signals, and the newest checkpoint of
+  // this run (or the restart file): what a failure leaves to continue from.
+  kpmap::RunControl run(comm, out.string(), c.keep_last, opts.restart);
   auto write_step_checkpoint = [&](long step) {
     char name[64];
     std::snprintf(name, sizeof name, "checkpoint_%06ld.h5", step);
-    try {
-      checkpoint(out / name);
-    } catch (const kpmap::Error& e) {
-      kpmap::apps::rethrow_with_context(
-          e, "step " + std::to_string(step) + ": the checkpoint failed: ",
-          kpmap::checkpoint::last_good_note(last_good));
-    }
-    last_good = (out / name).string();
-    if (root) kpmap::checkpoint::keep_last(out.string(), "checkpoint", c.keep_last, step);
+    run.checkpoint(name, "step " + std::to_string(step), write, /*rotate=*/true, step);
   };
-  kpmap::StopSignals stop;
   int stopped_by = 0;
-  kpmap::Watchdog watchdog(kpmap::Watchdog::from_environment(), rt.rank());
   while (!s.done()) {
     const auto before = s.timings();
     const double t0 = MPI_Wtime();
-    watchdog.beat(s.step_count() + 1);
-    if (kpmap::fault::at_step(s.step_count() + 1, rt.rank())) poison(s);
+    if (run.begin_step(s.step_count() + 1)) poison(s);
     sim::StepReport r;
     try {
       r = s.step();
       summary = s.summary();
     } catch (const kpmap::Error& e) {
       if (e.code() != kpmap::exit_code::diverged) throw;
-      kpmap::apps::rethrow_with_context(e, "", kpmap::checkpoint::last_good_note(last_good));
+      kpmap::apps::rethrow_with_context(e, "", run.last_good_note());
     }
     account(MPI_Wtime() - t0, before);
     total_iterations += r.solve.iterations;
@@ -231,11 +220,11 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
     if (c.fields_every > 0 && step % c.fields_every == 0) {
       char name[64];
       std::snprintf(name, sizeof name, "fields_%06ld.h5", step);
-      checkpoint(out / "fields" / name);
+      write((out / "fields" / name).string());
     }
     const bool due = done || (c.checkpoint_every > 0 && step % c.checkpoint_every == 0);
     if (due) write_step_checkpoint(step);
-    if (!done && (stopped_by = stop.poll(comm)) != 0) {
+    if (!done && (stopped_by = run.poll_stop()) != 0) {
       if (!due) write_step_checkpoint(step);
       break;
     }
@@ -267,7 +256,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
       .set("total_inner_iterations", total_inner)
       .set("last_error", last_error)
       .set("stopped_by", stopped_by ? kpmap::StopSignals::name(stopped_by) : "")
-      .set("checkpoint", last_good);
+      .set("checkpoint", run.last_good());
   if (exact_error >= 0) j.set("last_exact_error", exact_error);
   if (c.test_problem > 0) {
     // TeaLeaf's check: the final U within 0.001 % of its published value.
@@ -304,7 +293,8 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
     if (stopped_by) {
       std::printf(
           "kpmap-heat: %s received: stopped after step %ld of %ld; continue with --restart %s\n",
-          kpmap::StopSignals::name(stopped_by).c_str(), s.step_count(), last, last_good.c_str());
+          kpmap::StopSignals::name(stopped_by).c_str(), s.step_count(), last,
+          run.last_good().c_str());
     }
   }
   return stopped_by ? kpmap::exit_code::stopped : kpmap::exit_code::success;

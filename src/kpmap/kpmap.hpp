@@ -11,6 +11,7 @@
 #include <kpmap/memory.hpp>
 #include <kpmap/mesh.hpp>
 #include <kpmap/pmap.hpp>
+#include <kpmap/run_control.hpp>
 #include <kpmap/runtime.hpp>
 #include <kpmap/stop.hpp>
 #include <kpmap/version.hpp>

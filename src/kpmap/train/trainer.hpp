@@ -16,12 +16,10 @@
 #include <kpmap/collectives.hpp>
 #include <kpmap/detail/checked.hpp>
 #include <kpmap/error.hpp>
-#include <kpmap/fault.hpp>
-#include <kpmap/stop.hpp>
+#include <kpmap/run_control.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
-#include <kpmap/watchdog.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -152,9 +150,7 @@ class Trainer {
     }
     MPI_Barrier(axis_->comm());
     FitResult res;
-    res.checkpoint = restart_file_;
-    StopSignals stop;
-    Watchdog watchdog(Watchdog::from_environment(), axis_->index());
+    RunControl run(axis_->comm(), c_.output_dir, c_.keep, restart_file_);
     double train_seconds = 0;
     std::size_t samples_done = 0;
     double log_t0 = MPI_Wtime();
@@ -180,15 +176,13 @@ class Trainer {
       std::size_t steps_done = plan.batches;  // of this epoch, when it ends
       for (std::size_t k = resumed ? static_cast<std::size_t>(at_.step) : 0; k < plan.batches;
            ++k) {
-        watchdog.beat(opt_.steps() + 1);
-        if (fault::at_step(opt_.steps() + 1, axis_->index())) poison();
+        if (run.begin_step(opt_.steps() + 1)) poison();
         const BatchStats s = step(train, plan, k);
         if (!std::isfinite(s.loss)) {
           throw Error("training diverged: the loss is " + std::to_string(s.loss) + " at epoch " +
                           std::to_string(epoch + 1) + ", step " + std::to_string(k + 1) + " of " +
                           std::to_string(plan.batches) +
-                          " (try a smaller optimizer.learning_rate)" +
-                          checkpoint::last_good_note(res.checkpoint),
+                          " (try a smaller optimizer.learning_rate)" + run.last_good_note(),
                       exit_code::diverged, ErrorScope::all_ranks);
         }
         const double w = static_cast<double>(plan.global_size(k));
@@ -220,13 +214,13 @@ class Trainer {
         // checkpoint of the position; after an epoch's last step, once the
         // epoch's evaluation and checkpoint below are done.
         const bool run_complete = epoch + 1 == c_.epochs && k + 1 == plan.batches;
-        if (!run_complete && (res.stopped_by = stop.poll(axis_->comm())) != 0) {
+        if (!run_complete && (res.stopped_by = run.poll_stop()) != 0) {
           if (k + 1 < plan.batches) {
             res.mid_epoch = true;
             res.epoch = epoch;
             res.step = static_cast<long long>(k + 1);
-            save(mid_epoch_name(epoch, k + 1),
-                 {epoch, static_cast<long long>(k + 1), loss_sum, correct_sum}, res);
+            save(run, mid_epoch_name(epoch, k + 1),
+                 {epoch, static_cast<long long>(k + 1), loss_sum, correct_sum});
           }
           break;
         }
@@ -262,8 +256,8 @@ class Trainer {
         res.mid_epoch = true;
         res.epoch = epoch;
         res.step = static_cast<long long>(steps_done);
-        save(mid_epoch_name(epoch, steps_done),
-             {epoch, static_cast<long long>(steps_done), loss_sum, correct_sum}, res);
+        save(run, mid_epoch_name(epoch, steps_done),
+             {epoch, static_cast<long long>(steps_done), loss_sum, correct_sum});
         break;
       }
       const bool last = epoch + 1 == c_.epochs;
@@ -271,11 +265,11 @@ class Trainer {
           (c_.checkpoint_every > 0 && (epoch + 1) % c_.checkpoint_every == 0)) {
         char name[64];
         std::snprintf(name, sizeof name, "checkpoint_%06lld.h5", epoch + 1);
-        save(name, {epoch + 1, 0, 0.0, 0.0}, res);
-        if (root) checkpoint::keep_last(c_.output_dir, "checkpoint", c_.keep, epoch + 1);
+        save(run, name, {epoch + 1, 0, 0.0, 0.0}, /*rotate=*/true);
       }
       if (res.stopped_by != 0 || res.max_steps_reached) break;
     }
+    res.checkpoint = run.last_good();
     // NaN (null in JSON) when no epoch was completed.
     res.samples_per_second = pmin(static_cast<double>(samples_done) / train_seconds, axis_);
     return res;
@@ -339,29 +333,28 @@ class Trainer {
     return name;
   }
 
-  void save(const std::string& name, const TrainPosition& at, FitResult& res) {
+  // A checkpoint of the model, the optimizer and the position `at`.
+  void save(RunControl& run, const std::string& name, const TrainPosition& at,
+            bool rotate = false) {
     const double t0 = MPI_Wtime();
-    const std::string file = (std::filesystem::path(c_.output_dir) / name).string();
-    try {
-      checkpoint::Metadata meta = c_.meta;
-      meta.step = at.epoch;
-      meta.rng_state = "train.seed=" + std::to_string(c_.seed) +
-                       " epoch=" + std::to_string(at.epoch) + " batch=" + std::to_string(at.step) +
-                       " optimizer_steps=" + std::to_string(opt_.steps());
-      checkpoint::Writer w(file, axis_->comm(), meta);
-      for_each_saved([&](const std::string& n, const auto& v) { w.write_replicated(n, v); });
-      Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
-      sums(0) = at.loss_sum;
-      sums(1) = at.correct_sum;
-      w.write_replicated("progress.epoch_sums", sums);
-      w.commit();
-    } catch (const Error& e) {
-      throw Error("epoch " + std::to_string(at.epoch + (at.step > 0)) +
-                      ": the checkpoint failed: " + e.what() +
-                      checkpoint::last_good_note(res.checkpoint),
-                  e.code(), e.all_ranks() ? ErrorScope::all_ranks : ErrorScope::this_rank);
-    }
-    res.checkpoint = file;
+    run.checkpoint(
+        name, "epoch " + std::to_string(at.epoch + (at.step > 0)),
+        [&](const std::string& file) {
+          checkpoint::Metadata meta = c_.meta;
+          meta.step = at.epoch;
+          meta.rng_state = "train.seed=" + std::to_string(c_.seed) +
+                           " epoch=" + std::to_string(at.epoch) +
+                           " batch=" + std::to_string(at.step) +
+                           " optimizer_steps=" + std::to_string(opt_.steps());
+          checkpoint::Writer w(file, axis_->comm(), meta);
+          for_each_saved([&](const std::string& n, const auto& v) { w.write_replicated(n, v); });
+          Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
+          sums(0) = at.loss_sum;
+          sums(1) = at.correct_sum;
+          w.write_replicated("progress.epoch_sums", sums);
+          w.commit();
+        },
+        rotate, at.epoch);
     times_.io += MPI_Wtime() - t0;
   }
 

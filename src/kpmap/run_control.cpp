@@ -1,0 +1,48 @@
+#include <kpmap/checkpoint.hpp>
+#include <kpmap/error.hpp>
+#include <kpmap/fault.hpp>
+#include <kpmap/run_control.hpp>
+
+#include <filesystem>
+
+namespace kpmap {
+
+namespace {
+int rank_of(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+}  // namespace
+
+RunControl::RunControl(MPI_Comm comm, std::string dir, int keep, std::string last_good)
+    : comm_(comm),
+      rank_(rank_of(comm)),
+      dir_(std::move(dir)),
+      keep_(keep),
+      last_good_(std::move(last_good)),
+      watchdog_(Watchdog::from_environment(), rank_) {}
+
+bool RunControl::begin_step(long long step) {
+  watchdog_.beat(step);
+  return fault::at_step(step, rank_);
+}
+
+std::string RunControl::checkpoint(const std::string& name, const std::string& what,
+                                   const std::function<void(const std::string&)>& write,
+                                   bool rotate, long long newest) {
+  const std::string path = (std::filesystem::path(dir_) / name).string();
+  try {
+    write(path);
+  } catch (const Error& e) {
+    throw Error(what + ": the checkpoint failed: " + e.what() + last_good_note(), e.code(),
+                e.all_ranks() ? ErrorScope::all_ranks : ErrorScope::this_rank);
+  }
+  last_good_ = path;
+  if (rotate && rank_ == 0) checkpoint::keep_last(dir_, "checkpoint", keep_, newest);
+  return path;
+}
+
+std::string RunControl::last_good_note() const { return checkpoint::last_good_note(last_good_); }
+
+}  // namespace kpmap

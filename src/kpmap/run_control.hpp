@@ -1,0 +1,64 @@
+#pragma once
+/// \file
+/// \brief What every long run does around its steps, written once for the
+/// training loop and the heat simulation: beat the hang watchdog, inject
+/// test faults, poll stop signals, and write checkpoints so that a failure
+/// names the last good one.
+///
+///   kpmap::RunControl run(comm, out_dir, keep, restart_file);
+///   while (...) {
+///     if (run.begin_step(step + 1)) poison_state();   // KPMAP_FAULT_INJECT=R:S:nan
+///     ...
+///     run.checkpoint("checkpoint_000040.h5", "step 40", [&](const std::string& path) {...});
+///     if (run.poll_stop() != 0) break;
+///   }
+
+#include <kpmap/stop.hpp>
+#include <kpmap/watchdog.hpp>
+
+#include <mpi.h>
+
+#include <functional>
+#include <string>
+
+namespace kpmap {
+
+class RunControl {
+ public:
+  /// \param dir where checkpoints go; \param keep how many `checkpoint_*`
+  /// files to keep there; \param last_good the checkpoint the run started
+  /// from, if any. Collective over `comm` only in poll_stop().
+  RunControl(MPI_Comm comm, std::string dir, int keep, std::string last_good = "");
+
+  /// \brief Call before step `step` (1, 2, ...): beats the watchdog; true
+  /// when KPMAP_FAULT_INJECT asks this rank to corrupt its state now.
+  bool begin_step(long long step);
+
+  /// \brief Collective: the stop signal any rank received (SIGTERM, SIGINT,
+  /// SIGUSR1), or 0.
+  int poll_stop() const { return stop_.poll(comm_); }
+
+  /// \brief Writes the checkpoint `name` (in the folder) with `write(path)`,
+  /// then, if `rotate`, deletes all but the newest `keep` (on rank 0). A
+  /// failure is rethrown (same exit code) as "WHAT: the checkpoint failed:
+  /// ..., the last good checkpoint is ...". Returns the path.
+  std::string checkpoint(const std::string& name, const std::string& what,
+                         const std::function<void(const std::string& path)>& write,
+                         bool rotate = false, long long newest = -1);
+
+  /// \brief The newest checkpoint written (or the restart file), "" if none.
+  const std::string& last_good() const noexcept { return last_good_; }
+  /// \brief checkpoint::last_good_note(last_good()).
+  std::string last_good_note() const;
+
+ private:
+  MPI_Comm comm_;
+  int rank_ = 0;
+  std::string dir_;
+  int keep_;
+  std::string last_good_;
+  StopSignals stop_;
+  Watchdog watchdog_;
+};
+
+}  // namespace kpmap
