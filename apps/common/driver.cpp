@@ -1,5 +1,7 @@
 #include "driver.hpp"
 
+#include <kpmap/stop.hpp>
+
 #include "cli.hpp"
 
 #include <kpmap/error.hpp>
@@ -275,6 +277,25 @@ std::string Progress::format(double seconds) {
     std::snprintf(buf, sizeof buf, "%ldh%02ldm", m / 60, m % 60);
   }
   return buf;
+}
+
+std::ofstream open_table(const std::filesystem::path& path, const std::string& header,
+                         bool restarted, bool root) {
+  std::ofstream table;
+  if (!root) return table;
+  const bool append = restarted && std::filesystem::exists(path);
+  table.open(path, append ? std::ios::app : std::ios::trunc);
+  if (!append) table << header << '\n';
+  return table;
+}
+
+int finish_result(Json& j, const std::filesystem::path& path, int stopped_by,
+                  const std::string& checkpoint, const PhaseTimes::Report& report, bool root) {
+  j.set("stopped_by", stopped_by ? StopSignals::name(stopped_by) : "")
+      .set("checkpoint", checkpoint)
+      .set("timing", to_json(report));
+  if (root) write_text_atomic(path, j.str() + "\n");
+  return stopped_by ? exit_code::stopped : exit_code::success;
 }
 
 }  // namespace kpmap::apps

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -157,5 +158,18 @@ class Progress {
   long long last_;
   double start_;
 };
+
+/// \brief On rank 0 (`root`), opens the per-step (or per-epoch) CSV table
+/// `path` with its `header` line, or appends to it when the run continues
+/// an earlier one (`restarted`) and the file is there. Elsewhere: closed.
+std::ofstream open_table(const std::filesystem::path& path, const std::string& header,
+                         bool restarted, bool root);
+
+/// \brief Ends a run's result file: adds `stopped_by` (the signal's name, or
+/// ""), `checkpoint` and `timing` to `j`, writes it to `path` atomically on
+/// rank 0, and returns the run's exit code (exit_code::stopped after a
+/// signal, else success).
+int finish_result(Json& j, const std::filesystem::path& path, int stopped_by,
+                  const std::string& checkpoint, const PhaseTimes::Report& report, bool root);
 
 }  // namespace kpmap::apps

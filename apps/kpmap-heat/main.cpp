@@ -138,12 +138,8 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
 
   // The per-step summary, appended to after a restart.
   const fs::path csv = out / "summary.csv";
-  std::ofstream table;
-  if (root) {
-    const bool append = first > 0 && fs::exists(csv);
-    table.open(csv, append ? std::ios::app : std::ios::trunc);
-    if (!append) table << "step,time,volume,mass,density,energy,u,iterations,error,wall_s\n";
-  }
+  std::ofstream table = kpmap::apps::open_table(
+      csv, "step,time,volume,mass,density,energy,u,iterations,error,wall_s", first > 0, root);
   sim::Summary summary;
   {
     const auto before = s.timings();
@@ -254,9 +250,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
       .set("u", summary.u)
       .set("total_iterations", total_iterations)
       .set("total_inner_iterations", total_inner)
-      .set("last_error", last_error)
-      .set("stopped_by", stopped_by ? kpmap::StopSignals::name(stopped_by) : "")
-      .set("checkpoint", run.last_good());
+      .set("last_error", last_error);
   if (exact_error >= 0) j.set("last_exact_error", exact_error);
   if (c.test_problem > 0) {
     // TeaLeaf's check: the final U within 0.001 % of its published value.
@@ -278,9 +272,9 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
       std::printf("This test is considered %s\n", passed ? "PASSED" : "FAILED");
     }
   }
-  j.set("timing", kpmap::apps::to_json(report));
+  const int code = kpmap::apps::finish_result(j, out / "summary.json", stopped_by, run.last_good(),
+                                              report, root);
   if (root) {
-    kpmap::apps::write_text_atomic(out / "summary.json", j.str() + "\n");
     std::printf(
         "kpmap-heat: %lld iterations in %ld steps, %s (compute %s, halo %s, "
         "collectives %s, io %s); results in %s\n",
@@ -297,7 +291,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
           run.last_good().c_str());
     }
   }
-  return stopped_by ? kpmap::exit_code::stopped : kpmap::exit_code::success;
+  return code;
 }
 
 }  // namespace

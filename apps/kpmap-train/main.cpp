@@ -401,14 +401,9 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
 
   // history.csv continues a restarted run's file.
   const fs::path history = out / "history.csv";
-  std::ofstream hist;
-  if (root) {
-    const bool append = first_epoch > 0 && fs::exists(history);
-    hist.open(history, append ? std::ios::app : std::ios::trunc);
-    if (!append) {
-      hist << "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s,train_accuracy\n";
-    }
-  }
+  std::ofstream hist = kpmap::apps::open_table(
+      history, "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s,train_accuracy",
+      first_epoch > 0, root);
   kpmap::apps::Progress progress(first_epoch, c.epochs);
   const bool classes = c.loss == "cross_entropy";
   // The accuracy reported: the held-out set's where there is one.
@@ -499,19 +494,16 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
       }
     }
   }
-  j.set("stopped_by", res.stopped_by ? kpmap::StopSignals::name(res.stopped_by) : "")
-      .set("checkpoint", res.checkpoint)
-      .set("timing", kpmap::apps::to_json(report));
+  const int code = kpmap::apps::finish_result(j, out / "result.json", res.stopped_by,
+                                              res.checkpoint, report, root);
   if (root) {
-    kpmap::apps::write_text_atomic(out / "result.json", j.str() + "\n");
     std::printf("kpmap-train: done in %s; results in %s\n",
                 kpmap::apps::Progress::format(report.wall).c_str(), (out / "result.json").c_str());
     if (res.stopped_by) {
       std::printf("kpmap-train: continue with --restart %s\n", res.checkpoint.c_str());
     }
   }
-  if (res.stopped_by) return kpmap::exit_code::stopped;
-  return kpmap::exit_code::success;
+  return code;
 }
 
 template <class T>
