@@ -1,7 +1,7 @@
 // kpmap-bench-train: one training step of kpmap-train's models, slowest rank.
 //
 //   mpiexec -n 2 kpmap-bench-train
-//   OPENBLAS_NUM_THREADS=1 kpmap-bench-train --benchmark_filter=Mlp
+//   OPENBLAS_NUM_THREADS=1 kpmap-bench-train --benchmark_filter='mlp|cnn'
 //
 // - BM_linear_epoch/F/MiB: a full-batch gradient-descent epoch of linear
 //   regression (X is MiB per rank, F features), paired with a STREAM-style
