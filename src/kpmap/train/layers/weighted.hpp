@@ -7,19 +7,20 @@
 #include <kpmap/detail/blas.hpp>
 #include <kpmap/train/layers/layer.hpp>
 
+#include <cstdint>
+
 namespace kpmap::train {
 
 namespace detail {
-/// out(r, o) += b(o) for each row r of a (rows x width) array: a dense
-/// layer's batch, or a convolution's (pixels x channels). One thread per row.
+/// out(r, o) += b(o) over a (rows x width) array: a dense layer's batch, or
+/// a convolution's (pixels x channels). One thread per element of a 2-D
+/// range: a dense layer of a few rows and many units still fills a GPU.
 template <class T, class M>
 struct AddBias {
   T* out;
   Kokkos::View<const T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> b;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t r) const {
-    const std::size_t width = b.extent(0);
-    T* row = out + r * width;
-    for (std::size_t o = 0; o < width; ++o) row[o] += b(o);
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t r, std::int64_t o) const {
+    out[static_cast<std::size_t>(r) * b.extent(0) + static_cast<std::size_t>(o)] += b(o);
   }
 };
 }  // namespace detail
@@ -59,8 +60,12 @@ class Weighted : public Layer<T, M> {
   }
   /// out(r, :) += b for the `rows` rows at `out`.
   void add_bias(const Exec& exec, T* out, std::size_t rows) const {
-    Kokkos::parallel_for("kpmap::train::layers::bias", Kokkos::RangePolicy<Exec>(exec, 0, rows),
-                         detail::AddBias<T, M>{out, b_});
+    using Policy = Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2>, Kokkos::IndexType<std::int64_t>>;
+    Kokkos::parallel_for(
+        "kpmap::train::layers::bias",
+        Policy(exec, {0, 0},
+               {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(outputs_)}),
+        detail::AddBias<T, M>{out, b_});
   }
   /// db (+)= d^T 1: column sums of the output gradient `d` (rows x outputs).
   template <class D>
