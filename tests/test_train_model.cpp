@@ -349,3 +349,109 @@ TEST_CASE("micro-batches of one step give the gradient of the whole batch", "[tr
   CHECK(std::abs(got.loss - ref.loss) <= 1e-12 * ref.loss);
   CHECK(got.accuracy == ref.accuracy);
 }
+
+TEST_CASE(
+    "mixed precision: the layers compute in the narrow type, the gradient and the update "
+    "stay in the master type",
+    "[train][cnn][mixed]") {
+  // double master, float compute: the code path of float master and half_t
+  // compute on a GPU, on every build. 19 samples in one batch: uneven
+  // shards, an empty rank at 4 ranks.
+  using Mixed = Sequential<double, Mem, float>;
+  static_assert(Mixed::mixed && !Model::mixed);
+  const SyntheticImages gen(19, 6, 6, 2, 3, 5, 0.3);
+  const Shape input = Shape::hwc(6, 6, 2);
+  const std::vector<LayerSpec> specs{conv(3, 3, 1, true), LayerSpec{"relu"}, pool("maxpool2d", 2),
+                                     LayerSpec{"flatten"}, dense(3)};
+  const auto& axis = kpmap::Mesh::world().axis("devices");
+  const auto data = generate_shard<double, Mem>(gen, 0, gen.samples, axis);
+  const Kokkos::View<std::uint32_t*, Mem> none;
+  const std::size_t capacity = std::max<std::size_t>(data.rows(), 1);
+  Mixed mixed(input, build_layers<float, Mem>(input, specs), Loss::cross_entropy, capacity);
+  mixed.initialize(4);
+  // The master copy starts from the compute copy's draws: float values.
+  const auto p0 = to_host(mixed.params().all);
+  bool representable = true;
+  for (double v : p0) representable = representable && double(float(v)) == v;
+  CHECK(representable);
+  // The double model starts from the same values.
+  Model ref(input, build_layers<double, Mem>(input, specs), Loss::cross_entropy, capacity);
+  Kokkos::deep_copy(ref.params().all, mixed.params().all);
+
+  auto gradient = [&](auto& model) {
+    const auto s = model.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis);
+    return std::make_pair(s, to_host(model.grads().all));
+  };
+  const auto [ref_stats, ref_grad] = gradient(ref);
+  mixed.set_loss_scale(1);
+  const auto [stats, g1] = gradient(mixed);
+  mixed.set_loss_scale(1024);
+  const auto g1024 = gradient(mixed).second;
+
+  SECTION("a power-of-two loss scale is divided out exactly") { CHECK(g1 == g1024); }
+
+  SECTION("the gradient is the double model's to float precision") {
+    double worst = 0;
+    for (std::size_t i = 0; i < ref_grad.size(); ++i) {
+      worst =
+          std::max(worst, std::abs(g1[i] - ref_grad[i]) / std::max(1e-3, std::abs(ref_grad[i])));
+    }
+    INFO("largest relative difference from the double gradient: " << worst);
+    CHECK(worst < 1e-5);
+    CHECK(worst > 0);  // the layers did compute in float
+    CHECK(std::abs(stats.loss - ref_stats.loss) <= 1e-6 * ref_stats.loss);
+  }
+
+  SECTION("micro-batches add their gradients in the master type") {
+    Mixed parts(input, build_layers<float, Mem>(input, specs), Loss::cross_entropy, 7);
+    Kokkos::deep_copy(parts.params().all, mixed.params().all);
+    parts.set_loss_scale(1024);
+    const std::size_t n = data.rows();
+    for (std::size_t m = 0; m < 3; ++m) {
+      parts.loss_and_gradient(data, none, n * m / 3, n * (m + 1) / 3, gen.samples, axis, nullptr,
+                              {m == 0, m == 2});
+    }
+    const auto b = to_host(parts.grads().all);
+    double worst = 0;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      worst = std::max(worst, std::abs(b[i] - g1024[i]) / std::max(1e-3, std::abs(g1024[i])));
+    }
+    INFO("largest relative difference from the one-pass gradient: " << worst);
+    CHECK(worst < 1e-5);
+  }
+
+  SECTION("training updates the master copy, and each step computes with it") {
+    OptimizerConfig config;
+    config.kind = OptimizerConfig::Kind::sgd;
+    config.learning_rate = 0.5;
+    Optimizer<double, Mem, FlatParams<double, Mem>> opt_ref(config, ref.params());
+    Optimizer<double, Mem, FlatParams<double, Mem>> opt_mixed(config, mixed.params());
+    BatchStats first, last;
+    for (int k = 0; k < 10; ++k) {
+      const auto s = ref.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis);
+      last = mixed.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis);
+      if (k == 0) first = last;
+      INFO("step " << k);
+      CHECK(std::abs(last.loss - s.loss) <= 1e-5 * s.loss);
+      opt_ref.step(ref.params(), ref.grads());
+      opt_mixed.step(mixed.params(), mixed.grads());
+    }
+    const auto a = to_host(ref.params().all);
+    const auto b = to_host(mixed.params().all);
+    double worst = 0, moved = 0;
+    bool narrow = true;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      worst = std::max(worst, std::abs(a[i] - b[i]));
+      moved = std::max(moved, std::abs(b[i] - p0[i]));
+      narrow = narrow && double(float(b[i])) == b[i];
+    }
+    INFO("largest difference from the double run after 10 steps: " << worst);
+    CHECK(worst < 1e-5);
+    CHECK(moved > 1e-2);
+    CHECK(!narrow);  // the master copy holds more than float's digits
+    CHECK(last.loss < first.loss);
+    // Evaluation computes with the master's current values too.
+    CHECK(std::abs(mixed.evaluate(data, axis).loss - ref.evaluate(data, axis).loss) <=
+          1e-5 * last.loss);
+  }
+}

@@ -13,6 +13,7 @@
 
 #include <kpmap/checkpoint.hpp>
 #include <kpmap/detail/checked.hpp>
+#include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/kpmap.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/registry.hpp>
@@ -45,6 +46,7 @@ using kpmap::apps::Phase;
 // Everything the deck says, checked across keys.
 struct Config {
   std::string model, activation, loss, precision, data_kind, path, x_name, y_name;
+  double loss_scale = 1;  // mixed precision
   std::vector<std::size_t> hidden;
   std::vector<kpmap::train::LayerSpec> layers;  // mlp and sequential
   kpmap::train::Shape input;                    // one sample
@@ -264,6 +266,27 @@ Config configure(const Deck& d, MPI_Comm comm) {
                                 "batch in one pass; accumulation is for mlp and sequential models",
                             kpmap::ErrorScope::all_ranks);
   }
+  if (c.precision == "mixed") {
+    if (c.model == "linear") {
+      throw kpmap::InputError(d.where("model.precision") +
+                                  "key 'model.precision': \"mixed\" is for mlp and sequential "
+                                  "models (the linear model has no layers to run in 16 bits); "
+                                  "use \"float\" or \"double\"",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    if (!kpmap::detail::has_half_type) {
+      throw kpmap::InputError(
+          d.where("model.precision") +
+              "key 'model.precision': \"mixed\" needs a 16-bit floating-point type, and this "
+              "Kokkos build (" +
+              kpmap::detail::kokkos_version_string() + ", " +
+              Kokkos::DefaultExecutionSpace::name() +
+              ") has none: Kokkos::Experimental::half_t is float unless Kokkos is built for "
+              "CUDA, HIP or SYCL. Use \"float\" here, or a GPU build of Kokkos",
+          kpmap::ErrorScope::all_ranks);
+    }
+  }
+  c.loss_scale = d.real("model.loss_scale");
   if (c.model == "linear" && c.loss != "mse") {
     bad(d,
         "key 'model.loss': a linear model is fitted by mse; for softmax regression use "
@@ -506,7 +529,8 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
   return code;
 }
 
-template <class T>
+// T: data, parameters and optimizer; C: what the layers compute in.
+template <class T, class C = T>
 int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts,
           const kpmap::Runtime& rt) {
   const MPI_Comm comm = rt.comm();
@@ -587,9 +611,10 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
     kpmap::train::LinearModel<T, Mem> model(c.features, capacity);
     return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
   }
-  kpmap::train::Sequential<T, Mem> model(
-      c.input, kpmap::train::build_layers<T, Mem>(c.input, c.layers),
+  kpmap::train::Sequential<T, Mem, C> model(
+      c.input, kpmap::train::build_layers<C, Mem>(c.input, c.layers),
       c.loss == "mse" ? kpmap::train::Loss::mse : kpmap::train::Loss::cross_entropy, capacity);
+  model.set_loss_scale(c.loss_scale);
   model.initialize(c.train_seed);
   return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
 }
@@ -617,6 +642,12 @@ int main(int argc, char** argv) {
     }
     const Deck deck = kpmap::apps::load_deck(schema, opts, rt.comm());
     const Config c = configure(deck, rt.comm());
+    if (c.precision == "mixed") {
+      // configure() refused "mixed" where half_t is float.
+      if constexpr (kpmap::detail::has_half_type) {
+        return train<float, kpmap::detail::half>(c, deck, opts, rt);
+      }
+    }
     return c.precision == "float" ? train<float>(c, deck, opts, rt)
                                   : train<double>(c, deck, opts, rt);
   });

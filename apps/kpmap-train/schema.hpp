@@ -29,8 +29,13 @@ inline deck::Schema schema() {
   s.string("model.activation", "relu", {"relu", "tanh"}, "mlp: activation of the hidden layers");
   s.string("model.loss", "mse", {"mse", "cross_entropy"},
            "mean squared error (regression) or softmax cross-entropy (classification)");
-  s.string("model.precision", "double", {"double", "float"},
-           "scalar type of data, parameters and arithmetic");
+  s.string("model.precision", "double", {"double", "float", "mixed"},
+           "scalar type of data, parameters and arithmetic; mixed (mlp, sequential): "
+           "parameters, gradient reduction and optimizer in float, forward and backward in "
+           "16-bit half_t (a Kokkos built for CUDA, HIP or SYCL)");
+  s.real("model.loss_scale", 1024, Range{1, 16777216}, "",
+         "mixed: factor of the loss gradient, divided out before the reduction, so small "
+         "gradients do not flush to zero in 16 bits (a power of two rounds nothing)");
   s.string("data.kind", "synthetic", {"synthetic", "images", "idx", "hdf5"},
            "synthetic: generated from the sample index; images: synthetic images (class "
            "patterns and noise); idx: IDX image and label files (MNIST format, .gz or not); "

@@ -97,6 +97,16 @@ namespace math = ::Kokkos;
 namespace math = ::Kokkos::Experimental;
 #endif
 
+/// \brief Whether this Kokkos build has a real 16-bit floating-point type:
+/// Kokkos::Experimental::half_t is IEEE binary16 under CUDA, HIP and SYCL,
+/// and plain float on host-only builds (Kokkos 3.4 and 4.x alike).
+#if defined(KOKKOS_HALF_T_IS_FLOAT) && !KOKKOS_HALF_T_IS_FLOAT
+inline constexpr bool has_half_type = true;
+#else
+inline constexpr bool has_half_type = false;
+#endif
+using half = Kokkos::Experimental::half_t;
+
 /// \brief Host memory that GPUs can reach by DMA: the staging target for
 /// device buffers when MPI is not GPU-aware. Plain host memory elsewhere.
 #if defined(KOKKOS_ENABLE_CUDA)

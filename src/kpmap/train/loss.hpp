@@ -25,14 +25,14 @@ struct BatchStats {
 
 namespace detail {
 
-/// xb(k, :) = x(order(first + k), :) (or x(first + k, :) without an order);
-/// one thread per element.
-template <class T, class M>
+/// xb(k, :) = x(order(first + k), :) (or x(first + k, :) without an order),
+/// converted to the model's compute type C; one thread per element.
+template <class T, class M, class C = T>
 struct GatherRows {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> x;
   Kokkos::View<const T*, M> y;
   Kokkos::View<const std::uint32_t*, M> order;
-  Kokkos::View<T**, Kokkos::LayoutRight, M> xb;
+  Kokkos::View<C**, Kokkos::LayoutRight, M> xb;
   Kokkos::View<T*, M> yb;
   std::size_t first;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t e) const {
@@ -40,57 +40,64 @@ struct GatherRows {
     const std::size_t k = e / width;
     const std::size_t j = e % width;
     const std::size_t i = order.extent(0) ? order(first + k) : first + k;
-    xb(k, j) = x(i, j);
+    xb(k, j) = static_cast<C>(x(i, j));
     if (j == 0) yb(k) = y(i);
   }
 };
 
 /// Output delta of each row, and the batch's (loss, correct) sums, as one
-/// parallel reduction. The delta is scaled by 1 / (global batch size), so
-/// that the sum of the ranks' gradients is the batch mean's gradient.
-template <class T, class M>
+/// parallel reduction. The delta is scaled by `scale`, 1 / (global batch
+/// size) (times the loss scale of mixed precision), so that the sum of the
+/// ranks' gradients is the batch mean's gradient. The scores z and the delta
+/// are in the model's compute type C; the softmax, the loss and the labels
+/// in A (the parameters' type: float under mixed precision).
+template <class C, class M, class A = C>
 struct OutputDelta {
   using value_type = double[];  // (sum of losses, number correct)
   unsigned value_count = 2;
-  Kokkos::View<const T**, Kokkos::LayoutRight, M> z;
-  Kokkos::View<const T*, M> y;
-  Kokkos::View<T**, Kokkos::LayoutRight, M> delta;
-  T scale;
+  Kokkos::View<const C**, Kokkos::LayoutRight, M> z;
+  Kokkos::View<const A*, M> y;
+  Kokkos::View<C**, Kokkos::LayoutRight, M> delta;
+  A scale;
   bool cross_entropy;
+  KOKKOS_INLINE_FUNCTION A score(std::size_t k, std::size_t o) const {
+    return static_cast<A>(z(k, o));
+  }
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t k, double* stats) const {
     using namespace kpmap::detail;
     const std::size_t c = z.extent(1);
     if (!cross_entropy) {
-      const T r = z(k, 0) - y(k);
-      delta(k, 0) = 2 * scale * r;
+      const A r = score(k, 0) - y(k);
+      delta(k, 0) = static_cast<C>(2 * scale * r);
       stats[0] += static_cast<double>(r) * static_cast<double>(r);
       return;
     }
     std::size_t best = 0;
-    T zmax = z(k, 0);
+    A zmax = score(k, 0);
     for (std::size_t o = 1; o < c; ++o) {
-      if (z(k, o) > zmax) {
-        zmax = z(k, o);
+      if (score(k, o) > zmax) {
+        zmax = score(k, o);
         best = o;
       }
     }
-    T sum = 0;
-    for (std::size_t o = 0; o < c; ++o) sum += math::exp(z(k, o) - zmax);
+    A sum = 0;
+    for (std::size_t o = 0; o < c; ++o) sum += math::exp(score(k, o) - zmax);
     const auto label = static_cast<std::size_t>(y(k));
     for (std::size_t o = 0; o < c; ++o) {
-      const T p = math::exp(z(k, o) - zmax) / sum;
-      delta(k, o) = scale * (p - (o == label ? T(1) : T(0)));
+      const A p = math::exp(score(k, o) - zmax) / sum;
+      delta(k, o) = static_cast<C>(scale * (p - (o == label ? A(1) : A(0))));
     }
-    stats[0] += static_cast<double>(math::log(sum) - (z(k, label) - zmax));
+    stats[0] += static_cast<double>(math::log(sum) - (score(k, label) - zmax));
     stats[1] += best == label ? 1.0 : 0.0;
   }
 };
 
-/// confusion(label, predicted) += 1 for each row (predicted: the argmax).
-template <class T, class M>
+/// confusion(label, predicted) += 1 for each row (predicted: the argmax of
+/// the scores z, in the compute type C; labels y in the parameters' type A).
+template <class C, class M, class A = C>
 struct CountConfusion {
-  Kokkos::View<const T**, Kokkos::LayoutRight, M> z;
-  Kokkos::View<const T*, M> y;
+  Kokkos::View<const C**, Kokkos::LayoutRight, M> z;
+  Kokkos::View<const A*, M> y;
   Kokkos::View<double**, Kokkos::LayoutRight, M> confusion;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t k) const {
     std::size_t best = 0;

@@ -6,6 +6,14 @@
 /// space instance, and each layer's gradient is handed to a psum as soon as
 /// the backward pass has produced it, so the reduction of the last layers
 /// overlaps the backward pass of the first.
+///
+/// Mixed precision: Sequential<T, M, C> with a narrower compute type C
+/// (Kokkos::Experimental::half_t under T = float) keeps the parameters, the
+/// gradient, its psum, the optimizer and checkpoints in T (the master copy)
+/// and runs the layers' forward and backward passes in C on a copy of the
+/// parameters cast down at the start of every step. The output delta is
+/// multiplied by a loss scale, so small gradients do not flush to zero in
+/// C, and divided out again when each layer's gradient is cast up to T.
 
 #include <kpmap/collectives.hpp>
 #include <kpmap/collectives/request.hpp>
@@ -20,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kpmap::train {
@@ -56,15 +65,38 @@ struct Evaluation : BatchStats {
   std::vector<double> confusion;  ///< classes x classes, row = true label, column = predicted
 };
 
-template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+namespace detail {
+/// to(i) = from(i) * scale, converted to `to`'s type (beta = 1: added to
+/// what `to` holds). Casts parameters down to the compute type and
+/// gradients up to the master type.
+template <class To, class From, class M>
+struct CastScaled {
+  Kokkos::View<To*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> to;
+  Kokkos::View<const From*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> from;
+  To scale;
+  bool add;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    const To v = static_cast<To>(from(i)) * scale;
+    to(i) = add ? to(i) + v : v;
+  }
+};
+}  // namespace detail
+
+/// \brief T: the type of the parameters, the data, the gradient's
+/// reduction and the optimizer; C: the type the layers compute in (T, or a
+/// narrower one for mixed precision).
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space, class C = T>
 class Sequential {
  public:
   using value_type = T;
+  using compute_type = C;
   using memory_space = M;
   using Exec = typename M::execution_space;
   using Params = FlatParams<T, M>;
-  using LayerPtr = std::unique_ptr<Layer<T, M>>;
-  using Batch = typename Layer<T, M>::Batch;
+  using LayerPtr = std::unique_ptr<Layer<C, M>>;
+  using Batch = typename Layer<C, M>::Batch;
+  /// Whether the layers compute in a type of their own (mixed precision).
+  static constexpr bool mixed = !std::is_same_v<T, C>;
 
   /// \brief One parameter array of one layer, within the flat vectors.
   struct Slice {
@@ -95,8 +127,19 @@ class Sequential {
     layer_span_.back() = total;
     params_.all = Kokkos::View<T*, M>("kpmap::train::params", total);
     grads_.all = Kokkos::View<T*, M>("kpmap::train::grads", total);
+    C* p = nullptr;
+    C* g = nullptr;
+    if constexpr (mixed) {
+      compute_params_ = Kokkos::View<C*, M>("kpmap::train::compute_params", total);
+      compute_grads_ = Kokkos::View<C*, M>("kpmap::train::compute_grads", total);
+      p = compute_params_.data();
+      g = compute_grads_.data();
+    } else {
+      p = params_.all.data();
+      g = grads_.all.data();
+    }
     for (std::size_t l = 0; l < layers_.size(); ++l) {
-      layers_[l]->bind(params_.all.data() + layer_span_[l], grads_.all.data() + layer_span_[l]);
+      layers_[l]->bind(p + layer_span_[l], g + layer_span_[l]);
     }
     allocate_work();
   }
@@ -148,10 +191,10 @@ class Sequential {
   /// \brief Bytes of work arrays per sample of capacity: activations, their
   /// gradients and the layers' own (convolution patches, say).
   static double work_bytes_per_sample(const Shape& input, const std::vector<LayerPtr>& layers) {
-    double b = 2.0 * sizeof(T) * double(input.size());
+    double b = 2.0 * sizeof(C) * double(input.size());
     for (const auto& layer : layers) {
       b += layer->work_bytes_per_sample();
-      if (!layer->in_place()) b += 2.0 * sizeof(T) * double(layer->output_shape().size());
+      if (!layer->in_place()) b += 2.0 * sizeof(C) * double(layer->output_shape().size());
     }
     return b;
   }
@@ -161,8 +204,15 @@ class Sequential {
   std::size_t capacity() const { return capacity_; }
   const Exec& exec() const { return exec_; }
   std::size_t classes() const { return layers_.back()->output_shape().channels; }
+  /// The parameters (the master copy, under mixed precision).
   const FlatParams<T, M>& params() const { return params_; }
+  /// The gradient of the last step, reduced over the ranks.
   const FlatParams<T, M>& grads() const { return grads_; }
+  /// \brief Mixed precision: the output delta's factor, divided out of
+  /// every gradient before its reduction (a power of two, so that the
+  /// scaling itself rounds nothing). Default 1; no effect without mixed.
+  void set_loss_scale(double s) { loss_scale_ = s; }
+  double loss_scale() const { return loss_scale_; }
   std::size_t parameter_count() const { return params_.all.size(); }
   const std::vector<Slice>& slices() const { return slices_; }
 
@@ -195,6 +245,10 @@ class Sequential {
   void initialize(std::uint64_t seed) {
     std::uint64_t offset = 0;
     for (auto& layer : layers_) offset += layer->initialize(exec_, seed, offset);
+    if constexpr (mixed) {
+      // The layers drew into the compute copy; the master takes its values.
+      cast(params_.all, compute_params_, 0, params_.all.size(), T(1), false);
+    }
     kpmap::detail::fence(exec_, "kpmap::train::Sequential::initialize");
   }
 
@@ -236,12 +290,13 @@ class Sequential {
     const std::size_t n = last - first;
     std::vector<Request> pending;
     if (micro.first) carried_[0] = carried_[1] = 0;
+    if (micro.first) refresh_compute_params();
     if (n == 0) {
       if (micro.first) Kokkos::deep_copy(exec_, grads_.all, T(0));
       Kokkos::deep_copy(exec_, sums_, 0.0);
     } else {
       forward(data, order, first, n);
-      output_delta(n, global_batch);
+      output_delta(n, global_batch, mixed ? loss_scale_ : 1.0);
     }
     if (!micro.last || !micro.first) {
       // Earlier micro-batches' (loss, correct) sums are carried on the host.
@@ -257,9 +312,14 @@ class Sequential {
     if (micro.last) pending.push_back(ipsum(exec_, sums_, axis));
     for (std::size_t l = layers_.size(); l-- > 0;) {
       if (n > 0) {
-        layers_[l]->accumulate_gradients(!micro.first);
+        // Mixed: each micro-batch's gradient in C is added up in T.
+        layers_[l]->accumulate_gradients(!mixed && !micro.first);
         layers_[l]->backward(exec_, rows(acts_[l], n), rows(acts_[l + 1], n),
                              rows(deltas_[l + 1], n), rows(deltas_[l], n));
+        if constexpr (mixed) {
+          cast(grads_.all, compute_grads_, layer_span_[l], layer_span_[l + 1],
+               static_cast<T>(1.0 / loss_scale_), !micro.first);
+        }
       }
       if (micro.last && layer_span_[l + 1] > layer_span_[l]) {
         // Hand this layer's gradient to MPI (fenced inside) before going on.
@@ -286,14 +346,15 @@ class Sequential {
     const Kokkos::View<std::uint32_t*, M> none;
     const bool ce = loss_ == Loss::cross_entropy;
     if (ce) Kokkos::deep_copy(exec_, confusion_, 0.0);
+    refresh_compute_params();
     for (std::size_t first = 0; first < data.rows(); first += capacity_) {
       const std::size_t n = std::min(capacity_, data.rows() - first);
       forward(data, none, first, n);
-      output_delta(n, 1);
+      output_delta(n, 1, 1.0);
       if (ce) {
-        Kokkos::parallel_for("kpmap::train::sequential::confusion",
-                             Kokkos::RangePolicy<Exec>(exec_, 0, n),
-                             detail::CountConfusion<T, M>{rows(acts_.back(), n), yb_, confusion_});
+        Kokkos::parallel_for(
+            "kpmap::train::sequential::confusion", Kokkos::RangePolicy<Exec>(exec_, 0, n),
+            detail::CountConfusion<C, M, T>{rows(acts_.back(), n), yb_, confusion_});
       }
       read_sums();
       local[0] += sums_host_(0);
@@ -363,19 +424,40 @@ class Sequential {
     const auto in = rows(acts_[0], n);
     Kokkos::parallel_for("kpmap::train::sequential::gather",
                          Kokkos::RangePolicy<Exec>(exec_, 0, in.size()),
-                         detail::GatherRows<T, M>{data.x, data.y, order, in, yb_, first});
+                         detail::GatherRows<T, M, C>{data.x, data.y, order, in, yb_, first});
     for (std::size_t l = 0; l < layers_.size(); ++l) {
       layers_[l]->forward(exec_, rows(acts_[l], n), rows(acts_[l + 1], n));
     }
   }
 
-  void output_delta(std::size_t n, std::size_t global_batch) {
+  void output_delta(std::size_t n, std::size_t global_batch, double loss_scale) {
     Kokkos::parallel_reduce(
         "kpmap::train::sequential::output_delta", Kokkos::RangePolicy<Exec>(exec_, 0, n),
-        detail::OutputDelta<T, M>{2, rows(acts_.back(), n), yb_, rows(deltas_.back(), n),
-                                  T(1) / static_cast<T>(global_batch > 0 ? global_batch : 1),
-                                  loss_ == Loss::cross_entropy},
+        detail::OutputDelta<C, M, T>{
+            2, rows(acts_.back(), n), yb_, rows(deltas_.back(), n),
+            static_cast<T>(loss_scale) / static_cast<T>(global_batch > 0 ? global_batch : 1),
+            loss_ == Loss::cross_entropy},
         sums_);
+  }
+
+  // to[begin, end) = from[begin, end) * scale (+ to, if add), converted.
+  template <class To, class From>
+  void cast(const Kokkos::View<To*, M>& to, const Kokkos::View<From*, M>& from, std::size_t begin,
+            std::size_t end, To scale, bool add) {
+    using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+    Kokkos::parallel_for(
+        "kpmap::train::sequential::cast", Kokkos::RangePolicy<Exec>(exec_, 0, end - begin),
+        detail::CastScaled<To, From, M>{
+            Kokkos::View<To*, M, Unmanaged>(to.data() + begin, end - begin),
+            Kokkos::View<const From*, M, Unmanaged>(from.data() + begin, end - begin), scale, add});
+  }
+
+  // Mixed: the compute copy takes the master parameters (which the
+  // optimizer, a restart or a test may have changed since the last step).
+  void refresh_compute_params() {
+    if constexpr (mixed) {
+      cast(compute_params_, params_.all, 0, params_.all.size(), C(1), false);
+    }
   }
 
   Shape input_;
@@ -386,6 +468,8 @@ class Sequential {
   std::vector<Slice> slices_;
   std::vector<std::size_t> layer_span_;  // layer l's parameters: [span[l], span[l+1])
   FlatParams<T, M> params_, grads_;
+  Kokkos::View<C*, M> compute_params_, compute_grads_;  // mixed precision only
+  double loss_scale_ = 1;
   std::vector<Batch> acts_, deltas_;
   Kokkos::View<T*, M> yb_;
   Kokkos::View<double*, M> sums_;
