@@ -186,7 +186,16 @@ TEST_CASE("malformed decks get their own clear message with file, line and key",
 
 TEST_CASE("a missing file is named", "[deck]") {
   CHECK_THROWS_WITH(deck::parse_file(schema(), "/nonexistent/deck.toml"),
-                    ContainsSubstring("/nonexistent/deck.toml: cannot open the deck file"));
+                    ContainsSubstring("/nonexistent/deck.toml: the deck file does not exist"));
+}
+
+TEST_CASE("a deck that is no regular file is refused before it is read", "[deck]") {
+  // /dev/zero would be read for ever, a directory read as an empty deck.
+  CHECK_THROWS_WITH(
+      deck::parse_file(schema(), "/dev/zero"),
+      ContainsSubstring("/dev/zero: the deck file is a character device, not a regular file"));
+  CHECK_THROWS_WITH(deck::parse_file(schema(), "/"),
+                    ContainsSubstring("/: the deck file is a directory, not a regular file"));
 }
 
 TEST_CASE("--help-deck and the Markdown tables come from the schema", "[deck]") {

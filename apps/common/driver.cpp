@@ -5,6 +5,7 @@
 #include "cli.hpp"
 
 #include <kpmap/error.hpp>
+#include <kpmap/files.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -120,24 +121,7 @@ std::string execution_text(const Runtime& rt) {
 }
 
 void rethrow_with_context(const Error& e, const std::string& before, const std::string& after) {
-  throw Error(before + e.what() + after, e.code(),
-              e.all_ranks() ? ErrorScope::all_ranks : ErrorScope::this_rank);
-}
-
-void write_text_atomic(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw Error("cannot write '" + tmp.string() + "': " + std::strerror(errno));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error("cannot rename '" + tmp.string() + "' to '" + path.string() + "'");
-  }
+  throw Error(before + e.what() + after, e.code(), e.scope());
 }
 
 // ---- PhaseTimes ----------------------------------------------------------------
@@ -279,14 +263,28 @@ std::string Progress::format(double seconds) {
   return buf;
 }
 
-std::ofstream open_table(const std::filesystem::path& path, const std::string& header,
-                         bool restarted, bool root) {
-  std::ofstream table;
-  if (!root) return table;
-  const bool append = restarted && std::filesystem::exists(path);
-  table.open(path, append ? std::ios::app : std::ios::trunc);
-  if (!append) table << header << '\n';
-  return table;
+CsvTable::CsvTable(std::filesystem::path path, const std::string& header, bool restarted, bool root)
+    : path_(std::move(path)) {
+  if (!root) return;
+  const bool append = restarted && std::filesystem::exists(path_);
+  owner_.reset(std::fopen(path_.c_str(), append ? "a" : "w"));
+  file_ = owner_.get();
+  if (file_ == nullptr) {
+    throw Error("cannot write '" + path_.string() +
+                "': " + files::write_failure_reason(path_.string(), errno));
+  }
+  if (!append) row(header);
+}
+
+void CsvTable::row(const std::string& line) {
+  if (file_ == nullptr) return;
+  errno = 0;
+  if (std::fputs(line.c_str(), file_) < 0 || std::fputc('\n', file_) == EOF ||
+      std::fflush(file_) != 0) {
+    const int err = errno;
+    throw Error("cannot write '" + path_.string() +
+                "': " + files::write_failure_reason(path_.string(), err));
+  }
 }
 
 int finish_result(Json& j, const std::filesystem::path& path, int stopped_by,
@@ -294,7 +292,7 @@ int finish_result(Json& j, const std::filesystem::path& path, int stopped_by,
   j.set("stopped_by", stopped_by ? StopSignals::name(stopped_by) : "")
       .set("checkpoint", checkpoint)
       .set("timing", to_json(report));
-  if (root) write_text_atomic(path, j.str() + "\n");
+  if (root) files::write_atomic(path.string(), j.str() + "\n");
   return stopped_by ? exit_code::stopped : exit_code::success;
 }
 

@@ -12,8 +12,10 @@
 #include <CLI/CLI.hpp>
 
 #include <array>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -54,10 +56,6 @@ deck::Deck load_deck(const deck::Schema& schema, const RunOptions& options, MPI_
 /// created in it, before any work starts. \throws InputError (all ranks)
 /// naming the folder and the reason.
 std::filesystem::path prepare_output_dir(const std::string& dir, MPI_Comm comm);
-
-/// \brief Writes `text` to `path` through a temporary file and a rename, so a
-/// reader never sees half a file. Call on one rank. \throws kpmap::Error.
-void write_text_atomic(const std::filesystem::path& path, const std::string& text);
 
 /// \brief Where this rank runs, for the apps' banners: "Serial, 1 thread:
 /// serial host backend", "OpenMP, 2 threads: 2 cores shared by 1 rank", "Cuda 0".
@@ -159,11 +157,28 @@ class Progress {
   double start_;
 };
 
-/// \brief On rank 0 (`root`), opens the per-step (or per-epoch) CSV table
-/// `path` with its `header` line, or appends to it when the run continues
-/// an earlier one (`restarted`) and the file is there. Elsewhere: closed.
-std::ofstream open_table(const std::filesystem::path& path, const std::string& header,
-                         bool restarted, bool root);
+/// \brief The per-step (or per-epoch) CSV table of a run, kept by rank 0:
+/// each row is written and flushed at once (a killed run keeps every row it
+/// reported), and a row that cannot be written (a full disk) is an error
+/// that names the file, not a table that silently stops.
+class CsvTable {
+ public:
+  /// \brief On rank 0 (`root`), opens `path` with its `header` line, or
+  /// appends to it when the run continues an earlier one (`restarted`) and
+  /// the file is there. Elsewhere the table writes nothing.
+  /// \throws kpmap::Error (this rank) when the file cannot be written.
+  CsvTable(std::filesystem::path path, const std::string& header, bool restarted, bool root);
+  /// \brief Appends `line` (no newline) on rank 0. \throws kpmap::Error.
+  void row(const std::string& line);
+
+ private:
+  std::filesystem::path path_;
+  std::FILE* file_ = nullptr;
+  struct Close {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, Close> owner_;
+};
 
 /// \brief Ends a run's result file: adds `stopped_by` (the signal's name, or
 /// ""), `checkpoint` and `timing` to `j`, writes it to `path` atomically on

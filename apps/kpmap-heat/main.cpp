@@ -70,7 +70,7 @@ std::string csv_row(long step, double time, const sim::Summary& s, long iteratio
   return std::to_string(step) + ',' + J::number(time) + ',' + J::number(s.volume) + ',' +
          J::number(s.mass) + ',' + J::number(s.density) + ',' + J::number(s.energy) + ',' +
          J::number(s.u) + ',' + std::to_string(iterations) + ',' + J::number(error) + ',' +
-         J::number(wall) + '\n';
+         J::number(wall);
 }
 
 // KPMAP_FAULT_INJECT=R:S:nan: one NaN in this rank's first owned cell of
@@ -133,13 +133,13 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
     if (c.scheme == sim::Scheme::explicit_ftcs) {
       std::printf("kpmap-heat: explicit scheme, stable for dt <= %.6e s\n", s.stable_dt());
     }
-    kpmap::apps::write_text_atomic(out / "deck.toml", deck.to_toml());
+    kpmap::files::write_atomic((out / "deck.toml").string(), deck.to_toml());
   }
 
   // The per-step summary, appended to after a restart.
   const fs::path csv = out / "summary.csv";
-  std::ofstream table = kpmap::apps::open_table(
-      csv, "step,time,volume,mass,density,energy,u,iterations,error,wall_s", first > 0, root);
+  kpmap::apps::CsvTable table(csv, "step,time,volume,mass,density,energy,u,iterations,error,wall_s",
+                              first > 0, root);
   sim::Summary summary;
   {
     const auto before = s.timings();
@@ -149,7 +149,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   }
   if (root) {
     print_summary(summary, first, s.time());
-    if (first == 0) table << csv_row(0, 0.0, summary, 0, 0.0, 0.0) << std::flush;
+    if (first == 0) table.row(csv_row(0, 0.0, summary, 0, 0.0, 0.0));
   }
 
   kpmap::apps::Progress progress(first, last);
@@ -191,9 +191,8 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
     const long step = s.step_count();
     const bool done = s.done();
     if (root) {
-      table << csv_row(step, s.time(), summary, r.solve.iterations, r.solve.error,
-                       progress.elapsed())
-            << std::flush;
+      table.row(
+          csv_row(step, s.time(), summary, r.solve.iterations, r.solve.error, progress.elapsed()));
       if (c.progress_every > 0 && (step % c.progress_every == 0 || done)) {
         char solve[96] = "";
         if (c.scheme == sim::Scheme::implicit) {

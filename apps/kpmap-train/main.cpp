@@ -424,7 +424,7 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
 
   // history.csv continues a restarted run's file.
   const fs::path history = out / "history.csv";
-  std::ofstream hist = kpmap::apps::open_table(
+  kpmap::apps::CsvTable hist(
       history, "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s,train_accuracy",
       first_epoch > 0, root);
   kpmap::apps::Progress progress(first_epoch, c.epochs);
@@ -438,11 +438,12 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
     using kpmap::apps::Json;
     // No validation set: NaN, written as null in JSON and empty in CSV.
     const double rate = double(r.samples) / r.seconds;
-    hist << r.epoch << ',' << Json::number(r.train_loss) << ','
+    std::ostringstream line;
+    line << r.epoch << ',' << Json::number(r.train_loss) << ','
          << (c.validation > 0 ? Json::number(r.held_out.loss) : "") << ',' << accuracy_of(r) << ','
          << rate << ',' << progress.elapsed() << ','
-         << (classes ? Json::number(r.train_accuracy) : "") << '\n'
-         << std::flush;
+         << (classes ? Json::number(r.train_accuracy) : "");
+    hist.row(line.str());
     char val[48] = "";
     if (c.validation > 0) std::snprintf(val, sizeof val, "  val_loss %.6e", r.held_out.loss);
     std::printf("epoch %lld/%lld  train_loss %.6e%s%s  %.4g samples/s  elapsed %s  ETA %s\n",

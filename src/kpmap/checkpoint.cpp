@@ -2,6 +2,7 @@
 
 #include <kpmap/detail/hdf5.hpp>
 #include <kpmap/fault.hpp>
+#include <kpmap/files.hpp>
 #include <kpmap/version.hpp>
 
 #include <hdf5.h>
@@ -15,6 +16,8 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace kpmap::checkpoint {
@@ -203,9 +206,38 @@ struct Writer::Impl {
   hid_t file = -1;
   bool committed = false;
   bool agreed_failure = false;  // every rank raised the same error
+  int fd = -1;                  // rank 0: the temporary, for reserving its blocks
+  std::uint64_t reserved = 0;   // bytes of the temporary whose blocks are reserved
+  std::uint64_t high = 0;       // the end of the last dataset's storage
+  std::uint64_t datasets = 0;   // written so far
+  bool can_reserve = true;      // false on file systems without fallocate
+
+  // Rank 0 reserves the temporary's disk blocks [0, end): HDF5's own writes
+  // into them then cannot meet a full disk, where parallel
+  // HDF5's collective flush and close would wait forever (a rank whose write
+  // failed skips the barrier that the others wait in). Collective: a
+  // reservation that fails is agreed and raised on every rank, before HDF5
+  // has written anything it would need to clean up. Best effort on file
+  // systems without fallocate (some network ones).
+  void reserve(std::uint64_t end);
 };
 
 namespace {
+// An HDF5 write, flush or close failed on this rank. Parallel HDF5 can no
+// longer be trusted to reach its next collective with the other ranks (its
+// clean-up in H5Fclose waits in barriers and broadcasts that a rank whose
+// write failed skips), so nothing collective follows: this rank removes the
+// temporary (the previous checkpoint is untouched) and throws an error of its
+// own, which ends the job (kpmap::run aborts it, and the other ranks with it)
+// without closing the file or finalising MPI.
+[[noreturn]] void fail_on_this_rank(const std::string& tmp, const std::string& what,
+                                    std::string reason = "") {
+  if (reason.empty()) reason = files::write_failure_reason(tmp, 0);
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  throw Error(what + ": " + reason, exit_code::failure, ErrorScope::this_rank);
+}
+
 // Runs `f`; an error every rank raised together is remembered, so that the
 // destructor knows it may still do its collective clean-up.
 template <class F>
@@ -252,6 +284,7 @@ Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
                               "no permission?)"
                         : "",
         exit_code::failure);
+  if (impl_->rank == 0) impl_->fd = ::open(impl_->tmp.c_str(), O_WRONLY | O_CLOEXEC);
 
   meta.ranks = size;
   meta.kpmap_version = version_string;
@@ -265,7 +298,34 @@ Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
   write_string_attr(impl_->file, "rng_state", meta.rng_state);
 }
 
+void Writer::Impl::reserve(std::uint64_t end) {
+  std::string error;
+  if (rank == 0 && fd >= 0 && can_reserve && end > reserved) {
+    // KEEP_SIZE: the blocks are the file's, its length stays HDF5's.
+    if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(reserved), off_t(end - reserved)) == 0) {
+      reserved = end;
+    } else if (errno == EOPNOTSUPP || errno == ENOSYS) {
+      can_reserve = false;
+    } else {
+      const int e = errno;
+      error = "writing checkpoint " + tmp + ": " +
+              (e == ENOSPC
+                   ? "no space left on the device (the file has reached " +
+                         std::to_string(reserved) + " of about " + std::to_string(end) +
+                         " bytes; " + std::to_string(files::free_bytes(tmp)) + " bytes are free)"
+                   : std::string("reserving its disk space failed: ") + std::strerror(e));
+      ::close(fd);
+      fd = -1;
+      std::remove(tmp.c_str());
+    }
+  }
+  // HDF5 has written nothing it could not leave behind, but closing the file
+  // would flush its metadata onto the full disk: the job ends without it.
+  agree(comm, error, exit_code::failure, ErrorScope::all_ranks_abort);
+}
+
 Writer::~Writer() {
+  if (impl_ && impl_->fd >= 0) ::close(impl_->fd);
   if (!impl_ || impl_->committed) return;
   // An error raised on this rank alone is on its way to kpmap::run, which
   // aborts the job: collective clean-up here could wait forever for ranks
@@ -299,6 +359,13 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     H5Pclose(lcpl);
     std::string error = dset < 0 ? "cannot create dataset '" + name + "' in " + impl_->tmp : "";
     agree(impl_->comm, error, exit_code::failure);
+    // Parallel HDF5 allocates a dataset's storage when it creates it.
+    const haddr_t at = H5Dget_offset(dset);
+    if (at != HADDR_UNDEF) {
+      impl_->high = std::max<std::uint64_t>(impl_->high, at + H5Dget_storage_size(dset));
+    }
+    ++impl_->datasets;
+    impl_->reserve(impl_->high);
 
     const bool none = replicated && impl_->rank != 0;
     std::vector<hsize_t> cnt(block.count.begin(), block.count.end());
@@ -308,9 +375,15 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     if (none) H5Sselect_none(mspace);
     select(fspace, block, none);
     hid_t dxpl = collective_transfer();
-    const herr_t rc = H5Dwrite(dset, h5type(elem), mspace, fspace, dxpl, data);
+    // An injected failure takes the path of a real one (KPMAP_FAULT_INJECT=R:S:io).
+    const herr_t rc =
+        fault::write_fails() ? -1 : H5Dwrite(dset, h5type(elem), mspace, fspace, dxpl, data);
     H5Pclose(dxpl);
     H5Sclose(mspace);
+    if (rc < 0) {
+      fail_on_this_rank(impl_->tmp, "writing dataset '" + name + "' to " + impl_->tmp + " failed",
+                        fault::write_fails() ? "injected by KPMAP_FAULT_INJECT" : "");
+    }
 
     // The checksum of the whole array, from every rank's share.
     std::uint64_t sum = none ? 0 : checksum;
@@ -318,14 +391,6 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     write_scalar_attr(dset, "checksum", H5T_NATIVE_UINT64, sum);
     H5Sclose(fspace);
     H5Dclose(dset);
-    std::string write_error;
-    if (rc < 0) {
-      write_error = "writing dataset '" + name + "' to " + impl_->tmp + " failed (disk full?)";
-    } else if (fault::write_fails()) {
-      write_error = "writing dataset '" + name + "' to " + impl_->tmp +
-                    " failed (injected by KPMAP_FAULT_INJECT)";
-    }
-    agree(impl_->comm, write_error, exit_code::failure);
   });
 }
 
@@ -333,12 +398,28 @@ void Writer::commit() {
   remembering_failure(*impl_, [&] {
     Quiet quiet;
     std::string error;
-    if (H5Fflush(impl_->file, H5F_SCOPE_GLOBAL) < 0) error = "flushing " + impl_->tmp + " failed";
-    if (H5Fclose(impl_->file) < 0 && error.empty()) {
-      error = "closing " + impl_->tmp + " failed (disk full?)";
+    // The metadata goes to disk here: room for what HDF5 places after the
+    // last dataset (the last object headers and attributes: about 2 KiB in a
+    // file of 20 datasets).
+    impl_->reserve(impl_->high + 16384 + 512 * impl_->datasets);
+    if (H5Fflush(impl_->file, H5F_SCOPE_GLOBAL) < 0) {
+      fail_on_this_rank(impl_->tmp, "flushing " + impl_->tmp + " failed");
     }
+    if (H5Fclose(impl_->file) < 0)
+      fail_on_this_rank(impl_->tmp, "closing " + impl_->tmp + " failed");
     impl_->file = -1;
-    agree(impl_->comm, error, exit_code::failure);
+    if (impl_->fd >= 0) {
+      // Give back the reserved blocks past the file's end (a hole there
+      // changes nothing the file holds).
+      struct stat st {};
+      if (::fstat(impl_->fd, &st) == 0 && std::uint64_t(st.st_size) < impl_->reserved) {
+        [[maybe_unused]] int rc =
+            ::fallocate(impl_->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, st.st_size,
+                        off_t(impl_->reserved - std::uint64_t(st.st_size)));
+      }
+      ::close(impl_->fd);
+      impl_->fd = -1;
+    }
     if (impl_->rank == 0) {
       // Make the data durable before the rename makes it the checkpoint.
       const int fd = ::open(impl_->tmp.c_str(), O_RDONLY);
@@ -382,9 +463,8 @@ Reader::Reader(const std::string& path, MPI_Comm comm, const std::string& expect
   MPI_Comm_rank(comm, &rank);
   std::string error;
   if (rank == 0) {
-    std::error_code ec;
-    if (!fs::exists(path, ec)) {
-      error = "restart file " + path + " does not exist";
+    if (const std::string why = files::not_a_regular_file(path); !why.empty()) {
+      error = "restart file " + path + " " + why;
     } else if (H5Fis_hdf5(path.c_str()) <= 0) {
       error = "restart file " + path + " is not an HDF5 file (or it is truncated or corrupted)";
     }
@@ -576,15 +656,7 @@ void write_xdmf(const std::string& xmf_path, const std::string& h5_file,
       << "</DataItem>\n      </Attribute>\n";
   }
   x << "    </Grid>\n  </Domain>\n</Xdmf>\n";
-  const std::string tmp = xmf_path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << x.str();
-    if (!out.flush()) throw Error("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), xmf_path.c_str()) != 0) {
-    throw Error("cannot rename " + tmp + " to " + xmf_path + ": " + std::strerror(errno));
-  }
+  files::write_atomic(xmf_path, x.str());
 }
 
 std::string last_good_note(const std::string& file) {

@@ -9,7 +9,11 @@
 /// attribute that does not depend on how the array was decomposed.
 ///
 /// Every function here is collective over the communicator given to the
-/// Writer or Reader; errors are raised on every rank alike (ErrorScope::all_ranks).
+/// Writer or Reader; errors are raised on every rank alike (ErrorScope::all_ranks),
+/// except a write, flush or close that fails inside HDF5 (a full disk, an I/O
+/// error): after one, parallel HDF5 cannot be closed collectively, so the
+/// rank that saw it removes the temporary file and raises the error alone
+/// (ErrorScope::this_rank), which ends the job.
 
 #include <kpmap/detail/view_utils.hpp>
 #include <kpmap/error.hpp>
@@ -227,7 +231,8 @@ std::uint64_t checksum_before_write(const V& v, const std::vector<std::size_t>& 
 /// \brief Writes one checkpoint file atomically: everything goes to a
 /// temporary file beside `path`, which commit() closes and renames over
 /// `path`. A crash, an error or a kill before commit() leaves any previous
-/// file at `path` untouched (the Writer's destructor removes the temporary).
+/// file at `path` untouched (the Writer's destructor, or the rank whose
+/// write failed, removes the temporary).
 class Writer {
  public:
   /// Collective over `comm`.

@@ -1,4 +1,5 @@
 #include <kpmap/deck.hpp>
+#include <kpmap/files.hpp>
 
 #include <kpmap/transport/mpi_ops.hpp>
 
@@ -706,15 +707,26 @@ Deck parse(const Schema& schema, std::string_view text, const std::string& sourc
   return Parser(schema, source).run(text, overrides);
 }
 
-Deck parse_file(const Schema& schema, const std::string& path,
-                const std::vector<std::string>& overrides) {
+namespace {
+// The deck file's text; a deck that is no regular file (a FIFO would block,
+// /dev/zero never end) is refused before it is read.
+std::string read_deck_text(const std::string& path) {
+  if (const std::string why = files::not_a_regular_file(path); !why.empty()) {
+    throw InputError(path + ": the deck file " + why);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw InputError(path + ": cannot open the deck file (does it exist, and can you read it?)");
+    throw InputError(path + ": cannot open the deck file (can you read it?)");
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return parse(schema, text.str(), path, overrides);
+  return text.str();
+}
+}  // namespace
+
+Deck parse_file(const Schema& schema, const std::string& path,
+                const std::vector<std::string>& overrides) {
+  return parse(schema, read_deck_text(path), path, overrides);
 }
 
 Deck load(const Schema& schema, const std::string& path, const std::vector<std::string>& overrides,
@@ -732,15 +744,8 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
   if (rank == 0) {
     try {
       if (translate) {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) {
-          throw InputError(path +
-                           ": cannot open the deck file (does it exist, and can you read it?)");
-        }
-        std::ostringstream text;
-        text << in.rdbuf();
         std::vector<std::string> rewritten = overrides;
-        const std::string toml = translate(text.str(), path, rewritten);
+        const std::string toml = translate(read_deck_text(path), path, rewritten);
         payload = resolve(parse(schema, toml, path, rewritten));
       } else {
         payload = resolve(parse_file(schema, path, overrides));

@@ -20,7 +20,11 @@ inline constexpr int stopped = 4;
 
 /// \brief Whether every rank raised the same error (and so can leave cleanly),
 /// or only this rank did (and so the job must be aborted, or the others hang).
-enum class ErrorScope { this_rank, all_ranks };
+/// `all_ranks_abort`: every rank raised it together, but a library holds
+/// state that its own clean-up would hang or crash on (a parallel HDF5 file
+/// that a full disk left half written): the message is printed once and the
+/// job is aborted rather than finalised.
+enum class ErrorScope { this_rank, all_ranks, all_ranks_abort };
 
 /// \brief Base of every error kpmap throws. Carries the exit code the process
 /// should end with and whether all ranks raised it together.
@@ -32,8 +36,10 @@ class Error : public std::runtime_error {
 
   /// \brief The process exit code this error maps to.
   int code() const noexcept { return code_; }
-  /// \brief True when every rank of the job threw this error in step.
+  /// \brief True when every rank of the job threw this error in step and
+  /// may still do collective clean-up on the way out.
   bool all_ranks() const noexcept { return scope_ == ErrorScope::all_ranks; }
+  ErrorScope scope() const noexcept { return scope_; }
 
  private:
   int code_;

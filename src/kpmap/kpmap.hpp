@@ -7,6 +7,7 @@
 #include <kpmap/deck.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/fault.hpp>
+#include <kpmap/files.hpp>
 #include <kpmap/halo.hpp>
 #include <kpmap/memory.hpp>
 #include <kpmap/mesh.hpp>

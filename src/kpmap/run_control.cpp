@@ -36,7 +36,7 @@ std::string RunControl::checkpoint(const std::string& name, const std::string& w
     write(path);
   } catch (const Error& e) {
     throw Error(what + ": the checkpoint failed: " + e.what() + last_good_note(), e.code(),
-                e.all_ranks() ? ErrorScope::all_ranks : ErrorScope::this_rank);
+                e.scope());
   }
   last_good_ = path;
   if (rotate && rank_ == 0) checkpoint::keep_last(dir_, "checkpoint", keep_, newest);

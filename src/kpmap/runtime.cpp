@@ -232,4 +232,17 @@ bool Runtime::active() noexcept { return g_runtime != nullptr; }
 
 void Runtime::abort(const std::string& message, int code) const { abort_job(message, code); }
 
+void Runtime::abort_together(const std::string& message, int code) const {
+  if (rank_ == 0) {
+    const std::string line = "kpmap: error: " + message + "\n";
+    std::fflush(stdout);
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+  }
+  // Every rank is here (the error was raised together), so the barrier ends:
+  // no rank's abort kills rank 0 before it has printed.
+  MPI_Barrier(comm_);
+  MPI_Abort(comm_, code);
+  std::_Exit(code);
+}
+
 }  // namespace kpmap

@@ -107,6 +107,10 @@ class Runtime {
   /// \brief Prints `kpmap: rank R: message` to stderr and aborts every rank of
   /// the job with exit code `code`. Not collective: one rank may call it alone.
   [[noreturn]] void abort(const std::string& message, int code = exit_code::failure) const;
+  /// \brief Rank 0 prints `kpmap: error: message`, then every rank aborts the
+  /// job with `code`, without finalising. Collective: for an error every rank
+  /// raised together whose clean-up cannot run (ErrorScope::all_ranks_abort).
+  [[noreturn]] void abort_together(const std::string& message, int code) const;
 
  private:
   void init_mpi(int& argc, char**& argv, const RuntimeOptions& options);
@@ -140,6 +144,8 @@ class Runtime {
 /// - `body` returns the exit code (0 on success);
 /// - a kpmap::Error raised by all ranks together (`all_ranks()`) is printed
 ///   once by rank 0 and every rank leaves cleanly with its code (2 for input);
+///   one whose scope is ErrorScope::all_ranks_abort is printed once too, and
+///   the job aborted with its code;
 /// - any other exception aborts the whole job at once with
 ///   `kpmap: rank R: message`, so no rank waits forever on the one that failed.
 ///
@@ -150,7 +156,8 @@ int run(int& argc, char**& argv, Body&& body, RuntimeOptions options = {}) {
   try {
     return std::forward<Body>(body)(runtime);
   } catch (const Error& e) {
-    if (!e.all_ranks()) runtime.abort(e.what(), e.code());
+    if (e.scope() == ErrorScope::this_rank) runtime.abort(e.what(), e.code());
+    if (e.scope() == ErrorScope::all_ranks_abort) runtime.abort_together(e.what(), e.code());
     if (runtime.rank() == 0) {
       std::fputs(("kpmap: error: " + std::string(e.what()) + "\n").c_str(), stderr);
     }

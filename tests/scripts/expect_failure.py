@@ -3,7 +3,8 @@
 
 usage: expect_failure.py --within SECONDS --expect TEXT [--expect TEXT ...]
                          [--exit-code N] [--env VAR=VALUE ...]
-                         [--checkpoint FILE:STEP ...] [--absent FILE ...] -- command...
+                         [--checkpoint FILE:STEP ...] [--absent FILE ...]
+                         [--symlink LINK:TARGET ...] [--fifo PATH ...] -- command...
 
 Passes when the command exits non-zero (or with exactly N) within SECONDS
 and its combined output contains every TEXT. A command still running after
@@ -11,6 +12,10 @@ SECONDS is killed and the check fails: that is the hang it guards against.
 --env sets a variable for the command only. Afterwards each --checkpoint
 FILE must be a readable HDF5 checkpoint (h5py) whose step attribute is
 STEP (the failure left it intact), and no --absent FILE may exist.
+--symlink makes LINK (and its folder) point at TARGET before the command
+runs: e.g. an output file at /dev/full, whose every write fails as on a
+full disk. --fifo makes PATH a named pipe that nothing writes to (a
+program that opens it for reading blocks for ever).
 """
 import argparse
 import os
@@ -45,6 +50,8 @@ def main():
     p.add_argument("--env", action="append", default=[])
     p.add_argument("--checkpoint", action="append", default=[])
     p.add_argument("--absent", action="append", default=[])
+    p.add_argument("--symlink", action="append", default=[])
+    p.add_argument("--fifo", action="append", default=[])
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -55,6 +62,17 @@ def main():
     for item in a.env:
         name, _, value = item.partition("=")
         env[name] = value
+    for item in a.symlink:
+        link, _, target = item.partition(":")
+        os.makedirs(os.path.dirname(link) or ".", exist_ok=True)
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(target, link)
+    for path in a.fifo:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        if os.path.lexists(path):
+            os.remove(path)
+        os.mkfifo(path)
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True, env=env)

@@ -28,7 +28,7 @@ mpi_compile=($(mpicxx --showme:compile))
 mpi_link=($(mpicxx --showme:link))
 # Each source once, all at a time (deck.cpp, with toml++, is the slow one).
 pids=()
-for f in kpmap/deck kpmap/sim/tea_deck kpmap/sim/config kpmap/transport/mpi_ops; do
+for f in kpmap/deck kpmap/files kpmap/sim/tea_deck kpmap/sim/config kpmap/transport/mpi_ops; do
   "$cxx" "${flags[@]}" "${mpi_compile[@]}" -c "$src/src/$f.cpp" -o "$work/obj/${f##*/}.o" &
   pids+=($!)
 done
@@ -37,10 +37,11 @@ for f in fuzz_deck fuzz_tea_deck; do
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
-"$cxx" "${flags[@]}" "$work/obj/deck.o" "$work/obj/mpi_ops.o" "$work/obj/fuzz_deck.o" \
-  "${mpi_link[@]}" -o "$work/fuzz_deck"
-"$cxx" "${flags[@]}" "$work/obj/deck.o" "$work/obj/mpi_ops.o" "$work/obj/tea_deck.o" \
-  "$work/obj/config.o" "$work/obj/fuzz_tea_deck.o" "${mpi_link[@]}" -o "$work/fuzz_tea_deck"
+"$cxx" "${flags[@]}" "$work/obj/deck.o" "$work/obj/files.o" "$work/obj/mpi_ops.o" \
+  "$work/obj/fuzz_deck.o" "${mpi_link[@]}" -o "$work/fuzz_deck"
+"$cxx" "${flags[@]}" "$work/obj/deck.o" "$work/obj/files.o" "$work/obj/mpi_ops.o" \
+  "$work/obj/tea_deck.o" "$work/obj/config.o" "$work/obj/fuzz_tea_deck.o" "${mpi_link[@]}" \
+  -o "$work/fuzz_tea_deck"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

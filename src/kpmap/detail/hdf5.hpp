@@ -27,8 +27,10 @@ struct Quiet {
 
 /// Collective over `comm`: every rank passes its error ("" when fine); when
 /// any rank failed, every rank throws the lowest failing rank's message, so
-/// all ranks leave together (ErrorScope::all_ranks).
-inline void agree(MPI_Comm comm, const std::string& error, int code) {
+/// all ranks leave together (`scope`: ErrorScope::all_ranks, or
+/// all_ranks_abort where the file cannot be closed after the failure).
+inline void agree(MPI_Comm comm, const std::string& error, int code,
+                  ErrorScope scope = ErrorScope::all_ranks) {
   int rank = 0;
   int size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -39,7 +41,7 @@ inline void agree(MPI_Comm comm, const std::string& error, int code) {
   if (first == size) return;
   std::string message = error;
   transport::bcast_string(message, first, comm);
-  throw Error(message, code, ErrorScope::all_ranks);
+  throw Error(message, code, scope);
 }
 
 /// A dataset transfer property list for collective MPI-IO.

@@ -1,4 +1,5 @@
 #include <kpmap/detail/hdf5.hpp>
+#include <kpmap/files.hpp>
 #include <kpmap/train/data.hpp>
 
 #include <hdf5.h>
@@ -17,9 +18,8 @@ hid_t open_data_file(const std::string& path, MPI_Comm comm) {
   MPI_Comm_rank(comm, &rank);
   std::string error;
   if (rank == 0) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-      error = "data file " + path + " does not exist (data.path)";
+    if (const std::string why = files::not_a_regular_file(path); !why.empty()) {
+      error = "data file " + path + " " + why + " (data.path)";
     } else if (H5Fis_hdf5(path.c_str()) <= 0) {
       error = "data file " + path + " is not an HDF5 file (data.path)";
     }

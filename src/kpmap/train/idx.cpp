@@ -3,6 +3,7 @@
 // type, number of dimensions), the dimensions as big-endian 32-bit integers,
 // then the elements in row-major order.
 
+#include <kpmap/files.hpp>
 #include <kpmap/train/data.hpp>
 
 #include <zlib.h>
@@ -44,10 +45,7 @@ std::string read_exactly(gzFile f, unsigned char* out, std::size_t bytes) {
 }
 
 std::string read_header(const std::string& path, IdxInfo& info, std::size_t& header_bytes) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return std::filesystem::exists(path, ec) ? "is not a regular file" : "does not exist";
-  }
+  if (std::string why = files::not_a_regular_file(path); !why.empty()) return why;
   GzFile f(gzopen(path.c_str(), "rb"));
   if (!f) return "cannot be opened";
   unsigned char magic[4];

@@ -1,0 +1,35 @@
+#pragma once
+/// \file
+/// \brief Plain files the way kpmap writes and reads them: written whole or
+/// not at all (a temporary beside the target, renamed over it; on failure
+/// the temporary is removed and the old file stays), with the reason a write
+/// failed said the way a user can act on (a full disk, with the bytes left).
+
+#include <cstdint>
+#include <string>
+
+namespace kpmap::files {
+
+/// \brief Writes `text` to `path` atomically: to `path.tmp`, then renamed
+/// over `path`. Not collective: call it on the rank that owns the file.
+/// \throws kpmap::Error (this rank) naming the file and why, after removing
+/// the temporary; any previous `path` is untouched.
+void write_atomic(const std::string& path, const std::string& text);
+
+/// \brief Bytes free to an unprivileged writer on the file system holding
+/// `path` (a file or folder; its folder when it does not exist yet), or
+/// UINT64_MAX when that cannot be told.
+std::uint64_t free_bytes(const std::string& path);
+
+/// \brief Why a write to `path` failed, from errno `err` and the room left:
+/// "no space left on the device (N bytes are free)", or strerror's text.
+std::string write_failure_reason(const std::string& path, int err);
+
+/// \brief What keeps `path` from being read as an input file: "" for a
+/// regular file (or a link to one); else "does not exist", "is a directory",
+/// "is a FIFO (named pipe)", "is a character device" (/dev/zero), ... , said
+/// so that "<what> <path> " can stand before it. Reading a FIFO blocks and
+/// reading a device never ends, so inputs are checked with this first.
+std::string not_a_regular_file(const std::string& path);
+
+}  // namespace kpmap::files
