@@ -97,7 +97,14 @@ TEST_CASE("--set overrides are typed and validated like the deck", "[deck]") {
                                "integer"));
   CHECK(
       deck::parse(schema(), valid, "deck.toml", {"output.dir=caf\xc3\xa9"}).string("output.dir") ==
-      "caf\xc3\xa9");
+      "caf\xc3\xa9");  // One key and one value: a newline would smuggle in a second line (here
+  // into a string value, where it was taken as it was).
+  CHECK_THROWS_WITH(
+      deck::parse(schema(), valid, "deck.toml", {"output.dir=x\ntrain.epochs=1"}),
+      ContainsSubstring("a control character (U+000A) in the argument; a --set is one "
+                        "section.key=value on one line"));
+  CHECK_THROWS_WITH(deck::parse(schema(), valid, "deck.toml", {"train.epochs=3\t"}),
+                    ContainsSubstring("a control character (U+0009)"));
 }
 
 TEST_CASE("malformed decks get their own clear message with file, line and key", "[deck]") {

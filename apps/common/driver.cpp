@@ -41,6 +41,17 @@ void add_run_options(CLI::App& app, RunOptions& o) {
 std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const deck::Schema& schema,
                                           int argc, char** argv, const Runtime& rt) {
   if (auto code = parse_command_line(app, argc, argv, rt)) return code;
+  // An empty value is a mistake (an unset shell variable, say), not "none".
+  for (const char* name : {"--output", "--restart"}) {
+    const std::string& value = std::string(name) == "--output" ? o.output : o.restart;
+    if (app.count(name) > 0 && value.empty()) {
+      if (rt.rank() == 0) {
+        std::cerr << schema.app() << ": " << name
+                  << " is empty; give a path (or leave the option out)\n";
+      }
+      return exit_code::bad_input;
+    }
+  }
   if (o.help_deck || o.deck_markdown) {
     if (rt.rank() == 0)
       std::cout << (o.help_deck ? schema.help() : schema.markdown()) << std::flush;

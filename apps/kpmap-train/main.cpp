@@ -292,6 +292,29 @@ Config configure(const Deck& d, MPI_Comm comm) {
         "key 'model.loss': a linear model is fitted by mse; for softmax regression use "
         "model.kind = \"mlp\" with model.hidden = []");
   }
+  if (c.data_kind == "synthetic" && c.loss == "cross_entropy") {
+    // Each label is the best of `classes` scores over `classes` hidden units
+    // of `features` inputs: samples x classes^2 x features multiply-adds
+    // (about 70 ns each on one core, the truth matrices being drawn as they
+    // are used). Refused where that would run for minutes without a word.
+    int ranks = 1;
+    MPI_Comm_size(comm, &ranks);
+    const double per_rank = std::ceil(double(c.samples) / ranks) * double(c.classes) *
+                            double(c.classes) * double(c.features);
+    constexpr double limit = 2e9;
+    if (per_rank > limit) {
+      const double fit = std::floor(
+          std::sqrt(limit / (std::ceil(double(c.samples) / ranks) * double(c.features))));
+      char text[400];
+      std::snprintf(text, sizeof text,
+                    "key 'data.classes': the labels of a synthetic set of %zu samples, %zu "
+                    "features and %zu classes cost %.3g multiply-adds per rank (samples x "
+                    "classes^2 x features; minutes to hours): use at most %.0f classes here, "
+                    "fewer samples or features, more ranks, or data from a file",
+                    c.samples, c.features, c.classes, per_rank, std::max(2.0, fit));
+      throw kpmap::InputError(d.where("data.classes") + text, kpmap::ErrorScope::all_ranks);
+    }
+  }
   c.validation =
       c.test_set ? c.validation : std::size_t(std::floor(c.fraction * double(c.samples)));
   if (c.samples - c.validation < 1) bad(d, "no training samples are left after the split");
@@ -324,11 +347,21 @@ Config configure(const Deck& d, MPI_Comm comm) {
   return c;
 }
 
+// "[a, b, ...]" for the terminal: the first and last few of a long vector
+// (result.json holds every value).
 std::string join(const std::vector<double>& v, int digits = 6) {
+  constexpr std::size_t shown = 8;  // at each end
   std::ostringstream s;
   s.precision(digits);
   s << "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v.size() > 2 * shown && i == shown) {
+      s << ", ... " << v.size() - 2 * shown << " more ...";
+      i = v.size() - shown - 1;
+      continue;
+    }
+    s << (i ? ", " : "") << v[i];
+  }
   return s.str() + "]";
 }
 

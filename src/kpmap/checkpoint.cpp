@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -499,6 +500,17 @@ Reader::Reader(const std::string& path, MPI_Comm comm, const std::string& expect
             "or damaged)";
   } else if (m.app != expected_app) {
     error = "restart file " + path + " was written by " + m.app + ", not by " + expected_app;
+  } else if (step < 0) {
+    error = "restart file " + path + ": attribute step is " + std::to_string(step) +
+            " (a damaged file: a step is never negative)";
+  } else if (!std::isfinite(m.time) || m.time < 0) {
+    std::ostringstream t;
+    t << m.time;
+    error = "restart file " + path + ": attribute time is " + t.str() +
+            " (a damaged file: the time is a finite number, never negative)";
+  } else if (ranks < 1) {
+    error = "restart file " + path + ": attribute ranks is " + std::to_string(ranks) +
+            " (a damaged file: it was written by at least one rank)";
   }
   agree(comm, error, exit_code::bad_input);
 }
@@ -533,8 +545,44 @@ std::vector<std::size_t> Reader::shape(const std::string& name) const {
   return out;
 }
 
+namespace {
+// The first element of this rank's block (row-major) whose value is not
+// among `values`, as "element [i, j] is nan (...)", or "".
+template <class T>
+std::string first_bad_value(const T* v, const Block& block, Reader::Values values) {
+  std::size_t n = 1;
+  for (std::size_t c : block.count) n *= c;
+  for (std::size_t k = 0; k < n; ++k) {
+    const double x = static_cast<double>(v[k]);
+    const char* rule = nullptr;
+    if (!std::isfinite(x)) {
+      rule = "a checkpoint holds finite numbers only";
+    } else if (values == Reader::Values::positive && !(x > 0)) {
+      rule = "it must be above zero";
+    } else if (values == Reader::Values::non_negative && !(x >= 0)) {
+      rule = "it must not be negative";
+    }
+    if (rule == nullptr) continue;
+    // The global multi-index of local element k.
+    std::vector<std::size_t> at(block.count.size());
+    std::size_t rest = k;
+    for (std::size_t d = block.count.size(); d-- > 0;) {
+      at[d] = block.offset[d] + rest % block.count[d];
+      rest /= block.count[d];
+    }
+    std::ostringstream s;
+    s << "element [";
+    for (std::size_t d = 0; d < at.size(); ++d) s << (d ? ", " : "") << at[d];
+    s << "] is " << x << " (" << rule << ")";
+    return s.str();
+  }
+  return "";
+}
+}  // namespace
+
 void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
-                      const std::vector<std::size_t>& local_extents, const Block& block) {
+                      const std::vector<std::size_t>& local_extents, const Block& block,
+                      Values values) {
   Quiet quiet;
   const std::string where = "restart file " + impl_->path + ", dataset '" + name + "'";
   agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
@@ -587,6 +635,16 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
         << "): the file is corrupted";
   }
   agree(impl_->comm, msg.str(), exit_code::bad_input);
+
+  // Values a run cannot continue from (the checksum only says the file is
+  // as written: a run that had diverged, or an edit, writes them too).
+  std::string bad;
+  if (values != Values::any && elem == detail::Elem::f64) {
+    bad = first_bad_value(static_cast<const double*>(data), block, values);
+  } else if (values != Values::any && elem == detail::Elem::f32) {
+    bad = first_bad_value(static_cast<const float*>(data), block, values);
+  }
+  agree(impl_->comm, bad.empty() ? "" : where + ": " + bad, exit_code::bad_input);
 }
 
 // ---- housekeeping and sidecars -----------------------------------------------------

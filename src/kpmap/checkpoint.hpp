@@ -296,26 +296,37 @@ class Reader {
   Reader(const Reader&) = delete;
   Reader& operator=(const Reader&) = delete;
 
+  /// \brief What a dataset's values may be: anything (integers), finite
+  /// numbers (every floating-point dataset by default: a NaN or an Inf is a
+  /// damaged or diverged file, not a state to continue from), or finite and
+  /// above zero, or at or above zero (a physical quantity the deck would
+  /// refuse otherwise).
+  enum class Values { any, finite, positive, non_negative };
+
   const Metadata& metadata() const noexcept;
   /// \brief Global extents of dataset `name`. \throws InputError if absent.
   std::vector<std::size_t> shape(const std::string& name) const;
 
   /// \brief Reads this rank's block of `name` into `local` (any memory space
   /// and layout). The file may come from any rank count. Collective.
+  /// \throws InputError naming the file, the dataset and the first element
+  /// (global index) whose value is not among `values`.
   template <class V>
-  void read(const std::string& name, const V& local, const Block& block) {
+  void read(const std::string& name, const V& local, const Block& block,
+            Values values = Values::finite) {
     using T = typename V::non_const_value_type;
     if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                              typename V::memory_space>::accessible) {
       if (kpmap::detail::is_canonical(local)) {  // read straight into the View
         typename V::execution_space().fence();
-        read_raw(name, detail::elem_of<T>(), local.data(), detail::extents_vector(local), block);
+        read_raw(name, detail::elem_of<T>(), local.data(), detail::extents_vector(local), block,
+                 values);
         return;
       }
     }
     Kokkos::View<T*, Kokkos::HostSpace> flat(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::checkpoint::read"), local.size());
-    read_raw(name, detail::elem_of<T>(), flat.data(), detail::extents_vector(local), block);
+    read_raw(name, detail::elem_of<T>(), flat.data(), detail::extents_vector(local), block, values);
     auto host = Kokkos::create_mirror_view(local);
     kpmap::detail::unpack(Kokkos::DefaultHostExecutionSpace(), flat, host);
     Kokkos::DefaultHostExecutionSpace().fence();
@@ -324,13 +335,13 @@ class Reader {
 
   /// \brief Reads the whole of `name` into `v` on every rank.
   template <class V>
-  void read_replicated(const std::string& name, const V& v) {
-    read(name, v, whole(detail::extents_vector(v)));
+  void read_replicated(const std::string& name, const V& v, Values values = Values::finite) {
+    read(name, v, whole(detail::extents_vector(v)), values);
   }
 
  private:
   void read_raw(const std::string& name, detail::Elem elem, void* data,
-                const std::vector<std::size_t>& local_extents, const Block& block);
+                const std::vector<std::size_t>& local_extents, const Block& block, Values values);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

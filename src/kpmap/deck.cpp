@@ -665,6 +665,16 @@ class Parser {
 
   void apply_override(const std::string& text) {
     const std::string where = "--set " + text + ": ";
+    // One key and one value: a newline (or any control character) would
+    // smuggle a second line into the deck, or into a string value.
+    const auto control = std::find_if(text.begin(), text.end(),
+                                      [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+    if (control != text.end()) {
+      char code[8];
+      std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned char>(*control));
+      throw InputError(where + "a control character (" + code +
+                       ") in the argument; a --set is one section.key=value on one line");
+    }
     const auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0) {
       throw InputError(where + "expected section.key=value");

@@ -15,7 +15,8 @@ STEP (the failure left it intact), and no --absent FILE may exist.
 --symlink makes LINK (and its folder) point at TARGET before the command
 runs: e.g. an output file at /dev/full, whose every write fails as on a
 full disk. --fifo makes PATH a named pipe that nothing writes to (a
-program that opens it for reading blocks for ever).
+program that opens it for reading blocks for ever). An argument "{empty}"
+of the command is passed as an empty string (which CMake cannot pass).
 """
 import argparse
 import os
@@ -55,6 +56,7 @@ def main():
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    cmd = ["" if arg == "{empty}" else arg for arg in cmd]
     if not cmd:
         p.error("no command given")
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <sstream>
 
@@ -226,6 +227,16 @@ HeatConfig from_deck(const deck::Deck& d) {
   if (!(c.dt > 0)) throw bad("time.dt", "must be positive, found " + fmt(c.dt));
   c.end_time = d.real("time.end_time");
   c.end_step = static_cast<long>(d.integer("time.end_step"));
+  // A run ends once time + dt / 1e9 reaches end_time (Simulation::done):
+  // an end time within that of 0 runs no step at all.
+  if (!(c.end_time > 1e-9 * c.dt)) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "the run ends at %g s, before its first step of %g s: it would do nothing "
+                  "(raise time.end_time)",
+                  c.end_time, c.dt);
+    throw bad("time.end_time", text);
+  }
   c.scheme = d.string("time.scheme") == "explicit" ? Scheme::explicit_ftcs : Scheme::implicit;
 
   const std::string& m = d.string("solver.method");

@@ -194,9 +194,13 @@ void Simulation::restart(const std::string& path) {
   const auto& meta = reader.metadata();
   const auto blk = block();
   for (const char* name : {"fields/density", "fields/energy"}) {
-    ScalarField target = std::string(name) == "fields/density" ? density_ : energy_;
+    const bool density = std::string(name) == "fields/density";
+    ScalarField target = density ? density_ : energy_;
     with_interior(layout_, target, [&](auto sub, auto flat) {
-      reader.read(name, flat, blk);
+      // The values a deck may give: density above zero, energy not below.
+      reader.read(name, flat, blk,
+                  density ? checkpoint::Reader::Values::positive
+                          : checkpoint::Reader::Values::non_negative);
       Kokkos::deep_copy(exec_, sub, flat);
       kpmap::detail::fence(exec_, "kpmap::sim: restart field in place");
     });

@@ -4,6 +4,7 @@
 
 #include <hdf5.h>
 
+#include <cmath>
 #include <filesystem>
 
 namespace kpmap::train {
@@ -146,6 +147,23 @@ HostRows read_hdf5_rows(const std::string& path, const std::string& x_name,
                   read_rows(file, y_name, begin, rows, h.y.data());
   H5Fclose(file);
   agree(comm, ok ? "" : "data file " + path + ": reading the data failed", exit_code::bad_input);
+  // A NaN or an Inf in the data is bad input, found here rather than as a
+  // loss that diverges later.
+  e.clear();
+  for (std::size_t k = 0; k < h.x.size() && e.empty(); ++k) {
+    if (!std::isfinite(h.x[k])) {
+      e = "data file " + path + ", dataset '" + x_name + "': sample " +
+          std::to_string(begin + k / h.features) + ", feature " + std::to_string(k % h.features) +
+          " is " + (std::isnan(h.x[k]) ? "nan" : "inf") + " (the data must be finite numbers)";
+    }
+  }
+  for (std::size_t k = 0; k < h.y.size() && e.empty(); ++k) {
+    if (!std::isfinite(h.y[k])) {
+      e = "data file " + path + ", dataset '" + y_name + "': sample " + std::to_string(begin + k) +
+          " is " + (std::isnan(h.y[k]) ? "nan" : "inf") + " (the data must be finite numbers)";
+    }
+  }
+  agree(comm, e, exit_code::bad_input);
   return h;
 }
 

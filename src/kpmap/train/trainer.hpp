@@ -24,6 +24,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -109,15 +110,39 @@ class Trainer {
     checkpoint::Reader r(file, axis_->comm(), c_.meta.app);
     for_each_saved([&](const std::string& name, const auto& v) { r.read_replicated(name, v); });
     const std::string& s = r.metadata().rng_state;
-    const long long steps = field_of(s, "optimizer_steps", -1);
-    if (steps < 0) {
-      throw InputError("restart file " + file + ": no optimizer state in attribute rng_state",
+    auto damaged = [&](const std::string& what) {
+      throw InputError("restart file " + file + ": attribute rng_state ('" + s + "') " + what +
+                           " (a damaged file?)",
+                       ErrorScope::all_ranks);
+    };
+    const long long steps = field_of(s, "optimizer_steps", -1, damaged);
+    if (steps < 0) damaged("has no optimizer state (optimizer_steps)");
+    const long long epoch = r.metadata().step;
+    const long long batch = field_of(s, "batch", 0, damaged);
+    // The position is stored twice (attribute step, rng_state's epoch) and
+    // bounds the step count: every epoch has a step at least.
+    if (field_of(s, "epoch", epoch, damaged) != epoch) {
+      damaged("gives another epoch than attribute step (" + std::to_string(epoch) + ")");
+    }
+    if (batch < 0) damaged("gives a negative batch position");
+    if (steps < epoch + batch) {
+      damaged("counts " + std::to_string(steps) + " optimizer steps, fewer than epoch " +
+              std::to_string(epoch) + " and batch " + std::to_string(batch) + " took");
+    }
+    const long long seed = field_of(s, "train.seed", static_cast<long long>(c_.seed), damaged);
+    if (batch > 0 && static_cast<std::uint64_t>(seed) != c_.seed) {
+      throw InputError("restart file " + file + " stopped in the middle of epoch " +
+                           std::to_string(epoch + 1) +
+                           " with train.seed = " + std::to_string(seed) + ", and the deck gives " +
+                           std::to_string(c_.seed) +
+                           ": the rest of the epoch would follow another order; restart it "
+                           "with its own seed",
                        ErrorScope::all_ranks);
     }
     opt_.set_steps(steps);
     at_ = {};
-    at_.epoch = r.metadata().step;
-    at_.step = field_of(s, "batch", 0);
+    at_.epoch = epoch;
+    at_.step = batch;
     if (at_.step > 0) {
       Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
       r.read_replicated("progress.epoch_sums", sums);
@@ -358,9 +383,23 @@ class Trainer {
     times_.io += MPI_Wtime() - t0;
   }
 
-  static long long field_of(const std::string& state, const std::string& key, long long fallback) {
-    const auto at = state.find(key + "=");
-    return at == std::string::npos ? fallback : std::stoll(state.substr(at + key.size() + 1));
+  // The whole number after "key=" in `state` (fallback without one);
+  // `damaged(what)` throws when it is not a whole number.
+  template <class Damaged>
+  static long long field_of(const std::string& state, const std::string& key, long long fallback,
+                            Damaged&& damaged) {
+    std::size_t at = state.find(key + "=");
+    while (at != std::string::npos && at > 0 && state[at - 1] != ' ') {
+      at = state.find(key + "=", at + 1);  // "batch=" is not "xbatch="
+    }
+    if (at == std::string::npos) return fallback;
+    const char* first = state.c_str() + at + key.size() + 1;
+    const char* end = state.c_str() + state.size();
+    const char* stop = std::find(first, end, ' ');
+    long long v = 0;
+    const auto [ptr, ec] = std::from_chars(first, stop, v);
+    if (ec != std::errc() || ptr != stop) damaged("has a value of " + key + " that is no number");
+    return v;
   }
 
   Model& model_;

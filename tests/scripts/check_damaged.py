@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Damaged inputs are refused at load with exit code 2, naming what is wrong.
+
+usage: check_damaged.py heat|train --launcher T --app APP --deck DECK --work DIR
+                        [--ranks N ...]
+
+Runs the application once to write a checkpoint, then for every case below
+copies it, damages it with h5py (a NaN or an impossible value in a dataset,
+with its checksum recomputed, so only the value can give it away; a root
+attribute out of range or at odds with another) and restarts from the copy
+at each rank count: the run must end with exit code 2 within 10 s and say
+what the case expects. `train` also feeds a data file holding a NaN.
+"""
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_checkpoint import checksum  # noqa: E402  (the independent definition)
+
+
+def set_element(path, name, value, index=None):
+    """Sets one element of dataset `name` (the middle one by default) and
+    recomputes the dataset's checksum."""
+    with h5py.File(path, "r+") as f:
+        d = f[name]
+        a = d[...]
+        flat = a.reshape(-1)
+        k = flat.size // 2 if index is None else index
+        flat[k] = value
+        d[...] = a
+        d.attrs["checksum"] = np.uint64(checksum(a))
+        return tuple(int(i) for i in np.unravel_index(k, a.shape))
+
+
+def set_attr(path, name, value):
+    with h5py.File(path, "r+") as f:
+        old = f.attrs[name]
+        if isinstance(old, (bytes, str)):
+            f.attrs[name] = np.bytes_(value)
+        else:
+            f.attrs[name] = np.array(value, dtype=np.asarray(old).dtype)
+
+
+def run(cmd, timeout=10):
+    start = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           start_new_session=True)
+    except subprocess.TimeoutExpired:
+        return None, "", timeout
+    return p.returncode, p.stdout + p.stderr, time.monotonic() - start
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("app_kind", choices=["heat", "train"])
+    p.add_argument("--launcher", required=True)
+    p.add_argument("--app", required=True)
+    p.add_argument("--deck", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--ranks", type=int, action="append", default=[])
+    a = p.parse_args()
+    ranks = a.ranks or [1, 3]
+    launch = lambda n: shlex.split(a.launcher.format(n=n))  # noqa: E731
+    shutil.rmtree(a.work, ignore_errors=True)
+    good = os.path.join(a.work, "good")
+    code, out, _ = run(launch(2) + [a.app, a.deck, "--output", good], timeout=120)
+    if code != 0:
+        print(out)
+        print("FAIL: the run that writes the checkpoint failed")
+        return 1
+    ckpt = sorted(f for f in os.listdir(good) if f.startswith("checkpoint_") and f.endswith(".h5"))[-1]
+    source = os.path.join(good, ckpt)
+
+    # (name, damage(path) -> expected texts)
+    cases = []
+    if a.app_kind == "heat":
+        def field(name, value, rule):
+            def damage(path):
+                at = set_element(path, name, value)
+                shown = "nan" if np.isnan(value) else ("inf" if np.isinf(value) else f"{value:g}")
+                return [f"dataset '{name}': element [{', '.join(map(str, at))}] is {shown} ({rule})"]
+            return damage
+        cases += [
+            ("nan energy", field("fields/energy", np.nan, "a checkpoint holds finite numbers only")),
+            ("negative density", field("fields/density", -1.0, "it must be above zero")),
+            ("zero density", field("fields/density", 0.0, "it must be above zero")),
+            ("negative energy", field("fields/energy", -2.5, "it must not be negative")),
+            ("inf eigenvalue", field("solver/eigenvalues", np.inf,
+                                     "a checkpoint holds finite numbers only")),
+        ]
+    else:
+        def nan_param(path):
+            with h5py.File(path, "r") as f:
+                name = sorted(n for n in f.keys() if n.startswith("params."))[0]
+            at = set_element(path, name, np.nan)
+            return [f"dataset '{name}': element [{', '.join(map(str, at))}] is nan"]
+
+        def rng(text, expect):
+            def damage(path):
+                with h5py.File(path, "r") as f:
+                    state = f.attrs["rng_state"]
+                    state = state.decode() if isinstance(state, bytes) else str(state)
+                key, _, value = text.partition("=")
+                parts = [f"{key}={value}" if s.startswith(key + "=") else s for s in state.split()]
+                set_attr(path, "rng_state", " ".join(parts))
+                return [expect]
+            return damage
+        cases += [
+            ("nan parameter", nan_param),
+            ("epoch at odds with step", rng("epoch=7", "gives another epoch than attribute step")),
+            ("too few optimizer steps", rng("optimizer_steps=1", "optimizer steps, fewer than")),
+            ("optimizer steps not a number", rng("optimizer_steps=12x",
+                                                 "has a value of optimizer_steps that is no number")),
+        ]
+    cases += [
+        ("negative step", lambda path: (set_attr(path, "step", -5), ["attribute step is -5"])[1]),
+        ("nan time", lambda path: (set_attr(path, "time", np.nan), ["attribute time is nan"])[1]),
+        ("no ranks", lambda path: (set_attr(path, "ranks", 0), ["attribute ranks is 0"])[1]),
+    ]
+
+    failures = []
+    for name, damage in cases:
+        bad = os.path.join(a.work, name.replace(" ", "_") + ".h5")
+        shutil.copyfile(source, bad)
+        expect = damage(bad)
+        for n in ranks:
+            cmd = launch(n) + [a.app, a.deck, "--restart", bad, "--output",
+                               os.path.join(a.work, "out")]
+            code, out, secs = run(cmd)
+            what = f"{name}, {n} rank(s)"
+            if code is None:
+                failures.append(f"{what}: still running after 10 s")
+                continue
+            missing = [t for t in expect if t not in out]
+            if code != 2 or missing:
+                print(out[-2000:])
+                failures.append(f"{what}: exit code {code}, lacks {missing}")
+            else:
+                print(f"ok: {what}: exit 2 after {secs:.1f} s: {expect[0]}")
+
+    if a.app_kind == "train":
+        # A NaN in the training data itself.
+        data = os.path.join(a.work, "nan_data.h5")
+        rng_ = np.random.default_rng(1)
+        x = rng_.normal(size=(40, 3))
+        x[17, 2] = np.nan
+        with h5py.File(data, "w") as f:
+            f["features"] = x
+            f["targets"] = x[:, 0]
+        hdf5_deck = os.path.join(os.path.dirname(a.deck), "train_linear_hdf5_ci.toml")
+        for n in ranks:
+            cmd = launch(n) + [a.app, hdf5_deck, "--set", f"data.path={data}", "--output",
+                               os.path.join(a.work, "out_data")]
+            code, out, secs = run(cmd)
+            text = f"dataset 'features': sample 17, feature 2 is nan"
+            if code != 2 or text not in out:
+                print(out[-2000:])
+                failures.append(f"nan in the data, {n} rank(s): exit code {code}, lacks {text!r}")
+            else:
+                print(f"ok: nan in the data, {n} rank(s): exit 2 after {secs:.1f} s")
+
+    for f in failures:
+        print("FAIL: " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
