@@ -191,6 +191,22 @@ TEST_CASE("malformed decks get their own clear message with file, line and key",
   }
 }
 
+TEST_CASE("keys are read as TOML defines them", "[deck]") {
+  // A quoted key with a dot is one key, not a section and a key.
+  CHECK_THROWS_WITH(
+      deck::parse(schema(), "[model]\nkind = \"mlp\"\n\"train.epochs\" = 3\n[time]\nend = 1.0\n",
+                  "deck.toml"),
+      ContainsSubstring("deck.toml:3:"));
+  CHECK_THROWS_WITH(
+      deck::parse(schema(), "[model]\nkind = \"mlp\"\n\"train.epochs\" = 3\n[time]\nend = 1.0\n",
+                  "deck.toml"),
+      ContainsSubstring("key \"train.epochs\": a quoted key is one key"));
+  // Dotted keys (unquoted) are sections, as TOML says.
+  CHECK(
+      deck::parse(schema(), "model.kind = \"mlp\"\ntrain.epochs = 3\ntime.end = 1.0\n", "deck.toml")
+          .integer("train.epochs") == 3);
+}
+
 TEST_CASE("a missing file is named", "[deck]") {
   CHECK_THROWS_WITH(deck::parse_file(schema(), "/nonexistent/deck.toml"),
                     ContainsSubstring("/nonexistent/deck.toml: the deck file does not exist"));

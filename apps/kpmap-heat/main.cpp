@@ -251,11 +251,13 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
       .set("total_inner_iterations", total_inner)
       .set("last_error", last_error);
   if (exact_error >= 0) j.set("last_exact_error", exact_error);
+  bool answer_failed = false;
   if (c.test_problem > 0) {
     // TeaLeaf's check: the final U within 0.001 % of its published value.
     const double expected = sim::tealeaf_expected_u(c.ndim, c.test_problem);
     const double diff = std::abs(100.0 * (summary.u / expected) - 100.0);
     const bool passed = diff < 0.001;
+    answer_failed = !passed;
     j.set("test_problem", kpmap::apps::Json()
                               .set("number", c.test_problem)
                               .set("expected_u", expected)
@@ -271,8 +273,10 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
       std::printf("This test is considered %s\n", passed ? "PASSED" : "FAILED");
     }
   }
-  const int code = kpmap::apps::finish_result(j, out / "summary.json", stopped_by, run.last_good(),
-                                              report, root);
+  int code = kpmap::apps::finish_result(j, out / "summary.json", stopped_by, run.last_good(),
+                                        report, root);
+  // A run that finished with a wrong answer has not succeeded.
+  if (code == kpmap::exit_code::success && answer_failed) code = kpmap::exit_code::check_failed;
   if (root) {
     std::printf(
         "kpmap-heat: %lld iterations in %ld steps, %s (compute %s, halo %s, "
@@ -310,8 +314,8 @@ int main(int argc, char** argv) {
         "Outputs in output.dir: summary.json, summary.csv, checkpoint_NNNNNN.h5 (+ .xmf for "
         "ParaView), deck.toml.\n"
         "Exit codes: 0 success, 1 an unexpected error, 2 bad input, 3 a solve failed (no "
-        "convergence, NaN), 4 stopped by SIGTERM, SIGINT or SIGUSR1 after writing a checkpoint "
-        "(see docs/reliability.md).");
+        "convergence, NaN), 4 stopped by SIGTERM, SIGINT or SIGUSR1 after writing a checkpoint, "
+        "5 a TeaLeaf test problem's answer failed its check (see docs/reliability.md).");
     app.set_version_flag("--version", std::string("kpmap-heat ") + KPMAP_VERSION_STRING);
     kpmap::apps::RunOptions opts;
     kpmap::apps::add_run_options(app, opts);

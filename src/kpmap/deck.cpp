@@ -560,6 +560,13 @@ class Parser {
     for (const auto& [key, node] : table) {
       const std::string path =
           prefix.empty() ? std::string(key.str()) : prefix + "." + std::string(key.str());
+      // TOML reads "train.epochs" (quoted) as one key whose name holds a
+      // dot, not as epochs in [train]: no schema key is named so.
+      if (key.str().find('.') != std::string_view::npos) {
+        throw InputError(at(node) + "key \"" + std::string(key.str()) +
+                         "\": a quoted key is one key, and no key's name holds a dot; for '" +
+                         path + "' write it without quotes");
+      }
       deck_.lines_[path] = static_cast<int>(node.source().begin.line);
       if (const Key* k = schema_.find(path)) {
         deck_.values_[path] = convert(*k, node, at(node), "key '" + path + "'");

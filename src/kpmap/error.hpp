@@ -16,6 +16,9 @@ inline constexpr int diverged = 3;   ///< the numerics produced NaN or Inf
 /// A stop signal (SIGTERM, SIGINT, SIGUSR1) ended the run early, after a
 /// last checkpoint: restart from it to go on.
 inline constexpr int stopped = 4;
+/// The run finished, but its answer failed the check it carries (a TeaLeaf
+/// test problem's published value).
+inline constexpr int check_failed = 5;
 }  // namespace exit_code
 
 /// \brief Whether every rank raised the same error (and so can leave cleanly),

@@ -157,7 +157,40 @@ void Runtime::choose_host_threads(int argc, char** argv) {
   }
 }
 
+namespace {
+// Kokkos' numeric flags must hold whole numbers ("N,M" for the device
+// counts): checked here, where the message can name the argument, since
+// Kokkos itself says only "stoi" (3.x) or aborts (4.x).
+void check_kokkos_numbers(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    for (std::string_view flag :
+         {"--kokkos-num-threads", "--kokkos-threads", "--kokkos-device-id", "--kokkos-device",
+          "--kokkos-numa", "--kokkos-num-devices", "--kokkos-ndevices"}) {
+      if (arg.substr(0, flag.size()) != flag) continue;
+      if (arg.size() > flag.size() && arg[flag.size()] != '=') continue;  // a longer flag
+      const bool counts = flag == "--kokkos-num-devices" || flag == "--kokkos-ndevices";
+      const std::string_view value = arg.size() > flag.size() ? arg.substr(flag.size() + 1)
+                                     : i + 1 < argc           ? std::string_view(argv[i + 1])
+                                                              : std::string_view();
+      const bool ok = !value.empty() && value.size() <= 9 &&
+                      value.find_first_not_of(counts ? "0123456789," : "0123456789") ==
+                          std::string_view::npos &&
+                      value.front() != ',' && value.back() != ',';
+      if (!ok) {
+        throw InputError("command line: " + std::string(arg) +
+                         (arg.size() > flag.size() ? "" : " " + std::string(value)) + ": " +
+                         std::string(flag) + " takes a whole number" + (counts ? " (or N,M)" : "") +
+                         ", found '" + std::string(value) + "'");
+      }
+      break;
+    }
+  }
+}
+}  // namespace
+
 void Runtime::init_kokkos(int& argc, char**& argv) {
+  check_kokkos_numbers(argc, argv);
   if (Kokkos::is_initialized()) {
     device_binding_ = "chosen by the caller, who initialised Kokkos before kpmap::Runtime";
     device_id_ = detail::kokkos_device_id(-1);
@@ -186,7 +219,21 @@ void Runtime::init_kokkos(int& argc, char**& argv) {
   }
   args.push_back(nullptr);
   int nargs = static_cast<int>(args.size()) - 1;
-  Kokkos::initialize(nargs, args.data());
+  try {
+    Kokkos::initialize(nargs, args.data());
+  } catch (const std::exception& e) {
+    // Kokkos says only "stoi" for --kokkos-threads=x: name what was given.
+    std::string given;
+    for (int i = 0; i < nargs; ++i) {
+      const std::string_view arg(args[i]);
+      if (arg.substr(0, 9) == "--kokkos-") given += (given.empty() ? "" : " ") + std::string(arg);
+    }
+    throw InputError("Kokkos could not read its command-line arguments (" + given +
+                     "): " + e.what() +
+                     "; --kokkos-num-threads (--kokkos-threads before Kokkos 3.7) and "
+                     "--kokkos-device-id take a whole number, and kpmap chooses both when they "
+                     "are left out");
+  }
   owns_kokkos_ = true;
   // Kokkos removed the arguments it understood; hand the rest back to the caller.
   int kept = 0;
