@@ -219,6 +219,17 @@ class Translator {
     while (std::getline(in, raw)) {
       ++line_no;
       const Where where{path_ + ":" + std::to_string(line_no)};
+      // As strict as a TOML deck: tabs and a CR before the newline are
+      // blanks, any other control character is a damaged or binary file.
+      const auto control = std::find_if(raw.begin(), raw.end(), [](unsigned char c) {
+        return (c < 0x20 && c != '\t' && c != '\r') || c == 0x7f;
+      });
+      if (control != raw.end()) {
+        char code[8];
+        std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned char>(*control));
+        throw InputError(where.at() + "a control character (" + code + ") in column " +
+                         std::to_string(control - raw.begin() + 1) + "; a deck is plain text");
+      }
       auto words = words_of(raw);
       if (words.empty()) continue;
       if (words[0][0] == '*') {
@@ -268,6 +279,15 @@ class Translator {
         read_state(words, where, line_no);
         return;
       }
+      // A key the deck gives twice is a mistake (which one was meant?), as
+      // in a TOML deck; --set (line 0) overrides the deck's on purpose.
+      if (line_no > 0) {
+        const auto [seen, first] = given_.emplace(w, where.text);
+        if (!first) {
+          throw InputError(where.at() + "key '" + w + "' is given twice (first at " + seen->second +
+                           ")");
+        }
+      }
       if (const ValueKey* k = find_value(w)) {
         if (i + 1 >= words.size()) throw InputError(where.at() + "key '" + w + "' needs a value");
         set_value(*k, words[i + 1], where);
@@ -314,6 +334,8 @@ class Translator {
                        "listed in docs/heat.md)");
     }
   }
+
+  std::map<std::string, std::string> given_;  // key -> where the deck gave it
 
   void read_state(const std::vector<std::string>& words, const Where& where, int line_no) {
     if (words.size() < 2) throw InputError(where.at() + "'state' needs a state number");
