@@ -191,6 +191,19 @@ TEST_CASE("malformed decks get their own clear message with file, line and key",
   }
 }
 
+TEST_CASE("integers are held to their range in integer arithmetic", "[deck]") {
+  deck::Schema s("kpmap-test");
+  s.integer("seed", 0, {0, 9.2e18}, "", "a seed").integer("big", 0, {0, std::nullopt}, "", "");
+  // 9200000000000000001 is 9.2e18 as a double: it passed, and printed as 9.2e18.
+  CHECK_THROWS_WITH(deck::parse(s, "seed = 9200000000000000001\n", "deck.toml"),
+                    ContainsSubstring("key 'seed' is out of range: must be [0, "
+                                      "9200000000000000000], found 9200000000000000001"));
+  CHECK(deck::parse(s, "seed = 9200000000000000000\n", "deck.toml").integer("seed") ==
+        9200000000000000000LL);
+  CHECK(deck::parse(s, "big = 9223372036854775807\n", "deck.toml").integer("big") ==
+        9223372036854775807LL);
+}
+
 TEST_CASE("keys are read as TOML defines them", "[deck]") {
   // A quoted key with a dot is one key, not a section and a key.
   CHECK_THROWS_WITH(

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace kpmap::deck {
@@ -611,11 +612,24 @@ class Parser {
     return d;
   }
 
+  // An integer against its range in integer arithmetic: through a double,
+  // 2^63 - 1 would pass a maximum of 9.2e18 and print as another number.
   long long to_integer(const Key& k, const toml::node& n, const std::string& where,
                        const std::string& what) const {
     if (auto v = n.as_integer()) {
-      check_number(k, static_cast<double>(v->get()), where, what);
-      return v->get();
+      const long long x = v->get();
+      // Schema bounds are whole numbers within the 64-bit range, or beyond it.
+      auto bound = [](double b) {
+        if (b >= 9.2233720368547758e18) return std::numeric_limits<long long>::max();
+        if (b <= -9.2233720368547758e18) return std::numeric_limits<long long>::min();
+        return static_cast<long long>(b);
+      };
+      if ((k.range.min && x < bound(std::ceil(*k.range.min))) ||
+          (k.range.max && x > bound(std::floor(*k.range.max)))) {
+        throw InputError(where + what + " is out of range: must be " + format_range(k) +
+                         (k.unit.empty() ? "" : " " + k.unit) + ", found " + std::to_string(x));
+      }
+      return x;
     }
     throw InputError(where + what + ": expected an integer, found " + describe(n));
   }
