@@ -17,9 +17,11 @@
 #include <sstream>
 
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <linux/falloc.h>
+#endif
 
 namespace kpmap::checkpoint {
 
@@ -301,7 +303,11 @@ Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
 
 void Writer::Impl::reserve(std::uint64_t end) {
   std::string error;
+#if !defined(__linux__)
+  can_reserve = false;  // fallocate with KEEP_SIZE is Linux's
+#endif
   if (rank == 0 && fd >= 0 && can_reserve && end > reserved) {
+#if defined(__linux__)
     // KEEP_SIZE: the blocks are the file's, its length stays HDF5's.
     if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(reserved), off_t(end - reserved)) == 0) {
       reserved = end;
@@ -319,6 +325,7 @@ void Writer::Impl::reserve(std::uint64_t end) {
       fd = -1;
       std::remove(tmp.c_str());
     }
+#endif
   }
   // HDF5 has written nothing it could not leave behind, but closing the file
   // would flush its metadata onto the full disk: the job ends without it.
@@ -412,12 +419,14 @@ void Writer::commit() {
     if (impl_->fd >= 0) {
       // Give back the reserved blocks past the file's end (a hole there
       // changes nothing the file holds).
+#if defined(__linux__)
       struct stat st {};
       if (::fstat(impl_->fd, &st) == 0 && std::uint64_t(st.st_size) < impl_->reserved) {
         [[maybe_unused]] int rc =
             ::fallocate(impl_->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, st.st_size,
                         off_t(impl_->reserved - std::uint64_t(st.st_size)));
       }
+#endif
       ::close(impl_->fd);
       impl_->fd = -1;
     }
