@@ -299,6 +299,23 @@ TEST_CASE("TeaLeaf's benchmark 1 (10 x 10, CG) gives TeaLeaf's published U", "[h
   CHECK(iterations == 110);
 }
 
+TEST_CASE("checks across keys cite the line that set the key, or its --set", "[heat][deck]") {
+  const std::string deck =
+      "[mesh]\ncells = [10, 10]\nlower = [0.0, 2.0]\nupper = [1.0, 1.0]\n"
+      "[states.1]\ndensity = 1.0\nenergy = 1.0\n[time]\ndt = 0.1\n";
+  CHECK_THROWS_WITH(
+      config_of(deck),
+      "test.toml:4: key 'mesh.upper': must exceed the lower corner (mesh.lower) in every "
+      "dimension; "
+      "dimension 1 has lower 2 and upper 1");
+  CHECK_THROWS_WITH(config_of(deck, {"mesh.upper=[1.0, 3.0]", "mesh.ranks=[1, 1, 1]"}),
+                    "--set mesh.ranks=[1, 1, 1]: key 'mesh.ranks': expected 2 entries (one per "
+                    "dimension), found 3");
+  CHECK_THROWS_WITH(
+      config_of(deck, {"mesh.upper=[0.5, 1.0]"}),
+      ContainsSubstring("--set mesh.upper=[0.5, 1.0]: key 'mesh.upper': must exceed"));
+}
+
 TEST_CASE("the explicit scheme refuses an unstable time step", "[heat][physics]") {
   // Constant density 1: K = 1, h = 0.1; FTCS needs dt (2/h^2 + 2/h^2) <= 1, dt <= 0.0025.
   const std::string deck =

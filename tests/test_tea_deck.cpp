@@ -47,8 +47,8 @@ const std::string native_bm_1 =
     "[output]\ntest_problem = 1\n";
 
 kpmap::deck::Deck load_text(const std::string& text, std::vector<std::string> sets = {}) {
-  const std::string toml = sim::heat_deck_translator(text, "tea.in", sets);
-  return kpmap::deck::parse(sim::heat_schema(), toml, "tea.in", sets);
+  const auto t = sim::heat_deck_translator(text, "tea.in", sets);
+  return kpmap::deck::parse(sim::heat_schema(), t.toml, "tea.in", sets, &t);
 }
 
 // The resolved deck without its first (comment) line, which names the source.
@@ -255,7 +255,23 @@ TEST_CASE("malformed TeaLeaf decks are refused with file, line and key", "[tea]"
       {"another section", head + "*hydro\n",
        "tea.in:3: '*hydro': kpmap-heat reads the *tea ... *endtea block"},
       {"lower above upper", head + "xmin 10 xmax 0\n",
-       "tea.in: key 'mesh.upper': must exceed mesh.lower in every dimension"},
+       "tea.in:3: key 'xmax' (mesh.upper[0]): must exceed the lower corner (mesh.lower) in every "
+       "dimension; dimension 0 has lower 10 and upper 0"},
+      {"bound on its own line", head + "xmin 0 xmax 10\nymin 5\nymax 1\n",
+       "tea.in:5: key 'ymax' (mesh.upper[1]): must exceed the lower corner"},
+      // Checks across keys name the TeaLeaf keys the deck wrote, and their line.
+      {"state box inside out",
+       head + "state 2 density=1 energy=1 geometry=rectangle xmin=5 xmax=1 ymin=0 ymax=1\n",
+       "tea.in:3: key 'state 2 xmax/ymax' (states.2.upper): must exceed 'state 2 xmin/ymin' "
+       "(states.2.lower) in every dimension"},
+      {"state density not positive", head + "state 2 density=-1 energy=1 geometry=point\n",
+       "tea.in:3: key 'state 2 density' (states.2.density) is out of range: must be >= 0"},
+      {"circle without radius", head + "state 2 density=1 energy=1 geometry=circle xmin=1\n",
+       "tea.in:3: key 'state 2 radius' (states.2.radius): a circle needs a positive radius"},
+      {"zero time step", head + "\n\ninitial_timestep 0\n",
+       "tea.in:5: key 'initial_timestep' (time.dt): must be positive, found 0"},
+      {"cells over lines", head + "x_cells 4000000000\n\ny_cells 4000000000 z_cells 4000000000\n",
+       "tea.in:3: key 'x_cells/y_cells/z_cells' (mesh.cells): the mesh has more cells"},
       {"implementation key without its number", head + "tiles_per_task many\n",
        "tea.in:3: key 'tiles_per_task': expected an integer, found 'many'"},
       // As strict as a TOML deck: a key given twice, a control character.
@@ -291,7 +307,8 @@ TEST_CASE("meshes and process grids beyond what the indices count are refused", 
     CHECK_THROWS_WITH(
         sim::from_deck(load_text(head + cells + "\n")),
         ContainsSubstring(
-            "key 'mesh.cells': the mesh has more cells than a 64-bit integer counts"));
+            "tea.in:4: key 'x_cells/y_cells/z_cells' (mesh.cells): the mesh has more cells than "
+            "a 64-bit integer counts"));
   }
   // A process grid entry beyond an int was cut to its low 32 bits (here: 2).
   CHECK_THROWS_WITH(sim::from_deck(load_text(tea_bm_1, {"mesh.ranks=[4294967298, 1]"})),
@@ -314,6 +331,17 @@ TEST_CASE("a TeaLeaf deck loads collectively like a TOML deck", "[tea][mpi]") {
     CHECK(e.all_ranks());
     CHECK_THAT(std::string(e.what()), ContainsSubstring("key 'tl_eps': expected a number"));
   }
+  // Every rank knows where the deck set each key: a check across keys made
+  // after the load cites the TeaLeaf key and its line (or its --set).
+  d = kpmap::deck::load(sim::heat_schema(), path, {"initial_timestep=0"}, MPI_COMM_WORLD,
+                        sim::heat_deck_translator);
+  CHECK(d.where("time.dt") == "--set initial_timestep=0: ");
+  CHECK(d.named("time.dt") == "'initial_timestep' (time.dt)");
+  CHECK(d.where("states.2.density") == path + ":3: ");
+  CHECK(d.named("states.2.density") == "'state 2 density' (states.2.density)");
+  CHECK_THROWS_WITH(sim::from_deck(d),
+                    "--set initial_timestep=0: key 'initial_timestep' (time.dt): must be "
+                    "positive, found 0");
   MPI_Barrier(MPI_COMM_WORLD);
   if (kpmap::test::world_rank() == 0) std::remove(path.c_str());
 }

@@ -72,12 +72,18 @@ struct Config {
   throw kpmap::InputError(d.source() + ": " + what, kpmap::ErrorScope::all_ranks);
 }
 
+// A value the deck holds at `key` is refused: the message cites its line.
+[[noreturn]] void bad(const Deck& d, const std::string& key, const std::string& what) {
+  throw kpmap::InputError(d.where(key) + "key " + d.named(key) + ": " + what,
+                          kpmap::ErrorScope::all_ranks);
+}
+
 // The data set's size and the shape of one sample, from the generator's
 // keys or the files' headers.
 void read_data_shape(Config& c, const Deck& d, MPI_Comm comm) {
   c.input = kpmap::train::Shape::flat(c.features);
   if (c.data_kind == "hdf5") {
-    if (c.path.empty()) bad(d, "key 'data.path': data.kind = \"hdf5\" needs the data file");
+    if (c.path.empty()) bad(d, "data.path", "data.kind = \"hdf5\" needs the data file");
     const auto shape = kpmap::train::hdf5_data_shape(c.path, c.x_name, c.y_name, comm);
     c.samples = shape.samples;
     c.features = shape.features;
@@ -98,19 +104,21 @@ void read_data_shape(Config& c, const Deck& d, MPI_Comm comm) {
   } else if (c.data_kind == "idx") {
     for (const char* key : {"data.path", "data.labels"}) {
       if (d.string(key).empty()) {
-        bad(d, std::string("key '") + key + "': data.kind = \"idx\" needs it");
+        bad(d, key, "data.kind = \"idx\" needs it");
       }
     }
     c.train_images = kpmap::train::idx_info(c.path, "data.path", comm);
     c.train_labels = kpmap::train::idx_info(c.labels, "data.labels", comm);
     const auto& dims = c.train_images.dims;
     if (dims.size() < 3 || dims.size() > 4) {
-      bad(d, "key 'data.path': " + c.path + " holds " + std::to_string(dims.size()) +
-                 "-D data; images are N x height x width (x channels)");
+      bad(d, "data.path",
+          c.path + " holds " + std::to_string(dims.size()) +
+              "-D data; images are N x height x width (x channels)");
     }
     if (c.train_labels.dims.size() != 1 || c.train_labels.dims[0] != dims[0]) {
-      bad(d, "key 'data.labels': " + c.labels + " does not hold one label for each of the " +
-                 std::to_string(dims[0]) + " images of " + c.path);
+      bad(d, "data.labels",
+          c.labels + " does not hold one label for each of the " + std::to_string(dims[0]) +
+              " images of " + c.path);
     }
     c.input = kpmap::train::Shape::hwc(dims[1], dims[2], dims.size() == 4 ? dims[3] : 1);
     c.features = c.input.size();
@@ -120,21 +128,22 @@ void read_data_shape(Config& c, const Deck& d, MPI_Comm comm) {
         bad(d, "keys 'data.test_path' and 'data.test_labels': give both, or neither");
       }
       if (c.fraction > 0) {
-        bad(d,
-            "key 'data.validation_fraction': the test files are the validation set; set "
+        bad(d, "data.validation_fraction",
+            "the test files are the validation set; set "
             "it to 0");
       }
       c.test_images = kpmap::train::idx_info(c.test_path, "data.test_path", comm);
       c.test_labels_info = kpmap::train::idx_info(c.test_labels, "data.test_labels", comm);
       const auto& t = c.test_images.dims;
       if (t.size() != dims.size() || !std::equal(t.begin() + 1, t.end(), dims.begin() + 1)) {
-        bad(d, "key 'data.test_path': the test images of " + c.test_path +
-                   " are not the shape of the training images of " + c.path);
+        bad(d, "data.test_path",
+            "the test images of " + c.test_path + " are not the shape of the training images of " +
+                c.path);
       }
       if (c.test_labels_info.dims.size() != 1 || c.test_labels_info.dims[0] != t[0]) {
-        bad(d, "key 'data.test_labels': " + c.test_labels +
-                   " does not hold one label for each of the " + std::to_string(t[0]) +
-                   " images of " + c.test_path);
+        bad(d, "data.test_labels",
+            c.test_labels + " does not hold one label for each of the " + std::to_string(t[0]) +
+                " images of " + c.test_path);
       }
       c.test_set = true;
       c.validation = t[0];
@@ -147,7 +156,7 @@ void read_data_shape(Config& c, const Deck& d, MPI_Comm comm) {
                std::to_string(c.input.channels) + ") in each, or leave both empty");
   }
   if (c.input.image && c.loss != "cross_entropy" && c.model == "linear") {
-    bad(d, "key 'model.kind': images need model.kind = \"sequential\" (or \"mlp\")");
+    bad(d, "model.kind", "images need model.kind = \"sequential\" (or \"mlp\")");
   }
 }
 
@@ -171,7 +180,7 @@ void read_layers(Config& c, const Deck& d) {
       if (c.input.image) c.layers.insert(c.layers.begin(), kpmap::train::LayerSpec{"flatten"});
     }
   } else if (at.empty()) {
-    bad(d, "key 'model.layers': model.kind = \"sequential\" needs its layers");
+    bad(d, "model.layers", "model.kind = \"sequential\" needs its layers");
   }
   if (c.model == "linear") return;
   for (int i : at) {
@@ -288,8 +297,8 @@ Config configure(const Deck& d, MPI_Comm comm) {
   }
   c.loss_scale = d.real("model.loss_scale");
   if (c.model == "linear" && c.loss != "mse") {
-    bad(d,
-        "key 'model.loss': a linear model is fitted by mse; for softmax regression use "
+    bad(d, "model.loss",
+        "a linear model is fitted by mse; for softmax regression use "
         "model.kind = \"mlp\" with model.hidden = []");
   }
   if (c.data_kind == "synthetic" && c.loss == "cross_entropy") {
@@ -340,8 +349,8 @@ Config configure(const Deck& d, MPI_Comm comm) {
   }
   if (c.optimizer.kind == kpmap::train::OptimizerConfig::Kind::gd && c.batch != 0 &&
       c.batch < train_rows) {
-    bad(d,
-        "key 'train.batch_size': optimizer.kind = \"gd\" is full-batch gradient descent "
+    bad(d, "train.batch_size",
+        "optimizer.kind = \"gd\" is full-batch gradient descent "
         "(train.batch_size = 0); use \"sgd\", \"momentum\" or \"adam\" for minibatches");
   }
   return c;

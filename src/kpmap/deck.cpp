@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -347,7 +348,8 @@ std::string Schema::markdown() const {
 
 class Parser {
  public:
-  Parser(const Schema& schema, std::string source) : schema_(schema), source_(std::move(source)) {}
+  Parser(const Schema& schema, std::string source, const Translation* translation)
+      : schema_(schema), source_(std::move(source)), translation_(translation) {}
 
   Deck run(std::string_view text, const std::vector<std::string>& overrides) {
     deck_.app_ = schema_.app();
@@ -368,6 +370,12 @@ class Parser {
     if (root.empty()) {
       throw InputError(source_ + ": the deck is empty (it sets no keys); see --help-deck for " +
                        "the keys of " + schema_.app());
+    }
+    if (translation_ != nullptr) {
+      for (const auto& [path, o] : translation_->origins) {
+        if (o.line > 0) deck_.lines_[path] = o.line;
+        deck_.origins_[path] = o;
+      }
     }
     walk(root, "");
     for (const auto& o : overrides) apply_override(o);
@@ -557,6 +565,12 @@ class Parser {
     throw InputError(msg + " (" + schema_.app() + " knows the keys listed by --help-deck)");
   }
 
+  // Where the user's text set `path`: its TOML line (a translated deck's
+  // lines are its origins, noted in run()).
+  void note_line(const std::string& path, const toml::node& node) {
+    if (translation_ == nullptr) deck_.lines_[path] = static_cast<int>(node.source().begin.line);
+  }
+
   void walk(const toml::table& table, const std::string& prefix) {
     for (const auto& [key, node] : table) {
       const std::string path =
@@ -568,9 +582,11 @@ class Parser {
                          "\": a quoted key is one key, and no key's name holds a dot; for '" +
                          path + "' write it without quotes");
       }
-      deck_.lines_[path] = static_cast<int>(node.source().begin.line);
+      note_line(path, node);
       if (const Key* k = schema_.find(path)) {
-        deck_.values_[path] = convert(*k, node, at(node), "key '" + path + "'");
+        // A translated deck's messages cite the user's key and line, not the TOML's.
+        const std::string where = translation_ ? deck_.where(path) : at(node);
+        deck_.values_[path] = convert(*k, node, where, "key " + deck_.named(path));
       } else if (const auto* sub = node.as_table()) {
         if (!known_section(path) && sub->empty()) unknown(path, at(node));
         walk(*sub, path);
@@ -585,7 +601,7 @@ class Parser {
                              ": expected a table { ... }, found " + describe(e));
           }
           const std::string name = path + "." + std::to_string(i + 1);
-          deck_.lines_[name] = static_cast<int>(e.source().begin.line);
+          note_line(name, e);
           if (item->empty()) {
             throw InputError(at(e) + "key '" + path + "' element " + std::to_string(i + 1) +
                              " is empty (see --help-deck for its keys)");
@@ -717,6 +733,9 @@ class Parser {
         ok = false;
       }
     }
+    // Later messages about the key cite this argument, not the deck.
+    deck_.lines_.erase(path);
+    deck_.origins_[path] = Origin{0, path, text};
     if (ok && parsed.contains("v")) {
       deck_.values_[path] = convert(*k, *parsed.get("v"), where, "key '" + path + "'");
     } else if (k->type == Type::string) {
@@ -730,12 +749,15 @@ class Parser {
 
   const Schema& schema_;
   std::string source_;
+  const Translation* translation_;
   Deck deck_;
 };
 
 Deck parse(const Schema& schema, std::string_view text, const std::string& source,
-           const std::vector<std::string>& overrides) {
-  return Parser(schema, source).run(text, overrides);
+           const std::vector<std::string>& overrides, const Translation* translation) {
+  // A Translator that passed a TOML deck through gives no origins: its lines are the user's.
+  const bool translated = translation != nullptr && !translation->origins.empty();
+  return Parser(schema, source, translated ? translation : nullptr).run(text, overrides);
 }
 
 namespace {
@@ -766,18 +788,25 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
   MPI_Comm_rank(comm, &rank);
   // Rank 0 parses; everyone receives either the resolved deck or the error.
   std::string payload;
-  std::string lines;  // "path line" pairs: where the deck text set each key
+  // Where the user's text set each key, a line per key: path, line, name
+  // and --set argument, tab-separated (a deck holds no control characters).
+  std::string lines;
   int failed = 0;
   auto resolve = [&](const Deck& d) {
-    for (const auto& [key, line] : d.lines_) lines += key + " " + std::to_string(line) + "\n";
+    for (const auto& [key, line] : d.lines_) {
+      if (d.origins_.count(key) == 0) lines += key + "\t" + std::to_string(line) + "\t\t\n";
+    }
+    for (const auto& [key, o] : d.origins_) {
+      lines += key + "\t" + std::to_string(o.line) + "\t" + o.name + "\t" + o.set + "\n";
+    }
     return d.to_toml();
   };
   if (rank == 0) {
     try {
       if (translate) {
         std::vector<std::string> rewritten = overrides;
-        const std::string toml = translate(read_deck_text(path), path, rewritten);
-        payload = resolve(parse(schema, toml, path, rewritten));
+        const Translation t = translate(read_deck_text(path), path, rewritten);
+        payload = resolve(parse(schema, t.toml, path, rewritten, &t));
       } else {
         payload = resolve(parse_file(schema, path, overrides));
       }
@@ -791,13 +820,18 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
   if (failed != 0) throw InputError(payload, ErrorScope::all_ranks);
   transport::bcast_string(lines, 0, comm);
   // Every rank (rank 0 too) builds the deck from the same resolved text, and
-  // keeps the lines of the user's text for messages.
+  // keeps the lines (and names) of the user's text for messages.
   Deck deck = parse(schema, payload, path);
   deck.lines_.clear();
   std::istringstream in(lines);
-  std::string key;
-  int line = 0;
-  while (in >> key >> line) deck.lines_[key] = line;
+  for (std::string row; std::getline(in, row);) {
+    std::array<std::string, 4> f;
+    std::istringstream cells(row);
+    for (auto& cell : f) std::getline(cells, cell, '\t');
+    Origin o{std::stoi(f[1]), f[2], f[3]};
+    if (o.line > 0) deck.lines_[f[0]] = o.line;
+    if (!o.name.empty()) deck.origins_[f[0]] = std::move(o);
+  }
   return deck;
 }
 
@@ -826,8 +860,31 @@ int Deck::line(std::string_view path) const {
 }
 
 std::string Deck::where(std::string_view path) const {
+  if (auto it = origins_.find(path); it != origins_.end() && !it->second.set.empty()) {
+    return "--set " + it->second.set + ": ";
+  }
   const int l = line(path);
   return source_ + (l > 0 ? ":" + std::to_string(l) : "") + ": ";
+}
+
+std::string Deck::named(std::string_view path) const {
+  auto it = origins_.find(path);
+  if (it == origins_.end() || it->second.name.empty() || it->second.name == path) {
+    return "'" + std::string(path) + "'";
+  }
+  std::string shown(path);
+  // An element() of a list: "mesh.upper.1" is shown as mesh.upper[1].
+  if (const auto dot = shown.rfind('.');
+      dot != std::string::npos && dot + 1 < shown.size() && values_.count(path) == 0 &&
+      shown.find_first_not_of("0123456789", dot + 1) == std::string::npos) {
+    shown = shown.substr(0, dot) + "[" + shown.substr(dot + 1) + "]";
+  }
+  return "'" + it->second.name + "' (" + shown + ")";
+}
+
+std::string Deck::element(std::string_view path, int i) const {
+  std::string part = std::string(path) + "." + std::to_string(i);
+  return origins_.count(part) != 0 ? part : std::string(path);
 }
 
 const Value& Deck::at(std::string_view path) const {

@@ -97,13 +97,31 @@ class Schema {
   std::vector<Key> keys_;
 };
 
+/// \brief Where the user's own text set a key of the schema, when a
+/// Translator wrote the TOML the schema reads: the line of the deck file (0
+/// for a `--set`), the name the user wrote (`xmax/ymax` for `mesh.upper`)
+/// and, for a `--set`, its argument. Messages about the key cite these.
+struct Origin {
+  int line = 0;
+  std::string name;
+  std::string set;
+};
+
+/// \brief A translated deck: its TOML, and where each key it sets came from.
+struct Translation {
+  std::string toml;
+  std::map<std::string, Origin, std::less<>> origins;  ///< schema path -> origin
+};
+
 /// \brief Turns the text of a deck file into TOML for the schema, so that an
 /// application can read another deck format (kpmap-heat reads TeaLeaf's
 /// `*tea` decks). It gets the file's text and path and the `--set`
 /// overrides, may rewrite overrides written in its own format into schema
-/// keys, and returns TOML (a TOML deck unchanged). Errors are InputErrors
-/// naming the file, line and key. Runs on one rank.
-using Translator = std::function<std::string(const std::string& text, const std::string& path,
+/// keys, and returns TOML (a TOML deck unchanged, with no origins) and the
+/// origin of each key the user's text set, so that every later message
+/// names the user's keys and lines. Errors are InputErrors naming the file,
+/// line and key. Runs on one rank.
+using Translator = std::function<Translation(const std::string& text, const std::string& path,
                                              std::vector<std::string>& overrides)>;
 
 /// \brief A validated deck: every key of its schema has a value (defaults filled in).
@@ -130,9 +148,17 @@ class Deck {
   /// element of a list of tables, e.g. "model.layers.2") was written; 0 for
   /// a default or a --set override.
   int line(std::string_view path) const;
-  /// \brief "FILE:LINE: " for `path` (just "FILE: " without a line), to
-  /// start a message about it.
+  /// \brief "FILE:LINE: " for `path` (just "FILE: " without a line, "--set
+  /// ARG: " for a key a --set gave), to start a message about it.
   std::string where(std::string_view path) const;
+  /// \brief `'path'` for a key as the user wrote it, or `'xmax/ymax'
+  /// (mesh.upper)` for a key a Translator made of the user's own keys: to
+  /// name a key in a message that begins with where().
+  std::string named(std::string_view path) const;
+  /// \brief `path.i` when the user's text set element `i` of the list at
+  /// `path` by a key of its own (TeaLeaf's `ymax` for `mesh.upper`), so
+  /// that where() and named() cite that key; otherwise `path`.
+  std::string element(std::string_view path, int i) const;
   /// \brief Where the deck came from (its path).
   const std::string& source() const noexcept { return source_; }
   const std::string& app() const noexcept { return app_; }
@@ -148,14 +174,18 @@ class Deck {
   std::map<std::string, Value, std::less<>> values_;
   std::map<std::string, Type, std::less<>> types_;
   std::map<std::string, int, std::less<>> lines_;
+  std::map<std::string, Origin, std::less<>> origins_;  // keys a Translator or a --set gave
 };
 
 /// \brief Parses and validates deck text. `source` names it in messages.
 /// `overrides` are "section.key=value" strings (from --set), applied after
-/// the text and validated the same way.
+/// the text and validated the same way. `translation`, when given, says
+/// where the user's text set each key of `text` (a Translator's output):
+/// messages then cite the user's keys and lines, never the TOML's.
 /// \throws kpmap::InputError naming file, line, column and key.
 Deck parse(const Schema& schema, std::string_view text, const std::string& source,
-           const std::vector<std::string>& overrides = {});
+           const std::vector<std::string>& overrides = {},
+           const Translation* translation = nullptr);
 
 /// \brief Reads and parses the deck file at `path`.
 Deck parse_file(const Schema& schema, const std::string& path,

@@ -88,7 +88,7 @@ std::array<double, 3> vec3(const deck::Deck& d, const std::string& path, int wan
   const auto& v = d.real_list(path);
   if (v.empty() && allow_empty) return fallback;
   if (static_cast<int>(v.size()) != want) {
-    throw InputError(d.source() + ": key '" + path + "': expected " + std::to_string(want) +
+    throw InputError(d.where(path) + "key " + d.named(path) + ": expected " + std::to_string(want) +
                          " numbers for a " + std::to_string(want) + "-D mesh, found " +
                          std::to_string(v.size()),
                      ErrorScope::all_ranks);
@@ -136,8 +136,10 @@ const char* to_string(Scheme s) { return s == Scheme::implicit ? "implicit" : "e
 HeatConfig from_deck(const deck::Deck& d) {
   HeatConfig c;
   const std::string& src = d.source();
+  // A refused value: the message cites the line (and, for a TeaLeaf deck,
+  // the TeaLeaf keys) that set it.
   auto bad = [&](const std::string& key, const std::string& what) {
-    return InputError(src + ": key '" + key + "': " + what, ErrorScope::all_ranks);
+    return InputError(d.where(key) + "key " + d.named(key) + ": " + what, ErrorScope::all_ranks);
   };
 
   const auto& cells = d.integer_list("mesh.cells");
@@ -160,9 +162,10 @@ HeatConfig from_deck(const deck::Deck& d) {
   c.upper = vec3(d, "mesh.upper", c.ndim, {1, 1, 1}, false);
   for (int i = 0; i < c.ndim; ++i) {
     if (!(c.upper[i] > c.lower[i])) {
-      throw bad("mesh.upper", "must exceed mesh.lower in every dimension; dimension " +
-                                  std::to_string(i) + " has lower " + fmt(c.lower[i]) +
-                                  " and upper " + fmt(c.upper[i]));
+      throw bad(d.element("mesh.upper", i),
+                "must exceed the lower corner (mesh.lower) in every dimension; dimension " +
+                    std::to_string(i) + " has lower " + fmt(c.lower[i]) + " and upper " +
+                    fmt(c.upper[i]));
     }
   }
   c.halo_depth = static_cast<int>(d.integer("mesh.halo_depth"));
@@ -210,7 +213,7 @@ HeatConfig from_deck(const deck::Deck& d) {
         s.upper = vec3(d, p + "upper", c.ndim, {0, 0, 0}, false);
         for (int i = 0; i < c.ndim; ++i) {
           if (!(s.upper[i] > s.lower[i])) {
-            throw bad(p + "upper", "must exceed " + p + "lower in every dimension");
+            throw bad(p + "upper", "must exceed " + d.named(p + "lower") + " in every dimension");
           }
         }
       } else {

@@ -170,10 +170,20 @@ std::vector<std::string> words_of(std::string line) {
   return words;
 }
 
-// Where a line came from, for messages: "tea.in:12" or "--set key=value".
+// Where a line came from, for messages: "tea.in:12" (line 12) or
+// "--set key=value" (line 0, and the argument).
 struct Where {
   std::string text;
+  int line = 0;
+  std::string set;
   std::string at() const { return text + ": "; }
+};
+
+// A kpmap-heat key a TeaLeaf key set: its TOML value, where, and the TeaLeaf key.
+struct Setting {
+  std::string toml;
+  Where where;
+  std::string name;
 };
 
 std::optional<long long> to_integer(const std::string& w) {
@@ -218,7 +228,7 @@ class Translator {
     bool seen_block = false;
     while (std::getline(in, raw)) {
       ++line_no;
-      const Where where{path_ + ":" + std::to_string(line_no)};
+      const Where where{path_ + ":" + std::to_string(line_no), line_no, ""};
       // As strict as a TOML deck: tabs and a CR before the newline are
       // blanks, any other control character is a damaged or binary file.
       const auto control = std::find_if(raw.begin(), raw.end(), [](unsigned char c) {
@@ -264,7 +274,7 @@ class Translator {
       if (!words.empty() && words[0] == "state") {
         throw InputError("--set " + o + ": set a state's key as states.N.key=value");
       }
-      read_line(words, Where{"--set " + o}, 0);
+      read_line(words, Where{"--set " + o, 0, o}, 0);
     }
     overrides = kept;
     return finish();
@@ -295,7 +305,7 @@ class Translator {
         continue;
       }
       if (const FlagKey* f = find_flag(w)) {
-        values_[f->target] = {f->value, where.text};
+        values_[f->target] = {f->value, where, w};
         ++i;
         continue;
       }
@@ -306,7 +316,7 @@ class Translator {
           throw InputError(where.at() + "key '" + w + "': '" + v +
                            "' is not one of none, jac_diag, jac_block");
         }
-        values_["solver.preconditioner"] = {"\"" + v + "\"", where.text};
+        values_["solver.preconditioner"] = {"\"" + v + "\"", where, w};
         i += 2;
         continue;
       }
@@ -462,7 +472,7 @@ class Translator {
                          ") is out of range: must be " + r.str() + ", found " + v);
       }
     }
-    values_[target] = {toml, where.text};
+    values_[target] = {toml, where, k.name};
   }
 
   TeaTranslation finish() {
@@ -483,7 +493,7 @@ class Translator {
     t << "# kpmap-heat deck translated from the TeaLeaf deck " << path_ << "\n";
     auto take = [&](const std::string& key, const std::string& fallback) {
       auto it = values_.find(key);
-      return it == values_.end() ? fallback : it->second.first;
+      return it == values_.end() ? fallback : it->second.toml;
     };
     // The mesh, with TeaLeaf's defaults: 10 cells on [0, 100] per dimension.
     std::string cells = "[", lower = "[", upper = "[";
@@ -494,6 +504,25 @@ class Translator {
       upper += sep + take("mesh.upper." + std::to_string(d), "100.0");
     }
     t << "mesh.cells = " << cells << "]\nmesh.upper = " << upper << "]\n";
+    // A mesh list is made of up to three TeaLeaf keys (x_cells, y_cells, ...):
+    // its origin names those the deck gave, at the first line of one.
+    for (const char* list :
+         {"mesh.cells", "mesh.lower", "mesh.upper", "time.dt", "solver.method"}) {
+      deck::Origin o;
+      for (int d = -1; d < nd; ++d) {
+        const std::string key = d < 0 ? list : std::string(list) + "." + std::to_string(d);
+        auto it = values_.find(key);
+        if (it == values_.end()) continue;
+        const Setting& v = it->second;
+        if (d >= 0) out.origins[key] = deck::Origin{v.where.line, v.name, v.where.set};
+        o.name += (o.name.empty() ? "" : "/") + v.name;
+        if (o.line == 0 && o.set.empty()) {
+          o.line = v.where.line;
+          o.set = v.where.set;
+        }
+      }
+      if (!o.name.empty()) out.origins[list] = o;
+    }
     if (values_.count("mesh.lower.0") || values_.count("mesh.lower.1") ||
         values_.count("mesh.lower.2")) {
       t << "mesh.lower = " << lower << "]\n";
@@ -506,7 +535,8 @@ class Translator {
           key.rfind("mesh.upper.", 0) == 0 || key == "time.dt" || key == "solver.method") {
         continue;
       }
-      t << key << " = " << value.first << "\n";
+      t << key << " = " << value.toml << "\n";
+      out.origins[key] = deck::Origin{value.where.line, value.name, value.where.set};
     }
     for (const auto& entry : states_) {
       // Not a structured binding: the lambda below uses the state, and C++17
@@ -514,6 +544,19 @@ class Translator {
       const int id = entry.first;
       const TeaStateLine& s = entry.second;
       const std::string p = "states." + std::to_string(id) + ".";
+      const std::string sname = "state " + std::to_string(id) + " ";
+      auto origin = [&](const std::string& key, std::string name) {
+        out.origins[p + key] = deck::Origin{s.line_no, sname + name, ""};
+      };
+      const std::string mins = nd == 3 ? "xmin/ymin/zmin" : "xmin/ymin";
+      const std::string maxs = nd == 3 ? "xmax/ymax/zmax" : "xmax/ymax";
+      origin("density", "density");
+      origin("energy", "energy");
+      origin("geometry", "geometry");
+      origin("lower", mins);
+      origin("upper", maxs);
+      origin("centre", mins);
+      origin("radius", "radius");
       t << p << "density = " << toml_real(*s.density) << "\n";
       t << p << "energy = " << toml_real(*s.energy) << "\n";
       if (id == 1) continue;  // the background fills the domain
@@ -545,7 +588,7 @@ class Translator {
   }
 
   std::string path_;
-  std::map<std::string, std::pair<std::string, std::string>> values_;  // key -> (TOML, where)
+  std::map<std::string, Setting> values_;  // kpmap-heat key -> its setting
   std::map<int, TeaStateLine> states_;
   std::vector<std::string> notes_;
 };
@@ -575,13 +618,13 @@ TeaTranslation translate_tea_deck(const std::string& text, const std::string& pa
   return Translator(path).run(text, overrides);
 }
 
-std::string heat_deck_translator(const std::string& text, const std::string& path,
-                                 std::vector<std::string>& overrides) {
-  if (!is_tea_deck(text)) return text;
+deck::Translation heat_deck_translator(const std::string& text, const std::string& path,
+                                       std::vector<std::string>& overrides) {
+  if (!is_tea_deck(text)) return {text, {}};
   auto t = translate_tea_deck(text, path, overrides);
   for (const auto& n : t.notes) std::cout << "kpmap-heat: " << n << "\n";
   std::cout << std::flush;
-  return t.toml;
+  return {std::move(t.toml), std::move(t.origins)};
 }
 
 std::vector<std::string> tea_keys() {

@@ -15,6 +15,9 @@
 /// word is an error naming the file, line and key. TeaLeaf's defaults apply
 /// to what a deck leaves out (10 x 10 cells on [0, 100]^2, Jacobi, dt 0.1).
 
+#include <kpmap/deck.hpp>
+
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,7 +30,9 @@ bool is_tea_deck(std::string_view text);
 
 /// \brief A TeaLeaf deck in kpmap-heat terms.
 struct TeaTranslation {
-  std::string toml;                ///< the deck as kpmap-heat TOML (dotted keys)
+  std::string toml;  ///< the deck as kpmap-heat TOML (dotted keys)
+  /// where the deck set each kpmap-heat key, by its TeaLeaf keys and line
+  std::map<std::string, deck::Origin, std::less<>> origins;
   std::vector<std::string> notes;  ///< "file:line: note: ..." for keys accepted without effect
 };
 
@@ -41,8 +46,8 @@ TeaTranslation translate_tea_deck(const std::string& text, const std::string& pa
 
 /// \brief kpmap-heat's deck::Translator: TOML decks pass unchanged; TeaLeaf
 /// decks are translated and their notes printed to standard output.
-std::string heat_deck_translator(const std::string& text, const std::string& path,
-                                 std::vector<std::string>& overrides);
+deck::Translation heat_deck_translator(const std::string& text, const std::string& path,
+                                       std::vector<std::string>& overrides);
 
 /// \brief Every TeaLeaf key kpmap-heat reads (for documentation and tests).
 std::vector<std::string> tea_keys();
