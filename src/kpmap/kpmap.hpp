@@ -16,4 +16,5 @@
 #include <kpmap/runtime.hpp>
 #include <kpmap/stop.hpp>
 #include <kpmap/version.hpp>
+#include <kpmap/vmap.hpp>
 #include <kpmap/watchdog.hpp>

@@ -10,8 +10,61 @@
 
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 namespace {
+
+// [loss]
+// The function pmap runs on every device: its rows of X and y, and w.
+// Kernels over device Views compute the mean loss and gradient of its rows;
+// pmean weighted by the row counts makes them the mean over all N rows.
+struct LossAndGrad {
+  Kokkos::View<double*> grad;  // allocated once, outside the training loop
+
+  template <class XBlock, class YBlock, class W>
+  std::tuple<double, Kokkos::View<double*>> operator()(const XBlock& X, const YBlock& y,
+                                                       const W& w) const {
+    const double rows = static_cast<double>(X.extent(0));
+    double loss = 0.0;
+    Kokkos::parallel_reduce(
+        "tour::loss", X.extent(0),
+        KOKKOS_LAMBDA(std::size_t i, double& acc) {
+          const double r = X(i, 0) * w(0) + X(i, 1) * w(1) - y(i);
+          acc += r * r / rows;
+        },
+        loss);
+    for (std::size_t j = 0; j < w.extent(0); ++j) {  // one kernel per feature
+      Kokkos::parallel_reduce(
+          "tour::gradient", X.extent(0),
+          KOKKOS_LAMBDA(std::size_t i, double& acc) {
+            const double r = X(i, 0) * w(0) + X(i, 1) * w(1) - y(i);
+            acc += 2 * r * X(i, j) / rows;
+          },
+          Kokkos::subview(grad, j));
+    }
+    // Uneven blocks: weight each device's mean by its row count, so the
+    // result is the mean over all N rows (jax's pmean over equal shards).
+    const kpmap::Weight rows_here{rows};
+    kpmap::pmean_inplace(grad, "devices", rows_here);
+    return {kpmap::pmean(loss, "devices", rows_here), grad};
+  }
+};
+// [end]
+
+// [conv]
+// One example of a batch: y(i) = sum_k w(k) x(i + k), a "valid" 1-D
+// convolution, written for kpmap::vmap as a functor over subviews.
+struct Conv1D {
+  template <class X, class W, class Y>
+  KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
+    for (std::size_t i = 0; i < y.extent(0); ++i) {
+      double s = 0;
+      for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
+      y(i) = s;
+    }
+  }
+};
+// [end]
 
 // Fails the tour (on every rank) when a documented claim does not hold.
 void expect(bool ok, const char* what) {
@@ -45,41 +98,44 @@ int tour(kpmap::Runtime& rt) {
   // X and y are whole arrays; each device gets a block of their rows (the
   // blocks may differ by one row); w is the same on every device.
   const std::size_t N = 10, F = 2;
-  Kokkos::View<double**, Kokkos::HostSpace> X("X", N, F);
-  Kokkos::View<double*, Kokkos::HostSpace> y("y", N);
-  for (std::size_t i = 0; i < N; ++i) {
-    X(i, 0) = 1.0;
-    X(i, 1) = static_cast<double>(i);
-    y(i) = 3.0 + 2.0 * i;  // y = 3 + 2 x exactly
-  }
-  Kokkos::View<double*, Kokkos::HostSpace> w("w", F);  // starts at zero
+  Kokkos::View<double**> X("X", N, F);
+  Kokkos::View<double*> y("y", N);
+  Kokkos::parallel_for(
+      "tour::data", N, KOKKOS_LAMBDA(std::size_t i) {
+        X(i, 0) = 1.0;
+        X(i, 1) = static_cast<double>(i);
+        y(i) = 3.0 + 2.0 * i;  // y = 3 + 2 x exactly
+      });
+  Kokkos::View<double*> w("w", F);  // starts at zero
 
-  auto loss_and_grad = kpmap::pmap(
-      "devices",
-      [](auto X_local, auto y_local, auto w) {
-        const std::size_t rows = X_local.extent(0);
-        Kokkos::View<double*, Kokkos::HostSpace> grad("grad", w.extent(0));
-        double loss = 0.0;
-        for (std::size_t i = 0; i < rows; ++i) {
-          const double r = X_local(i, 0) * w(0) + X_local(i, 1) * w(1) - y_local(i);
-          loss += r * r / rows;
-          for (std::size_t j = 0; j < w.extent(0); ++j) grad(j) += 2 * r * X_local(i, j) / rows;
-        }
-        // Uneven blocks: weight each device's mean by its row count, so the
-        // result is the mean over all N rows (jax's pmean over equal shards).
-        const kpmap::Weight rows_here{static_cast<double>(rows)};
-        kpmap::pmean_inplace(grad, "devices", rows_here);
-        return std::make_tuple(kpmap::pmean(loss, "devices", rows_here), grad);
-      },
-      kpmap::in_axes(kpmap::sharded, kpmap::sharded, kpmap::replicated),
-      kpmap::out_axes(kpmap::replicated, kpmap::replicated));
+  auto loss_and_grad =
+      kpmap::pmap("devices", LossAndGrad{Kokkos::View<double*>("grad", F)},
+                  kpmap::in_axes(kpmap::sharded, kpmap::sharded, kpmap::replicated),
+                  kpmap::out_axes(kpmap::replicated, kpmap::replicated));
 
   for (int step = 0; step < 2000; ++step) {
-    auto [loss, grad] = loss_and_grad(X, y, w);
-    for (std::size_t j = 0; j < F; ++j) w(j) -= 0.01 * grad(j);  // identical on every device
+    const auto grad = std::get<1>(loss_and_grad(X, y, w));
+    Kokkos::parallel_for(
+        "tour::update", F, KOKKOS_LAMBDA(std::size_t j) { w(j) -= 0.01 * grad(j); });
   }
   // [end]
-  expect(std::abs(w(0) - 3.0) < 1e-2 && std::abs(w(1) - 2.0) < 1e-3, "gradient descent fit");
+  auto wh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w);
+  expect(std::abs(wh(0) - 3.0) < 1e-2 && std::abs(wh(1) - 2.0) < 1e-3, "gradient descent fit");
+
+  // [vmap]
+  // jax.vmap(conv, in_axes=(0, None), out_axes=0): Conv1D (above) maps over
+  // the rows of x in one kernel; w is shared. pmap(vmap(...)) maps each
+  // device's shard (examples/05_pmap_vmap.cpp).
+  Kokkos::View<double**> x("x", 6, 8), out("out", 6, 6);
+  Kokkos::View<double*> taps("taps", 3);
+  Kokkos::deep_copy(x, 1.0);
+  Kokkos::deep_copy(taps, 0.5);
+  auto conv = kpmap::vmap(Conv1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+                          kpmap::out_axes(kpmap::batched));
+  conv(x, taps, out);  // out(b, i) = sum_k taps(k) x(b, i + k) = 1.5
+  // [end]
+  auto oh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  expect(oh(0, 0) == 1.5 && oh(5, 5) == 1.5, "vmap of a convolution");
 
   if (n % 2 == 0) {
     // [mesh]
@@ -108,7 +164,7 @@ int tour(kpmap::Runtime& rt) {
   expect(sh(0) == 0.0, "ppermute zeros or rank 0's value");
 
   if (rt.rank() == 0) {
-    std::printf("pmap tour: %d device(s), fitted y = %.4f + %.4f x\n", n, w(0), w(1));
+    std::printf("pmap tour: %d device(s), fitted y = %.4f + %.4f x\n", n, wh(0), wh(1));
   }
   return 0;
 }

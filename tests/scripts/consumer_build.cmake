@@ -1,7 +1,14 @@
-# Installs kpmap from BUILD_DIR into WORK_DIR/prefix, then configures, builds and
-# runs tests/consumer against that install with find_package(kpmap).
+# Installs kpmap from BUILD_DIR into WORK_DIR/prefix, then configures and builds
+# a project outside kpmap's tree against that install with find_package(kpmap),
+# as a user would, and checks it.
 # Variables: BUILD_DIR, SOURCE_DIR, WORK_DIR, GENERATOR, CXX_COMPILER, MPIEXEC, RANKS,
-#            Kokkos_DIR, KokkosKernels_DIR (the packages kpmap was built with).
+#            Kokkos_DIR, KokkosKernels_DIR (the packages kpmap was built with);
+#            PROJECT: the project's folder in SOURCE_DIR (default tests/consumer);
+#            CHECK: "run" (default: run PROJECT's program `consumer` at RANKS
+#            ranks) or "ctest" (run the project's own tests).
+if(NOT PROJECT)
+  set(PROJECT tests/consumer)
+endif()
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 
@@ -20,9 +27,15 @@ foreach(f lib/cmake/kpmap/kpmapConfig.cmake lib/cmake/kpmap/kpmapConfigVersion.c
     message(FATAL_ERROR "consumer test: the install lacks ${f}")
   endif()
 endforeach()
-run_step("configure" ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/consumer" -B "${WORK_DIR}/build"
+run_step("configure" ${CMAKE_COMMAND} -S "${SOURCE_DIR}/${PROJECT}" -B "${WORK_DIR}/build"
          -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
          -DCMAKE_PREFIX_PATH=${prefix} -DKokkos_DIR=${Kokkos_DIR}
          -DKokkosKernels_DIR=${KokkosKernels_DIR})
-run_step("build" ${CMAKE_COMMAND} --build "${WORK_DIR}/build")
-run_step("run" ${MPIEXEC} -n ${RANKS} "${WORK_DIR}/build/consumer")
+run_step("build" ${CMAKE_COMMAND} --build "${WORK_DIR}/build" --parallel 2)
+if(CHECK STREQUAL "ctest")
+  get_filename_component(cmake_bin "${CMAKE_COMMAND}" DIRECTORY)
+  run_step("test" "${cmake_bin}/ctest" --test-dir "${WORK_DIR}/build" --output-on-failure
+           --parallel 2)
+else()
+  run_step("run" ${MPIEXEC} -n ${RANKS} "${WORK_DIR}/build/consumer")
+endif()

@@ -1,11 +1,10 @@
-// The C++ example of docs/training.md: a small convolutional network trained
-// data-parallel on synthetic images with kpmap's layers, Sequential model and
-// Trainer. Every rank holds the same parameters and a block of the data;
-// each step's gradient is psum'd while the backward pass runs. The program
-// checks that it learned (exit 1 otherwise), so the example in the docs
-// cannot stop working unnoticed.
+// 09 a CNN trained with the library's layers, Sequential model and Trainer
+// (the C++ example of docs/training.md): a small convolutional network
+// trained data-parallel on synthetic images. Every rank holds the same
+// parameters and a block of the data; each step's gradient is psum'd while
+// the backward pass runs. It checks that it learned (exit 1 otherwise).
 //
-//   mpiexec -n 2 cnn_tour
+//   mpiexec -n 2 ./09_cnn
 
 #include <kpmap/kpmap.hpp>
 #include <kpmap/train/layers/registry.hpp>
@@ -45,8 +44,8 @@ int main(int argc, char** argv) {
     run.epochs = 4;
     run.batch = batch;
     run.seed = 3;  // the shuffle: the same order at any rank count
-    run.output_dir = "cnn_tour_np" + std::to_string(rt.size());  // checkpoints
-    run.meta.app = "cnn_tour";
+    run.output_dir = "09_cnn_np" + std::to_string(rt.size());  // checkpoints
+    run.meta.app = "09_cnn";
     OptimizerConfig adam;
     adam.kind = OptimizerConfig::Kind::adam;
     adam.learning_rate = 0.01;

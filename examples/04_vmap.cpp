@@ -1,0 +1,59 @@
+// 04 vmap of a 1-D convolution over a batch:
+//
+//   jax.vmap(jnp.convolve-like conv, in_axes=(0, None))(x, w)
+//
+// The per-example function sees one signal (a subview of x without the batch
+// axis) and the shared filter; kpmap::vmap runs it for every signal in one
+// Kokkos kernel, one work item per signal.
+//
+//   ./04_vmap            (one device; see 05 for many)
+
+#include <kpmap/kpmap.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdio>
+
+// One example: y(i) = sum_k w(k) x(i + k), a "valid" convolution. A functor
+// with a templated operator(): its arguments are subviews of Kokkos' making.
+struct Conv1D {
+  template <class X, class W, class Y>
+  KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
+    for (std::size_t i = 0; i < y.extent(0); ++i) {
+      double s = 0;
+      for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
+      y(i) = s;
+    }
+  }
+};
+
+int convolve(kpmap::Runtime&) {
+  const std::size_t batch = 8, n = 32, taps = 3;
+  // x(b, i) = b i + 1, and the filter w = [1, 2, 1], made on the device.
+  Kokkos::View<double**> x("x", batch, n);
+  Kokkos::View<double*> w("w", taps);
+  Kokkos::parallel_for(
+      "04_vmap::signals", Kokkos::MDRangePolicy<Kokkos::Rank<2>>({0, 0}, {batch, n}),
+      KOKKOS_LAMBDA(std::size_t b, std::size_t i) { x(b, i) = double(b * i + 1); });
+  Kokkos::parallel_for(
+      "04_vmap::filter", taps, KOKKOS_LAMBDA(std::size_t k) { w(k) = k == 1 ? 2.0 : 1.0; });
+
+  // in_axes=(0, None), out_axes=0: the output is the last argument, written in place.
+  Kokkos::View<double**> y("y", batch, n - taps + 1);
+  auto conv = kpmap::vmap(Conv1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+                          kpmap::out_axes(kpmap::batched));
+  conv(x, w, y);
+
+  // Checked against the closed form: sum_k w(k) (b (i + k) + 1) = 4 b (i + 1) + 4.
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
+  int wrong = 0;
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t i = 0; i < h.extent(1); ++i) wrong += h(b, i) != 4.0 * b * (i + 1) + 4;
+  if (kpmap::axis_index("devices") == 0) {
+    std::printf("y(3, 0..3) = %g %g %g %g; %zu x %zu outputs %s 4 b (i + 1) + 4\n", h(3, 0),
+                h(3, 1), h(3, 2), h(3, 3), batch, h.extent(1), wrong ? "differ from" : "equal");
+  }
+  return kpmap::psum(wrong, "devices") == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) { return kpmap::run(argc, argv, convolve); }

@@ -1,0 +1,69 @@
+// 05 pmap of vmap: each device convolves its shard of the batch.
+//
+//   jax.pmap(jax.vmap(conv, in_axes=(0, None)), in_axes=(0, None))(x, w)
+//
+// kpmap::returns lets the vmap allocate and return its output (one signal of
+// n - taps + 1 samples per example), which is what pmap gathers.
+//
+//   mpiexec -n 3 ./05_pmap_vmap
+
+#include <kpmap/kpmap.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <array>
+#include <cstdio>
+
+// One example, as in 04: y(i) = sum_k w(k) x(i + k).
+struct Conv1D {
+  template <class X, class W, class Y>
+  KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
+    for (std::size_t i = 0; i < y.extent(0); ++i) {
+      double s = 0;
+      for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
+      y(i) = s;
+    }
+  }
+};
+
+// One example's output shape, from the (whole) inputs: n - taps + 1.
+struct ValidLength {
+  template <class X, class W>
+  std::array<std::size_t, 1> operator()(const X& x, const W& w) const {
+    return std::array<std::size_t, 1>{x.extent(1) - w.extent(0) + 1};
+  }
+};
+
+int convolve_sharded(kpmap::Runtime&) {
+  const std::size_t batch = 10, n = 32, taps = 3;  // 10 signals: 4 + 3 + 3 on 3 devices
+  Kokkos::View<double**> x("x", batch, n);
+  Kokkos::View<double*> w("w", taps);
+  Kokkos::parallel_for(
+      "05_pmap_vmap::signals", Kokkos::MDRangePolicy<Kokkos::Rank<2>>({0, 0}, {batch, n}),
+      KOKKOS_LAMBDA(std::size_t b, std::size_t i) { x(b, i) = double(b * i + 1); });
+  Kokkos::parallel_for(
+      "05_pmap_vmap::filter", taps, KOKKOS_LAMBDA(std::size_t k) { w(k) = k == 1 ? 2.0 : 1.0; });
+
+  auto conv = kpmap::vmap(Conv1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+                          kpmap::out_axes(kpmap::batched), kpmap::returns<double*>(ValidLength{}));
+  auto f = kpmap::pmap("devices", conv, kpmap::in_axes(kpmap::sharded, kpmap::replicated),
+                       kpmap::out_axes(kpmap::sharded));
+  const auto y = f(x, w);  // (batch, n - taps + 1), gathered on every device
+
+  // Checked against the closed form of 04: y(b, i) = 4 b (i + 1) + 4.
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
+  int wrong = 0;
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t i = 0; i < h.extent(1); ++i) wrong += h(b, i) != 4.0 * b * (i + 1) + 4;
+  const kpmap::BlockPartition shards(batch, kpmap::axis_size("devices"));
+  const int me = kpmap::axis_index("devices");
+  std::printf("device %d convolved signals [%zu, %zu)\n", me, shards.begin(me), shards.end(me));
+  std::fflush(stdout);
+  if (me == 0) {
+    std::printf("y(9, 0..2) = %g %g %g; %zu x %zu outputs %s 4 b (i + 1) + 4\n", h(9, 0), h(9, 1),
+                h(9, 2), batch, h.extent(1), wrong ? "differ from" : "equal");
+  }
+  return kpmap::psum(wrong, "devices") == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) { return kpmap::run(argc, argv, convolve_sharded); }
