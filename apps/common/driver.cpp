@@ -4,6 +4,7 @@
 
 #include "cli.hpp"
 
+#include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/files.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
@@ -141,7 +142,9 @@ PhaseTimes::Scope::Scope(PhaseTimes& times, Phase phase, bool fence)
     : times_(times), phase_(phase), fence_(fence), start_(MPI_Wtime()) {}
 
 PhaseTimes::Scope::~Scope() {
-  if (fence_) Kokkos::fence();
+  if (fence_) {
+    kpmap::detail::fence(Kokkos::DefaultExecutionSpace(), "kpmap::phase: end of a timed phase");
+  }
   times_.add(phase_, MPI_Wtime() - start_);
 }
 

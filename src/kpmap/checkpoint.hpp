@@ -15,8 +15,10 @@
 /// rank that saw it removes the temporary file and raises the error alone
 /// (ErrorScope::this_rank), which ends the job.
 
+#include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/detail/view_utils.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/profiling.hpp>
 
 #include <mpi.h>
 #include <Kokkos_Core.hpp>
@@ -178,7 +180,8 @@ Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> host_copy(con
   Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> flat(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::checkpoint::host"), host.size());
   kpmap::detail::pack(Kokkos::DefaultHostExecutionSpace(), host, flat);
-  Kokkos::DefaultHostExecutionSpace().fence();
+  kpmap::detail::fence(Kokkos::DefaultHostExecutionSpace(),
+                       "kpmap::checkpoint: packed for writing");
   return flat;
 }
 
@@ -194,7 +197,7 @@ host_canonical(const V& v,
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                            typename V::memory_space>::accessible) {
     if (kpmap::detail::is_canonical(v)) {
-      typename V::execution_space().fence();  // kernels that wrote v are done
+      kpmap::detail::fence(typename V::execution_space(), "kpmap::checkpoint: before writing");
       return Out(v.data(), v.size());
     }
   }
@@ -246,6 +249,7 @@ class Writer {
   /// (collective hyperslab I/O). `block.count` must equal local's extents.
   template <class V>
   void write(const std::string& name, const V& local, const Block& block) {
+    const ProfilingRegion region("kpmap::checkpoint::write");
     using T = typename V::non_const_value_type;
     Kokkos::View<T*, Kokkos::HostSpace> keep;
     const auto extents = detail::extents_vector(local);
@@ -257,6 +261,7 @@ class Writer {
   /// \brief Writes `v`, which every rank holds identically, once.
   template <class V>
   void write_replicated(const std::string& name, const V& v) {
+    const ProfilingRegion region("kpmap::checkpoint::write");
     using T = typename V::non_const_value_type;
     Kokkos::View<T*, Kokkos::HostSpace> keep;
     const auto e = detail::extents_vector(v);
@@ -314,11 +319,12 @@ class Reader {
   template <class V>
   void read(const std::string& name, const V& local, const Block& block,
             Values values = Values::finite) {
+    const ProfilingRegion region("kpmap::checkpoint::read");
     using T = typename V::non_const_value_type;
     if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                              typename V::memory_space>::accessible) {
       if (kpmap::detail::is_canonical(local)) {  // read straight into the View
-        typename V::execution_space().fence();
+        kpmap::detail::fence(typename V::execution_space(), "kpmap::checkpoint: before reading");
         read_raw(name, detail::elem_of<T>(), local.data(), detail::extents_vector(local), block,
                  values);
         return;
@@ -329,7 +335,7 @@ class Reader {
     read_raw(name, detail::elem_of<T>(), flat.data(), detail::extents_vector(local), block, values);
     auto host = Kokkos::create_mirror_view(local);
     kpmap::detail::unpack(Kokkos::DefaultHostExecutionSpace(), flat, host);
-    Kokkos::DefaultHostExecutionSpace().fence();
+    kpmap::detail::fence(Kokkos::DefaultHostExecutionSpace(), "kpmap::checkpoint: unpacked");
     Kokkos::deep_copy(local, host);
   }
 

@@ -22,6 +22,7 @@
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/detail/mpi_datatype.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/profiling.hpp>
 #include <kpmap/transport/buffer.hpp>
 
 #include <mpi.h>
@@ -268,6 +269,7 @@ class HaloExchange {
 
   /// \brief Packs the send boxes on `exec` and posts every message.
   void start(const ExecSpace& exec = ExecSpace()) {
+    const ProfilingRegion region("kpmap::HaloExchange::start");
     if (!requests_.empty()) throw Error("kpmap::HaloExchange::start: an exchange is in flight");
     for (const auto& n : neighbors_) copy<true>(exec, n, n.send, "kpmap::HaloExchange::pack");
     transport::to_mpi(exec, send_mpi_);
@@ -281,6 +283,7 @@ class HaloExchange {
   /// \brief Waits for the messages and unpacks them into the ghosts on `exec`.
   /// Work enqueued on `exec` afterwards sees the ghosts.
   void finish(const ExecSpace& exec = ExecSpace()) {
+    const ProfilingRegion region("kpmap::HaloExchange::finish");
     if (requests_.empty() && !neighbors_.empty()) {
       throw Error("kpmap::HaloExchange::finish: no exchange was started");
     }
@@ -296,6 +299,7 @@ class HaloExchange {
 
   /// \brief start() then finish().
   void exchange(const ExecSpace& exec = ExecSpace()) {
+    const ProfilingRegion region("kpmap::HaloExchange::exchange");
     start(exec);
     finish(exec);
   }

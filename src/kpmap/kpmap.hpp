@@ -12,6 +12,7 @@
 #include <kpmap/memory.hpp>
 #include <kpmap/mesh.hpp>
 #include <kpmap/pmap.hpp>
+#include <kpmap/profiling.hpp>
 #include <kpmap/run_control.hpp>
 #include <kpmap/runtime.hpp>
 #include <kpmap/stop.hpp>

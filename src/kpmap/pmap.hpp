@@ -10,6 +10,7 @@
 
 #include <kpmap/collectives.hpp>
 #include <kpmap/detail/checked.hpp>
+#include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/detail/view_utils.hpp>
 #include <kpmap/mesh.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
@@ -207,7 +208,7 @@ detail::local_view_t<T, R, M> shard_generate(const std::string& label,
   auto out = detail::allocate<Out>(label, e);
   Kokkos::parallel_for("kpmap::shard_generate", Kokkos::RangePolicy<Exec>(0, out.size()),
                        detail::Generate<R, Out, Gen>{out, gen, e, part.begin(axis->index())});
-  Exec().fence();
+  detail::fence(Exec(), "kpmap::shard_generate: generated");
   return out;
 }
 

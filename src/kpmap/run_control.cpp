@@ -1,6 +1,7 @@
 #include <kpmap/checkpoint.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/fault.hpp>
+#include <kpmap/profiling.hpp>
 #include <kpmap/run_control.hpp>
 
 #include <filesystem>
@@ -31,6 +32,7 @@ bool RunControl::begin_step(long long step) {
 std::string RunControl::checkpoint(const std::string& name, const std::string& what,
                                    const std::function<void(const std::string&)>& write,
                                    bool rotate, long long newest) {
+  const ProfilingRegion region("kpmap::checkpoint");
   const std::string path = (std::filesystem::path(dir_) / name).string();
   try {
     write(path);

@@ -16,6 +16,7 @@
 #include <kpmap/detail/mpi_datatype.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/mesh.hpp>
+#include <kpmap/profiling.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -62,8 +63,24 @@ inline std::pair<double, double> mean_factors(const Axis& axis, const Weight* w)
 
 namespace detail {
 
+// The Kokkos Tools region of a reduction: kpmap::psum, pmax, pmin, pmean
+// (a scaled sum), or their non-blocking starts kpmap::ipsum, ...
+inline const char* region_name(ReduceOp op, bool mean, bool start) {
+  if (mean) return start ? "kpmap::ipmean" : "kpmap::pmean";
+  switch (op) {
+    case ReduceOp::max:
+      return start ? "kpmap::ipmax" : "kpmap::pmax";
+    case ReduceOp::min:
+      return start ? "kpmap::ipmin" : "kpmap::pmin";
+    case ReduceOp::sum:
+      break;
+  }
+  return start ? "kpmap::ipsum" : "kpmap::psum";
+}
+
 template <class T>
 T reduce_scalar(T x, const Axis& axis, ReduceOp op) {
+  const ProfilingRegion region(region_name(op, false, false), axis.name());
   if (checked_mode()) {
     Signature s;
     s.op = op_name(op);
@@ -78,6 +95,7 @@ T reduce_scalar(T x, const Axis& axis, ReduceOp op) {
 template <class Exec, class X>
 void reduce_inplace(const Exec& exec, X& x, const Axis& axis, ReduceOp op, double before,
                     double after) {
+  const ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, false), axis.name());
   if constexpr (is_view_v<X>) {
     using M = typename std::decay_t<X>::memory_space;
     if (before == 1.0 && axis.size() > 1 && !checked_mode() && is_contiguous(x) &&
@@ -99,6 +117,7 @@ void reduce_inplace(const Exec& exec, X& x, const Axis& axis, ReduceOp op, doubl
 template <class Exec, class X>
 Request reduce_start(const Exec& exec, X& x, const Axis& axis, ReduceOp op, double before,
                      double after) {
+  const ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, true), axis.name());
   transport::Pending pending;
   if constexpr (is_view_v<X>) {
     auto finish = start_reduce(exec, x, axis, op, before, after, &pending);

@@ -5,6 +5,7 @@
 /// declared replicated really are identical. On in Debug builds and with
 /// KPMAP_CHECK=1; off with KPMAP_CHECK=0.
 
+#include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/detail/view_utils.hpp>
 #include <kpmap/mesh.hpp>
 
@@ -97,7 +98,7 @@ void verify_replicated(const Axis& axis, const std::string& what, const V& v) {
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
   Kokkos::View<T*, Kokkos::HostSpace> flat("kpmap::verify_replicated", host.size());
   pack(Kokkos::DefaultHostExecutionSpace(), host, flat);
-  Kokkos::DefaultHostExecutionSpace().fence();
+  fence(Kokkos::DefaultHostExecutionSpace(), "kpmap::verify_replicated: packed");
   verify_identical(axis, what, flat.data(), flat.size() * sizeof(T), sizeof(T), &format_element<T>);
 }
 

@@ -2,6 +2,7 @@
 
 #include <kpmap/collectives.hpp>
 #include <kpmap/memory.hpp>
+#include <kpmap/profiling.hpp>
 #include <kpmap/runtime.hpp>
 #include <kpmap/sim/setup.hpp>
 
@@ -217,6 +218,7 @@ void Simulation::restart(const std::string& path) {
 }
 
 StepReport Simulation::step() {
+  const ProfilingRegion region("kpmap::sim::step");
   StepReport report;
   report.step = step_ + 1;
   report.dt = config_.dt;

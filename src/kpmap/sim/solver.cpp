@@ -1,6 +1,7 @@
 #include <kpmap/sim/solver.hpp>
 
 #include <kpmap/collectives.hpp>
+#include <kpmap/profiling.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -181,6 +182,7 @@ double LinearSolver::residual(const HeatOperator& A, const ScalarField& r) {
 }
 
 SolveResult LinearSolver::solve(const HeatOperator& A) {
+  const ProfilingRegion region("kpmap::sim::solve");
   SolveResult res;
   cg_alphas_.clear();
   cg_betas_.clear();
@@ -208,6 +210,7 @@ SolveResult LinearSolver::solve_jacobi(const HeatOperator& A, double rr0) {
   const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   for (long n = 1; n <= options_.max_iters; ++n) {
+    const ProfilingRegion iteration("kpmap::sim::jacobi::iteration");
     for_cells(exec, "kpmap::sim::jacobi::copy", owned, kernels::Copy{w.xold, x_});
     const double change = A.visit([&](auto s) {
       constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
@@ -245,6 +248,7 @@ SolveResult LinearSolver::solve_cg_family(const HeatOperator& A, double rr0) {
   double old_error = res.initial_residual;
   const bool accelerated = options_.method != Method::cg;
   for (long n = 1; n <= options_.max_iters; ++n) {
+    const ProfilingRegion iteration("kpmap::sim::cg::iteration");
     if (accelerated) {
       const long cg_done = n - 1;
       const bool ready = options_.method == Method::ppcg && have_eigen_
@@ -352,6 +356,7 @@ void LinearSolver::chebyshev_phase(const HeatOperator& A, long first, SolveResul
   const double it_alpha = options_.eps / 2.0 * std::sqrt(bb / rr);
   const long estimate = std::lround(std::log(it_alpha) / std::log(gamma));
   for (long n = first + 1; n <= options_.max_iters; ++n) {
+    const ProfilingRegion iteration("kpmap::sim::chebyshev::iteration");
     const bool check = n >= estimate && n % options_.check_every == 0;
     const double local = residual(A, w.r);
     if (check) rr = global_sum(local);
@@ -442,6 +447,7 @@ void LinearSolver::ppcg_phase(const HeatOperator& A, long first, SolveResult& re
       reduce_cells<double>(exec, "kpmap::sim::ppcg::rz", owned, kernels::Dot{w.r, w.utemp}));
   for_cells(exec, "kpmap::sim::ppcg::init_p", owned, kernels::Copy{w.p, w.utemp});
   for (long n = first; n <= options_.max_iters; ++n) {
+    const ProfilingRegion iteration("kpmap::sim::ppcg::iteration");
     const double pw = global_sum(A.visit([&](auto s) {
       constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
       return overlapped_reduce(exec, "kpmap::sim::ppcg::matvec", layout_,

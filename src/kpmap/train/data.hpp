@@ -8,6 +8,7 @@
 /// [train, samples) of the global data set are each split over the axis in
 /// blocks (BlockPartition), so every rank holds a balanced part of both.
 
+#include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/mesh.hpp>
 #include <kpmap/pmap.hpp>
@@ -186,7 +187,7 @@ Shard<T, M> generate_shard(const Gen& gen, std::size_t offset, std::size_t rows,
   s.y = Kokkos::View<T*, M>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::y"), n);
   Kokkos::parallel_for("kpmap::train::generate", Kokkos::RangePolicy<Exec>(0, n),
                        detail::GenerateRows<T, M, Gen>{s.x, s.y, gen, offset + s.begin});
-  Exec().fence();
+  kpmap::detail::fence(Exec(), "kpmap::train::generate: rows ready");
   return s;
 }
 

@@ -18,6 +18,7 @@
 #include <kpmap/collectives.hpp>
 #include <kpmap/collectives/request.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/profiling.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/layer.hpp>
 #include <kpmap/train/loss.hpp>
@@ -27,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -295,6 +297,7 @@ class Sequential {
       if (micro.first) Kokkos::deep_copy(exec_, grads_.all, T(0));
       Kokkos::deep_copy(exec_, sums_, 0.0);
     } else {
+      const ProfilingRegion region("kpmap::train::forward");
       forward(data, order, first, n);
       output_delta(n, global_batch, mixed ? loss_scale_ : 1.0);
     }
@@ -310,6 +313,7 @@ class Sequential {
       }
     }
     if (micro.last) pending.push_back(ipsum(exec_, sums_, axis));
+    std::optional<ProfilingRegion> backward_region(std::in_place, "kpmap::train::backward");
     for (std::size_t l = layers_.size(); l-- > 0;) {
       if (n > 0) {
         // Mixed: each micro-batch's gradient in C is added up in T.
@@ -330,7 +334,9 @@ class Sequential {
       }
       for (auto& r : pending) r.test();  // let MPI progress between kernels
     }
+    backward_region.reset();
     if (!micro.last) return {};
+    const ProfilingRegion wait_region("kpmap::train::gradient_psum_wait");
     const double t0 = MPI_Wtime();
     for (auto& r : pending) r.wait();
     if (wait_seconds != nullptr) *wait_seconds = MPI_Wtime() - t0;

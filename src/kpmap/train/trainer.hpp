@@ -16,6 +16,7 @@
 #include <kpmap/collectives.hpp>
 #include <kpmap/detail/checked.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/profiling.hpp>
 #include <kpmap/run_control.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/optimizer.hpp>
@@ -202,6 +203,7 @@ class Trainer {
       for (std::size_t k = resumed ? static_cast<std::size_t>(at_.step) : 0; k < plan.batches;
            ++k) {
         if (run.begin_step(opt_.steps() + 1)) poison();
+        const ProfilingRegion step_region("kpmap::train::step");
         const BatchStats s = step(train, plan, k);
         if (!std::isfinite(s.loss)) {
           throw Error("training diverged: the loss is " + std::to_string(s.loss) + " at epoch " +
@@ -214,6 +216,7 @@ class Trainer {
         loss_sum += s.loss * w;
         correct_sum += s.accuracy * w;
         {
+          const ProfilingRegion region("kpmap::train::update");
           const double u0 = MPI_Wtime();
           opt_.step(model_.exec(), model_.params(), model_.grads());
           kpmap::detail::fence(model_.exec(), "kpmap::train::Trainer: the update");

@@ -1,0 +1,73 @@
+// A minimal Kokkos Tools library for the tests: it records every region push
+// and pop, kernel and fence a program makes, with the region depth, and
+// writes them at the end to $KPMAP_REGION_TOOL_OUT.<rank> (one line each:
+// "push DEPTH NAME", "pop DEPTH", "kernel DEPTH NAME", "fence DEPTH NAME").
+// Loaded with KOKKOS_TOOLS_LIBS (Kokkos 4) or KOKKOS_PROFILE_LIBRARY (3.4);
+// tests/scripts/check_regions.py reads what it wrote.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::vector<std::string> events;
+int depth = 0;
+
+void record(const char* what, const char* name) {
+  events.push_back(std::string(what) + " " + std::to_string(depth) + (name ? " " : "") +
+                   (name ? name : ""));
+}
+
+}  // namespace
+
+extern "C" {
+
+void kokkosp_init_library(int, std::uint64_t, std::uint32_t, void*) { events.reserve(1 << 16); }
+
+void kokkosp_finalize_library() {
+  const char* out = std::getenv("KPMAP_REGION_TOOL_OUT");
+  if (out == nullptr) return;
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (rank == nullptr) rank = std::getenv("PMI_RANK");
+  const std::string path = std::string(out) + "." + (rank ? rank : "0");
+  if (std::FILE* f = std::fopen(path.c_str(), "w")) {
+    for (const auto& e : events) std::fprintf(f, "%s\n", e.c_str());
+    std::fclose(f);
+  }
+}
+
+void kokkosp_push_profile_region(const char* name) {
+  record("push", name);
+  ++depth;
+}
+
+void kokkosp_pop_profile_region() {
+  --depth;
+  record("pop", nullptr);
+}
+
+void kokkosp_begin_parallel_for(const char* name, std::uint32_t, std::uint64_t* id) {
+  record("kernel", name);
+  *id = 0;
+}
+void kokkosp_end_parallel_for(std::uint64_t) {}
+void kokkosp_begin_parallel_reduce(const char* name, std::uint32_t, std::uint64_t* id) {
+  record("kernel", name);
+  *id = 0;
+}
+void kokkosp_end_parallel_reduce(std::uint64_t) {}
+void kokkosp_begin_parallel_scan(const char* name, std::uint32_t, std::uint64_t* id) {
+  record("kernel", name);
+  *id = 0;
+}
+void kokkosp_end_parallel_scan(std::uint64_t) {}
+void kokkosp_begin_fence(const char* name, std::uint32_t, std::uint64_t* id) {
+  record("fence", name);
+  *id = 0;
+}
+void kokkosp_end_fence(std::uint64_t) {}
+
+}  // extern "C"
