@@ -11,6 +11,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -148,26 +149,70 @@ PhaseTimes::Scope::~Scope() {
   times_.add(phase_, MPI_Wtime() - start_);
 }
 
-PhaseTimes::Report PhaseTimes::reduce_max(double wall_seconds, MPI_Comm comm) const {
-  double v[phase_count + 1] = {wall_seconds};
-  for (std::size_t i = 0; i < phase_count; ++i) v[i + 1] = local_[i];
-  MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(phase_count + 1), MPI_DOUBLE, MPI_MAX, comm);
+const char* phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::compute:
+      return "compute";
+    case Phase::halo:
+      return "halo";
+    case Phase::collectives:
+      return "collectives";
+    case Phase::io:
+      return "io";
+    case Phase::checkpoint:
+      return "checkpoint";
+  }
+  return "?";
+}
+
+PhaseTimes::Report PhaseTimes::reduce(double wall_seconds, MPI_Comm comm) const {
   Report r;
-  r.wall = v[0];
-  r.compute = v[1 + static_cast<std::size_t>(Phase::compute)];
-  r.halo = v[1 + static_cast<std::size_t>(Phase::halo)];
-  r.collectives = v[1 + static_cast<std::size_t>(Phase::collectives)];
-  r.io = v[1 + static_cast<std::size_t>(Phase::io)];
+  MPI_Comm_size(comm, &r.ranks);
+  double max[phase_count + 1] = {wall_seconds};
+  for (std::size_t i = 0; i < phase_count; ++i) max[i + 1] = local_[i];
+  double min[phase_count];
+  double sum[phase_count];
+  std::copy(local_.begin(), local_.end(), min);
+  std::copy(local_.begin(), local_.end(), sum);
+  MPI_Allreduce(MPI_IN_PLACE, max, static_cast<int>(phase_count + 1), MPI_DOUBLE, MPI_MAX, comm);
+  MPI_Allreduce(MPI_IN_PLACE, min, static_cast<int>(phase_count), MPI_DOUBLE, MPI_MIN, comm);
+  MPI_Allreduce(MPI_IN_PLACE, sum, static_cast<int>(phase_count), MPI_DOUBLE, MPI_SUM, comm);
+  r.wall = max[0];
+  for (std::size_t i = 0; i < phase_count; ++i) {
+    r.max[i] = max[i + 1];
+    r.min[i] = min[i];
+    r.mean[i] = sum[i] / r.ranks;
+  }
+  r.compute = r.max[static_cast<std::size_t>(Phase::compute)];
+  r.halo = r.max[static_cast<std::size_t>(Phase::halo)];
+  r.collectives = r.max[static_cast<std::size_t>(Phase::collectives)];
+  r.io = r.max[static_cast<std::size_t>(Phase::io)];
+  r.checkpoint = r.max[static_cast<std::size_t>(Phase::checkpoint)];
   return r;
+}
+
+std::string phase_table(const PhaseTimes::Report& r) {
+  std::string out = "time per phase over " + std::to_string(r.ranks) +
+                    (r.ranks == 1 ? " rank" : " ranks") +
+                    " (seconds: min / mean / max, and the max's share of the wall time):\n";
+  char line[160];
+  for (std::size_t i = 0; i < phase_count; ++i) {
+    std::snprintf(line, sizeof line, "  %-12s %10.3f / %10.3f / %10.3f  %5.1f %%\n",
+                  phase_name(static_cast<Phase>(i)), r.min[i], r.mean[i], r.max[i],
+                  r.wall > 0 ? 100.0 * r.max[i] / r.wall : 0.0);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "  %-12s %10s   %10s   %10.3f\n", "wall", "", "", r.wall);
+  return out + line;
 }
 
 Json to_json(const PhaseTimes::Report& r) {
   Json j;
-  j.set("wall_s", r.wall)
-      .set("compute_s", r.compute)
-      .set("halo_s", r.halo)
-      .set("collectives_s", r.collectives)
-      .set("io_s", r.io);
+  j.set("wall_s", r.wall);
+  for (std::size_t i = 0; i < phase_count; ++i) {
+    const std::string name = phase_name(static_cast<Phase>(i));
+    j.set(name + "_s", r.max[i]).set(name + "_min_s", r.min[i]).set(name + "_mean_s", r.mean[i]);
+  }
   return j;
 }
 

@@ -67,9 +67,12 @@ std::string execution_text(const Runtime& rt);
                                        const std::string& after);
 
 /// \brief Where the time of a run goes. Each rank accumulates its own times;
-/// reports give the maximum over ranks (the slowest rank sets the pace).
-enum class Phase { compute, halo, collectives, io };
-inline constexpr std::size_t phase_count = 4;
+/// reports give the maximum over ranks (the slowest rank sets the pace) and,
+/// per phase, the minimum and mean, so imbalance shows without a tool.
+enum class Phase { compute, halo, collectives, io, checkpoint };
+inline constexpr std::size_t phase_count = 5;
+/// \brief "compute", "halo", "collectives", "io", "checkpoint".
+const char* phase_name(Phase phase);
 
 class PhaseTimes {
  public:
@@ -94,16 +97,23 @@ class PhaseTimes {
   void add(Phase phase, double seconds) { local_[static_cast<std::size_t>(phase)] += seconds; }
   double local(Phase phase) const { return local_[static_cast<std::size_t>(phase)]; }
 
-  /// \brief Seconds of wall time and of each phase, each the maximum over ranks.
+  /// \brief Seconds of wall time and of each phase over the ranks: the
+  /// maximum (the named fields), and per phase the minimum and the mean.
   struct Report {
-    double wall = 0, compute = 0, halo = 0, collectives = 0, io = 0;
+    double wall = 0, compute = 0, halo = 0, collectives = 0, io = 0, checkpoint = 0;
+    int ranks = 1;
+    std::array<double, phase_count> min{}, mean{}, max{};
   };
   /// \brief Collective over `comm`.
-  Report reduce_max(double wall_seconds, MPI_Comm comm) const;
+  Report reduce(double wall_seconds, MPI_Comm comm) const;
 
  private:
   std::array<double, phase_count> local_{};
 };
+
+/// \brief The end-of-run table on rank 0: each phase's min / mean / max
+/// seconds over the ranks, and its share of the wall time.
+std::string phase_table(const PhaseTimes::Report& report);
 
 /// \brief A JSON object built field by field, in insertion order. Numbers are
 /// written with 17 significant digits (they read back bit for bit); NaN and

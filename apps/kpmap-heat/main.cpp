@@ -107,7 +107,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
       account(MPI_Wtime() - t0, before);
     } else {
       s.restart(opts.restart);
-      times.add(Phase::io, MPI_Wtime() - t0);
+      times.add(Phase::checkpoint, MPI_Wtime() - t0);
     }
   }
   if (!opts.restart.empty() && s.done()) {
@@ -160,7 +160,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   auto write = [&](const std::string& file) {
     const double t0 = MPI_Wtime();
     s.write_checkpoint(file, deck.to_toml());
-    times.add(Phase::io, MPI_Wtime() - t0);
+    times.add(Phase::checkpoint, MPI_Wtime() - t0);
   };
   // Watchdog, fault injection, stop signals, and the newest checkpoint of
   // this run (or the restart file): what a failure leaves to continue from.
@@ -225,7 +225,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
     }
   }
 
-  const auto report = times.reduce_max(MPI_Wtime() - t_start, comm);
+  const auto report = times.reduce(MPI_Wtime() - t_start, comm);
   kpmap::apps::Json j;
   j.set("app", "kpmap-heat")
       .set("kpmap_version", KPMAP_VERSION_STRING)
@@ -278,15 +278,10 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   // A run that finished with a wrong answer has not succeeded.
   if (code == kpmap::exit_code::success && answer_failed) code = kpmap::exit_code::check_failed;
   if (root) {
-    std::printf(
-        "kpmap-heat: %lld iterations in %ld steps, %s (compute %s, halo %s, "
-        "collectives %s, io %s); results in %s\n",
-        total_iterations, s.step_count() - first,
-        kpmap::apps::Progress::format(report.wall).c_str(),
-        kpmap::apps::Progress::format(report.compute).c_str(),
-        kpmap::apps::Progress::format(report.halo).c_str(),
-        kpmap::apps::Progress::format(report.collectives).c_str(),
-        kpmap::apps::Progress::format(report.io).c_str(), out.c_str());
+    std::printf("kpmap-heat: %lld iterations in %ld steps, %s; results in %s\nkpmap-heat: %s",
+                total_iterations, s.step_count() - first,
+                kpmap::apps::Progress::format(report.wall).c_str(), out.c_str(),
+                kpmap::apps::phase_table(report).c_str());
     if (stopped_by) {
       std::printf(
           "kpmap-heat: %s received: stopped after step %ld of %ld; continue with --restart %s\n",

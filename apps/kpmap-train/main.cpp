@@ -512,13 +512,13 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
   }
   times.add(Phase::compute, trainer.times().compute);
   times.add(Phase::collectives, trainer.times().collectives);
-  times.add(Phase::io, trainer.times().io);
+  times.add(Phase::checkpoint, trainer.times().io);  // the Trainer's io: checkpoints
 
   // ---- result.json --------------------------------------------------------------
   // NaN (null in result.json) until an epoch completes.
   const double nan = std::nan("");
   const auto& r = res.last;
-  const auto report = times.reduce_max(MPI_Wtime() - t_start, rt.comm());
+  const auto report = times.reduce(MPI_Wtime() - t_start, rt.comm());
   kpmap::apps::Json j;
   j.set("app", "kpmap-train")
       .set("kpmap_version", KPMAP_VERSION_STRING)
@@ -563,8 +563,9 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
   const int code = kpmap::apps::finish_result(j, out / "result.json", res.stopped_by,
                                               res.checkpoint, report, root);
   if (root) {
-    std::printf("kpmap-train: done in %s; results in %s\n",
-                kpmap::apps::Progress::format(report.wall).c_str(), (out / "result.json").c_str());
+    std::printf("kpmap-train: done in %s; results in %s\nkpmap-train: %s",
+                kpmap::apps::Progress::format(report.wall).c_str(), (out / "result.json").c_str(),
+                kpmap::apps::phase_table(report).c_str());
     if (res.stopped_by) {
       std::printf("kpmap-train: continue with --restart %s\n", res.checkpoint.c_str());
     }
