@@ -7,6 +7,7 @@
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/files.hpp>
+#include <kpmap/trace.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -36,6 +37,10 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--output", o.output, "Output folder (overrides output.dir)")->type_name("DIR");
   app.add_option("--restart", o.restart, "Continue from this checkpoint (any rank count)")
       ->type_name("FILE");
+  app.add_option("--trace", o.trace,
+                 "Write a timeline of every rank's compute and communication to FILE (Chrome "
+                 "trace JSON: open it in ui.perfetto.dev); KPMAP_TRACE=FILE does the same")
+      ->type_name("FILE");
   app.add_flag("--help-deck", o.help_deck, "Print every deck key with its type and default");
   app.add_flag("--deck-markdown", o.deck_markdown)->group("");
 }
@@ -44,8 +49,10 @@ std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const de
                                           int argc, char** argv, const Runtime& rt) {
   if (auto code = parse_command_line(app, argc, argv, rt)) return code;
   // An empty value is a mistake (an unset shell variable, say), not "none".
-  for (const char* name : {"--output", "--restart"}) {
-    const std::string& value = std::string(name) == "--output" ? o.output : o.restart;
+  for (const char* name : {"--output", "--restart", "--trace"}) {
+    const std::string& value = std::string(name) == "--output"    ? o.output
+                               : std::string(name) == "--restart" ? o.restart
+                                                                  : o.trace;
     if (app.count(name) > 0 && value.empty()) {
       if (rt.rank() == 0) {
         std::cerr << schema.app() << ": " << name
@@ -65,6 +72,7 @@ std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const de
     }
     return exit_code::bad_input;
   }
+  if (!o.trace.empty()) trace::start(o.trace, rt.comm());  // written when the Runtime ends
   return std::nullopt;
 }
 

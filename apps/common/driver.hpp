@@ -29,11 +29,12 @@ struct RunOptions {
   std::vector<std::string> sets;  ///< `--set section.key=value`, in order
   std::string output;             ///< `--output DIR`: overrides the deck's output.dir
   std::string restart;            ///< `--restart FILE`: a checkpoint to continue from
-  bool help_deck = false;         ///< `--help-deck`: print the deck's keys and stop
-  bool deck_markdown = false;     ///< `--deck-markdown` (hidden): the keys as docs/decks.md tables
+  std::string trace;           ///< `--trace FILE`: a Chrome trace of every rank (kpmap/trace.hpp)
+  bool help_deck = false;      ///< `--help-deck`: print the deck's keys and stop
+  bool deck_markdown = false;  ///< `--deck-markdown` (hidden): the keys as docs/decks.md tables
 };
 
-/// \brief Adds DECK, --set, --output, --restart and --help-deck to `app`.
+/// \brief Adds DECK, --set, --output, --restart, --trace and --help-deck to `app`.
 void add_run_options(CLI::App& app, RunOptions& options);
 
 /// \brief Parses the command line (rank 0 prints help and errors), then

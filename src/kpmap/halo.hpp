@@ -269,7 +269,7 @@ class HaloExchange {
 
   /// \brief Packs the send boxes on `exec` and posts every message.
   void start(const ExecSpace& exec = ExecSpace()) {
-    const ProfilingRegion region("kpmap::HaloExchange::start");
+    const ProfilingRegion region("kpmap::HaloExchange::start", trace::Track::communication);
     if (!requests_.empty()) throw Error("kpmap::HaloExchange::start: an exchange is in flight");
     for (const auto& n : neighbors_) copy<true>(exec, n, n.send, "kpmap::HaloExchange::pack");
     transport::to_mpi(exec, send_mpi_);
@@ -283,7 +283,7 @@ class HaloExchange {
   /// \brief Waits for the messages and unpacks them into the ghosts on `exec`.
   /// Work enqueued on `exec` afterwards sees the ghosts.
   void finish(const ExecSpace& exec = ExecSpace()) {
-    const ProfilingRegion region("kpmap::HaloExchange::finish");
+    const ProfilingRegion region("kpmap::HaloExchange::finish", trace::Track::communication);
     if (requests_.empty() && !neighbors_.empty()) {
       throw Error("kpmap::HaloExchange::finish: no exchange was started");
     }
@@ -299,7 +299,7 @@ class HaloExchange {
 
   /// \brief start() then finish().
   void exchange(const ExecSpace& exec = ExecSpace()) {
-    const ProfilingRegion region("kpmap::HaloExchange::exchange");
+    const ProfilingRegion region("kpmap::HaloExchange::exchange", trace::Track::communication);
     start(exec);
     finish(exec);
   }

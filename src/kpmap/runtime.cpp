@@ -1,4 +1,5 @@
 #include <kpmap/runtime.hpp>
+#include <kpmap/trace.hpp>
 
 #include <kpmap/detail/kokkos_compat.hpp>
 
@@ -101,6 +102,12 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
     if (rank_ == first_failing) abort(error, exit_code::bad_input);
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  // KPMAP_TRACE=FILE: a timeline of every rank (kpmap/trace.hpp), recorded
+  // when every rank has it (starting is collective).
+  const char* trace_file = std::getenv("KPMAP_TRACE");
+  int tracing = trace_file != nullptr && *trace_file != '\0' ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &tracing, 1, MPI_INT, MPI_MIN, comm_);  // only if every rank has it
+  if (tracing != 0) trace::start(trace_file, comm_);
 }
 
 void Runtime::init_mpi(int& argc, char**& argv, const RuntimeOptions& options) {

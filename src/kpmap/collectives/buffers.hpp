@@ -13,6 +13,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <string>
 #include <type_traits>
 
 namespace kpmap::detail {
@@ -75,6 +76,21 @@ owning_like_t<V> copy_of(const Exec& exec, const V& x, const char* label) {
   auto y = allocate<owning_like_t<V>>(label, extents_of(x));
   Kokkos::deep_copy(exec, y, x);
   return y;
+}
+
+/// What a trace shows of a collective's data: its bytes and whether MPI
+/// takes the buffer where it lives ("direct") or through pinned host memory
+/// ("staged"), for a View or a number.
+template <class X>
+std::string trace_args(const X& x) {
+  if constexpr (is_view_v<X>) {
+    using M = typename std::decay_t<X>::memory_space;
+    return "\"bytes\": " + std::to_string(x.size() * sizeof(typename std::decay_t<X>::value_type)) +
+           ", \"path\": \"" + (transport::must_stage<M>() ? "staged" : "direct") + "\"";
+  } else {
+    static_assert(std::is_arithmetic_v<X>, "trace_args: a View or a number");
+    return "\"bytes\": " + std::to_string(sizeof(X)) + ", \"path\": \"host\"";
+  }
 }
 
 }  // namespace kpmap::detail

@@ -189,7 +189,8 @@ Extents stacked_extents(const V& x, int p) {
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 detail::stacked_t<V> all_gather(const Exec& exec, const V& x, AxisRef axis) {
-  const ProfilingRegion region("kpmap::all_gather", axis->name());
+  ProfilingRegion region("kpmap::all_gather", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   static_assert(detail::rank_v<V> < detail::max_view_rank,
                 "all_gather adds a dimension: the input rank must be below 8");
   auto out = detail::allocate<detail::stacked_t<V>>("kpmap::all_gather",
@@ -203,7 +204,8 @@ detail::stacked_t<V> all_gather(const Exec& exec, const V& x, AxisRef axis) {
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 detail::owning_like_t<V> all_gather(const Exec& exec, const V& x, AxisRef axis, Tiled tiled) {
-  const ProfilingRegion region("kpmap::all_gather", axis->name());
+  ProfilingRegion region("kpmap::all_gather", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   detail::require_dim("all_gather", tiled.dim, detail::rank_v<V>);
   auto e = detail::extents_of(x);
   e[tiled.dim] *= axis->size();
@@ -219,7 +221,8 @@ template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 detail::owning_like_t<V> all_to_all(const Exec& exec, const V& x, AxisRef axis, int split_dim,
                                     int concat_dim) {
-  const ProfilingRegion region("kpmap::all_to_all", axis->name());
+  ProfilingRegion region("kpmap::all_to_all", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::owning_like_t<V>>(
       "kpmap::all_to_all", detail::all_to_all_extents(x, *axis, split_dim, concat_dim));
   detail::start_all_to_all(exec, x, *axis, split_dim, concat_dim, out, nullptr)();
@@ -232,7 +235,8 @@ detail::owning_like_t<V> all_to_all(const Exec& exec, const V& x, AxisRef axis, 
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 detail::dropped_t<V> psum_scatter(const Exec& exec, const V& x, AxisRef axis, int dim = 0) {
-  const ProfilingRegion region("kpmap::psum_scatter", axis->name());
+  ProfilingRegion region("kpmap::psum_scatter", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::dropped_t<V>>("kpmap::psum_scatter",
                                                     detail::scatter_extents(x, *axis, dim));
   detail::start_psum_scatter(exec, x, *axis, dim, false, out, nullptr)();
@@ -244,7 +248,8 @@ detail::dropped_t<V> psum_scatter(const Exec& exec, const V& x, AxisRef axis, in
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 detail::owning_like_t<V> psum_scatter(const Exec& exec, const V& x, AxisRef axis, Tiled tiled) {
-  const ProfilingRegion region("kpmap::psum_scatter", axis->name());
+  ProfilingRegion region("kpmap::psum_scatter", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   detail::require_dim("psum_scatter", tiled.dim, detail::rank_v<V>);
   detail::require_divisible("psum_scatter", *axis, tiled.dim, x.extent(tiled.dim));
   auto e = detail::extents_of(x);
@@ -281,7 +286,8 @@ auto psum_scatter(const V& x, AxisRef axis, Tiled tiled) {
 /// \brief Non-blocking all_gather (stacked); the Async owns every buffer.
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 Async<detail::stacked_t<V>> iall_gather(const V& x, AxisRef axis) {
-  const ProfilingRegion region("kpmap::iall_gather", axis->name());
+  ProfilingRegion region("kpmap::iall_gather", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::stacked_t<V>>("kpmap::all_gather",
                                                     detail::stacked_extents(x, axis->size()));
   transport::Pending pending;
@@ -294,7 +300,8 @@ Async<detail::stacked_t<V>> iall_gather(const V& x, AxisRef axis) {
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_dim,
                                             int concat_dim) {
-  const ProfilingRegion region("kpmap::iall_to_all", axis->name());
+  ProfilingRegion region("kpmap::iall_to_all", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::owning_like_t<V>>(
       "kpmap::all_to_all", detail::all_to_all_extents(x, *axis, split_dim, concat_dim));
   transport::Pending pending;
@@ -306,7 +313,8 @@ Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_
 /// \brief Non-blocking psum_scatter (untiled: dimension `dim` has the axis size).
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 Async<detail::dropped_t<V>> ipsum_scatter(const V& x, AxisRef axis, int dim = 0) {
-  const ProfilingRegion region("kpmap::ipsum_scatter", axis->name());
+  ProfilingRegion region("kpmap::ipsum_scatter", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::dropped_t<V>>("kpmap::psum_scatter",
                                                     detail::scatter_extents(x, *axis, dim));
   transport::Pending pending;

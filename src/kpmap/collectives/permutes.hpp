@@ -113,7 +113,8 @@ template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 detail::owning_like_t<V> ppermute(const Exec& exec, const V& x, AxisRef axis,
                                   const std::vector<PermutePair>& pairs) {
-  const ProfilingRegion region("kpmap::ppermute", axis->name());
+  ProfilingRegion region("kpmap::ppermute", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::owning_like_t<V>>("kpmap::ppermute", detail::extents_of(x));
   detail::start_ppermute(exec, x, *axis, pairs, out, nullptr)();
   return out;
@@ -124,14 +125,16 @@ detail::owning_like_t<V> ppermute(const Exec& exec, const V& x, AxisRef axis,
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 void pbroadcast(const Exec& exec, const V& x, AxisRef axis, int root = 0) {
-  const ProfilingRegion region("kpmap::pbroadcast", axis->name());
+  ProfilingRegion region("kpmap::pbroadcast", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   detail::start_pbroadcast(exec, x, *axis, root, nullptr)();
 }
 
 /// \brief The value of `x` on axis rank `root`, on every rank. Collective.
 template <class T, std::enable_if_t<detail::is_mpi_element_v<T>, int> = 0>
 T pbroadcast(T x, AxisRef axis, int root = 0) {
-  const ProfilingRegion region("kpmap::pbroadcast", axis->name());
+  ProfilingRegion region("kpmap::pbroadcast", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   Kokkos::View<T, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> v(&x);
   detail::start_pbroadcast(Kokkos::DefaultHostExecutionSpace(), v, *axis, root, nullptr)();
   return x;
@@ -153,7 +156,8 @@ void pbroadcast(const V& x, AxisRef axis, int root = 0) {
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 Async<detail::owning_like_t<V>> ippermute(const V& x, AxisRef axis,
                                           const std::vector<PermutePair>& pairs) {
-  const ProfilingRegion region("kpmap::ippermute", axis->name());
+  ProfilingRegion region("kpmap::ippermute", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::owning_like_t<V>>("kpmap::ppermute", detail::extents_of(x));
   transport::Pending pending;
   auto finish =
@@ -164,7 +168,8 @@ Async<detail::owning_like_t<V>> ippermute(const V& x, AxisRef axis,
 /// \brief Non-blocking pbroadcast; `x` holds root's value once the Request completes.
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 Request ipbroadcast(const V& x, AxisRef axis, int root = 0) {
-  const ProfilingRegion region("kpmap::ipbroadcast", axis->name());
+  ProfilingRegion region("kpmap::ipbroadcast", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   transport::Pending pending;
   auto finish = detail::start_pbroadcast(typename V::execution_space{}, x, *axis, root, &pending);
   return detail::make_request(std::move(pending), std::move(finish));

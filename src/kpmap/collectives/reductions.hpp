@@ -63,6 +63,23 @@ inline std::pair<double, double> mean_factors(const Axis& axis, const Weight* w)
 
 namespace detail {
 
+// What a trace shows of a reduction's data: a View's or number's bytes and
+// path, or a tree's bytes and its number of arrays.
+template <class X>
+std::string trace_tree_args(X& x) {
+  if constexpr (is_view_v<X>) {
+    return trace_args(x);
+  } else {
+    std::size_t arrays = 0, bytes = 0;
+    auto count = [&](const auto& v) {
+      ++arrays;
+      bytes += v.size() * sizeof(typename std::decay_t<decltype(v)>::value_type);
+    };
+    for_each_leaf(x, count);
+    return "\"bytes\": " + std::to_string(bytes) + ", \"arrays\": " + std::to_string(arrays);
+  }
+}
+
 // The Kokkos Tools region of a reduction: kpmap::psum, pmax, pmin, pmean
 // (a scaled sum), or their non-blocking starts kpmap::ipsum, ...
 inline const char* region_name(ReduceOp op, bool mean, bool start) {
@@ -80,7 +97,8 @@ inline const char* region_name(ReduceOp op, bool mean, bool start) {
 
 template <class T>
 T reduce_scalar(T x, const Axis& axis, ReduceOp op) {
-  const ProfilingRegion region(region_name(op, false, false), axis.name());
+  ProfilingRegion region(region_name(op, false, false), axis.name());
+  if (region.traced()) region.note(trace_args(x));
   if (checked_mode()) {
     Signature s;
     s.op = op_name(op);
@@ -95,7 +113,8 @@ T reduce_scalar(T x, const Axis& axis, ReduceOp op) {
 template <class Exec, class X>
 void reduce_inplace(const Exec& exec, X& x, const Axis& axis, ReduceOp op, double before,
                     double after) {
-  const ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, false), axis.name());
+  ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, false), axis.name());
+  if (region.traced()) region.note(trace_tree_args(x));
   if constexpr (is_view_v<X>) {
     using M = typename std::decay_t<X>::memory_space;
     if (before == 1.0 && axis.size() > 1 && !checked_mode() && is_contiguous(x) &&
@@ -117,7 +136,8 @@ void reduce_inplace(const Exec& exec, X& x, const Axis& axis, ReduceOp op, doubl
 template <class Exec, class X>
 Request reduce_start(const Exec& exec, X& x, const Axis& axis, ReduceOp op, double before,
                      double after) {
-  const ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, true), axis.name());
+  ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, true), axis.name());
+  if (region.traced()) region.note(trace_tree_args(x));
   transport::Pending pending;
   if constexpr (is_view_v<X>) {
     auto finish = start_reduce(exec, x, axis, op, before, after, &pending);
@@ -165,6 +185,8 @@ T pmean(T x, AxisRef axis) {
 /// when x_r is a mean over w_r local samples (uneven shards). One message.
 template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
 T pmean(T x, AxisRef axis, Weight w) {
+  ProfilingRegion region("kpmap::pmean", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
   double pair[2] = {static_cast<double>(x) * w.value, w.value};
   if (checked_mode()) {
     detail::Signature s;

@@ -1,0 +1,46 @@
+#pragma once
+/// \file
+/// \brief A timeline of every rank in one file: Chrome trace-event JSON that
+/// Perfetto (ui.perfetto.dev) and chrome://tracing open.
+///
+/// Recording starts with `KPMAP_TRACE=FILE` in the environment of any kpmap
+/// program, or `--trace FILE` on kpmap-heat and kpmap-train. Every
+/// ProfilingRegion then becomes an event on its rank's timeline: one process
+/// per rank, one track ("thread") for compute and one for communication;
+/// collectives carry their axis, bytes and whether MPI took the buffer where
+/// it lives ("direct") or through pinned host staging ("staged"). The ranks'
+/// clocks are aligned at a barrier when recording starts. When the Runtime
+/// ends, rank 0 gathers every rank's events and writes the file (atomically).
+/// With recording off, a region costs one check of a flag.
+
+#include <mpi.h>
+
+#include <string>
+
+namespace kpmap::trace {
+
+/// \brief The track of an event.
+enum class Track { compute = 0, communication = 1 };
+
+namespace detail {
+extern bool g_enabled;
+}  // namespace detail
+
+/// \brief Whether events are being recorded.
+inline bool enabled() noexcept { return detail::g_enabled; }
+
+/// \brief Collective over `comm`: starts recording on every rank; `path` is
+/// written when the Runtime ends (or at finish()). A second call is ignored.
+void start(const std::string& path, MPI_Comm comm);
+
+/// \brief Collective over the communicator recording started on: gathers
+/// the events, rank 0 writes the file, recording stops. No-op when off.
+void finish();
+
+/// \brief Opens an event on this rank's timeline (ProfilingRegion calls it).
+void begin(const std::string& name, Track track);
+/// \brief Closes the innermost open event; `args` is a JSON object's body
+/// (`"bytes": 8, "path": "direct"`) shown with it, or empty.
+void end(const std::string& args);
+
+}  // namespace kpmap::trace
