@@ -89,7 +89,9 @@ inline constexpr PerTeam per_team{};
 /// \brief An output that vmap allocates: `DataType` is one example's
 /// (`double*` for a vector per example, `double` for a number), and `shape`,
 /// called on the host with the inputs as given, returns one example's extents
-/// as a `std::array<std::size_t, rank>`.
+/// as a `std::array<std::size_t, rank>`. Every call allocates its outputs: in a
+/// loop that must not allocate (a training step, a solver iteration), pass
+/// outputs made once instead.
 template <class DataType, class ShapeFn>
 struct Returns {
   using data_type = DataType;
