@@ -107,7 +107,14 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   const char* trace_file = std::getenv("KPMAP_TRACE");
   int tracing = trace_file != nullptr && *trace_file != '\0' ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &tracing, 1, MPI_INT, MPI_MIN, comm_);  // only if every rank has it
-  if (tracing != 0) trace::start(trace_file, comm_);
+  if (tracing != 0) {
+    try {
+      trace::start(trace_file, comm_);
+    } catch (const InputError& e) {  // a program runs on without its trace, and says so
+      if (rank_ == 0)
+        std::fprintf(stderr, "kpmap: KPMAP_TRACE: %s; no trace is recorded\n", e.what());
+    }
+  }
 }
 
 void Runtime::init_mpi(int& argc, char**& argv, const RuntimeOptions& options) {

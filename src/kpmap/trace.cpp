@@ -2,8 +2,10 @@
 #include <kpmap/files.hpp>
 #include <kpmap/runtime.hpp>
 #include <kpmap/trace.hpp>
+#include <kpmap/transport/mpi_ops.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -66,6 +68,25 @@ void metadata(std::string& out, int rank) {
 
 void start(const std::string& path, MPI_Comm comm) {
   if (detail::g_enabled || path.empty()) return;
+  // Refused up front, not after the run: a trace that cannot be written
+  // (rank 0 writes it; the probe is the temporary the write will use).
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string why;
+  if (rank == 0) {
+    const std::string probe = path + ".tmp";
+    if (std::FILE* f = std::fopen(probe.c_str(), "w")) {
+      std::fclose(f);
+      std::remove(probe.c_str());
+    } else {
+      why = files::write_failure_reason(probe, errno);
+    }
+  }
+  transport::bcast_string(why, 0, comm);
+  if (!why.empty()) {
+    throw InputError("trace file " + path + ": cannot be written (" + why + ")",
+                     ErrorScope::all_ranks);
+  }
   MPI_Comm_dup(comm, &g_comm);
   MPI_Comm_rank(g_comm, &g_rank);
   g_path = path;

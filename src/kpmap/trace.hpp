@@ -31,6 +31,7 @@ inline bool enabled() noexcept { return detail::g_enabled; }
 
 /// \brief Collective over `comm`: starts recording on every rank; `path` is
 /// written when the Runtime ends (or at finish()). A second call is ignored.
+/// \throws kpmap::InputError (every rank) when `path` cannot be written.
 void start(const std::string& path, MPI_Comm comm);
 
 /// \brief Collective over the communicator recording started on: gathers
