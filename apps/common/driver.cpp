@@ -16,7 +16,9 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -212,6 +214,44 @@ std::string phase_table(const PhaseTimes::Report& r) {
   }
   std::snprintf(line, sizeof line, "  %-12s %10s   %10s   %10.3f\n", "wall", "", "", r.wall);
   return out + line;
+}
+
+namespace {
+std::string shell_quoted(const std::string& s) {
+  std::string out = "'";
+  for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+}  // namespace
+
+void make_plots(const std::string& kind, const std::filesystem::path& dir, bool root) {
+  if (!root) return;
+  if (const char* plots = std::getenv("KPMAP_PLOTS");
+      plots != nullptr && (std::string(plots) == "0" || std::string(plots) == "off")) {
+    return;
+  }
+  std::string script;
+  std::istringstream candidates(KPMAP_PLOT_SCRIPTS);
+  for (std::string c; std::getline(candidates, c, ':');) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(c, ec)) {
+      script = c;
+      break;
+    }
+  }
+  if (script.empty()) {
+    std::printf("kpmap: no plots (kpmap_plot.py is neither in the source tree nor installed)\n");
+    return;
+  }
+  const char* env_python = std::getenv("KPMAP_PYTHON");
+  const std::string python =
+      env_python != nullptr && *env_python != '\0' ? env_python : KPMAP_PLOT_PYTHON;
+  const std::string command = shell_quoted(python) + " " + shell_quoted(script) + " " + kind + " " +
+                              shell_quoted(dir.string());
+  std::fflush(stdout);
+  const int rc = std::system(command.c_str());
+  if (rc != 0) std::printf("kpmap: no plots (%s could not run them)\n", python.c_str());
+  std::fflush(stdout);
 }
 
 Json to_json(const PhaseTimes::Report& r) {

@@ -112,6 +112,12 @@ class PhaseTimes {
   std::array<double, phase_count> local_{};
 };
 
+/// \brief On rank 0, draws the run's plots into `dir` with scripts/kpmap_plot.py
+/// (`kind` "train": loss.png; "heat": field.png), unless KPMAP_PLOTS=0. Without
+/// Python or matplotlib it prints a one-line notice; it never fails a run.
+/// The interpreter is Debian's python3, or KPMAP_PYTHON.
+void make_plots(const std::string& kind, const std::filesystem::path& dir, bool root);
+
 /// \brief The end-of-run table on rank 0: each phase's min / mean / max
 /// seconds over the ranks, and its share of the wall time.
 std::string phase_table(const PhaseTimes::Report& report);

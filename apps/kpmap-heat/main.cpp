@@ -275,6 +275,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   }
   int code = kpmap::apps::finish_result(j, out / "summary.json", stopped_by, run.last_good(),
                                         report, root);
+  kpmap::apps::make_plots("heat", out, root);
   // A run that finished with a wrong answer has not succeeded.
   if (code == kpmap::exit_code::success && answer_failed) code = kpmap::exit_code::check_failed;
   if (root) {

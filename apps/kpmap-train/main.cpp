@@ -562,6 +562,7 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
   }
   const int code = kpmap::apps::finish_result(j, out / "result.json", res.stopped_by,
                                               res.checkpoint, report, root);
+  kpmap::apps::make_plots("train", out, root);
   if (root) {
     std::printf("kpmap-train: done in %s; results in %s\nkpmap-train: %s",
                 kpmap::apps::Progress::format(report.wall).c_str(), (out / "result.json").c_str(),
