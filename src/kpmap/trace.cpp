@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <vector>
 
 namespace kpmap::trace {
@@ -74,6 +75,10 @@ void start(const std::string& path, MPI_Comm comm) {
   MPI_Comm_rank(comm, &rank);
   std::string why;
   if (rank == 0) {
+    // Its folder is made if missing, as --output's is.
+    std::error_code ec;
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
     const std::string probe = path + ".tmp";
     if (std::FILE* f = std::fopen(probe.c_str(), "w")) {
       std::fclose(f);
