@@ -230,24 +230,28 @@ void make_plots(const std::string& kind, const std::filesystem::path& dir, bool 
       plots != nullptr && (std::string(plots) == "0" || std::string(plots) == "off")) {
     return;
   }
-  std::string script;
-  std::istringstream candidates(KPMAP_PLOT_SCRIPTS);
+  // The kpmap Python package: the source tree's python/ from a build, else the
+  // installed share/kpmap/python.
+  std::string package_dir;
+  std::istringstream candidates(KPMAP_PYTHON_DIRS);
   for (std::string c; std::getline(candidates, c, ':');) {
     std::error_code ec;
-    if (std::filesystem::is_regular_file(c, ec)) {
-      script = c;
+    if (std::filesystem::is_regular_file(std::filesystem::path(c) / "kpmap" / "plot.py", ec)) {
+      package_dir = c;
       break;
     }
   }
-  if (script.empty()) {
-    std::printf("kpmap: no plots (kpmap_plot.py is neither in the source tree nor installed)\n");
+  if (package_dir.empty()) {
+    std::printf("kpmap: no plots (the kpmap Python package is neither in the source tree nor "
+                "installed)\n");
     return;
   }
   const char* env_python = std::getenv("KPMAP_PYTHON");
   const std::string python =
       env_python != nullptr && *env_python != '\0' ? env_python : KPMAP_PLOT_PYTHON;
-  const std::string command = shell_quoted(python) + " " + shell_quoted(script) + " " + kind + " " +
-                              shell_quoted(dir.string());
+  const std::string command = "PYTHONPATH=" + shell_quoted(package_dir) +
+                              "${PYTHONPATH:+:$PYTHONPATH} " + shell_quoted(python) +
+                              " -m kpmap.plot " + kind + " " + shell_quoted(dir.string());
   std::fflush(stdout);
   const int rc = std::system(command.c_str());
   if (rc != 0) std::printf("kpmap: no plots (%s could not run them)\n", python.c_str());

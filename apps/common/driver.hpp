@@ -112,7 +112,7 @@ class PhaseTimes {
   std::array<double, phase_count> local_{};
 };
 
-/// \brief On rank 0, draws the run's plots into `dir` with scripts/kpmap_plot.py
+/// \brief On rank 0, draws the run's plots into `dir` with kpmap.plot (python/kpmap)
 /// (`kind` "train": loss.png; "heat": field.png), unless KPMAP_PLOTS=0. Without
 /// Python or matplotlib it prints a one-line notice; it never fails a run.
 /// The interpreter is Debian's python3, or KPMAP_PYTHON.

@@ -27,6 +27,15 @@ foreach(f lib/cmake/kpmap/kpmapConfig.cmake lib/cmake/kpmap/kpmapConfigVersion.c
     message(FATAL_ERROR "consumer test: the install lacks ${f}")
   endif()
 endforeach()
+# The kpmap Python package and its command, run from the install tree.
+if(EXISTS "${prefix}/bin/kpmap-scale")
+  foreach(f share/kpmap/python/kpmap/plot.py share/kpmap/python/kpmap/scale/cli.py)
+    if(NOT EXISTS "${prefix}/${f}")
+      message(FATAL_ERROR "consumer test: the install lacks ${f}")
+    endif()
+  endforeach()
+  run_step("kpmap-scale --help" "${prefix}/bin/kpmap-scale" --help)
+endif()
 run_step("configure" ${CMAKE_COMMAND} -S "${SOURCE_DIR}/${PROJECT}" -B "${WORK_DIR}/build"
          -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
          -DCMAKE_PREFIX_PATH=${prefix} -DKokkos_DIR=${Kokkos_DIR}

@@ -1,158 +1,21 @@
 #!/usr/bin/env python3
-"""Tests of scripts/kpmap-scale without MPI: a fake application
-(fake_scale_app.py) started through the launcher template "{app}" writes the
-JSON a real one would, with times from a known model, so the medians, the
-speedup and efficiency maths, the failure handling and the argument checks
-can be checked exactly.
-
-usage: test_kpmap_scale.py [unittest options]
-"""
-import csv
-import importlib.machinery
-import importlib.util
+"""kpmap-scale end to end, without MPI: the stand-in application (fake_app.py),
+started through the launcher template "{app}", writes the JSON a real one would,
+with times from a known model, so that the medians, speedup and efficiency, the
+failure handling and the argument checks of the whole command can be checked
+exactly. The command line must behave as docs/scaling.md says."""
 import json
 import os
 import re
-import shlex
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SCRIPT = HERE.parent.parent / "scripts" / "kpmap-scale"
-FAKE = HERE / "fake_scale_app.py"
-
-
-def load(name, path):
-    loader = importlib.machinery.SourceFileLoader(name, str(path))
-    spec = importlib.util.spec_from_loader(name, loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up by name
-    loader.exec_module(module)
-    return module
-
-
-scale = load("kpmap_scale", SCRIPT)
-fake = load("fake_scale_app", FAKE)
-HAVE_PLOTS = (importlib.util.find_spec("matplotlib") is not None
-              or os.access("/usr/bin/python3", os.X_OK))
-
-
-# The interpreter itself, not a shim that finds it: the fake starts faster.
-LAUNCHER = f"{shlex.quote(sys.executable)} {{app}}"
-
-
-def run(*args, launcher=LAUNCHER):
-    cmd = [sys.executable, str(SCRIPT), *args]
-    if launcher is not None:
-        cmd += ["--launcher", launcher]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-
-
-def rows(out):
-    with open(Path(out) / "scaling.csv", newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def median_wall(work, ranks, mesh=False):
-    # Repetitions 1, 2, 3 scale the times by 1.0, 1.5, 0.9: the median is repetition 1.
-    return fake.times(work, ranks, 1, mesh)
-
-
-class Decks:
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = Path(self.tmp.name)
-        self.out = self.dir / "out"
-        self.train = self.write("train.toml", "[data]\nsamples = 200000\nfeatures = 5\n")
-        self.heat = self.write("heat.toml", "[mesh]\ncells = [300, 200]\n")
-        self.tea = self.write("tea.in", "! a TeaLeaf deck\n*tea\nstate 1 density=100.0 "
-                              "energy=0.0001\nx_cells = 100\ny_cells=50\nend_step 10\n*endtea\n")
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def write(self, name, text):
-        p = self.dir / name
-        p.write_text(text)
-        return p
-
-    def study(self, *args, kind="train", deck=None, launcher=LAUNCHER, plots=False):
-        deck = deck or (self.train if kind == "train" else self.heat)
-        extra = ["--deck", str(deck)] if kind != "bench" else []
-        extra += [] if plots else ["--no-plots"]
-        return run("--app", str(FAKE), "--kind", kind, *extra, "--out", str(self.out), *args,
-                   launcher=None if "--launcher" in args else launcher)
-
-    def assertClean(self, proc):
-        self.assertNotIn("Traceback", proc.stderr)
-
-
-class Units(unittest.TestCase):
-    def test_ranks(self):
-        self.assertEqual(scale.parse_ranks("4,1, 2"), [1, 2, 4])
-        for bad in ("1,,2", "0", "1,x", "1,1", "-1", ""):
-            with self.assertRaises(scale.UsageError, msg=bad):
-                scale.parse_ranks(bad)
-
-    def test_scale_key(self):
-        k = scale.parse_scale_key("mesh.cells[1]")
-        self.assertEqual((k.key, k.index, str(k)), ("mesh.cells", 1, "mesh.cells[1]"))
-        self.assertIsNone(scale.parse_scale_key("data.samples").index)
-        for bad in ("mesh.cells[", "a b", "x[-1]"):
-            with self.assertRaises(scale.UsageError):
-                scale.parse_scale_key(bad)
-
-    def test_scaled(self):
-        key = scale.parse_scale_key
-        self.assertEqual(scale.scaled(100, key("n"), 4), 400)
-        self.assertEqual(scale.scaled([10, 20, 30], key("c[0]"), 3), [30, 20, 30])
-        self.assertEqual(scale.toml_text([30, 20]), "[30,20]")
-        for base, k in ((1.5, "n"), ([1, 2], "n"), ([1, 2], "n[2]"), (["a"], "n[0]"),
-                        (True, "n")):
-            with self.assertRaises(scale.UsageError):
-                scale.scaled(base, key(k), 2)
-
-    def test_tea_deck(self):
-        for line in ("x_cells=10", "x_cells 10", "  X_CELLS = 10  ! comment"):
-            text = f"*tea\n{line}\ny_cells=5\n*endtea\n"
-            self.assertEqual(scale.tea_deck_value(text, "x_cells", Path("d")), 10)
-            changed = scale.tea_deck_with(text, "x_cells", 40)
-            self.assertEqual(scale.tea_deck_value(changed, "x_cells", Path("d")), 40)
-            self.assertEqual(changed.replace("40", "10"), text)
-        with self.assertRaises(scale.UsageError):
-            scale.tea_deck_value("*tea\ny_cells=5\n", "x_cells", Path("d"))
-
-    def test_error_bars_never_negative(self):
-        # One repetition: median = min = max, and v - v * t / t is negative
-        # for these v and t (-3.6e-15 for the efficiency in percent), which once
-        # made matplotlib refuse the plot.
-        t = 0.025
-        row = {"efficiency": 0.25935401432800764, "speedup": 1.7310544739578912, "wall_s": t,
-               "wall_min_s": t, "wall_max_s": t}
-        for key in ("efficiency", "speedup"):
-            for bar in scale.error_bars([row], key, 100):
-                self.assertTrue(0.0 <= bar[0] < 1e-12, f"{key}: {bar}")
-        row.update(wall_min_s=t / 2, wall_max_s=2 * t)
-        below, above = scale.error_bars([row], "speedup")
-        self.assertAlmostEqual(below[0], 1.7310544739578912 / 2)
-        self.assertAlmostEqual(above[0], 1.7310544739578912)
-
-    def test_launcher(self):
-        app = ["app", "deck", "--output", "d"]
-        words = scale.check_template("mpiexec -n {ranks}", None)
-        self.assertEqual(scale.launcher_command(words, 4, None, app),
-                         ["mpiexec", "-n", "4", *app])
-        words = scale.check_template("srun -N {nodes} -n {ranks} {app} --extra", 4)
-        self.assertEqual(scale.launcher_command(words, 6, 4, app),
-                         ["srun", "-N", "2", "-n", "6", *app, "--extra"])
-        for bad in ("mpiexec -n {rank}", "srun -N {nodes}", "x {app}.sh", "mpiexec '"):
-            with self.assertRaises(scale.UsageError, msg=bad):
-                scale.check_template(bad, None)
+from support import (FAKE, HAVE_PLOTS, LAUNCHER, PACKAGE_DIR, SCRIPT, Decks, fake, median_wall,
+                     rows, run)
 
 
 class Studies(Decks, unittest.TestCase):
@@ -404,6 +267,11 @@ class BadArguments(Decks, unittest.TestCase):
         for text in ("examples:", "srun -N {nodes} -n {ranks}", "--mode weak", "data.samples",
                      "mesh.cells[0]", "exit status"):
             self.assertIn(text, p.stdout)
+        # python3 -m kpmap.scale is the same command.
+        module = subprocess.run([sys.executable, "-m", "kpmap.scale", "--help"],
+                                capture_output=True, text=True, timeout=60,
+                                env=dict(os.environ, PYTHONPATH=str(PACKAGE_DIR)))
+        self.assertEqual((module.returncode, module.stdout), (0, p.stdout))
 
 
 if __name__ == "__main__":

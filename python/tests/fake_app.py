@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A stand-in for kpmap-train / kpmap-heat / a Google Benchmark, for testing
-scripts/kpmap-scale without building or running the real programs.
+kpmap-scale without building or running the real programs.
 
-usage: fake_scale_app.py DECK [--set KEY=VALUE]... --output DIR
-       fake_scale_app.py [--benchmark_filter=RE] --benchmark_out=FILE ...
+usage: fake_app.py DECK [--set KEY=VALUE]... --output DIR
+       fake_app.py [--benchmark_filter=RE] --benchmark_out=FILE ...
 
 It takes the rank count from the MPI launcher's environment (Open MPI, MPICH)
 or from KPMAP_SCALE_RANKS, and only rank 0 writes. The work is data.samples
@@ -91,7 +91,7 @@ def main(argv):
             print(f"fake: unexpected argument {argv[i]!r}", file=sys.stderr)
             return 2
     if deck is None or output is None:
-        print("fake: usage: fake_scale_app.py DECK [--set K=V]... --output DIR", file=sys.stderr)
+        print("fake: usage: fake_app.py DECK [--set K=V]... --output DIR", file=sys.stderr)
         return 2
 
     if sets.get("fake.sleep"):

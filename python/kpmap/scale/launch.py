@@ -1,0 +1,84 @@
+"""Launching N ranks: the launcher template, and where the ranks run.
+
+A template is a command line with placeholders, e.g. 'mpiexec -n {ranks}' or,
+under Slurm, 'srun -N {nodes} -n {ranks} --gpus-per-task=1': {ranks} is the rank
+count, {nodes} = ceil(ranks / ranks-per-node), {app} the program's command line
+(appended when the template has no {app}). Inside a batch job (Slurm, PBS, LSF,
+Cobalt, Flux) the ranks run on the job's nodes, not on this machine's cores.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from kpmap.scale import UsageError
+
+DEFAULT_LAUNCHER = "mpiexec -n {ranks}"
+PLACEHOLDERS = ("ranks", "nodes", "app")
+# The environment of a run tells a wrapper or a test program where it is.
+ENV_RANKS = "KPMAP_SCALE_RANKS"
+ENV_REPETITION = "KPMAP_SCALE_REPETITION"
+BATCH_JOB_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "COBALT_JOBID", "FLUX_JOB_ID")
+
+
+def check_template(template: str, ranks_per_node: Optional[int]) -> List[str]:
+    try:
+        words = shlex.split(template)
+    except ValueError as e:
+        raise UsageError(f"--launcher {template!r}: {e}") from None
+    for name in re.findall(r"\{([^{}]*)\}", template):
+        if name not in PLACEHOLDERS:
+            raise UsageError(f"--launcher {template!r}: unknown placeholder {{{name}}} "
+                             "(known: {ranks}, {nodes}, {app})")
+    if "{nodes}" in template and ranks_per_node is None:
+        raise UsageError("--launcher uses {nodes}: give --ranks-per-node too")
+    if any("{app}" in w and w != "{app}" for w in words):
+        raise UsageError(f"--launcher {template!r}: {{app}} must be a word of its own")
+    return words
+
+
+def launcher_command(words: Sequence[str], ranks: int, ranks_per_node: Optional[int],
+                     app_command: Sequence[str]) -> List[str]:
+    nodes = math.ceil(ranks / ranks_per_node) if ranks_per_node else 1
+    out: List[str] = []
+    for w in words:
+        if w == "{app}":
+            out.extend(app_command)
+        else:
+            out.append(w.replace("{ranks}", str(ranks)).replace("{nodes}", str(nodes)))
+    if "{app}" not in words:
+        out.extend(app_command)
+    return out
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def in_batch_job() -> bool:
+    return any(v in os.environ for v in BATCH_JOB_VARIABLES)
+
+
+def run_environment(ranks: int, repetition: int, oversubscribed: bool) -> Dict[str, str]:
+    """Variables added to a run's environment (values already set are kept)."""
+    extra = {ENV_RANKS: str(ranks), ENV_REPETITION: str(repetition)}
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        extra["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        extra["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    if oversubscribed:
+        extra["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    return {k: v for k, v in extra.items() if k not in os.environ or k.startswith("KPMAP_")}
+
+
+def local_launcher(words: Sequence[str]) -> bool:
+    """True when the ranks run on this machine, so cores here are what they get."""
+    first = Path(words[0]).name if words else ""
+    return first in ("mpiexec", "mpirun", "{app}") and not in_batch_job()

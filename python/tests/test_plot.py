@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""kpmap.plot: the pictures of a training run, a heat run and a scaling study, from
+files written here by hand; and that a missing matplotlib or file is a notice, not
+a failure."""
+import os
+import subprocess
+import sys
+import unittest
+
+from support import HAVE_MATPLOTLIB, PACKAGE_DIR, Decks
+
+from kpmap import plot
+
+
+def png_size(path):
+    """(width, height) from a PNG's header."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def command(*args):
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_DIR))
+    return subprocess.run([sys.executable, "-m", "kpmap.plot", *args], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+class ErrorBars(unittest.TestCase):
+    def test_never_negative(self):
+        # One repetition: median = min = max, and v - v * t / t is negative
+        # for these v and t (-3.6e-15 for the efficiency in percent), which once
+        # made matplotlib refuse the plot.
+        t = 0.025
+        row = {"efficiency": 0.25935401432800764, "speedup": 1.7310544739578912, "wall_s": t,
+               "wall_min_s": t, "wall_max_s": t}
+        for key in ("efficiency", "speedup"):
+            for bar in plot.error_bars([row], key, 100):
+                self.assertTrue(0.0 <= bar[0] < 1e-12, f"{key}: {bar}")
+        row.update(wall_min_s=t / 2, wall_max_s=2 * t)
+        below, above = plot.error_bars([row], "speedup")
+        self.assertAlmostEqual(below[0], 1.7310544739578912 / 2)
+        self.assertAlmostEqual(above[0], 1.7310544739578912)
+
+
+@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed for this interpreter")
+class Pictures(Decks, unittest.TestCase):
+    def test_train(self):
+        self.write("history.csv", "epoch,train_loss,val_loss,accuracy\n1,2.0,2.5,0.3\n"
+                                  "2,1.0,1.4,0.6\n3,0.5,0.9,0.8\n")
+        p = command("train", str(self.dir))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"plot written to {self.dir / 'loss.png'}", p.stdout)
+        self.assertEqual(png_size(self.dir / "loss.png"), (770, 495))  # 7 x 4.5 in at 110 dpi
+
+    def test_heat(self):
+        import h5py
+        import numpy as np
+        with h5py.File(self.dir / "checkpoint_000004.h5", "w") as f:
+            f["fields/u"] = np.arange(12.0).reshape(3, 4)
+            f.attrs["step"] = 4
+        self.write("summary.csv", "step,u,error\n0,1.0,0\n1,1.0,1e-9\n2,1.0,2e-9\n")
+        p = command("heat", str(self.dir))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(png_size(self.dir / "field.png"), (1210, 495))
+
+    def test_scaling(self):
+        rows = [{"ranks": n, "status": "ok", "oversubscribed": n > 2, "wall_s": 8.0 / n,
+                 "wall_min_s": 7.0 / n, "wall_max_s": 9.0 / n, "speedup": float(n),
+                 "ideal_speedup": float(n), "efficiency": 1.0, "compute_s": 6.0 / n,
+                 "halo_s": None, "collectives_s": 1.0 / n, "io_s": None, "checkpoint_s": None}
+                for n in (1, 2, 4)]
+        rows.append({"ranks": 8, "status": "failed"})
+        written = plot.scaling(str(self.dir), rows, "strong scaling of x", "strong", 3)
+        self.assertEqual(written, ["speedup.png", "efficiency.png", "phases.png"])
+        self.assertEqual(png_size(self.dir / "speedup.png"), (500, 360))
+        self.assertEqual(plot.scaling(str(self.dir), rows[3:], "t", "strong", 1), [])
+
+
+class Notices(Decks, unittest.TestCase):
+    def test_nothing_to_plot_is_not_a_failure(self):
+        p = command("heat", str(self.dir / "missing"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"^kpmap: no plot")
+
+    def test_usage(self):
+        p = command("scaling", str(self.dir))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("python3 -m kpmap.plot train DIR", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
