@@ -2,6 +2,8 @@
 
     python3 -m kpmap.plot train DIR   DIR/loss.png: train and validation loss (and accuracy) per epoch
     python3 -m kpmap.plot heat DIR    DIR/field.png: the final field u, and the residual per step
+    python3 -m kpmap.plot trace FILE [PNG] [--window START_MS:END_MS]
+                                      a picture of a --trace timeline (default FILE's .png)
 
 kpmap-train and kpmap-heat run it at the end of a run (rank 0; KPMAP_PLOTS=0 turns it
 off). Without matplotlib (or numpy, h5py) it prints a one-line notice and exits 0: a plot
@@ -10,6 +12,7 @@ phases.png with scaling().
 """
 import csv
 import glob
+import json
 import os
 import sys
 
@@ -207,6 +210,90 @@ def scaling(directory, rows, title, mode, repeat):
     return written
 
 
+def trace_slices(events):
+    """The complete ('X') events of a Chrome trace as {(pid, tid): [(start_us, dur_us,
+    depth, name)]}, depth counting the slices that enclose each one, as Perfetto
+    stacks them."""
+    tracks = {}
+    for e in events:
+        if e.get("ph") == "X":
+            tracks.setdefault((e["pid"], e.get("tid", 0)), []).append(e)
+    out = {}
+    for key, evs in tracks.items():
+        evs.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))
+        open_ends, slices = [], []
+        for e in evs:
+            start, dur = float(e["ts"]), float(e.get("dur", 0))
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            slices.append((start, dur, len(open_ends), e["name"]))
+            open_ends.append(start + dur)
+        out[key] = slices
+    return out
+
+
+def timeline(trace_path, out_path, window_ms=None):
+    """A picture of a kpmap Chrome trace (--trace, KPMAP_TRACE) laid out as Perfetto
+    shows it: one band per rank, a compute and a communication track in each, nested
+    regions stacked below the region that holds them. window_ms = (start, end) in
+    milliseconds from the trace's start narrows it to a few steps."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    with open(trace_path, encoding="utf-8") as f:
+        doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    names = {}
+    for e in events:
+        if e.get("ph") == "M" and e.get("name") in ("process_name", "thread_name"):
+            names[(e["pid"], e.get("tid") if e["name"] == "thread_name" else None)] = \
+                e["args"]["name"]
+    slices = trace_slices(events)
+    if not slices:
+        return None
+    t0 = min(s[0] for track in slices.values() for s in track)
+    lo, hi = (None, None) if window_ms is None else (t0 + 1e3 * window_ms[0],
+                                                      t0 + 1e3 * window_ms[1])
+    rows, y = [], 0.0
+    for key in sorted(slices):
+        depth = 1 + max(s[2] for s in slices[key])
+        rows.append((key, y, depth))
+        y += depth + 0.6
+    fig, ax = plt.subplots(figsize=(12, 0.9 + 0.32 * y))
+    palette = plt.get_cmap("tab20").colors
+    colour = {}
+    for key, top, _ in rows:
+        for start, dur, depth, name in slices[key]:
+            if lo is not None and (start + dur < lo or start > hi):
+                continue
+            c = colour.setdefault(name.split("[")[0], palette[len(colour) % len(palette)])
+            x, w = (start - t0) / 1e3, max(dur / 1e3, 1e-4)
+            ax.broken_barh([(x, w)], (top + depth + 0.05, 0.9), facecolors=c,
+                           edgecolors="black", linewidth=0.2)
+            span = (hi - lo) / 1e3 if lo is not None else None
+            if span and w > span / 25:
+                ax.text(x + w / 2, top + depth + 0.5, name.replace("kpmap::", ""),
+                        ha="center", va="center", fontsize=6, clip_on=True)
+    ax.set_yticks([top + depth / 2 for _, top, depth in rows])
+    ax.set_yticklabels([f"{names.get((pid, None), f'rank {pid}')} "
+                        f"{names.get((pid, tid), tid)}" for (pid, tid), _, _ in rows],
+                       fontsize=8)
+    ax.set_ylim(y, -0.3)
+    if lo is not None:
+        ax.set_xlim(window_ms[0], window_ms[1])
+    ax.set_xlabel("time since the first event (ms)")
+    ax.grid(True, axis="x", alpha=0.3)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colour.values()]
+    ax.legend(handles, [n.replace("kpmap::", "") for n in colour], fontsize=6, ncol=1,
+              loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
+    ax.set_title(os.path.basename(trace_path) + (f", {window_ms[0]:g} to {window_ms[1]:g} ms"
+                                                 if window_ms else ""), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+    plt.close(fig)
+    return out_path
+
+
 def error_bars(rows, key, scale=1.0):
     """How far a ratio to the reference time moves when a point's time goes from
     its median to its fastest and slowest repetition (the reference held at its
@@ -222,15 +309,32 @@ def error_bars(rows, key, scale=1.0):
 
 
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("train", "heat"):
-        print("usage:\n" + "\n".join(__doc__.strip().splitlines()[2:4]), file=sys.stderr)
+    args = argv[1:]
+    window = None
+    if "--window" in args:
+        i = args.index("--window")
+        try:
+            window = tuple(float(v) for v in args[i + 1].split(":"))
+            assert len(window) == 2 and window[0] < window[1]
+        except (IndexError, ValueError, AssertionError):
+            print("kpmap: --window takes START_MS:END_MS, e.g. --window 120:135", file=sys.stderr)
+            return 2
+        del args[i:i + 2]
+    usable = (len(args) == 2 and args[0] in ("train", "heat")) or \
+        (args[:1] == ["trace"] and len(args) in (2, 3))
+    if not usable or (window is not None and args[0] != "trace"):
+        print("usage:\n" + "\n".join(__doc__.strip().splitlines()[2:6]), file=sys.stderr)
         return 2
     plt = _pyplot()
     if plt is None:
         print(f"kpmap: no plots (matplotlib is not installed for {sys.executable})")
         return 0
     try:
-        path = (plot_train if argv[1] == "train" else plot_heat)(argv[2], plt)
+        if args[0] == "trace":
+            out = args[2] if len(args) == 3 else os.path.splitext(args[1])[0] + ".png"
+            path = timeline(args[1], out, window)
+        else:
+            path = (plot_train if args[0] == "train" else plot_heat)(args[1], plt)
     except (OSError, KeyError, ValueError) as e:
         print(f"kpmap: no plot: {e}")
         return 0

@@ -2,6 +2,7 @@
 """kpmap.plot: the pictures of a training run, a heat run and a scaling study, from
 files written here by hand; and that a missing matplotlib or file is a notice, not
 a failure."""
+import json
 import os
 import subprocess
 import sys
@@ -75,6 +76,40 @@ class Pictures(Decks, unittest.TestCase):
         self.assertEqual(written, ["speedup.png", "efficiency.png", "phases.png"])
         self.assertEqual(png_size(self.dir / "speedup.png"), (500, 360))
         self.assertEqual(plot.scaling(str(self.dir), rows[3:], "t", "strong", 1), [])
+
+
+def trace_doc():
+    """Two ranks; rank 0's step holds a solve holding two iterations, rank 1 one
+    step; a psum on each rank's communication track."""
+    meta = [{"name": "process_name", "ph": "M", "pid": r, "args": {"name": f"rank {r}"}}
+            for r in (0, 1)]
+    x = [("kpmap::sim::step", 0, 0, 100.0, 50.0), ("kpmap::sim::solve", 0, 0, 101.0, 40.0),
+         ("kpmap::sim::cg::iteration", 0, 0, 102.0, 10.0),
+         ("kpmap::sim::cg::iteration", 0, 0, 112.0, 10.0),
+         ("kpmap::psum[blocks]", 0, 1, 111.0, 1.0), ("kpmap::sim::step", 1, 0, 98.0, 55.0)]
+    return {"traceEvents": meta + [{"name": n, "ph": "X", "pid": p, "tid": tid, "ts": ts,
+                                    "dur": dur} for n, p, tid, ts, dur in x]}
+
+
+class Timeline(Decks, unittest.TestCase):
+    def test_nesting(self):
+        slices = plot.trace_slices(trace_doc()["traceEvents"])
+        self.assertEqual(sorted(slices), [(0, 0), (0, 1), (1, 0)])
+        self.assertEqual([(s[2], s[3]) for s in slices[(0, 0)]],
+                         [(0, "kpmap::sim::step"), (1, "kpmap::sim::solve"),
+                          (2, "kpmap::sim::cg::iteration"), (2, "kpmap::sim::cg::iteration")])
+        self.assertEqual(slices[(0, 1)], [(111.0, 1.0, 0, "kpmap::psum[blocks]")])
+
+    @unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed for this interpreter")
+    def test_picture(self):
+        trace = self.write("t.json", json.dumps(trace_doc()))
+        p = command("trace", str(trace), "--window", "0:0.06")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        width, height = png_size(self.dir / "t.png")
+        self.assertEqual(width, 1320)  # 12 in at 110 dpi; the height grows with the tracks
+        p = command("trace", str(trace), "--window", "5:1")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--window takes START_MS:END_MS", p.stderr)
 
 
 class Notices(Decks, unittest.TestCase):
