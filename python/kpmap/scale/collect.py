@@ -43,14 +43,20 @@ def number(value: Any) -> Optional[float]:
     return float(value) if math.isfinite(value) and value >= 0 else None
 
 
-def read_app_json(path: Path, ranks: int, command: List[str]) -> Sample:
-    """wall and phase times from an application's result.json / summary.json."""
+def load_result(path: Path, command: List[str]) -> Any:
+    """The JSON a successful run left in path; RunFailed if it is missing or broken."""
     if not path.is_file():
         raise RunFailed(f"`{shlex.join(command)}` exited 0 but wrote no {path}")
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise RunFailed(f"{path} is not valid JSON: {e}") from None
+    return data
+
+
+def read_app_json(path: Path, ranks: int, command: List[str]) -> Sample:
+    """wall and phase times from an application's result.json / summary.json."""
+    data = load_result(path, command)
     timing = data.get("timing") if isinstance(data, dict) else None
     if not isinstance(timing, dict):
         raise RunFailed(f"{path} has no \"timing\" object (wall_s, compute_s, halo_s, "
@@ -73,12 +79,9 @@ TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 def read_benchmark_json(path: Path, command: List[str]) -> Sample:
     """The real time of the one benchmark a Google Benchmark run reported."""
-    if not path.is_file():
-        raise RunFailed(f"`{shlex.join(command)}` exited 0 but wrote no {path}")
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise RunFailed(f"{path} is not valid JSON: {e}") from None
+    data = load_result(path, command)
+    if not isinstance(data, dict):
+        raise RunFailed(f"{path} is not a Google Benchmark JSON file (no \"benchmarks\" list)")
     runs = [b for b in data.get("benchmarks", []) if b.get("run_type", "iteration") == "iteration"]
     names = sorted({b.get("run_name", b.get("name")) for b in runs})
     if len(names) != 1:
