@@ -242,8 +242,9 @@ void make_plots(const std::string& kind, const std::filesystem::path& dir, bool 
     }
   }
   if (package_dir.empty()) {
-    std::printf("kpmap: no plots (the kpmap Python package is neither in the source tree nor "
-                "installed)\n");
+    std::printf(
+        "kpmap: no plots (the kpmap Python package is neither in the source tree nor "
+        "installed)\n");
     return;
   }
   const char* env_python = std::getenv("KPMAP_PYTHON");
