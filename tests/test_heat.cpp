@@ -10,7 +10,7 @@
 #include <kpmap/runtime.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/simulation.hpp>
-#include <kpmap/sim/solver.hpp>
+#include <kpmap/sim/solvers/solver.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -209,6 +210,26 @@ TEST_CASE("every solver and preconditioner reaches the same solution", "[heat][s
   for (int n = 0; n < 3; ++n) iterations += s.step().solve.iterations;
   CHECK(iterations > 0);
   CHECK(rel(s.summary().u, u_ref) < 1e-9);
+}
+
+TEST_CASE("every method a deck can name has a registered solver", "[heat][solver]") {
+  // A Method with a deck name (sim/config.hpp) but no line in the registry
+  // would pass the schema and fail only when a run starts.
+  REQUIRE(sim::registered_solvers().size() == std::size(sim::method_names));
+  for (std::size_t i = 0; i < std::size(sim::method_names); ++i) {
+    const auto method = static_cast<sim::Method>(i);
+    CAPTURE(sim::method_names[i]);
+    CHECK(sim::solver_info(method).method == method);
+    CHECK(std::string(sim::to_string(method)) == sim::method_names[i]);
+    CHECK(config_of(tea_deck(16, std::string("method = \"") + sim::method_names[i] + "\""))
+              .solver.method == method);
+  }
+  // The explicit step reads the step's start from u0: no fields of its own.
+  sim::SolverOptions options;
+  CHECK(sim::solver_fields(sim::Scheme::explicit_ftcs, options) == 0);
+  options.method = sim::Method::ppcg;
+  options.preconditioner = sim::Preconditioner::jac_diag;
+  CHECK(sim::solver_fields(sim::Scheme::implicit, options) == 9);
 }
 
 TEST_CASE("a deep halo gives PPCG's inner steps the same result with fewer messages",

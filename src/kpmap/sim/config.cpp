@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -40,7 +41,8 @@ deck::Schema build_schema() {
       .integer("time.end_step", 0, {0, none}, "", "stop after this many steps (0: no limit)")
       .string("time.scheme", "implicit", {"implicit", "explicit"},
               "backward Euler with a linear solve, or explicit FTCS (refuses an unstable dt)");
-  s.string("solver.method", "cg", {"cg", "jacobi", "chebyshev", "ppcg"}, "linear solver")
+  s.string("solver.method", "cg", {std::begin(method_names), std::end(method_names)},
+           "linear solver")
       .string("solver.preconditioner", "none", {"none", "jac_diag", "jac_block"},
               "preconditioner of CG, Chebyshev and PPCG")
       .real("solver.eps", 1e-10, {0.0, 1.0}, "",
@@ -105,19 +107,7 @@ const deck::Schema& heat_schema() {
   return s;
 }
 
-const char* to_string(Method m) {
-  switch (m) {
-    case Method::cg:
-      return "cg";
-    case Method::jacobi:
-      return "jacobi";
-    case Method::chebyshev:
-      return "chebyshev";
-    case Method::ppcg:
-      return "ppcg";
-  }
-  return "?";
-}
+const char* to_string(Method m) { return method_names[static_cast<int>(m)]; }
 
 const char* to_string(Preconditioner p) {
   switch (p) {
@@ -243,10 +233,9 @@ HeatConfig from_deck(const deck::Deck& d) {
   c.scheme = d.string("time.scheme") == "explicit" ? Scheme::explicit_ftcs : Scheme::implicit;
 
   const std::string& m = d.string("solver.method");
-  c.solver.method = m == "cg"          ? Method::cg
-                    : m == "jacobi"    ? Method::jacobi
-                    : m == "chebyshev" ? Method::chebyshev
-                                       : Method::ppcg;
+  for (std::size_t i = 0; i < std::size(method_names); ++i) {
+    if (m == method_names[i]) c.solver.method = static_cast<Method>(i);
+  }
   const std::string& pc = d.string("solver.preconditioner");
   c.solver.preconditioner = pc == "none"       ? Preconditioner::none
                             : pc == "jac_diag" ? Preconditioner::jac_diag

@@ -44,7 +44,10 @@ enum class Coefficient {
 };
 
 enum class Scheme { implicit, explicit_ftcs };
+/// \brief The linear solvers (sim/solvers/, one file each).
 enum class Method { cg, jacobi, chebyshev, ppcg };
+/// \brief The deck's names of the methods (solver.method), in Method's order.
+inline constexpr const char* method_names[] = {"cg", "jacobi", "chebyshev", "ppcg"};
 enum class Preconditioner { none, jac_diag, jac_block };
 
 /// \brief The linear solver of each backward-Euler step.

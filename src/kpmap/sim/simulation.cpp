@@ -83,21 +83,9 @@ void with_interior(const CartesianLayout& l, const ScalarField& f, Fn&& fn) {
 double Simulation::memory_estimate(const HeatConfig& c, const CartesianLayout& l,
                                    std::string* breakdown) {
   // Whole fields (owned cells and ghosts), as the constructors allocate them.
-  const bool pre = c.solver.preconditioner != Preconditioner::none;
-  int state = 4;                   // density, energy, u, u0
+  const int state = 4;             // density, energy, u, u0
   int op = l.ndim() == 3 ? 3 : 2;  // face coefficients
-  int solver = 0;
-  if (c.scheme == Scheme::explicit_ftcs) {
-    state += 1;  // u_old
-  } else {
-    solver = 1;  // r
-    if (c.solver.method == Method::jacobi) {
-      solver += 1;
-    } else {
-      solver += 2 + (pre ? 1 : 0);  // p, w, z
-      if (c.solver.method == Method::ppcg) solver += 4 + (pre ? 1 : 0);
-    }
-  }
+  const int solver = solver_fields(c.scheme, c.solver);
   if (c.solver.preconditioner == Preconditioner::jac_diag) op += 1;
   if (c.solver.preconditioner == Preconditioner::jac_block) op += 2;
   double cells = 1.0, owned = 1.0;
@@ -137,13 +125,8 @@ Simulation::Simulation(const HeatConfig& config, MPI_Comm comm, const Exec& exec
   halo_density_ = std::make_unique<HaloExchange<double, Exec>>(
       layout_, std::vector<ScalarField>{density_}, HaloOptions{layout_.ghost(), true});
   op_ = std::make_unique<HeatOperator>(layout_, config.solver.preconditioner, exec_);
-  if (config.scheme == Scheme::implicit) {
-    solver_ = std::make_unique<LinearSolver>(layout_, axis(), config.solver, u_, u0_, timings_);
-  } else {
-    uold_ = layout_.allocate<double>("kpmap::sim::u_old");
-    halo_uold_ =
-        std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<ScalarField>{uold_});
-  }
+  solver_ =
+      make_solver(config.scheme, SolverContext{layout_, axis(), config.solver, u_, u0_, timings_});
 }
 
 Simulation::~Simulation() = default;
@@ -208,7 +191,7 @@ void Simulation::restart(const std::string& path) {
   }
   Kokkos::View<double*, Kokkos::HostSpace> eig("kpmap::sim::eigenvalues", 3);
   reader.read_replicated("solver/eigenvalues", eig);
-  if (solver_ && eig(0) != 0.0) solver_->set_eigenvalues(eig(1), eig(2));
+  if (eig(0) != 0.0) solver_->set_eigenvalues({eig(1), eig(2)});
   step_ = meta.step;
   time_ = meta.time;
   timed_exchange(exec_, *halo_density_, timings_);
@@ -225,20 +208,15 @@ StepReport Simulation::step() {
   if (!assembled_) assemble();
   const Box owned = layout_.interior();
   for_cells(exec_, "kpmap::sim::energy_to_u", owned, EnergyToU{density_, energy_, u_, u0_});
+  // One backward-Euler solve, or the explicit step (whose result is empty).
+  const SolveResult solve = solver_->solve(*op_);
   if (config_.scheme == Scheme::implicit) {
-    report.solve = solver_->solve(*op_);
+    report.solve = solve;
     if (!report.solve.converged) {
       throw Error("step " + std::to_string(report.step) +
                       ": the linear solve failed: " + report.solve.failure,
                   exit_code::diverged, ErrorScope::all_ranks);
     }
-  } else {
-    for_cells(exec_, "kpmap::sim::explicit::copy", owned, kernels::Copy{uold_, u_});
-    op_->visit([&](auto s) {
-      constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-      overlapped_for(exec_, "kpmap::sim::explicit::step", layout_,
-                     kernels::ExplicitStep<three>{s, u_, uold_}, *halo_uold_, timings_);
-    });
   }
   for_cells(exec_, "kpmap::sim::u_to_energy", owned, UToEnergy{density_, energy_, u_});
   kpmap::detail::fence(exec_, "kpmap::sim: step done");
@@ -302,10 +280,10 @@ void Simulation::write_checkpoint(const std::string& path, const std::string& de
     });
   }
   Kokkos::View<double*, Kokkos::HostSpace> eig("kpmap::sim::eigenvalues", 3);
-  if (solver_ && solver_->has_eigenvalues()) {
+  if (const auto kept = solver_->eigenvalues()) {
     eig(0) = 1.0;
-    eig(1) = solver_->eigenvalues().first;
-    eig(2) = solver_->eigenvalues().second;
+    eig(1) = kept->first;
+    eig(2) = kept->second;
   }
   writer.write_replicated("solver/eigenvalues", eig);
   writer.commit();

@@ -18,7 +18,7 @@
 #include <kpmap/mesh.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/operator.hpp>
-#include <kpmap/sim/solver.hpp>
+#include <kpmap/sim/solvers/solver.hpp>
 
 #include <memory>
 #include <string>
@@ -120,10 +120,10 @@ class Simulation {
   CartesianLayout layout_;
   std::unique_ptr<Mesh> mesh_;  // one axis "blocks" over the layout's ranks
   Exec exec_;
-  ScalarField density_, energy_, u_, u0_, uold_;
+  ScalarField density_, energy_, u_, u0_;
   std::unique_ptr<HeatOperator> op_;
-  std::unique_ptr<LinearSolver> solver_;
-  std::unique_ptr<HaloExchange<double, Exec>> halo_density_, halo_uold_;
+  std::unique_ptr<Solver> solver_;  // the linear solver, or the explicit step
+  std::unique_ptr<HaloExchange<double, Exec>> halo_density_;
   Timings timings_;
   long step_ = 0;
   double time_ = 0.0;

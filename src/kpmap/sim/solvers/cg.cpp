@@ -1,0 +1,67 @@
+#include <kpmap/sim/solvers/cg.hpp>
+
+#include <kpmap/profiling.hpp>
+
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+namespace kpmap::sim::solvers {
+
+Cg::Cg(const SolverContext& context, Method method) : LinearSolverBase(context, method) {
+  const bool pre = options_.preconditioner != Preconditioner::none;
+  p_ = layout_.allocate<double>("kpmap::sim::" + name_ + "::p");
+  w_ = layout_.allocate<double>("kpmap::sim::" + name_ + "::w");
+  z_ = pre ? layout_.allocate<double>("kpmap::sim::" + name_ + "::z") : r_;
+  halo_p_ = std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<ScalarField>{p_});
+}
+
+void Cg::iterate(const HeatOperator& A, SolveResult& res) {
+  const Exec& exec = A.exec();
+  const Box owned = layout_.interior();
+  const bool diag = A.preconditioner() == Preconditioner::jac_diag;
+  const bool block = A.preconditioner() == Preconditioner::jac_block;
+  double rro = global_sum(A.precondition(r_, z_));
+  for_cells(exec, "kpmap::sim::cg::init_p", owned, kernels::Copy{p_, z_});
+  double error = res.initial_residual;
+  for (long n = 1; n <= options_.max_iters; ++n) {
+    if (take_over(A, n, error, res)) return;
+    const ProfilingRegion iteration("kpmap::sim::cg::iteration");
+    const double pw = global_sum(A.visit([&](auto s) {
+      constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+      return overlapped_reduce(exec, "kpmap::sim::cg::matvec", layout_,
+                               kernels::MatvecDot<three>{s, p_, w_}, *halo_p_, timings_);
+    }));
+    if (!(pw > 0.0) || !std::isfinite(pw)) {
+      fail(res, n, "broke down (p.Ap = " + sci(pw) + ")");
+      return;
+    }
+    const double alpha = rro / pw;
+    double rrn = 0.0;
+    if (block) {
+      // r -= alpha w; then the block solve gives z and r.z.
+      for_cells(exec, "kpmap::sim::cg::update_r", owned,
+                kernels::UpdateR{r_, w_, z_, A.dinv(), alpha, false});
+      rrn = global_sum(A.precondition(r_, z_));
+    } else {
+      rrn = global_sum(reduce_cells<double>(exec, "kpmap::sim::cg::update_r", owned,
+                                            kernels::UpdateR{r_, w_, z_, A.dinv(), alpha, diag}));
+    }
+    const double beta = rrn / rro;
+    for_cells(exec, "kpmap::sim::cg::update_xp", owned, kernels::UpdateXP{x_, p_, z_, alpha, beta});
+    record(alpha, beta);
+    rro = rrn;
+    error = std::sqrt(std::abs(rrn));
+    if (finished(res, n, error)) return;
+  }
+  exhausted(res);
+}
+
+namespace {
+std::unique_ptr<Solver> make(const SolverContext& context) { return std::make_unique<Cg>(context); }
+}  // namespace
+
+// r, p, w; z with a preconditioner.
+extern const SolverInfo cg_solver{Method::cg, 3, 1, make};
+
+}  // namespace kpmap::sim::solvers

@@ -1,0 +1,36 @@
+#pragma once
+/// \file
+/// \brief Conjugate gradient, with the preconditioners none, jac_diag and
+/// jac_block, as TeaLeaf runs it: per iteration the operator fused with p.Ap
+/// (x's neighbours exchanged behind the interior), r -= alpha w fused with
+/// r.z (and z = M^-1 r for jac_diag), then x += alpha p fused with
+/// p = z + beta p. Chebyshev and PPCG start as CG (solvers/polynomial.hpp).
+
+#include <kpmap/halo.hpp>
+#include <kpmap/sim/solvers/common.hpp>
+
+#include <memory>
+
+namespace kpmap::sim::solvers {
+
+class Cg : public LinearSolverBase {
+ public:
+  explicit Cg(const SolverContext& context, Method method = Method::cg);
+
+ protected:
+  void iterate(const HeatOperator& A, SolveResult& res) override;
+
+  /// \brief Called before CG iteration n (cg_done = n - 1 done, the last
+  /// with error `error`): true when another method has taken over and
+  /// finished the solve in `res`.
+  virtual bool take_over(const HeatOperator&, long /*n*/, double /*error*/, SolveResult&) {
+    return false;
+  }
+  /// \brief Called after each CG iteration with its step length and ratio.
+  virtual void record(double /*alpha*/, double /*beta*/) {}
+
+  ScalarField p_, w_, z_;  // z_ is r_ itself without a preconditioner
+  std::unique_ptr<HaloExchange<double, Exec>> halo_p_;
+};
+
+}  // namespace kpmap::sim::solvers

@@ -1,0 +1,70 @@
+/// Chebyshev iteration (TeaLeaf's tl_use_chebyshev): CG presteps for the
+/// eigenvalue estimates, then x += d with d = alpha d + beta M^-1 r, the
+/// residual (with x's halo exchange behind the interior) every iteration and
+/// its global sum only every check_every iterations once TeaLeaf's estimate
+/// of the iterations needed has passed.
+
+#include <kpmap/profiling.hpp>
+#include <kpmap/sim/solvers/polynomial.hpp>
+
+#include <cmath>
+
+namespace kpmap::sim::solvers {
+
+namespace {
+
+class Chebyshev final : public PolynomialSolver {
+ public:
+  explicit Chebyshev(const SolverContext& context) : PolynomialSolver(context, Method::chebyshev) {}
+
+ private:
+  void phase(const HeatOperator& A, long first, SolveResult& res) override;
+};
+
+void Chebyshev::phase(const HeatOperator& A, long first, SolveResult& res) {
+  const Exec& exec = A.exec();
+  const Box owned = layout_.interior();
+  ChebyshevCoefficients coef(*eigen_);
+  const double bb = global_sum(
+      reduce_cells<double>(exec, "kpmap::sim::chebyshev::bb", owned, kernels::Dot{b_, b_}));
+  // First step: d = M^-1 r / theta; x += d.
+  residual(A);
+  A.precondition(r_, z_);
+  for_cells(exec, "kpmap::sim::chebyshev::update", owned,
+            kernels::ChebyUpdate{x_, p_, z_, 0.0, 1.0 / coef.theta});
+  // Second step, whose residual gives the expected iteration count.
+  double rr = global_sum(residual(A));
+  A.precondition(r_, z_);
+  auto [a1, b1] = coef.next();
+  for_cells(exec, "kpmap::sim::chebyshev::update", owned, kernels::ChebyUpdate{x_, p_, z_, a1, b1});
+  if (finished(res, first, std::sqrt(rr))) return;
+  // Iterations until the Chebyshev polynomial has reduced the error by eps
+  // (TeaLeaf's estimate); the residual is only checked after that.
+  const double cn = eigen_->second / eigen_->first;
+  const double gamma = (std::sqrt(cn) - 1.0) / (std::sqrt(cn) + 1.0);
+  const double it_alpha = options_.eps / 2.0 * std::sqrt(bb / rr);
+  const long estimate = std::lround(std::log(it_alpha) / std::log(gamma));
+  for (long n = first + 1; n <= options_.max_iters; ++n) {
+    const ProfilingRegion iteration("kpmap::sim::chebyshev::iteration");
+    const bool check = n >= estimate && n % options_.check_every == 0;
+    const double local = residual(A);
+    if (check) rr = global_sum(local);
+    A.precondition(r_, z_);
+    auto [a, b] = coef.next();
+    for_cells(exec, "kpmap::sim::chebyshev::update", owned, kernels::ChebyUpdate{x_, p_, z_, a, b});
+    res.iterations = n;
+    if (check && finished(res, n, std::sqrt(rr))) return;
+  }
+  exhausted(res);
+}
+
+std::unique_ptr<Solver> make(const SolverContext& context) {
+  return std::make_unique<Chebyshev>(context);
+}
+
+}  // namespace
+
+// As CG: r, p (the Chebyshev direction d), w; z with a preconditioner.
+extern const SolverInfo chebyshev_solver{Method::chebyshev, 3, 1, make};
+
+}  // namespace kpmap::sim::solvers

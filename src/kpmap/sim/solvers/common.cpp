@@ -1,0 +1,100 @@
+#include <kpmap/sim/solvers/common.hpp>
+
+#include <kpmap/collectives.hpp>
+#include <kpmap/profiling.hpp>
+
+#include <cmath>
+#include <sstream>
+#include <type_traits>
+#include <vector>
+
+namespace kpmap::sim::solvers {
+
+std::string sci(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << std::scientific << v;
+  return s.str();
+}
+
+LinearSolverBase::LinearSolverBase(const SolverContext& context, Method method)
+    : layout_(context.layout),
+      options_(context.options),
+      x_(context.x),
+      b_(context.b),
+      r_(context.layout.allocate<double>(std::string("kpmap::sim::") + to_string(method) + "::r")),
+      timings_(context.timings),
+      name_(to_string(method)),
+      axis_(context.axis),
+      residual_label_("kpmap::sim::" + name_ + "::residual"),
+      halo_x_(std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<ScalarField>{x_})) {
+}
+
+SolveResult LinearSolverBase::solve(const HeatOperator& A) {
+  const ProfilingRegion region("kpmap::sim::solve");
+  SolveResult res;
+  const double rr0 = global_sum(residual(A));
+  res.initial_residual = std::sqrt(rr0);
+  if (!std::isfinite(rr0)) {
+    res.failure = "the initial residual is " + sci(rr0) + " (NaN or Inf in the fields)";
+    return res;
+  }
+  if (rr0 == 0.0) {  // x already solves the system (a uniform field, for one)
+    res.converged = true;
+    return res;
+  }
+  iterate(A, res);
+  if (options_.check_result && res.converged) {
+    res.exact_error = std::sqrt(global_sum(residual(A))) / res.initial_residual;
+  }
+  return res;
+}
+
+double LinearSolverBase::residual(const HeatOperator& A) {
+  return A.visit([&](auto s) {
+    constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+    return overlapped_reduce(A.exec(), residual_label_.c_str(), layout_,
+                             kernels::Residual<three>{s, x_, b_, r_}, *halo_x_, timings_);
+  });
+}
+
+double LinearSolverBase::global_sum(double local) {
+  const double t0 = MPI_Wtime();
+  const double g = kpmap::psum(local, axis_);
+  timings_.collectives_s += MPI_Wtime() - t0;
+  return g;
+}
+
+std::pair<double, double> LinearSolverBase::global_sum2(double a, double b) {
+  const double t0 = MPI_Wtime();
+  double v[2] = {a, b};
+  Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> view(v, 2);
+  kpmap::psum_inplace(Kokkos::DefaultHostExecutionSpace(), view, axis_);
+  timings_.collectives_s += MPI_Wtime() - t0;
+  return {v[0], v[1]};
+}
+
+bool LinearSolverBase::finished(SolveResult& res, long n, double error) const {
+  res.iterations = n;
+  res.error = error / res.initial_residual;
+  if (!std::isfinite(error)) {
+    fail(res, n, "produced " + sci(error));
+    return true;
+  }
+  if (error < options_.eps * res.initial_residual) {
+    res.converged = true;
+    return true;
+  }
+  return false;
+}
+
+void LinearSolverBase::exhausted(SolveResult& res) const {
+  res.failure = name_ + " did not converge in " + std::to_string(options_.max_iters) +
+                " iterations (error " + sci(res.error) + ", tolerance " + sci(options_.eps) + ")";
+}
+
+void LinearSolverBase::fail(SolveResult& res, long n, const std::string& what) const {
+  res.failure = name_ + " " + what + " at iteration " + std::to_string(n);
+}
+
+}  // namespace kpmap::sim::solvers

@@ -1,0 +1,64 @@
+#pragma once
+/// \file
+/// \brief What every linear solver shares, written once: the first residual,
+/// global sums (timed as collectives), TeaLeaf's stopping rule and its
+/// messages. Internal to the solvers in this folder.
+
+#include <kpmap/halo.hpp>
+#include <kpmap/sim/solvers/solver.hpp>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace kpmap::sim::solvers {
+
+/// \brief v in scientific notation, 6 digits: how solver messages print numbers.
+std::string sci(double v);
+
+/// \brief The part of a linear solver that does not depend on the method.
+/// solve() computes r = b - A x and ||r0||, deals with a solution already
+/// exact or a NaN in the fields, runs the method's iterate(), and recomputes
+/// the true residual when solver.check_result asks for it.
+class LinearSolverBase : public Solver {
+ public:
+  SolveResult solve(const HeatOperator& A) final;
+
+ protected:
+  /// Collective (builds x's halo plan). Labels and messages name the method.
+  LinearSolverBase(const SolverContext& context, Method method);
+
+  /// \brief The method's iterations, from r = b - A x with
+  /// res.initial_residual = ||r|| (finite, above zero).
+  virtual void iterate(const HeatOperator& A, SolveResult& res) = 0;
+
+  /// \brief r = b - A x on the owned cells, with x's halo exchange
+  /// overlapped; returns this rank's r.r.
+  double residual(const HeatOperator& A);
+  /// \brief The sum over the ranks of `local` (a blocking allreduce).
+  double global_sum(double local);
+  /// \brief Two sums in one allreduce.
+  std::pair<double, double> global_sum2(double a, double b);
+
+  /// \brief Records iteration n with error measure `error` = sqrt(|rho|):
+  /// true when the solve is over, converged (error < eps ||r0||) or failed
+  /// (NaN or Inf).
+  bool finished(SolveResult& res, long n, double error) const;
+  /// \brief The failure of a solve that ran all max_iters iterations.
+  void exhausted(SolveResult& res) const;
+  /// \brief A failure at iteration n: "<solver> <what> at iteration n".
+  void fail(SolveResult& res, long n, const std::string& what) const;
+
+  const CartesianLayout& layout_;
+  SolverOptions options_;
+  ScalarField x_, b_, r_;
+  Timings& timings_;
+  std::string name_;
+
+ private:
+  const Axis& axis_;
+  std::string residual_label_;
+  std::unique_ptr<HaloExchange<double, Exec>> halo_x_;
+};
+
+}  // namespace kpmap::sim::solvers

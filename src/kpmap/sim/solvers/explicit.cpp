@@ -1,0 +1,50 @@
+/// The explicit (FTCS) step: x = b - (A - I) b, the stencil read straight
+/// from b (the step's starting u, whose halo is exchanged behind the
+/// interior), so that a step moves the stencil's arrays and nothing else.
+
+#include <kpmap/halo.hpp>
+#include <kpmap/sim/solvers/solver.hpp>
+
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace kpmap::sim::solvers {
+
+namespace {
+
+class ExplicitFtcs final : public Solver {
+ public:
+  explicit ExplicitFtcs(const SolverContext& context)
+      : layout_(context.layout),
+        x_(context.x),
+        b_(context.b),
+        timings_(context.timings),
+        halo_b_(
+            std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<ScalarField>{b_})) {}
+
+  SolveResult solve(const HeatOperator& A) override {
+    A.visit([&](auto s) {
+      constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+      overlapped_for(A.exec(), "kpmap::sim::explicit::step", layout_,
+                     kernels::ExplicitStep<three>{s, x_, b_}, *halo_b_, timings_);
+    });
+    SolveResult res;
+    res.converged = true;
+    return res;
+  }
+
+ private:
+  const CartesianLayout& layout_;
+  ScalarField x_, b_;
+  Timings& timings_;
+  std::unique_ptr<HaloExchange<double, Exec>> halo_b_;
+};
+
+}  // namespace
+
+std::unique_ptr<Solver> make_explicit(const SolverContext& context) {
+  return std::make_unique<ExplicitFtcs>(context);
+}
+
+}  // namespace kpmap::sim::solvers

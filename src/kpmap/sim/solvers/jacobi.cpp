@@ -1,0 +1,60 @@
+/// Jacobi iteration (TeaLeaf's tl_use_jacobi): x_old = x, then one sweep
+/// x = (b + sum_f a_f x_old(neighbour)) / diagonal fused with
+/// sum |x - x_old|, the error measure, with x_old's halo exchange behind the
+/// interior.
+
+#include <kpmap/halo.hpp>
+#include <kpmap/profiling.hpp>
+#include <kpmap/sim/solvers/common.hpp>
+
+#include <cmath>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace kpmap::sim::solvers {
+
+namespace {
+
+class Jacobi final : public LinearSolverBase {
+ public:
+  explicit Jacobi(const SolverContext& context)
+      : LinearSolverBase(context, Method::jacobi),
+        xold_(layout_.allocate<double>("kpmap::sim::jacobi::x_old")),
+        halo_xold_(std::make_unique<HaloExchange<double, Exec>>(layout_,
+                                                                std::vector<ScalarField>{xold_})) {}
+
+ private:
+  void iterate(const HeatOperator& A, SolveResult& res) override;
+
+  ScalarField xold_;
+  std::unique_ptr<HaloExchange<double, Exec>> halo_xold_;
+};
+
+void Jacobi::iterate(const HeatOperator& A, SolveResult& res) {
+  const Exec& exec = A.exec();
+  const Box owned = layout_.interior();
+  for (long n = 1; n <= options_.max_iters; ++n) {
+    const ProfilingRegion iteration("kpmap::sim::jacobi::iteration");
+    for_cells(exec, "kpmap::sim::jacobi::copy", owned, kernels::Copy{xold_, x_});
+    const double change = A.visit([&](auto s) {
+      constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+      return overlapped_reduce(exec, "kpmap::sim::jacobi::sweep", layout_,
+                               kernels::JacobiSweep<three>{s, x_, xold_, b_}, *halo_xold_,
+                               timings_);
+    });
+    if (finished(res, n, std::sqrt(std::abs(global_sum(change))))) return;
+  }
+  exhausted(res);
+}
+
+std::unique_ptr<Solver> make(const SolverContext& context) {
+  return std::make_unique<Jacobi>(context);
+}
+
+}  // namespace
+
+// r (the first residual), x_old.
+extern const SolverInfo jacobi_solver{Method::jacobi, 2, 0, make};
+
+}  // namespace kpmap::sim::solvers

@@ -1,0 +1,61 @@
+#pragma once
+/// \file
+/// \brief What Chebyshev and PPCG share: they run CG for `presteps`
+/// iterations (and until the CG error is below `epslim`), estimate the
+/// extreme eigenvalues of M^-1 A from the CG coefficients (the Lanczos
+/// tridiagonal matrix), widen them by 5 %, keep them for later solves (and
+/// checkpoints), and then iterate with the Chebyshev recurrence on them, as
+/// TeaLeaf does.
+
+#include <kpmap/sim/solvers/cg.hpp>
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace kpmap::sim::solvers {
+
+/// \brief The Chebyshev recurrence over [eigmin, eigmax]: step k gives the
+/// weights (alpha_k, beta_k) of d_k = alpha_k d_(k-1) + beta_k z_k.
+struct ChebyshevCoefficients {
+  double theta, delta, sigma, rho_old;
+  explicit ChebyshevCoefficients(const Eigenvalues& e)
+      : theta(0.5 * (e.second + e.first)),
+        delta(0.5 * (e.second - e.first)),
+        sigma(theta / delta),
+        rho_old(1.0 / sigma) {}
+  std::pair<double, double> next() {
+    const double rho_new = 1.0 / (2.0 * sigma - rho_old);
+    const std::pair<double, double> ab{rho_new * rho_old, 2.0 * rho_new / delta};
+    rho_old = rho_new;
+    return ab;
+  }
+};
+
+/// \brief CG until the eigenvalues are known, then the method's own phase.
+class PolynomialSolver : public Cg {
+ public:
+  std::optional<Eigenvalues> eigenvalues() const override { return eigen_; }
+  void set_eigenvalues(Eigenvalues e) override { eigen_ = e; }
+
+ protected:
+  PolynomialSolver(const SolverContext& context, Method method) : Cg(context, method) {}
+
+  void iterate(const HeatOperator& A, SolveResult& res) override;
+  bool take_over(const HeatOperator& A, long n, double error, SolveResult& res) override;
+  void record(double alpha, double beta) override;
+
+  /// \brief The method's iterations from outer iteration `first`, on the
+  /// eigenvalues in eigen_.
+  virtual void phase(const HeatOperator& A, long first, SolveResult& res) = 0;
+  /// \brief True when the method may start before CG iteration n (the
+  /// estimates, if none are kept yet, come from the n - 1 done).
+  virtual bool ready(long cg_done, double error) const;
+
+  std::optional<Eigenvalues> eigen_;
+
+ private:
+  std::vector<double> alphas_, betas_;
+};
+
+}  // namespace kpmap::sim::solvers

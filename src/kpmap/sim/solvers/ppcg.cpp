@@ -1,0 +1,155 @@
+/// Polynomially preconditioned CG (TeaLeaf's tl_use_ppcg): CG presteps for
+/// the eigenvalue estimates, then flexible CG whose preconditioner is
+/// `ppcg_inner_steps` Chebyshev steps on A e = r. With a ghost width D > 1
+/// the inner steps exchange sd and rtemp D layers deep once every D steps,
+/// as TeaLeaf does. Both dot products of an outer iteration (r.z and
+/// (r - r_old).z) are one fused kernel and one allreduce.
+
+#include <kpmap/halo.hpp>
+#include <kpmap/profiling.hpp>
+#include <kpmap/sim/solvers/polynomial.hpp>
+
+#include <cmath>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace kpmap::sim::solvers {
+
+namespace {
+
+class Ppcg final : public PolynomialSolver {
+ public:
+  explicit Ppcg(const SolverContext& context);
+
+ private:
+  bool ready(long cg_done, double error) const override {
+    // Kept estimates from an earlier solve: one CG iteration is enough.
+    return eigen_ ? cg_done >= 1 : PolynomialSolver::ready(cg_done, error);
+  }
+  void phase(const HeatOperator& A, long first, SolveResult& res) override;
+  void polynomial_preconditioner(const HeatOperator& A);
+  void deep_inner_steps(const HeatOperator& A, ChebyshevCoefficients& coef);
+
+  ScalarField rold_, sd_, rtemp_, utemp_, zt_;
+  std::unique_ptr<HaloExchange<double, Exec>> halo_sd_;
+  // With a ghost width D > 1: sd and rtemp to depth D, corners included.
+  std::unique_ptr<HaloExchange<double, Exec>> halo_inner_;
+};
+
+Ppcg::Ppcg(const SolverContext& context) : PolynomialSolver(context, Method::ppcg) {
+  const auto& l = layout_;
+  rold_ = l.allocate<double>("kpmap::sim::ppcg::r_old");
+  sd_ = l.allocate<double>("kpmap::sim::ppcg::sd");
+  rtemp_ = l.allocate<double>("kpmap::sim::ppcg::rtemp");
+  utemp_ = l.allocate<double>("kpmap::sim::ppcg::utemp");
+  zt_ = options_.preconditioner != Preconditioner::none ? l.allocate<double>("kpmap::sim::ppcg::zt")
+                                                        : rtemp_;
+  halo_sd_ = std::make_unique<HaloExchange<double, Exec>>(l, std::vector<ScalarField>{sd_});
+  if (l.ghost() > 1) {
+    halo_inner_ = std::make_unique<HaloExchange<double, Exec>>(
+        l, std::vector<ScalarField>{sd_, rtemp_}, HaloOptions{l.ghost(), true});
+  }
+}
+
+void Ppcg::polynomial_preconditioner(const HeatOperator& A) {
+  // utemp = P(A) M^-1 r: `inner` Chebyshev steps on A e = r from e = 0.
+  const Exec& exec = A.exec();
+  const Box owned = layout_.interior();
+  ChebyshevCoefficients coef(*eigen_);
+  A.precondition(r_, z_);
+  for_cells(exec, "kpmap::sim::ppcg::init", owned,
+            kernels::PolyInit{sd_, utemp_, rtemp_, z_, r_, 1.0 / coef.theta});
+  if (halo_inner_) {
+    deep_inner_steps(A, coef);
+    return;
+  }
+  for (int s = 0; s < options_.ppcg_inner_steps; ++s) {
+    A.visit([&](auto st) {
+      constexpr bool three = std::is_same_v<decltype(st), Stencil<true>>;
+      overlapped_for(exec, "kpmap::sim::ppcg::inner_matvec", layout_,
+                     kernels::SubtractMatvec<three>{st, sd_, rtemp_}, *halo_sd_, timings_);
+    });
+    A.precondition(rtemp_, zt_);
+    auto [a, b] = coef.next();
+    for_cells(exec, "kpmap::sim::ppcg::inner_update", owned,
+              kernels::ChebyUpdate{utemp_, sd_, zt_, a, b});
+  }
+}
+
+void Ppcg::deep_inner_steps(const HeatOperator& A, ChebyshevCoefficients& coef) {
+  // TeaLeaf's use of a deep halo: exchange sd and rtemp D layers deep, then
+  // take D steps without communicating, step t (0-based) also over the D-1-t
+  // ghost layers next to each neighbour. A ghost cell then computes, by the
+  // same operations on the same values, what its owner computes, so the
+  // result is the one-layer algorithm's, with a D-th of the messages.
+  const Exec& exec = A.exec();
+  const int depth = layout_.ghost();
+  const Box owned = layout_.interior();
+  for (int s = 0; s < options_.ppcg_inner_steps; ++s) {
+    const int t = s % depth;
+    if (t == 0) timed_exchange(exec, *halo_inner_, timings_);
+    Box box = owned;
+    for (int d = 0; d < layout_.ndim(); ++d) {
+      if (!layout_.physical_boundary(d, 0)) box.lo[d] -= depth - 1 - t;
+      if (!layout_.physical_boundary(d, 1)) box.hi[d] += depth - 1 - t;
+    }
+    A.visit([&](auto st) {
+      constexpr bool three = std::is_same_v<decltype(st), Stencil<true>>;
+      for_cells(exec, "kpmap::sim::ppcg::inner_matvec", box,
+                kernels::SubtractMatvec<three>{st, sd_, rtemp_});
+    });
+    A.precondition_box(rtemp_, zt_, box);
+    auto [a, b] = coef.next();
+    for_cells(exec, "kpmap::sim::ppcg::inner_update", box,
+              kernels::ChebyUpdate{utemp_, sd_, zt_, a, b});
+  }
+}
+
+void Ppcg::phase(const HeatOperator& A, long first, SolveResult& res) {
+  const Exec& exec = A.exec();
+  const Box owned = layout_.interior();
+  polynomial_preconditioner(A);
+  res.inner_iterations += options_.ppcg_inner_steps;
+  double rro = global_sum(
+      reduce_cells<double>(exec, "kpmap::sim::ppcg::rz", owned, kernels::Dot{r_, utemp_}));
+  for_cells(exec, "kpmap::sim::ppcg::init_p", owned, kernels::Copy{p_, utemp_});
+  for (long n = first; n <= options_.max_iters; ++n) {
+    const ProfilingRegion iteration("kpmap::sim::ppcg::iteration");
+    const double pw = global_sum(A.visit([&](auto s) {
+      constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+      return overlapped_reduce(exec, "kpmap::sim::ppcg::matvec", layout_,
+                               kernels::MatvecDot<three>{s, p_, w_}, *halo_p_, timings_);
+    }));
+    if (!(pw > 0.0) || !std::isfinite(pw)) {
+      fail(res, n, "broke down (p.Ap = " + sci(pw) + ")");
+      return;
+    }
+    const double alpha = rro / pw;
+    for_cells(exec, "kpmap::sim::ppcg::update_xr", owned,
+              kernels::UpdateXRStore{x_, p_, r_, rold_, w_, alpha});
+    polynomial_preconditioner(A);
+    res.inner_iterations += options_.ppcg_inner_steps;
+    // Flexible CG (Polak-Ribiere): the preconditioner is a polynomial that
+    // rounding makes slightly different at every application.
+    const Sums<2> local = reduce_cells<Sums<2>>(exec, "kpmap::sim::ppcg::dots", owned,
+                                                kernels::FlexibleDots{r_, rold_, utemp_});
+    const auto [rz, rrn] = global_sum2(local.v[0], local.v[1]);
+    const double beta = rrn / rro;
+    for_cells(exec, "kpmap::sim::ppcg::update_p", owned, kernels::UpdateP{p_, utemp_, beta});
+    rro = rz;
+    if (finished(res, n, std::sqrt(std::abs(rz)))) return;
+  }
+  exhausted(res);
+}
+
+std::unique_ptr<Solver> make(const SolverContext& context) {
+  return std::make_unique<Ppcg>(context);
+}
+
+}  // namespace
+
+// CG's r, p, w (and z), and r_old, sd, rtemp, utemp (and zt with a preconditioner).
+extern const SolverInfo ppcg_solver{Method::ppcg, 7, 2, make};
+
+}  // namespace kpmap::sim::solvers

@@ -1,0 +1,114 @@
+#pragma once
+/// \file
+/// \brief What advances the heat equation by one time step: the linear
+/// solvers of a backward-Euler step (CG, Jacobi, Chebyshev, PPCG), or the
+/// explicit FTCS update, behind one small interface, and the table of
+/// solvers a deck's `solver.method` picks from.
+///
+/// A solver updates x (the new u; also the first guess) from b (the u of the
+/// time step's start) with a HeatOperator A. Every call to solve() is
+/// collective over the layout's ranks (halo exchanges, global sums over
+/// `axis`), runs every kernel and exchange on A.exec() and fences only that
+/// instance. Kernels are labelled `kpmap::sim::<solver>::<step>`, and each
+/// iteration is a profiling region `kpmap::sim::<solver>::iteration`.
+///
+/// Stopping rule (TeaLeaf's, solvers/common.hpp): with r0 = b - A x0 and rho
+/// the solver's error measure, a solve has converged when
+/// sqrt(|rho|) < eps ||r0||; one that has not after max_iters iterations, or
+/// meets a NaN, fails.
+///
+/// Adding a solver: one file in this folder that defines a Solver and its
+/// `SolverInfo` (work fields, factory); a value of sim::Method and its deck
+/// name (sim/config.hpp); and its line in registry.cpp.
+
+#include <kpmap/mesh.hpp>
+#include <kpmap/sim/config.hpp>
+#include <kpmap/sim/operator.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kpmap::sim {
+
+/// \brief What one solve did.
+struct SolveResult {
+  long iterations = 0;            ///< outer iterations (TeaLeaf's "Iteration count")
+  long inner_iterations = 0;      ///< PPCG's inner Chebyshev steps
+  double initial_residual = 0.0;  ///< ||b - A x0||
+  double error = 0.0;         ///< sqrt(|rho|) / ||r0|| at the end (TeaLeaf's "Conduction error")
+  double exact_error = -1.0;  ///< ||b - A x|| / ||r0|| with solver.check_result, else -1
+  bool converged = false;
+  std::string failure;  ///< why, when not converged
+};
+
+/// \brief The extreme eigenvalues (min, max) of M^-1 A that Chebyshev and
+/// PPCG estimate once and keep; a checkpoint stores them so that a restart
+/// continues bit for bit.
+using Eigenvalues = std::pair<double, double>;
+
+/// \brief Advances x over one time step. Collective.
+class Solver {
+ public:
+  virtual ~Solver() = default;
+  Solver() = default;
+  Solver(const Solver&) = delete;
+  Solver& operator=(const Solver&) = delete;
+
+  /// \brief One backward-Euler solve A x = b from the current x (or one
+  /// explicit step: x = b - (A - I) b). Collective.
+  virtual SolveResult solve(const HeatOperator& A) = 0;
+
+  /// \brief The eigenvalue estimates the solver keeps, if any.
+  virtual std::optional<Eigenvalues> eigenvalues() const { return std::nullopt; }
+  /// \brief Restores kept estimates (from a checkpoint); ignored by solvers
+  /// that keep none.
+  virtual void set_eigenvalues(Eigenvalues) {}
+};
+
+/// \brief What every solver is built from. `axis` spans the layout's ranks.
+struct SolverContext {
+  const CartesianLayout& layout;
+  const Axis& axis;
+  SolverOptions options;
+  ScalarField x, b;
+  Timings& timings;
+};
+
+/// \brief A linear solver as the registry knows it.
+struct SolverInfo {
+  Method method;              ///< its name: to_string(method), the deck's `solver.method`
+  int work_fields;            ///< whole fields a solve allocates without a preconditioner
+  int preconditioned_fields;  ///< ... and in addition with one
+  std::unique_ptr<Solver> (*make)(const SolverContext&);
+};
+
+/// \brief Every linear solver.
+const std::vector<const SolverInfo*>& registered_solvers();
+
+/// \brief The registry's entry for `method`.
+const SolverInfo& solver_info(Method method);
+
+/// \brief The solver that advances a step of `scheme`: the explicit FTCS
+/// update, or the linear solver `context.options.method`. Collective (builds
+/// halo plans).
+std::unique_ptr<Solver> make_solver(Scheme scheme, const SolverContext& context);
+
+/// \brief Whole fields make_solver(scheme, ...) allocates (memory estimates).
+int solver_fields(Scheme scheme, const SolverOptions& options);
+
+/// \brief The extreme eigenvalues (min, max) of the symmetric tridiagonal
+/// matrix with diagonal `diag` and off-diagonal `off` (off[i] couples i and
+/// i+1), by Sturm-sequence bisection to full precision.
+Eigenvalues tridiagonal_extreme_eigenvalues(const std::vector<double>& diag,
+                                            const std::vector<double>& off);
+
+/// \brief Estimates of the extreme eigenvalues of M^-1 A from the step
+/// lengths alpha_i and the ratios beta_i of n CG iterations (the Lanczos
+/// matrix: T_ii = 1/alpha_i + beta_(i-1)/alpha_(i-1), T_i,i+1 = sqrt(beta_i)/alpha_i).
+Eigenvalues cg_eigenvalue_estimates(const std::vector<double>& alphas,
+                                    const std::vector<double>& betas);
+
+}  // namespace kpmap::sim
