@@ -312,8 +312,8 @@ TEST_CASE("TeaLeaf's benchmark 1 (10 x 10, CG) gives TeaLeaf's published U", "[h
   while (!s.done()) iterations += s.step().solve.iterations;
   CHECK(s.step_count() == 10);
   INFO("CG iterations " << iterations << ", U " << s.summary().u);
-  const double expected = sim::tealeaf_expected_u(2, 1);
-  CHECK(expected == 157.55084183279294);
+  // TeaLeaf_ref's Benchmarks/tea_bm_1.out: the final field summary's U.
+  const double expected = 157.55084183279294;
   // TeaLeaf's own pass criterion: within 0.001 %.
   CHECK(rel(s.summary().u, expected) < 1e-5);
   // 11 CG iterations a step, as TeaLeaf's log shows ("Iteration count 10" counts from 0).

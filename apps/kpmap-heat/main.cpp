@@ -10,6 +10,7 @@
 // go to output.dir; see docs/heat.md.
 
 #include "../common/driver.hpp"
+#include "tealeaf_answers.hpp"
 
 #include <kpmap/kpmap.hpp>
 #include <kpmap/sim/config.hpp>
@@ -31,6 +32,7 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace sim = kpmap::sim;
+namespace heat = kpmap::apps::heat;
 using kpmap::apps::Phase;
 
 std::string cells_text(const sim::HeatConfig& c) {
@@ -254,7 +256,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   bool answer_failed = false;
   if (c.test_problem > 0) {
     // TeaLeaf's check: the final U within 0.001 % of its published value.
-    const double expected = sim::tealeaf_expected_u(c.ndim, c.test_problem);
+    const double expected = heat::tealeaf_expected_u(c.ndim, c.test_problem);
     const double diff = std::abs(100.0 * (summary.u / expected) - 100.0);
     const bool passed = diff < 0.001;
     answer_failed = !passed;

@@ -4,6 +4,7 @@
 
 #include <kpmap/deck.hpp>
 #include <kpmap/train/layers/registry.hpp>
+#include <kpmap/train/optimizer.hpp>
 
 namespace kpmap::apps::train {
 
@@ -68,8 +69,9 @@ inline deck::Schema schema() {
          "share of the samples held out for validation (the last rows of the set)");
   s.string("optimizer.kind", "gd", {"gd", "sgd", "momentum", "adam"},
            "gd: full-batch gradient descent; sgd: plain minibatch steps; momentum; adam");
-  s.real("optimizer.learning_rate", 0.05, Range{0, 1e6}, "",
-         "step size (the peak, after warm-up and before decay)");
+  // The library's default rate, so that a deck and a program agree.
+  s.real("optimizer.learning_rate", kpmap::train::OptimizerConfig{}.learning_rate, Range{0, 1e6},
+         "", "step size (the peak, after warm-up and before decay)");
   s.boolean("optimizer.scale_lr_with_batch", false,
             "use learning_rate x train.batch_size / optimizer.base_batch (the linear scaling "
             "rule: learning_rate is tuned for base_batch)");

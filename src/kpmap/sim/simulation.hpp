@@ -131,8 +131,4 @@ class Simulation {
   double stable_dt_ = 0.0;
 };
 
-/// \brief TeaLeaf's published final U of its benchmark decks (`test_problem`
-/// 1..6 of the 2-D and 3-D reference codes), or 0 when there is none.
-double tealeaf_expected_u(int ndim, int test_problem);
-
 }  // namespace kpmap::sim

@@ -70,18 +70,21 @@ inline OptimizerConfig::Kind optimizer_kind(const std::string& name) {
 }
 
 namespace detail {
+/// The three update rules the kinds come to (gd and sgd differ only in batches).
+enum class UpdateRule { plain, momentum, adam };
+
 template <class T, class M>
 struct OptimizerKernel {
   kpmap::detail::flat_view_t<T, M> p;
   kpmap::detail::flat_view_t<const T, M> g;
-  kpmap::detail::flat_view_t<T, M> m;   // momentum velocity or Adam's first moment
-  kpmap::detail::flat_view_t<T, M> v;   // Adam's second moment
-  int kind;                             // 0 plain, 1 momentum, 2 adam
+  kpmap::detail::flat_view_t<T, M> m;  // momentum velocity or Adam's first moment
+  kpmap::detail::flat_view_t<T, M> v;  // Adam's second moment
+  UpdateRule rule;
   T lr, mu, beta1, beta2, eps, c1, c2;  // c1, c2: Adam's bias corrections
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    if (kind == 0) {
+    if (rule == UpdateRule::plain) {
       p(i) -= lr * g(i);
-    } else if (kind == 1) {
+    } else if (rule == UpdateRule::momentum) {
       m(i) = mu * m(i) + g(i);
       p(i) -= lr * m(i);
     } else {
@@ -131,9 +134,10 @@ class Optimizer {
     }
     ++steps_;
     const auto& c = config_;
-    const int kind = c.kind == OptimizerConfig::Kind::adam       ? 2
-                     : c.kind == OptimizerConfig::Kind::momentum ? 1
-                                                                 : 0;
+    using detail::UpdateRule;
+    const UpdateRule rule = c.kind == OptimizerConfig::Kind::adam       ? UpdateRule::adam
+                            : c.kind == OptimizerConfig::Kind::momentum ? UpdateRule::momentum
+                                                                        : UpdateRule::plain;
     const double c1 = 1.0 - std::pow(c.beta1, static_cast<double>(steps_));
     const double c2 = 1.0 - std::pow(c.beta2, static_cast<double>(steps_));
     using Flat = kpmap::detail::flat_view_t<T, M>;
@@ -142,7 +146,7 @@ class Optimizer {
           "kpmap::train::optimizer::step", Kokkos::RangePolicy<Exec>(exec, 0, ps[t].size()),
           detail::OptimizerKernel<T, M>{
               ps[t], gs[t], Flat(m_[t].data(), m_[t].size()), Flat(v_[t].data(), v_[t].size()),
-              kind, static_cast<T>(c.rate(steps_)), static_cast<T>(c.momentum),
+              rule, static_cast<T>(c.rate(steps_)), static_cast<T>(c.momentum),
               static_cast<T>(c.beta1), static_cast<T>(c.beta2), static_cast<T>(c.epsilon),
               static_cast<T>(c1), static_cast<T>(c2)});
     }
