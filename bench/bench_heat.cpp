@@ -10,9 +10,15 @@
 // - BM_kernel/D/N/K: one kernel over the owned cells, no communication:
 //   K = 0 the operator (w = A p, with p.w), 1 r -= a w (with r.r),
 //   2 x += a p, p = r + b p, 3 an explicit FTCS step.
-// - BM_cg_iteration/D/N: one CG iteration as the solver runs it: the operator
-//   with the halo exchange overlapped, two global dot products, the updates.
-// - BM_explicit_step/D/N: one explicit step: copy, exchange, stencil.
+// - BM_cg_iteration/D/N: CG iterations of the library's solver
+//   (sim::make_solver): the time of a solve of `cg_iterations` iterations
+//   from the same start; the counters per iteration (the operator with the halo exchange
+//   overlapped, two global dot products, the updates; plus a 20th of the solve's first residual and
+//   of resetting x).
+// - BM_solve/D/N/M: one whole solve to TeaLeaf's tolerance (eps 1e-10) with
+//   method M (0 cg, 2 chebyshev, 3 ppcg), from the same start;
+//   counters `iterations` and `ms_per_iteration`.
+// - BM_explicit_step/D/N: the library's explicit step (exchange, stencil).
 // Counters: `cells_per_s` (global cells / time); `GBps`, the effective
 // bandwidth (bytes the kernels must move: each array read or written once,
 // over all ranks / time); `copy_GBps` (2 x 8 bytes a cell / copy time,
@@ -28,13 +34,16 @@
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/operator.hpp>
 #include <kpmap/sim/setup.hpp>
+#include <kpmap/sim/solvers/solver.hpp>
 #include <kpmap/sim/stencil.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -42,20 +51,27 @@ namespace sim = kpmap::sim;
 using sim::Exec;
 using sim::ScalarField;
 
+// The kernels of BM_kernel (its third argument).
+enum class Kernel { operator_dot = 0, update_r = 1, update_xp = 2, explicit_step = 3 };
+
 // Bytes a kernel must move per owned cell (doubles read or written once).
-double kernel_bytes(int kind, bool three) {
+double kernel_bytes(Kernel kind, bool three) {
   const double coefficient_arrays = three ? 3 : 2;
   switch (kind) {
-    case 0:
+    case Kernel::operator_dot:
       return 8 * (1 + coefficient_arrays + 1);  // p, ax, ay (, az) in; w out
-    case 1:
+    case Kernel::update_r:
       return 8 * 3;  // r, w in; r out
-    case 2:
+    case Kernel::update_xp:
       return 8 * 5;  // x, p, r in; x, p out
-    default:
-      return 8 * (1 + coefficient_arrays + 1);  // x_old, ax, ay (, az) in; x out
+    case Kernel::explicit_step:
+      break;
   }
+  return 8 * (1 + coefficient_arrays + 1);  // x_old, ax, ay (, az) in; x out
 }
+
+// Iterations of one timed CG solve in BM_cg_iteration.
+constexpr long cg_iterations = 20;
 
 // TeaLeaf's benchmark problem on an N^D grid, with the fields a CG iteration uses.
 struct Problem {
@@ -63,12 +79,12 @@ struct Problem {
   std::unique_ptr<kpmap::CartesianLayout> layout;
   std::unique_ptr<sim::HeatOperator> op;
   ScalarField density, energy, x, b, r, p, w;
-  std::unique_ptr<kpmap::HaloExchange<double, Exec>> halo_p;
   Kokkos::View<double*, Exec::memory_space> copy_src, copy_dst;
-  double rro = 0.0;
-  double rr_start = 0.0;
   sim::Timings timings;
   Exec exec;  // every kernel goes to this one instance, as in sim::Simulation
+  std::unique_ptr<kpmap::Mesh> mesh;  // the axis of the solvers' global sums
+  // The library's solvers by (scheme and method, fixed iteration count), built on first use.
+  std::map<std::pair<int, int>, std::unique_ptr<sim::Solver>> solvers;
 
   Problem(int dims, std::size_t n) {
     config.ndim = dims;
@@ -105,31 +121,38 @@ struct Problem {
     std::array<double, 3> h{1, 1, 1};
     for (int d = 0; d < dims; ++d) h[d] = config.spacing(d);
     op->assemble(density, config.dt, h, config.solver.coefficient);
-    halo_p =
-        std::make_unique<kpmap::HaloExchange<double, Exec>>(*layout, std::vector<ScalarField>{p});
     copy_src = Kokkos::View<double*, Exec::memory_space>("bench::copy_src", layout->local_count());
     copy_dst = Kokkos::View<double*, Exec::memory_space>("bench::copy_dst", layout->local_count());
     Kokkos::deep_copy(copy_src, 1.0);
-    restart_cg();
+    mesh = std::make_unique<kpmap::Mesh>(layout->comm(), "blocks");
+    reset();
   }
 
-  // x = b = density x energy, r = b - A x with x = b / 2, p = r.
-  void restart_cg() {
+  // b = density x energy, x = b / 2 (every solve starts from here), p = r = b.
+  void reset() {
     const auto owned = layout->interior();
-    const auto rho = density;
-    const auto e = energy;
-    const auto xx = x;
-    const auto bb = b;
-    sim::for_cells(exec, "bench::init", owned, Init{rho, e, xx, bb});
-    kpmap::HaloExchange<double, Exec>(*layout, {x}).exchange(exec);
-    op->visit([&](auto s) {
-      constexpr bool three = std::is_same_v<decltype(s), sim::Stencil<true>>;
-      rro = kpmap::psum(sim::reduce_cells<double>(exec, "bench::residual", owned,
-                                                  sim::kernels::Residual<three>{s, x, b, r}),
-                        "devices");
-    });
-    sim::for_cells(exec, "bench::init_p", owned, sim::kernels::Copy{p, r});
-    rr_start = rro;
+    sim::for_cells(exec, "bench::reset", owned, Init{density, energy, x, b});
+    sim::for_cells(exec, "bench::init_p", owned, sim::kernels::Copy{p, b});
+    sim::for_cells(exec, "bench::init_r", owned, sim::kernels::Copy{r, b});
+  }
+
+  // The library's solver for `scheme` and `method`: x from b. A CG solve for
+  // BM_cg_iteration stops after cg_iterations (eps 0: never converged).
+  sim::Solver& solver(sim::Scheme scheme, sim::Method method, bool fixed_iterations) {
+    auto& s = solvers[{int(scheme) * 100 + int(method), fixed_iterations ? 1 : 0}];
+    if (!s) {
+      sim::SolverOptions options = config.solver;
+      options.method = method;
+      if (fixed_iterations) {
+        options.eps = 0.0;
+        options.max_iters = cg_iterations;
+      } else {
+        options.max_iters = 100000;
+      }
+      s = sim::make_solver(
+          scheme, sim::SolverContext{*layout, mesh->axis("blocks"), options, x, b, timings});
+    }
+    return *s;
   }
 
   struct Init {
@@ -153,24 +176,24 @@ struct Problem {
   };
 
   // One kernel of a CG iteration (or the explicit stencil), no communication.
-  void kernel(int kind) {
+  void kernel(Kernel kind) {
     const auto owned = layout->interior();
     op->visit([&](auto s) {
       constexpr bool three = std::is_same_v<decltype(s), sim::Stencil<true>>;
       switch (kind) {
-        case 0:
+        case Kernel::operator_dot:
           sim::reduce_cells<double>(exec, "bench::matvec", owned,
                                     sim::kernels::MatvecDot<three>{s, p, w});
           break;
-        case 1:
+        case Kernel::update_r:
           sim::reduce_cells<double>(exec, "bench::update_r", owned,
-                                    sim::kernels::UpdateR{r, w, r, {}, 1e-9, false});
+                                    sim::kernels::UpdateR<false>{r, w, r, {}, 1e-9});
           break;
-        case 2:
+        case Kernel::update_xp:
           sim::for_cells(exec, "bench::update_xp", owned,
                          sim::kernels::UpdateXP{x, p, r, 1e-9, 0.5});
           break;
-        default:
+        case Kernel::explicit_step:
           sim::for_cells(exec, "bench::explicit", owned,
                          sim::kernels::ExplicitStep<three>{s, w, x});
       }
@@ -178,43 +201,19 @@ struct Problem {
     exec.fence();
   }
 
-  double global_sum(double v) {
-    const double t0 = MPI_Wtime();
-    const double g = kpmap::psum(v, "devices");
-    timings.collectives_s += MPI_Wtime() - t0;
-    return g;
-  }
-
-  // One CG iteration as sim::LinearSolver runs it (no preconditioner).
-  void cg_iteration() {
-    const auto owned = layout->interior();
-    const double pw = global_sum(op->visit([&](auto s) {
-      constexpr bool three = std::is_same_v<decltype(s), sim::Stencil<true>>;
-      return sim::overlapped_reduce(exec, "bench::cg::matvec", *layout,
-                                    sim::kernels::MatvecDot<three>{s, p, w}, *halo_p, timings);
-    }));
-    const double alpha = rro / pw;
-    const double rrn = global_sum(sim::reduce_cells<double>(
-        exec, "bench::cg::update_r", owned, sim::kernels::UpdateR{r, w, r, {}, alpha, false}));
-    sim::for_cells(exec, "bench::cg::update_xp", owned,
-                   sim::kernels::UpdateXP{x, p, r, alpha, rrn / rro});
+  // A solve from the same start every time: x = b / 2, then the library's solver.
+  sim::SolveResult solve(sim::Scheme scheme, sim::Method method, bool fixed_iterations) {
+    sim::for_cells(exec, "bench::reset_x", layout->interior(), ResetX{x, b});
+    const sim::SolveResult res = solver(scheme, method, fixed_iterations).solve(*op);
     exec.fence();
-    rro = rrn;
-    // Converged far below any tolerance: start again before values go subnormal.
-    if (!(rro > 1e-40 * rr_start)) restart_cg();
+    return res;
   }
-
-  // One explicit step: x_old = x, exchange x_old's halo, then the stencil.
-  void explicit_step() {
-    const auto owned = layout->interior();
-    sim::for_cells(exec, "bench::explicit::copy", owned, sim::kernels::Copy{p, x});
-    op->visit([&](auto s) {
-      constexpr bool three = std::is_same_v<decltype(s), sim::Stencil<true>>;
-      sim::overlapped_for(exec, "bench::explicit::step", *layout,
-                          sim::kernels::ExplicitStep<three>{s, x, p}, *halo_p, timings);
-    });
-    exec.fence();
-  }
+  struct ResetX {
+    ScalarField x, b;
+    KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+      x(k, j, i) = 0.5 * b(k, j, i);
+    }
+  };
 };
 
 std::unique_ptr<Problem>& problem_for(int dims, std::size_t n) {
@@ -250,7 +249,7 @@ void report(benchmark::State& state, const Problem& pb, double bytes_per_cell, d
 void BM_kernel(benchmark::State& state) {
   const int dims = int(state.range(0));
   auto& pb = *problem_for(dims, std::size_t(state.range(1)));
-  const int kind = int(state.range(2));
+  const auto kind = static_cast<Kernel>(state.range(2));
   kpmap::bench::run_paired(
       state, pb.layout->comm(), [&] { pb.copy(); }, [&] { pb.kernel(kind); });
   report(state, pb, kernel_bytes(kind, dims == 3), 0);
@@ -259,17 +258,54 @@ void BM_kernel(benchmark::State& state) {
 void BM_cg_iteration(benchmark::State& state) {
   const int dims = int(state.range(0));
   auto& pb = *problem_for(dims, std::size_t(state.range(1)));
+  // Untimed: builds the solver (its fields' first touch) and warms the caches.
+  pb.solve(sim::Scheme::implicit, sim::Method::cg, true);
   pb.timings = {};
   double busy = 0;
   kpmap::bench::run_paired(
       state, pb.layout->comm(), [&] { pb.copy(); },
       [&] {
         const double t0 = MPI_Wtime();
-        pb.cg_iteration();
+        const auto res = pb.solve(sim::Scheme::implicit, sim::Method::cg, true);
         busy += MPI_Wtime() - t0;
+        if (res.iterations != cg_iterations) state.SkipWithError("the CG solve stopped early");
       });
-  report(state, pb, kernel_bytes(0, dims == 3) + kernel_bytes(1, false) + kernel_bytes(2, false),
+  // The benchmark's time is a whole solve's; the counters are per CG
+  // iteration: a cg_iterations-th of the solve against one copy.
+  state.counters["ratio"] /= double(cg_iterations);
+  report(state, pb,
+         kernel_bytes(Kernel::operator_dot, dims == 3) + kernel_bytes(Kernel::update_r, false) +
+             kernel_bytes(Kernel::update_xp, false),
          busy);
+  state.counters["ms_per_iteration"] =
+      state.counters["ratio"] * state.counters["reference_us"] * 1e-3;
+}
+
+void BM_solve(benchmark::State& state) {
+  const int dims = int(state.range(0));
+  auto& pb = *problem_for(dims, std::size_t(state.range(1)));
+  const auto method = static_cast<sim::Method>(state.range(2));
+  state.SetLabel(sim::to_string(method));
+  pb.solve(sim::Scheme::implicit, method, false);  // untimed: builds the solver
+  pb.timings = {};
+  long iterations = 0;
+  double busy = 0;
+  kpmap::bench::run_paired(
+      state, pb.layout->comm(), [&] { pb.copy(); },
+      [&] {
+        const double t0 = MPI_Wtime();
+        const auto res = pb.solve(sim::Scheme::implicit, method, false);
+        busy += MPI_Wtime() - t0;
+        if (!res.converged) state.SkipWithError(res.failure.c_str());
+        iterations = res.iterations;
+      });
+  report(state, pb, 0, busy);
+  state.counters.erase("GBps");
+  state.counters.erase("of_copy");
+  state.counters["iterations"] = double(iterations);
+  const double solve_ms = state.counters["ratio"] * state.counters["reference_us"] * 1e-3;
+  state.counters["ms_per_iteration"] = iterations > 0 ? solve_ms / double(iterations) : 0;
+  state.counters["cells_per_s"] *= double(iterations);  // cell updates of iterations
 }
 
 void BM_explicit_step(benchmark::State& state) {
@@ -277,14 +313,17 @@ void BM_explicit_step(benchmark::State& state) {
   auto& pb = *problem_for(dims, std::size_t(state.range(1)));
   pb.timings = {};
   double busy = 0;
+  auto& step = pb.solver(sim::Scheme::explicit_ftcs, sim::Method::cg, false);
+  step.solve(*pb.op);  // untimed: the first touch of its halo buffers
   kpmap::bench::run_paired(
       state, pb.layout->comm(), [&] { pb.copy(); },
       [&] {
         const double t0 = MPI_Wtime();
-        pb.explicit_step();
+        step.solve(*pb.op);
+        pb.exec.fence();
         busy += MPI_Wtime() - t0;
       });
-  report(state, pb, 16.0 + kernel_bytes(3, dims == 3), busy);
+  report(state, pb, kernel_bytes(Kernel::explicit_step, dims == 3), busy);
 }
 
 }  // namespace
@@ -300,6 +339,10 @@ BENCHMARK(BM_cg_iteration)
     ->Args({2, 4096})
     ->Args({3, 64})
     ->Args({3, 256})
+    ->UseManualTime();
+BENCHMARK(BM_solve)
+    ->ArgsProduct({{2}, {500}, {0, 2, 3}})
+    ->ArgsProduct({{3}, {64}, {0, 2, 3}})
     ->UseManualTime();
 BENCHMARK(BM_explicit_step)
     ->Args({2, 500})

@@ -99,12 +99,13 @@ struct Matvec {
 };
 
 /// r -= alpha w; then z = M^-1 r for the diagonal (Jacobi) preconditioner
-/// when `diag` (else z is r itself); acc += r z (or r^2). The matching
-/// x += alpha p waits for UpdateXP, which reads p anyway.
+/// when `Diag` (else z is r itself); acc += r z (or r^2). The matching
+/// x += alpha p waits for UpdateXP, which reads p anyway. Diag is a template
+/// parameter so that the row loop has no branch and its sum vectorises.
+template <bool Diag>
 struct UpdateR {
   ScalarField r, w, z, dinv;
   double alpha;
-  bool diag;
   /// Without a reduction: only r.
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     r(k, j, i) -= alpha * w(k, j, i);
@@ -112,7 +113,7 @@ struct UpdateR {
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
     const double rv = r(k, j, i) - alpha * w(k, j, i);
     r(k, j, i) = rv;
-    if (diag) {
+    if constexpr (Diag) {
       const double zv = dinv(k, j, i) * rv;
       z(k, j, i) = zv;
       acc += rv * zv;

@@ -41,11 +41,14 @@ void Cg::iterate(const HeatOperator& A, SolveResult& res) {
     if (block) {
       // r -= alpha w; then the block solve gives z and r.z.
       for_cells(exec, "kpmap::sim::cg::update_r", owned,
-                kernels::UpdateR{r_, w_, z_, A.dinv(), alpha, false});
+                kernels::UpdateR<false>{r_, w_, z_, A.dinv(), alpha});
       rrn = global_sum(A.precondition(r_, z_));
+    } else if (diag) {
+      rrn = global_sum(reduce_cells<double>(exec, "kpmap::sim::cg::update_r", owned,
+                                            kernels::UpdateR<true>{r_, w_, z_, A.dinv(), alpha}));
     } else {
       rrn = global_sum(reduce_cells<double>(exec, "kpmap::sim::cg::update_r", owned,
-                                            kernels::UpdateR{r_, w_, z_, A.dinv(), alpha, diag}));
+                                            kernels::UpdateR<false>{r_, w_, z_, A.dinv(), alpha}));
     }
     const double beta = rrn / rro;
     for_cells(exec, "kpmap::sim::cg::update_xp", owned, kernels::UpdateXP{x_, p_, z_, alpha, beta});
