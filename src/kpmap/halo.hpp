@@ -54,6 +54,12 @@ struct Box {
 template <class T, class MemorySpace = Kokkos::DefaultExecutionSpace::memory_space>
 using Field = Kokkos::View<T***, Kokkos::LayoutRight, MemorySpace>;
 
+namespace detail {
+/// \brief Keeps the next large host allocation from landing a multiple of 8
+/// pages below the field at `data` (see halo.cpp).
+void space_after_field(const void* data, std::size_t bytes) noexcept;
+}  // namespace detail
+
 /// \brief A global grid of cells split in blocks over the ranks of a communicator.
 ///
 /// Cheap to copy: copies share the Cartesian communicator, which the last copy frees.
@@ -109,7 +115,11 @@ class CartesianLayout {
   /// \brief A zero-initialised field with this rank's extents (ghosts included).
   template <class T, class MemorySpace = Kokkos::DefaultExecutionSpace::memory_space>
   Field<T, MemorySpace> allocate(const std::string& label) const {
-    return Field<T, MemorySpace>(label, extent(2), extent(1), extent(0));
+    Field<T, MemorySpace> f(label, extent(2), extent(1), extent(0));
+    if constexpr (std::is_same_v<MemorySpace, Kokkos::HostSpace>) {
+      detail::space_after_field(f.data(), f.span() * sizeof(T));
+    }
+    return f;
   }
 
   /// \brief A unique tag block for the next plan on this layout. Plans must
