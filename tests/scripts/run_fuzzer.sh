@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the deck fuzz targets with clang's libFuzzer, ASan and UBSan, and runs
 # each for a bounded number of inputs from its seed decks:
-#   fuzz_deck      the TOML deck parser (kpmap/deck.cpp)
+#   fuzz_deck      the TOML deck parser (kpmap/deck/*.cpp)
 #   fuzz_tea_deck  the TeaLeaf deck reader (kpmap/sim/tea_deck.cpp) and the path
 #                  kpmap-heat takes after it (the heat schema, sim::from_deck)
 #
@@ -26,9 +26,12 @@ flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 mpi_compile=($(mpicxx --showme:compile))
 # shellcheck disable=SC2207
 mpi_link=($(mpicxx --showme:link))
-# Each source once, all at a time (deck.cpp, with toml++, is the slow one).
+# Each source once, all at a time (the deck sources, with toml++, are the slow ones).
+deck_objects=()
+for f in text schema suggest parse load deck; do deck_objects+=("$work/obj/$f.o"); done
 pids=()
-for f in kpmap/deck kpmap/files kpmap/sim/tea_deck kpmap/sim/config kpmap/transport/mpi_ops; do
+for f in kpmap/deck/text kpmap/deck/schema kpmap/deck/suggest kpmap/deck/parse kpmap/deck/load \
+  kpmap/deck/deck kpmap/files kpmap/sim/tea_deck kpmap/sim/config kpmap/transport/mpi_ops; do
   "$cxx" "${flags[@]}" "${mpi_compile[@]}" -c "$src/src/$f.cpp" -o "$work/obj/${f##*/}.o" &
   pids+=($!)
 done
@@ -37,9 +40,9 @@ for f in fuzz_deck fuzz_tea_deck; do
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
-"$cxx" "${flags[@]}" "$work/obj/deck.o" "$work/obj/files.o" "$work/obj/mpi_ops.o" \
+"$cxx" "${flags[@]}" "${deck_objects[@]}" "$work/obj/files.o" "$work/obj/mpi_ops.o" \
   "$work/obj/fuzz_deck.o" "${mpi_link[@]}" -o "$work/fuzz_deck"
-"$cxx" "${flags[@]}" "$work/obj/deck.o" "$work/obj/files.o" "$work/obj/mpi_ops.o" \
+"$cxx" "${flags[@]}" "${deck_objects[@]}" "$work/obj/files.o" "$work/obj/mpi_ops.o" \
   "$work/obj/tea_deck.o" "$work/obj/config.o" "$work/obj/fuzz_tea_deck.o" "${mpi_link[@]}" \
   -o "$work/fuzz_tea_deck"
 

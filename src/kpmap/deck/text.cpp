@@ -1,0 +1,160 @@
+#include "text.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace kpmap::deck::detail {
+
+const char* type_word(Type t) {
+  switch (t) {
+    case Type::boolean:
+      return "boolean";
+    case Type::integer:
+      return "integer";
+    case Type::real:
+      return "real";
+    case Type::string:
+      return "string";
+    case Type::integer_list:
+      return "list of integers";
+    case Type::real_list:
+      return "list of reals";
+  }
+  return "?";
+}
+
+const char* expected_phrase(Type t) {
+  switch (t) {
+    case Type::boolean:
+      return "a boolean (true or false)";
+    case Type::integer:
+      return "an integer";
+    case Type::real:
+      return "a number";
+    case Type::string:
+      return "a string";
+    case Type::integer_list:
+      return "a list of integers";
+    case Type::real_list:
+      return "a list of numbers";
+  }
+  return "?";
+}
+
+std::string format_real(double d) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d);
+  std::string s(buf, end);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // stays a TOML float
+  return s;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string format_value(const Value& v) {
+  struct {
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(long long i) const { return std::to_string(i); }
+    std::string operator()(double d) const { return format_real(d); }
+    std::string operator()(const std::string& s) const { return quote(s); }
+    std::string operator()(const std::vector<long long>& l) const {
+      std::string s = "[";
+      for (std::size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + std::to_string(l[i]);
+      return s + "]";
+    }
+    std::string operator()(const std::vector<double>& l) const {
+      std::string s = "[";
+      for (std::size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + format_real(l[i]);
+      return s + "]";
+    }
+  } f;
+  return std::visit(f, v);
+}
+
+std::string format_range(const Key& k) {
+  if (!k.choices.empty()) {
+    std::string s;
+    for (const auto& c : k.choices) s += (s.empty() ? "" : ", ") + quote(c);
+    return "one of " + s;
+  }
+  if (!k.range.min && !k.range.max) return "";
+  const bool integral = k.type == Type::integer || k.type == Type::integer_list;
+  auto num = [integral](double d) {
+    return integral ? std::to_string(static_cast<long long>(d)) : format_real(d);
+  };
+  if (k.range.min && k.range.max) return "[" + num(*k.range.min) + ", " + num(*k.range.max) + "]";
+  if (k.range.min) return ">= " + num(*k.range.min);
+  return "<= " + num(*k.range.max);
+}
+
+// What a TOML node holds, for "found ..." in messages.
+std::string describe(const toml::node& n) {
+  std::ostringstream s;
+  if (auto v = n.as_string()) return "a string (" + quote(v->get()) + ")";
+  if (auto v = n.as_integer()) return "an integer (" + std::to_string(v->get()) + ")";
+  if (auto v = n.as_floating_point()) return "a number (" + format_real(v->get()) + ")";
+  if (auto v = n.as_boolean())
+    return std::string("a boolean (") + (v->get() ? "true" : "false") + ")";
+  if (n.is_array()) return "a list";
+  if (n.is_table()) return "a table";
+  return "a date or time";
+}
+
+std::string section_of(const std::string& path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? "" : path.substr(0, dot);
+}
+
+std::vector<std::string_view> segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    out.push_back(path.substr(start, dot == std::string_view::npos ? dot : dot - start));
+    if (dot == std::string_view::npos) return out;
+    start = dot + 1;
+  }
+}
+
+// An instance index of a numbered table: 1 .. 9999, no leading zero.
+bool is_index(std::string_view s) {
+  if (s.empty() || s.size() > 4 || s[0] == '0') return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Whether `path` matches the key path `pattern` ('#' matching an index). With
+// `section`, whether `path` names a table that holds `pattern` (path's
+// segments match a strict prefix of pattern's).
+bool matches(std::string_view pattern, std::string_view path, bool section) {
+  const auto ps = segments(pattern);
+  const auto xs = segments(path);
+  if (section ? xs.size() >= ps.size() : xs.size() != ps.size()) return false;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    if (ps[i] == "#" ? !is_index(xs[i]) : ps[i] != xs[i]) return false;
+  }
+  return true;
+}
+
+// "states.#" for "states.#.density"; "" for a key without '#'.
+std::string group_of(const std::string& pattern) {
+  const auto at = pattern.find(".#.");
+  return at == std::string::npos ? "" : pattern.substr(0, at + 2);
+}
+
+}  // namespace kpmap::deck::detail
