@@ -2,7 +2,7 @@
 # Builds the deck fuzz targets with clang's libFuzzer, ASan and UBSan, and runs
 # each for a bounded number of inputs from its seed decks:
 #   fuzz_deck      the TOML deck parser (kpmap/deck/*.cpp)
-#   fuzz_tea_deck  the TeaLeaf deck reader (kpmap/sim/tea_deck.cpp) and the path
+#   fuzz_tea_deck  the TeaLeaf deck reader (kpmap/sim/tea_deck/*.cpp) and the path
 #                  kpmap-heat takes after it (the heat schema, sim::from_deck)
 #
 # usage: run_fuzzer.sh SOURCE_DIR WORK_DIR DECK_RUNS TEA_RUNS [CLANGXX]
@@ -31,7 +31,8 @@ deck_objects=()
 for f in text schema suggest parse load deck; do deck_objects+=("$work/obj/$f.o"); done
 pids=()
 for f in kpmap/deck/text kpmap/deck/schema kpmap/deck/suggest kpmap/deck/parse kpmap/deck/load \
-  kpmap/deck/deck kpmap/files kpmap/sim/tea_deck kpmap/sim/config kpmap/transport/mpi_ops; do
+  kpmap/deck/deck kpmap/files kpmap/sim/tea_deck/words kpmap/sim/tea_deck/read \
+  kpmap/sim/tea_deck/translate kpmap/sim/config kpmap/transport/mpi_ops; do
   "$cxx" "${flags[@]}" "${mpi_compile[@]}" -c "$src/src/$f.cpp" -o "$work/obj/${f##*/}.o" &
   pids+=($!)
 done
@@ -43,7 +44,8 @@ for p in "${pids[@]}"; do wait "$p"; done
 "$cxx" "${flags[@]}" "${deck_objects[@]}" "$work/obj/files.o" "$work/obj/mpi_ops.o" \
   "$work/obj/fuzz_deck.o" "${mpi_link[@]}" -o "$work/fuzz_deck"
 "$cxx" "${flags[@]}" "${deck_objects[@]}" "$work/obj/files.o" "$work/obj/mpi_ops.o" \
-  "$work/obj/tea_deck.o" "$work/obj/config.o" "$work/obj/fuzz_tea_deck.o" "${mpi_link[@]}" \
+  "$work/obj/words.o" "$work/obj/read.o" "$work/obj/translate.o" "$work/obj/config.o" \
+  "$work/obj/fuzz_tea_deck.o" "${mpi_link[@]}" \
   -o "$work/fuzz_tea_deck"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
