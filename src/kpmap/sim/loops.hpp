@@ -60,10 +60,12 @@ namespace detail {
 // compiler hold one partial sum per lane. Without it the sum must be formed
 // in order, one dependent add per cell, and a fused kernel's dot product costs
 // more than the rest of the kernel (a reduction is then latency-bound, not
-// bandwidth-bound). kpmap's own build compiles with -fopenmp-simd (or
-// -fopenmp) and defines KPMAP_OPENMP_SIMD; the sum's rounding then depends on
-// the vector width the build targets, and stays the same from run to run.
-#if (defined(KPMAP_OPENMP_SIMD) || defined(_OPENMP)) && !defined(__CUDA_ARCH__) && \
+// bandwidth-bound). kpmap's own build compiles with -fopenmp-simd and defines
+// KPMAP_OPENMP_SIMD; the sum's rounding then depends on the vector width the
+// build targets, and stays the same from run to run. Not in OpenMP builds
+// (-fopenmp): there GCC 12 turned the same loops into gathers and scatters, 4x
+// slower than the in-order sum (docs/performance.md).
+#if defined(KPMAP_OPENMP_SIMD) && !defined(_OPENMP) && !defined(__CUDA_ARCH__) && \
     !defined(__HIP_DEVICE_COMPILE__)
 #define KPMAP_SIM_SUM_ITERATIONS _Pragma("omp simd reduction(+ : sum)")
 #else
