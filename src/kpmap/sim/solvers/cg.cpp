@@ -27,15 +27,8 @@ void Cg::iterate(const HeatOperator& A, SolveResult& res) {
   for (long n = 1; n <= options_.max_iters; ++n) {
     if (take_over(A, n, error, res)) return;
     const ProfilingRegion iteration("kpmap::sim::cg::iteration");
-    const double pw = global_sum(A.visit([&](auto s) {
-      constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-      return overlapped_reduce(exec, "kpmap::sim::cg::matvec", layout_,
-                               kernels::MatvecDot<three>{s, p_, w_}, *halo_p_, timings_);
-    }));
-    if (!(pw > 0.0) || !std::isfinite(pw)) {
-      fail(res, n, "broke down (p.Ap = " + sci(pw) + ")");
-      return;
-    }
+    const double pw = operator_dot(A, "kpmap::sim::cg::matvec", n, res);
+    if (pw == 0.0) return;
     const double alpha = rro / pw;
     double rrn = 0.0;
     if (block) {
@@ -58,6 +51,17 @@ void Cg::iterate(const HeatOperator& A, SolveResult& res) {
     if (finished(res, n, error)) return;
   }
   exhausted(res);
+}
+
+double Cg::operator_dot(const HeatOperator& A, const char* label, long n, SolveResult& res) {
+  const double pw = global_sum(A.visit([&](auto s) {
+    constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+    return overlapped_reduce(A.exec(), label, layout_, kernels::MatvecDot<three>{s, p_, w_},
+                             *halo_p_, timings_);
+  }));
+  if (pw > 0.0 && std::isfinite(pw)) return pw;
+  fail(res, n, "broke down (p.Ap = " + sci(pw) + ")");
+  return 0.0;
 }
 
 namespace {

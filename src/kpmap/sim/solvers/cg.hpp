@@ -29,6 +29,11 @@ class Cg : public LinearSolverBase {
   /// \brief Called after each CG iteration with its step length and ratio.
   virtual void record(double /*alpha*/, double /*beta*/) {}
 
+  /// \brief w = A p with p's halo exchange behind the interior, and the
+  /// global p.w (labelled `label`); 0 with a failure in `res` at iteration n
+  /// when p.w is not positive and finite (a breakdown).
+  double operator_dot(const HeatOperator& A, const char* label, long n, SolveResult& res);
+
   ScalarField p_, w_, z_;  // z_ is r_ itself without a preconditioner
   std::unique_ptr<HaloExchange<double, Exec>> halo_p_;
 };

@@ -116,15 +116,8 @@ void Ppcg::phase(const HeatOperator& A, long first, SolveResult& res) {
   for_cells(exec, "kpmap::sim::ppcg::init_p", owned, kernels::Copy{p_, utemp_});
   for (long n = first; n <= options_.max_iters; ++n) {
     const ProfilingRegion iteration("kpmap::sim::ppcg::iteration");
-    const double pw = global_sum(A.visit([&](auto s) {
-      constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-      return overlapped_reduce(exec, "kpmap::sim::ppcg::matvec", layout_,
-                               kernels::MatvecDot<three>{s, p_, w_}, *halo_p_, timings_);
-    }));
-    if (!(pw > 0.0) || !std::isfinite(pw)) {
-      fail(res, n, "broke down (p.Ap = " + sci(pw) + ")");
-      return;
-    }
+    const double pw = operator_dot(A, "kpmap::sim::ppcg::matvec", n, res);
+    if (pw == 0.0) return;
     const double alpha = rro / pw;
     for_cells(exec, "kpmap::sim::ppcg::update_xr", owned,
               kernels::UpdateXRStore{x_, p_, r_, rold_, w_, alpha});
