@@ -5,6 +5,7 @@ checkpoint ends with the same result as an uninterrupted run.
 usage: check_stop.py --launcher "mpiexec -n {n}" --app APP --deck DECK
                      --ranks N [--restart-ranks M] --work DIR --result FILE
                      --key KEY [--key KEY ...] [--set key=value ...] [--rtol R]
+                     [--stop-set key=value ...]
                      (--inject RANK:STEP | --signal SIG --to launcher|rank --after REGEX)
 
 1. runs the deck uninterrupted on N ranks into WORK/full;
@@ -13,7 +14,9 @@ usage: check_stop.py --launcher "mpiexec -n {n}" --app APP --deck DECK
    step STEP), or with --signal by sending SIG to the launcher or to one rank
    process once a line of the output matches REGEX. The run must end within
    60 s with exit code 4, say which signal stopped it, and name in FILE
-   (result.json or summary.json) a checkpoint that exists;
+   (result.json or summary.json) a checkpoint that exists. --stop-set
+   settings apply to this run only: a later end (more epochs or steps) keeps
+   a run that outpaces the signal's delivery from finishing before it lands;
 3. restarts from that checkpoint on M ranks (default N) into the same folder;
 4. compares each KEY of FILE (dotted for nested objects) with the
    uninterrupted run: equal bit for bit, or within relative RTOL.
@@ -108,6 +111,7 @@ def main():
     p.add_argument("--result", required=True)
     p.add_argument("--key", action="append", required=True)
     p.add_argument("--set", action="append", default=[])
+    p.add_argument("--stop-set", action="append", default=[])
     p.add_argument("--rtol", type=float, default=0.0)
     p.add_argument("--inject")
     p.add_argument("--signal", choices=["TERM", "INT", "USR1"])
@@ -127,7 +131,8 @@ def main():
     expected = load(full_dir / a.result)
 
     stop_dir = work / "stopped"
-    code, out = stop_run(a, base + ["--output", str(stop_dir)])
+    stop_sets = [x for s in a.stop_set for x in ("--set", s)]
+    code, out = stop_run(a, base + stop_sets + ["--output", str(stop_dir)])
     if code != STOPPED:
         print(out[-4000:])
         fail(f"the stopped run exited with {code}, expected {STOPPED}")
