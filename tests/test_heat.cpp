@@ -9,6 +9,7 @@
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/runtime.hpp>
 #include <kpmap/sim/config.hpp>
+#include <kpmap/sim/loops.hpp>
 #include <kpmap/sim/simulation.hpp>
 #include <kpmap/sim/solvers/solver.hpp>
 
@@ -18,6 +19,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
@@ -161,6 +163,48 @@ TEST_CASE("a cosine mode decays by the scheme's exact amplification factor", "[h
   INFO("amplification " << g << ", error " << err);
   CHECK(std::pow(g, steps) < 0.99);  // the mode really decays
   CHECK(err < 1e-12);
+}
+
+TEST_CASE("the overlap shell covers a block once and peels only the faces named", "[heat][halo]") {
+  // Every box and every choice of sides, counted cell by cell: each cell lies
+  // in exactly one piece, and the inner piece keeps one cell away from each
+  // peeled side (those cells read ghosts an exchange is still filling).
+  const long sizes[] = {1, 2, 3, 5};
+  for (long nx : sizes) {
+    for (long ny : sizes) {
+      for (long nz : {1L, 3L}) {
+        for (int mask = 0; mask < 64; ++mask) {
+          bool peel[3][2] = {};
+          for (int b = 0; b < 6; ++b) peel[b / 2][b % 2] = (mask >> b) & 1;
+          const kpmap::Box box{{2, 1, 0}, {2 + nx, 1 + ny, nz}};
+          const sim::Shell shell = sim::shell_of(box, peel);
+          CAPTURE(nx, ny, nz, mask, shell.count);
+          std::vector<int> hits(static_cast<std::size_t>(nx * ny * nz), 0);
+          auto mark = [&](const kpmap::Box& piece, bool inner) {
+            for (long k = piece.lo[2]; k < piece.hi[2]; ++k) {
+              for (long j = piece.lo[1]; j < piece.hi[1]; ++j) {
+                for (long i = piece.lo[0]; i < piece.hi[0]; ++i) {
+                  const long at[3] = {i, j, k};
+                  for (int d = 0; d < 3; ++d) {
+                    REQUIRE(at[d] >= box.lo[d]);
+                    REQUIRE(at[d] < box.hi[d]);
+                    if (inner && peel[d][0]) CHECK(at[d] > box.lo[d]);
+                    if (inner && peel[d][1]) CHECK(at[d] < box.hi[d] - 1);
+                  }
+                  ++hits[static_cast<std::size_t>(((k - box.lo[2]) * ny + j - box.lo[1]) * nx + i -
+                                                  box.lo[0])];
+                }
+              }
+            }
+          };
+          mark(shell.inner, true);
+          for (int f = 0; f < shell.count; ++f) mark(shell.faces[f], false);
+          CHECK(std::count(hits.begin(), hits.end(), 1) == nx * ny * nz);
+          if (mask == 0) CHECK(shell.count == 0);  // nothing to wait for: one kernel
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("volume, mass and energy are conserved", "[heat][physics]") {

@@ -150,23 +150,30 @@ V reduce_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
   return result;
 }
 
-/// \brief The cells of `b` one layer in from its faces in the first `ndim`
-/// dimensions (empty when b is too thin), and the layer itself as at most
-/// 2 ndim disjoint boxes: together exactly the cells of b.
+/// \brief The cells of `b` one layer in from the faces that `peel` names
+/// (peel[d][0] the low side along d, peel[d][1] the high side), and that
+/// layer as at most 6 disjoint boxes: together exactly the cells of b.
+/// A stencil kernel split this way reads ghosts only in the faces, so the
+/// inner box can run while the halo exchange fills them. Only faces with a
+/// neighbour need peeling: a face on the global boundary reads ghosts no
+/// exchange writes, and each peeled face costs a kernel launch and, along x,
+/// a second pass over one cache line of every row.
 struct Shell {
   Box inner;
   Box faces[6];
   int count = 0;
 };
 
-inline Shell shell_of(const Box& b, int ndim) {
+inline Shell shell_of(const Box& b, const bool (&peel)[3][2]) {
   Shell s;
   s.inner = b;
-  for (int d = 0; d < ndim; ++d) {
-    s.inner.lo[d] = b.lo[d] + 1;
-    s.inner.hi[d] = b.hi[d] - 1 > b.lo[d] + 1 ? b.hi[d] - 1 : b.lo[d] + 1;
+  if (b.empty()) return s;
+  for (int d = 0; d < 3; ++d) {
+    if (peel[d][0]) s.inner.lo[d] = b.lo[d] + 1;
+    if (peel[d][1]) s.inner.hi[d] = b.hi[d] - 1;
+    if (s.inner.hi[d] < s.inner.lo[d]) s.inner.hi[d] = s.inner.lo[d];  // too thin: empty
   }
-  for (int d = 0; d < ndim; ++d) {
+  for (int d = 0; d < 3; ++d) {
     // Dimensions before d are already covered at their faces.
     Box lo_face = b;
     Box hi_face = b;
@@ -174,9 +181,9 @@ inline Shell shell_of(const Box& b, int ndim) {
       lo_face.lo[e] = hi_face.lo[e] = s.inner.lo[e];
       lo_face.hi[e] = hi_face.hi[e] = s.inner.hi[e];
     }
-    lo_face.hi[d] = b.lo[d] + 1;
+    lo_face.hi[d] = s.inner.lo[d];
     hi_face.lo[d] = s.inner.hi[d];
-    if (!lo_face.empty() && b.hi[d] > b.lo[d]) s.faces[s.count++] = lo_face;
+    if (!lo_face.empty()) s.faces[s.count++] = lo_face;
     if (!hi_face.empty()) s.faces[s.count++] = hi_face;
   }
   return s;
