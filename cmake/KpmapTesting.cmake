@@ -2,7 +2,7 @@
 #
 #   kpmap_add_mpi_test(NAME <name> COMMAND <target-or-exe> [args...]
 #                      [RANKS 1 2 3 4] [LABELS ...] [ENVIRONMENT VAR=value ...]
-#                      [TIMEOUT seconds] [PASS_REGULAR_EXPRESSION regex]
+#                      [TIMEOUT seconds] [EXPECT_OUTPUT regex]
 #                      [WRAPPER cmd...])
 #
 # Adds tests `<name>.np<N>` that run
@@ -10,7 +10,11 @@
 # with PROCESSORS N x KPMAP_TEST_THREADS, OMP_NUM_THREADS=KPMAP_TEST_THREADS
 # and the variables Open MPI needs to run as root and with more ranks than cores. WRAPPER puts a command (for example a
 # checker script) in front of the whole mpiexec line; the checker then gets the
-# mpiexec line as its arguments.
+# mpiexec line as its arguments. EXPECT_OUTPUT: the run must exit 0 and its
+# output match the regex (tests/scripts/expect_exit.py checks both; ctest's
+# PASS_REGULAR_EXPRESSION alone would pass a run that printed the line and then
+# failed). The text {np} in an argument becomes the rank count, so that each
+# rank count's run writes a folder of its own (ctest runs them side by side).
 #
 # The rank counts default to KPMAP_TEST_RANKS (1;2;3;4): 3 catches the bugs
 # that powers of two hide. KPMAP_TEST_THREADS (default 1) is the number of
@@ -37,10 +41,18 @@ set(KPMAP_MPI_TEST_ENVIRONMENT
     "OMP_PROC_BIND=false")
 
 function(kpmap_add_mpi_test)
-  cmake_parse_arguments(PARSE_ARGV 0 T "" "NAME;TIMEOUT;PASS_REGULAR_EXPRESSION"
+  cmake_parse_arguments(PARSE_ARGV 0 T "" "NAME;TIMEOUT;EXPECT_OUTPUT"
                         "COMMAND;RANKS;LABELS;ENVIRONMENT;WRAPPER")
   if(NOT T_NAME OR NOT T_COMMAND)
     message(FATAL_ERROR "kpmap_add_mpi_test: NAME and COMMAND are required")
+  endif()
+  if(DEFINED T_EXPECT_OUTPUT)
+    if(T_WRAPPER)
+      message(FATAL_ERROR "kpmap_add_mpi_test(${T_NAME}): EXPECT_OUTPUT and WRAPPER together; "
+                          "give the wrapper's own checks instead")
+    endif()
+    set(T_WRAPPER ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/scripts/expect_exit.py
+                  --exit-code 0 "--regex=${T_EXPECT_OUTPUT}" --)
   endif()
   if(NOT T_RANKS)
     set(T_RANKS ${KPMAP_TEST_RANKS})
@@ -55,17 +67,15 @@ function(kpmap_add_mpi_test)
   foreach(n IN LISTS T_RANKS)
     set(test_name ${T_NAME}.np${n})
     math(EXPR cores "${n} * ${KPMAP_TEST_THREADS}")
+    string(REPLACE "{np}" "${n}" args "${T_COMMAND}")
+    string(REPLACE "{np}" "${n}" wrapper "${T_WRAPPER}")
     add_test(NAME ${test_name}
-             COMMAND ${T_WRAPPER} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
-                     ${MPIEXEC_PREFLAGS} ${exe} ${MPIEXEC_POSTFLAGS} ${T_COMMAND})
+             COMMAND ${wrapper} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
+                     ${MPIEXEC_PREFLAGS} ${exe} ${MPIEXEC_POSTFLAGS} ${args})
     set_tests_properties(${test_name} PROPERTIES
       PROCESSORS ${cores}
       TIMEOUT ${T_TIMEOUT}
       LABELS "mpi;${T_LABELS}"
       ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT};${T_ENVIRONMENT}")
-    if(T_PASS_REGULAR_EXPRESSION)
-      set_tests_properties(${test_name} PROPERTIES
-        PASS_REGULAR_EXPRESSION "${T_PASS_REGULAR_EXPRESSION}")
-    endif()
   endforeach()
 endfunction()

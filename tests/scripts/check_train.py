@@ -3,6 +3,10 @@
 
     check_train.py compare A/result.json B/result.json ... [--rtol R]
         the linear parameters agree (relative 2-norm difference <= R)
+    check_train.py recovers RESULT.json ... --noise S
+        a linear model learned from synthetic data y = w.x + b + S * N(0, 1)
+        (x ~ N(0, 1)) is within 5 standard errors (5 S / sqrt(samples)) of the
+        true w and b, which result.json records, in every component
     check_train.py accuracy RESULT.json --min A
         the classification accuracy reached A
     check_train.py lstsq --launcher T --app APP --deck DECK --ranks N --work DIR
@@ -47,6 +51,23 @@ def cmd_compare(args) -> None:
         if not d <= args.rtol:
             fail(f"parameters differ by {d:.3e} > {args.rtol:g}")
     print("OK: the same parameters at every rank count")
+
+
+def cmd_recovers(args) -> None:
+    for path in args.results:
+        r = load(path)
+        truth = np.array(r["true_params"]["w"] + [r["true_params"]["b"]], dtype=float)
+        # Least squares on n samples of unit-variance features: each estimate
+        # has a standard error of about S / sqrt(n); 5 of them is a bound that
+        # a converged fit misses with odds below one in a million per component.
+        bound = 5 * args.noise / np.sqrt(r["train_samples"])
+        err = np.abs(theta(r) - truth)
+        print(f"{path} ({r['ranks']} ranks): largest error {err.max():.4f} against the "
+              f"true parameters, bound {bound:.4f}")
+        if not err.max() <= bound:
+            fail(f"learned {theta(r).tolist()}, true {truth.tolist()}: "
+                 f"component {int(err.argmax())} is off by {err.max():.4f} > {bound:.4f}")
+    print("OK: the true parameters recovered at every rank count")
 
 
 def cmd_accuracy(args) -> None:
@@ -202,6 +223,9 @@ def main() -> None:
     c = sub.add_parser("compare")
     c.add_argument("results", nargs="+")
     c.add_argument("--rtol", type=float, default=1e-12)
+    c = sub.add_parser("recovers")
+    c.add_argument("results", nargs="+")
+    c.add_argument("--noise", type=float, required=True)
     c = sub.add_parser("accuracy")
     c.add_argument("result")
     c.add_argument("--min", type=float, required=True)
@@ -223,7 +247,7 @@ def main() -> None:
             c.add_argument("--other", action="append", required=True)
             c.add_argument("--rtol", type=float, default=1e-12)
     args = ap.parse_args()
-    {"compare": cmd_compare, "accuracy": cmd_accuracy, "lstsq": cmd_lstsq, "images": cmd_images,
+    {"compare": cmd_compare, "recovers": cmd_recovers, "accuracy": cmd_accuracy, "lstsq": cmd_lstsq, "images": cmd_images,
      "same": cmd_same,
      "restart": cmd_restart}[args.cmd](args)
 

@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
-"""Run a command that must fail promptly with a given message.
+"""Run a command that must end promptly with a given exit code and output.
 
-usage: expect_failure.py --within SECONDS --expect TEXT [--expect TEXT ...]
-                         [--exit-code N] [--env VAR=VALUE ...]
-                         [--checkpoint FILE:STEP ...] [--absent FILE ...]
-                         [--symlink LINK:TARGET ...] [--fifo PATH ...] -- command...
+usage: expect_exit.py [--within SECONDS] [--exit-code N] [--expect TEXT ...]
+                      [--regex PATTERN ...] [--env VAR=VALUE ...]
+                      [--checkpoint FILE:STEP ...] [--absent FILE ...] [--png FILE ...]
+                      [--symlink LINK:TARGET ...] [--fifo PATH ...] -- command...
 
-Passes when the command exits non-zero (or with exactly N) within SECONDS
-and its combined output contains every TEXT. A command still running after
-SECONDS is killed and the check fails: that is the hang it guards against.
+Passes when the command exits with exactly N (without --exit-code: with any
+non-zero code, a failure that must happen) within SECONDS, and its combined
+output contains every TEXT and matches every PATTERN (a Python regular
+expression searched anywhere, "." matching newlines too, as ctest's
+PASS_REGULAR_EXPRESSION does). A command still running after SECONDS is
+killed and the check fails: that is the hang it guards against; without
+--within, ctest's own timeout is the limit. A test of a run that must
+succeed is "--exit-code 0 --regex ...": unlike PASS_REGULAR_EXPRESSION, which
+ignores the exit code, a run that prints the line and then fails fails.
 --env sets a variable for the command only. Afterwards each --checkpoint
 FILE must be a readable HDF5 checkpoint (h5py) whose step attribute is
-STEP (the failure left it intact), and no --absent FILE may exist.
+STEP (the failure left it intact), no --absent FILE may exist, and each
+--png FILE (removed before the command runs) must be a PNG image.
 --symlink makes LINK (and its folder) point at TARGET before the command
 runs: e.g. an output file at /dev/full, whose every write fails as on a
 full disk. --fifo makes PATH a named pipe that nothing writes to (a
@@ -20,6 +27,7 @@ of the command is passed as an empty string (which CMake cannot pass).
 """
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -45,12 +53,14 @@ def check_checkpoint(path, step):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--within", type=float, required=True)
+    p.add_argument("--within", type=float)
     p.add_argument("--expect", action="append", default=[])
+    p.add_argument("--regex", action="append", default=[])
     p.add_argument("--exit-code", type=int)
     p.add_argument("--env", action="append", default=[])
     p.add_argument("--checkpoint", action="append", default=[])
     p.add_argument("--absent", action="append", default=[])
+    p.add_argument("--png", action="append", default=[])
     p.add_argument("--symlink", action="append", default=[])
     p.add_argument("--fifo", action="append", default=[])
     p.add_argument("command", nargs=argparse.REMAINDER)
@@ -75,9 +85,20 @@ def main():
         if os.path.lexists(path):
             os.remove(path)
         os.mkfifo(path)
+    for path in a.png:
+        if os.path.lexists(path):
+            os.remove(path)
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True, env=env)
+
+    # ctest ends a test past its timeout with SIGTERM to this script alone:
+    # the command, in a session of its own, must not outlive it.
+    def end_command(signum, _frame):
+        os.killpg(proc.pid, signal.SIGKILL)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, end_command)
     try:
         out, _ = proc.communicate(timeout=a.within)
     except subprocess.TimeoutExpired:
@@ -90,19 +111,29 @@ def main():
     print(out)
     print(f"exit code {proc.returncode} after {elapsed:.2f} s")
     failures = []
-    if proc.returncode == 0:
+    if a.exit_code is None and proc.returncode == 0:
         failures.append("exited 0 but should have failed")
     if a.exit_code is not None and proc.returncode != a.exit_code:
         failures.append(f"exit code {proc.returncode}, expected {a.exit_code}")
     for text in a.expect:
         if text not in out:
             failures.append(f"output lacks {text!r}")
+    for pattern in a.regex:
+        if not re.search(pattern, out, re.DOTALL):
+            failures.append(f"output does not match {pattern!r}")
     for item in a.checkpoint:
         path, _, step = item.rpartition(":")
         failures += check_checkpoint(path, int(step))
     for path in a.absent:
         if os.path.exists(path):
             failures.append(f"{path} exists but should not")
+    for path in a.png:
+        try:
+            with open(path, "rb") as f:
+                if f.read(8) != b"\x89PNG\r\n\x1a\n":
+                    failures.append(f"{path} is not a PNG image")
+        except OSError as e:
+            failures.append(f"{path}: {e.strerror}")
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0
