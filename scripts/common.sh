@@ -14,10 +14,53 @@ kpmap_mpiexec() {
   OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} mpiexec -n "$n" "${flags[@]}" "$@"
 }
 
+# kpmap_timed NAME cmd...: runs cmd and says how long it took; with
+# KPMAP_STAGE_LOG set (.ci/run sets it), also appends "NAME SECONDS" to that
+# file, for the table of stage times at the end.
+kpmap_timed() {
+  local name=$1 start=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  local took=$((SECONDS - start))
+  echo "kpmap: ${name}: $((took / 60)) min $((took % 60)) s$([ $rc -ne 0 ] && echo " (failed)")"
+  if [ -n "${KPMAP_STAGE_LOG:-}" ]; then
+    printf '%s\t%d\t%d\n' "$name" "$took" "$rc" >>"$KPMAP_STAGE_LOG"
+  fi
+  return $rc
+}
+
 # kpmap_build PRESET [cmake -D options...]: configure and build with a preset.
 kpmap_build() {
   local preset=$1
   shift
   cmake --preset "$preset" "$@" >/dev/null
-  cmake --build --preset "$preset"
+  kpmap_timed "build ($preset)" cmake --build --preset "$preset"
+}
+
+# kpmap_test PRESET [ctest options...]: runs the preset's tests on every core,
+# keeping ctest's output in build/PRESET/ctest-output.log. With
+# KPMAP_REQUIRE_RELIABILITY=1 (.ci/run sets it), a reliability test that
+# skipped itself (it could not set up its fault here) fails the run.
+kpmap_test() {
+  local preset=$1
+  shift
+  kpmap_timed "tests ($preset)" kpmap_ctest_logged "$preset" "$@"
+}
+kpmap_ctest_logged() {
+  local preset=$1
+  shift
+  local log=build/$preset/ctest-output.log rc=0
+  ctest --preset "$preset" -j "$(nproc)" "$@" 2>&1 | tee "$log" || rc=$?
+  [ $rc -eq 0 ] || return $rc
+  if [ "${KPMAP_REQUIRE_RELIABILITY:-0}" = 1 ]; then
+    local skipped reliability missed
+    skipped=$(grep -oP 'Test +#[0-9]+: \K\S+(?= \.*\s*\*\*\*Skipped)' "$log" | sort || true)
+    reliability=$(ctest --preset "$preset" -N -L reliability | grep -oP 'Test +#[0-9]+: \K\S+' | sort)
+    missed=$(comm -12 <(echo "$skipped") <(echo "$reliability") | grep . || true)
+    if [ -n "$missed" ]; then
+      echo "kpmap: reliability tests skipped (KPMAP_REQUIRE_RELIABILITY=1 needs them run):" >&2
+      echo "$missed" | sed 's/^/  /' >&2
+      return 1
+    fi
+  fi
 }
