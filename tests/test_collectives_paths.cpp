@@ -1,0 +1,201 @@
+// The collectives' other paths (non-blocking forms, large counts, the staging
+// pool, pooled fusion buffers, checked mode): exact expected values at any rank count. Elements are
+// integer-valued doubles, so every sum is exact and results compare with ==.
+// The same executable runs again with KPMAP_STAGING=always (see CMakeLists.txt).
+
+#include "support/collective_checks.hpp"
+#include "support/mpi_test.hpp"
+
+#include <kpmap/collectives.hpp>
+#include <kpmap/pmap.hpp>
+#include <kpmap/transport/buffer.hpp>
+#include <kpmap/transport/mpi_ops.hpp>
+
+#include <catch2/catch_template_test_macros.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <tuple>
+#include <vector>
+
+using Catch::Matchers::ContainsSubstring;
+using kpmap::test::Exec;
+using kpmap::test::fill;
+using kpmap::test::matches;
+using kpmap::test::p;
+using kpmap::test::r;
+using kpmap::test::tri;
+using kpmap::test::world_rank;
+using kpmap::test::world_size;
+
+TEST_CASE("non-blocking forms", "[collectives][nonblocking]") {
+  const double me = r() + 1;
+  const int P = world_size();
+  Kokkos::View<double*, Exec> a("a", 1000);
+  Kokkos::View<double*, Exec> a0("a0", 1000);
+  Kokkos::View<double**, Exec> b("b", 3, 4);
+  fill(a, [&](std::size_t k) { return me * k; });
+  fill(a0, [&](std::size_t k) { return me * k; });
+  fill(b, [&](std::size_t k) { return me + k; });
+  auto ra = kpmap::ipsum(a, "devices");
+  auto rb = kpmap::ipmean(std::tie(b), "devices");
+  // Not `a`: MPI forbids reading a buffer a pending operation is reducing in
+  // place (in checked mode the gather's signature check progresses the ipsum
+  // first, and a gather of `a` saw the sums).
+  auto rg = kpmap::iall_gather(a0, "devices");
+  std::vector<kpmap::PermutePair> ring;
+  for (int i = 0; i < P; ++i) ring.emplace_back(i, (i + 1) % P);
+  auto rp = kpmap::ippermute(b, "devices", ring);
+  while (!ra.test()) {
+  }
+  rb.wait();
+  auto& g = rg.wait();
+  auto& shifted = rp.wait();
+  CHECK(ra.done());
+  CHECK(matches(a, [&](std::size_t k) { return tri() * k; }));
+  CHECK(matches(b, [&](std::size_t k) { return tri() / p() + k; }));
+  CHECK(matches(g, [&](std::size_t k) { return (k / 1000 + 1.0) * (k % 1000); }));
+  CHECK(matches(shifted, [&](std::size_t k) { return (world_rank() + P - 1) % P + 1.0 + k; }));
+  Kokkos::View<double**, Exec> s("s", P, 2);
+  fill(s, [&](std::size_t k) { return me * k; });
+  auto rs = kpmap::ipsum_scatter(s, "devices");
+  CHECK(matches(rs.wait(), [&](std::size_t j) { return tri() * (2 * world_rank() + j); }));
+  Kokkos::View<int*, Exec> c("c", 3);
+  fill(c, [&](std::size_t k) { return world_rank() * 10 + static_cast<int>(k); });
+  kpmap::ipbroadcast(c, "devices", 0).wait();
+  CHECK(matches(c, [&](std::size_t k) { return static_cast<int>(k); }));
+}
+
+TEST_CASE("counts above the MPI int limit take the large-count paths", "[collectives][large]") {
+  // Lowering the per-call limit to 7 elements sends every buffer below through
+  // the chunked and derived-datatype paths used above 2^31-1 elements.
+  const std::size_t saved = kpmap::transport::max_count();
+  kpmap::transport::set_max_count(7);
+  const double me = r() + 1;
+  const std::size_t P = world_size();
+  Kokkos::View<double*, Exec> a("a", 100);
+  fill(a, [&](std::size_t k) { return me * k; });
+  kpmap::psum_inplace(a, "devices");
+  CHECK(matches(a, [&](std::size_t k) { return tri() * k; }));
+  Kokkos::View<double**, Exec> x("x", 2 * P, 9);
+  fill(x, [&](std::size_t k) { return 1000.0 * world_rank() + k; });
+  auto g = kpmap::all_gather(x, "devices");
+  CHECK(matches(g, [&](std::size_t k) { return 1000.0 * (k / x.size()) + k % x.size(); }));
+  auto t = kpmap::all_to_all(x, "devices", 0, 0);
+  CHECK(matches(t, [&](std::size_t k) {
+    const std::size_t i = k / 9, j = k % 9;
+    return 1000.0 * (i / 2) + (2 * world_rank() + i % 2) * 9 + j;
+  }));
+  Kokkos::View<double**, Exec> s("s", P, 11);
+  fill(s, [&](std::size_t k) { return me * k; });
+  auto sc = kpmap::psum_scatter(s, "devices");
+  CHECK(matches(sc, [&](std::size_t j) { return tri() * (world_rank() * 11 + j); }));
+  std::vector<kpmap::PermutePair> ring;
+  for (std::size_t i = 0; i < P; ++i) ring.emplace_back(i, (i + 1) % P);
+  auto pp = kpmap::ppermute(a, "devices", ring);
+  CHECK(matches(pp, [&](std::size_t k) { return tri() * k; }));
+  // Uneven gathers and scatters (13 rows of 3) through the block-by-block path.
+  Kokkos::View<double**, Kokkos::HostSpace> global("global", 13, 3);
+  for (std::size_t k = 0; k < global.size(); ++k) global.data()[k] = 0.5 * k;
+  auto row_major = [&](std::size_t k) { return 0.5 * k; };
+  auto mine = kpmap::shard_from_root(
+      world_rank() == 0 ? global : Kokkos::View<double**, Kokkos::HostSpace>("none", 0, 0),
+      "devices");
+  const kpmap::BlockPartition part(13, world_size());
+  CHECK(matches(mine, [&](std::size_t k) { return 0.5 * (part.begin(world_rank()) * 3 + k); }));
+  CHECK(matches(kpmap::gather(mine, "devices"), row_major));
+  auto at_last = kpmap::gather(mine, "devices", world_size() - 1);
+  CHECK(at_last.extent(0) == (world_rank() == world_size() - 1 ? 13u : 0u));
+  if (world_rank() == world_size() - 1) CHECK(matches(at_last, row_major));
+  kpmap::transport::set_max_count(saved);
+}
+
+TEST_CASE("the staging pool is reused, not regrown", "[collectives][staging]") {
+  auto& pool = kpmap::transport::StagingPool::instance();
+  // One rank reduces nothing, so only a multi-rank axis stages.
+  const bool staged = kpmap::transport::must_stage<Exec::memory_space>() && world_size() > 1;
+  Kokkos::View<double*, Exec> a("a", 4096);
+  kpmap::psum_inplace(a, "devices");
+  const auto after_first = pool.allocations();
+  for (int i = 0; i < 20; ++i) kpmap::psum_inplace(a, "devices");
+  CHECK(pool.allocations() == after_first);
+  if (staged) {
+    CHECK(after_first >= 1);
+    // A buffer larger than every slab adds exactly one slab, rounded up to a
+    // power of two, which later calls reuse.
+    const auto capacity = pool.capacity_bytes();
+    Kokkos::View<double*, Exec> big("big", capacity / sizeof(double) + 1);
+    kpmap::psum_inplace(big, "devices");
+    CHECK(pool.allocations() == after_first + 1);
+    CHECK(pool.capacity_bytes() >= capacity + big.size() * sizeof(double));
+    for (int i = 0; i < 5; ++i) kpmap::psum_inplace(big, "devices");
+    kpmap::psum_inplace(a, "devices");
+    CHECK(pool.allocations() == after_first + 1);
+  } else if (!kpmap::transport::must_stage<Exec::memory_space>()) {
+    CHECK(after_first == 0);  // nothing staged: buffers go straight to MPI
+  }
+}
+
+TEST_CASE("fused reductions reuse pooled buffers step after step", "[collectives][fusion]") {
+  if (world_size() < 2) SKIP("one rank reduces nothing");
+  auto& pool = kpmap::transport::ScratchPool<Exec::memory_space>::instance();
+  // Two small leaves fuse into one pooled buffer, as a layer's (w, b) does.
+  Kokkos::View<double**, Exec> w("w", 16, 8), w2("w2", 16, 8);
+  Kokkos::View<double*, Exec> b("b", 16), b2("b2", 4);
+  auto step = [&] {
+    Kokkos::deep_copy(w, 1.0);
+    Kokkos::deep_copy(b, 2.0);
+    Kokkos::deep_copy(w2, 3.0);
+    Kokkos::deep_copy(b2, 4.0);
+    std::vector<kpmap::Request> pending;
+    pending.push_back(kpmap::ipsum(std::make_tuple(w, b), "devices"));
+    pending.push_back(kpmap::ipsum(std::make_tuple(b2, w2), "devices"));
+    for (auto& p : pending) p.wait();
+  };
+  step();
+  const auto settled = pool.allocations();
+  CHECK(settled >= 2);  // two reductions in flight hold two buffers
+  for (int i = 0; i < 10; ++i) step();
+  CHECK(pool.allocations() == settled);
+  const double p = world_size();
+  auto hw = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w);
+  auto hb2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b2);
+  CHECK(hw(3, 5) == p);
+  CHECK(hb2(3) == 4 * p);
+}
+
+TEST_CASE("checked mode turns mistakes into errors on every rank", "[collectives][checked]") {
+  if (world_size() < 2) SKIP("needs two ranks to disagree");
+  kpmap::set_checked_mode(true);
+  const int me = world_rank();
+  SECTION("mismatched shapes") {
+    Kokkos::View<double*, Exec> x("x", me == 1 ? 4 : 3);
+    CHECK_THROWS_WITH(kpmap::psum_inplace(x, "devices"),
+                      ContainsSubstring("axis 'devices'") && ContainsSubstring("axis rank 1") &&
+                          ContainsSubstring("shape (4)") && ContainsSubstring("shape (3)"));
+  }
+  SECTION("different collectives on different ranks") {
+    Kokkos::View<double*, Exec> x("x", 3);
+    auto call = [&] {
+      if (me == 0) {
+        kpmap::psum_inplace(x, "devices");
+      } else {
+        kpmap::pmax_inplace(x, "devices");
+      }
+    };
+    CHECK_THROWS_WITH(call(), ContainsSubstring("psum") && ContainsSubstring("pmax"));
+  }
+  SECTION("divergent replicas") {
+    Kokkos::View<double*, Exec> w("w", 4);
+    fill(w, [&](std::size_t k) { return k == 2 ? 1.0 + me : 1.0; });
+    CHECK_THROWS_WITH(
+        kpmap::detail::verify_replicated(kpmap::Mesh::world().axis("devices"), "parameter 'w'", w),
+        ContainsSubstring("parameter 'w'") && ContainsSubstring("element 2") &&
+            ContainsSubstring("is 1 on axis rank 0 but 2 on axis rank 1"));
+  }
+  kpmap::set_checked_mode(false);
+}
