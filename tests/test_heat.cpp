@@ -12,6 +12,7 @@
 #include <kpmap/sim/loops.hpp>
 #include <kpmap/sim/simulation.hpp>
 #include <kpmap/sim/solvers/solver.hpp>
+#include <kpmap/sim/stencil.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
@@ -24,6 +25,7 @@
 #include <cstdio>
 #include <iterator>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using Catch::Matchers::ContainsSubstring;
@@ -204,6 +206,80 @@ TEST_CASE("the overlap shell covers a block once and peels only the faces named"
         }
       }
     }
+  }
+}
+
+namespace {
+
+// Fields of an odd-sized box with a smooth, non-constant content.
+sim::ScalarField filled_field(const std::string& label, long nx, long ny, long nz, double phase) {
+  sim::ScalarField f(label, nz, ny, nx);
+  auto h = Kokkos::create_mirror_view(f);
+  for (long k = 0; k < nz; ++k) {
+    for (long j = 0; j < ny; ++j) {
+      for (long i = 0; i < nx; ++i)
+        h(k, j, i) = 1.5 + std::sin(phase + 0.37 * i + 0.91 * j + 1.3 * k);
+    }
+  }
+  Kokkos::deep_copy(f, h);
+  return f;
+}
+
+double max_difference(const sim::ScalarField& a, const sim::ScalarField& b) {
+  auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+  auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
+  double m = 0;
+  for (std::size_t n = 0; n < ha.size(); ++n)
+    m = std::max(m, std::abs(ha.data()[n] - hb.data()[n]));
+  return m;
+}
+
+}  // namespace
+
+// The branch a GPU takes (an MDRange over the box) and the host's row loop,
+// both compiled in every build: the solver kernels with two call operators
+// (UpdateR, DiagPrecond) must reduce through either, with the same fields and
+// the same sum (to rounding: the order of the sum differs).
+TEST_CASE("the GPU's box loops and the host's row loops give the same answers", "[heat][device]") {
+  const long nx = 13, ny = 7, nz = 3;
+  const kpmap::Box box{{1, 1, 0}, {nx - 1, ny - 1, nz}};
+  const sim::Exec exec;
+  auto run = [&](bool gpu_shape, auto make_kernel) {
+    auto r = filled_field("test::r", nx, ny, nz, 0.1);
+    auto w = filled_field("test::w", nx, ny, nz, 0.7);
+    auto z = filled_field("test::z", nx, ny, nz, 1.9);
+    auto dinv = filled_field("test::dinv", nx, ny, nz, 2.3);
+    const auto f = make_kernel(r, w, z, dinv);
+    const double sum = gpu_shape ? sim::detail::reduce_box<double>(exec, "test::box", box, f)
+                                 : sim::detail::reduce_rows<double>(exec, "test::rows", box, f);
+    if (gpu_shape) {
+      sim::detail::for_box(exec, "test::box", box, f);
+    } else {
+      sim::detail::for_rows(exec, "test::rows", box, f);
+    }
+    Kokkos::fence();
+    return std::make_tuple(sum, r, z);
+  };
+  auto check = [&](auto make_kernel) {
+    const auto [sum_rows, r_rows, z_rows] = run(false, make_kernel);
+    const auto [sum_box, r_box, z_box] = run(true, make_kernel);
+    CHECK(sum_rows > 0);
+    CHECK(std::abs(sum_box - sum_rows) <= 1e-12 * std::abs(sum_rows));
+    CHECK(max_difference(r_rows, r_box) == 0);
+    CHECK(max_difference(z_rows, z_box) == 0);
+  };
+  SECTION("UpdateR with the diagonal preconditioner") {
+    check([](auto r, auto w, auto z, auto dinv) {
+      return sim::kernels::UpdateR<true>{r, w, z, dinv, 0.25};
+    });
+  }
+  SECTION("UpdateR without") {
+    check([](auto r, auto w, auto z, auto dinv) {
+      return sim::kernels::UpdateR<false>{r, w, z, dinv, 0.25};
+    });
+  }
+  SECTION("DiagPrecond") {
+    check([](auto r, auto, auto z, auto dinv) { return sim::kernels::DiagPrecond{r, z, dinv}; });
   }
 }
 

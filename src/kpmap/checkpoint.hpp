@@ -15,6 +15,7 @@
 /// rank that saw it removes the temporary file and raises the error alone
 /// (ErrorScope::this_rank), which ends the job.
 
+#include <kpmap/detail/backend.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/detail/view_utils.hpp>
 #include <kpmap/error.hpp>
@@ -194,8 +195,7 @@ host_canonical(const V& v,
                Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace>& keep) {
   using T = typename V::non_const_value_type;
   using Out = Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                           typename V::memory_space>::accessible) {
+  if constexpr (kpmap::detail::host_reaches_v<typename V::memory_space>) {
     if (kpmap::detail::is_canonical(v)) {
       kpmap::detail::fence(typename V::execution_space(), "kpmap::checkpoint: before writing");
       return Out(v.data(), v.size());
@@ -321,8 +321,7 @@ class Reader {
             Values values = Values::finite) {
     const ProfilingRegion region("kpmap::checkpoint::read");
     using T = typename V::non_const_value_type;
-    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                             typename V::memory_space>::accessible) {
+    if constexpr (kpmap::detail::host_reaches_v<typename V::memory_space>) {
       if (kpmap::detail::is_canonical(local)) {  // read straight into the View
         kpmap::detail::fence(typename V::execution_space(), "kpmap::checkpoint: before reading");
         read_raw(name, detail::elem_of<T>(), local.data(), detail::extents_vector(local), block,

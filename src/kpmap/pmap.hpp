@@ -9,6 +9,7 @@
 /// by the device count. Every function here is collective over its axis.
 
 #include <kpmap/collectives.hpp>
+#include <kpmap/detail/backend.hpp>
 #include <kpmap/detail/checked.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/detail/view_utils.hpp>
@@ -93,7 +94,9 @@ template <class Dst, class Src>
 void copy_any(const Dst& dst, const Src& src) {
   using DM = typename Dst::memory_space;
   using SM = typename Src::memory_space;
-  if constexpr (Kokkos::SpaceAccessibility<typename Dst::execution_space, SM>::accessible) {
+  // Device paths: through the mirror, as between a GPU and the host.
+  if constexpr (!device_paths &&
+                Kokkos::SpaceAccessibility<typename Dst::execution_space, SM>::accessible) {
     Kokkos::deep_copy(dst, src);  // one space: any layouts
   } else {
     // Through a contiguous mirror of dst in src's space.

@@ -8,9 +8,11 @@
 /// on the execution space instance it is given (a CUDA stream, say), so that
 /// a solver on one instance overlaps work on another. On host backends
 /// a box runs as one parallel iteration per row (k, j) with a plain inner
-/// loop over i that the compiler vectorises; on GPUs as a 3-D MDRangePolicy.
+/// loop over i that the compiler vectorises; on GPUs, and on every backend in
+/// a KPMAP_DEVICE_PATHS build (kpmap/detail/backend.hpp), as a 3-D MDRangePolicy.
 /// Reductions are deterministic for a given backend, thread count and box.
 
+#include <kpmap/detail/backend.hpp>
 #include <kpmap/halo.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -72,9 +74,6 @@ namespace detail {
 #define KPMAP_SIM_SUM_ITERATIONS KPMAP_SIM_INDEPENDENT_ITERATIONS
 #endif
 
-template <class E>
-inline constexpr bool is_host_exec_v = std::is_same_v<E, Kokkos::DefaultHostExecutionSpace>;
-
 /// One row (k, j) of a box per parallel iteration.
 template <class F>
 struct RowFor {
@@ -115,19 +114,52 @@ inline Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>> box_policy(const Exec& exec,
                                                       {b.hi[2], b.hi[1], b.hi[0]});
 }
 
+// The two shapes of every loop: rows (the host shortcut) and the box as an
+// MDRange (what a GPU runs). for_cells and reduce_cells choose one; tests call
+// both, so that each compiles in every build and gives the other's answers.
+
+template <class F>
+void for_rows(const Exec& exec, const char* label, const Box& b, const F& f) {
+  const long nj = b.hi[1] - b.lo[1];
+  const long rows = nj * (b.hi[2] - b.lo[2]);
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec>(exec, 0, rows),
+                       RowFor<F>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]});
+}
+
+template <class F>
+void for_box(const Exec& exec, const char* label, const Box& b, const F& f) {
+  Kokkos::parallel_for(label, box_policy(exec, b), f);
+}
+
+template <class V, class F>
+V reduce_rows(const Exec& exec, const char* label, const Box& b, const F& f) {
+  V result{};
+  const long nj = b.hi[1] - b.lo[1];
+  const long rows = nj * (b.hi[2] - b.lo[2]);
+  Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Exec>(exec, 0, rows),
+                          RowReduce<F, V>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]}, result);
+  return result;
+}
+
+template <class V, class F>
+V reduce_box(const Exec& exec, const char* label, const Box& b, const F& f) {
+  V result{};
+  // The reducer names V: Kokkos 3.4 cannot deduce it from a functor that also
+  // has a three-index operator() (UpdateR, DiagPrecond).
+  Kokkos::parallel_reduce(label, box_policy(exec, b), f, Kokkos::Sum<V>(result));
+  return result;
+}
+
 }  // namespace detail
 
 /// \brief Enqueues `f(k, j, i)` for every cell of `b` on `exec`.
 template <class F>
 void for_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
   if (b.empty()) return;
-  if constexpr (detail::is_host_exec_v<Exec>) {
-    const long nj = b.hi[1] - b.lo[1];
-    const long rows = nj * (b.hi[2] - b.lo[2]);
-    Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec>(exec, 0, rows),
-                         detail::RowFor<F>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]});
+  if constexpr (::kpmap::detail::host_shortcut_v<Exec>) {
+    detail::for_rows(exec, label, b, f);
   } else {
-    Kokkos::parallel_for(label, detail::box_policy(exec, b), f);
+    detail::for_box(exec, label, b, f);
   }
 }
 
@@ -136,18 +168,12 @@ void for_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
 /// the result is known.
 template <class V, class F>
 V reduce_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
-  V result{};
-  if (b.empty()) return result;
-  if constexpr (detail::is_host_exec_v<Exec>) {
-    const long nj = b.hi[1] - b.lo[1];
-    const long rows = nj * (b.hi[2] - b.lo[2]);
-    Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Exec>(exec, 0, rows),
-                            detail::RowReduce<F, V>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]},
-                            result);
+  if (b.empty()) return V{};
+  if constexpr (::kpmap::detail::host_shortcut_v<Exec>) {
+    return detail::reduce_rows<V>(exec, label, b, f);
   } else {
-    Kokkos::parallel_reduce(label, detail::box_policy(exec, b), f, result);
+    return detail::reduce_box<V>(exec, label, b, f);
   }
-  return result;
 }
 
 /// \brief The cells of `b` one layer in from the faces that `peel` names

@@ -8,6 +8,7 @@
 /// runs on machines without a GPU. Collectives, pmap and the halo exchange
 /// all come through here; none of them knows which path a call took.
 
+#include <kpmap/detail/backend.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/detail/view_utils.hpp>
 #include <kpmap/transport/buffer_pool.hpp>
@@ -28,8 +29,10 @@ template <class M>
 bool must_stage() {
   const auto& g = gpu_awareness();
   if (g.staging_always) return true;
-  if constexpr (host_accessible_v<M>) {
+  if constexpr (detail::host_reaches_v<M>) {
     return false;
+  } else if constexpr (host_accessible_v<M>) {
+    return true;  // device paths: host memory staged as device memory without GPU-aware MPI
   } else {
     return !g.gpu_aware;
   }
