@@ -7,6 +7,7 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/collectives.hpp>
+#include <kpmap/detail/backend.hpp>
 #include <kpmap/pmap.hpp>
 #include <kpmap/transport/buffer.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
@@ -112,6 +113,19 @@ TEST_CASE("counts above the MPI int limit take the large-count paths", "[collect
   CHECK(at_last.extent(0) == (world_rank() == world_size() - 1 ? 13u : 0u));
   if (world_rank() == world_size() - 1) CHECK(matches(at_last, row_major));
   kpmap::transport::set_max_count(saved);
+}
+
+// A KPMAP_DEVICE_PATHS build stages host memory as a GPU build stages device
+// memory without a GPU-aware MPI; any other build hands it to MPI in place
+// unless KPMAP_STAGING=always.
+TEST_CASE("host memory is staged exactly in a device-path build or when asked",
+          "[collectives][staging]") {
+  const bool asked = kpmap::transport::gpu_awareness().staging_always;
+  CHECK(kpmap::transport::must_stage<Kokkos::HostSpace>() ==
+        (kpmap::detail::device_paths || asked));
+  // The same decision reaches the collectives' buffers.
+  const auto b = kpmap::transport::make_buffer<double, Kokkos::HostSpace>(nullptr, 16);
+  CHECK(b.staged() == (kpmap::detail::device_paths || asked));
 }
 
 TEST_CASE("the staging pool is reused, not regrown", "[collectives][staging]") {

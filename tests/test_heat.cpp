@@ -6,6 +6,7 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/deck.hpp>
+#include <kpmap/detail/backend.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/runtime.hpp>
 #include <kpmap/sim/config.hpp>
@@ -240,6 +241,11 @@ double max_difference(const sim::ScalarField& a, const sim::ScalarField& b) {
 // both compiled in every build: the solver kernels with two call operators
 // (UpdateR, DiagPrecond) must reduce through either, with the same fields and
 // the same sum (to rounding: the order of the sum differs).
+// The loops take the GPU's shape in a KPMAP_DEVICE_PATHS build, the host's
+// row shape otherwise (on host backends).
+static_assert(kpmap::detail::host_shortcut_v<Kokkos::DefaultHostExecutionSpace> ==
+              !kpmap::detail::device_paths);
+
 TEST_CASE("the GPU's box loops and the host's row loops give the same answers", "[heat][device]") {
   const long nx = 13, ny = 7, nz = 3;
   const kpmap::Box box{{1, 1, 0}, {nx - 1, ny - 1, nz}};

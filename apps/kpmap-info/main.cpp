@@ -8,6 +8,7 @@
 
 #include "../common/cli.hpp"
 
+#include <kpmap/detail/backend.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/kpmap.hpp>
 
@@ -132,9 +133,20 @@ int main(int argc, char** argv) {
       std::cout << "GPU-aware MPI: " << (g.gpu_aware ? "yes" : "no") << " (" << g.reason << ")\n"
                 << "transport: "
                 << (g.staging_always ? "every buffer staged through pinned host memory"
+                    : g.device_memory_is_host_accessible && kpmap::detail::device_paths
+                        ? "every buffer staged through pinned host memory, as device memory "
+                          "is without a GPU-aware MPI (KPMAP_DEVICE_PATHS)"
                     : g.device_memory_is_host_accessible ? "buffers go straight to MPI"
                     : g.gpu_aware                        ? "device buffers go straight to MPI"
                                   : "device buffers staged through pinned host memory")
+                << "\n"
+                << "branches: "
+                << (kpmap::detail::device_paths
+                        ? "the GPU's on this host backend (KPMAP_DEVICE_PATHS): MDRange loops, "
+                          "staged MPI buffers, host copies for checkpoints"
+                    : g.device_memory_is_host_accessible
+                        ? "the host's: row loops, MPI buffers and checkpoints in place"
+                        : "the GPU's")
                 << "\n";
     }
     return 0;

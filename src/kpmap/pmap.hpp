@@ -99,8 +99,12 @@ void copy_any(const Dst& dst, const Src& src) {
                 Kokkos::SpaceAccessibility<typename Dst::execution_space, SM>::accessible) {
     Kokkos::deep_copy(dst, src);  // one space: any layouts
   } else {
-    // Through a contiguous mirror of dst in src's space.
-    auto tmp = Kokkos::create_mirror_view(Kokkos::WithoutInitializing, SM(), dst);
+    // Through a copy with dst's shape and layout in src's space (one
+    // spelling for Kokkos 3.4 and 4.x, whose create_mirror_view orders its
+    // WithoutInitializing argument differently).
+    Kokkos::View<typename Dst::non_const_data_type, typename Dst::array_layout, SM> tmp(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kpmap::pmap::copy")),
+        dst.layout());
     Kokkos::deep_copy(tmp, src);
     Kokkos::deep_copy(dst, tmp);
     (void)sizeof(DM);
