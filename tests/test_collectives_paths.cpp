@@ -24,14 +24,8 @@
 #include <vector>
 
 using Catch::Matchers::ContainsSubstring;
-using kpmap::test::Exec;
-using kpmap::test::fill;
-using kpmap::test::matches;
-using kpmap::test::p;
-using kpmap::test::r;
-using kpmap::test::tri;
-using kpmap::test::world_rank;
-using kpmap::test::world_size;
+// Exec, fill, matches, p, r, tri (support/collective_checks.hpp), world_rank, world_size.
+using namespace kpmap::test;
 
 TEST_CASE("non-blocking forms", "[collectives][nonblocking]") {
   const double me = r() + 1;
