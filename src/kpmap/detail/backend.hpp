@@ -8,7 +8,7 @@
 /// host memory handed straight to MPI and to HDF5 instead of through a staging
 /// or mirror copy. A build configured with KPMAP_DEVICE_PATHS=ON takes the
 /// GPU's branches on every backend, so a CPU-only CI compiles and runs them
-/// (docs/portability.md). Code asks the two traits below; nothing else tests
+/// (docs/portability.md). Code asks the three constants below; nothing else tests
 /// the option or the backend.
 
 #include <kpmap/config.hpp>
