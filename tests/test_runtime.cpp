@@ -5,7 +5,7 @@
 #include <kpmap/fault.hpp>
 #include <kpmap/memory.hpp>
 #include <kpmap/runtime.hpp>
-#include <kpmap/stop.hpp>
+#include <kpmap/run/stop.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>

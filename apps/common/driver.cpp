@@ -1,6 +1,6 @@
 #include "driver.hpp"
 
-#include <kpmap/stop.hpp>
+#include <kpmap/run/stop.hpp>
 
 #include "cli.hpp"
 

@@ -13,9 +13,9 @@
 #include <kpmap/mesh.hpp>
 #include <kpmap/pmap.hpp>
 #include <kpmap/profiling.hpp>
-#include <kpmap/run_control.hpp>
+#include <kpmap/run/control.hpp>
+#include <kpmap/run/stop.hpp>
+#include <kpmap/run/watchdog.hpp>
 #include <kpmap/runtime.hpp>
-#include <kpmap/stop.hpp>
 #include <kpmap/version.hpp>
 #include <kpmap/vmap.hpp>
-#include <kpmap/watchdog.hpp>

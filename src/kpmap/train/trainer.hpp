@@ -17,7 +17,7 @@
 #include <kpmap/detail/checked.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/profiling.hpp>
-#include <kpmap/run_control.hpp>
+#include <kpmap/run/control.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>

@@ -13,8 +13,8 @@
 ///     if (run.poll_stop() != 0) break;
 ///   }
 
-#include <kpmap/stop.hpp>
-#include <kpmap/watchdog.hpp>
+#include <kpmap/run/stop.hpp>
+#include <kpmap/run/watchdog.hpp>
 
 #include <mpi.h>
 

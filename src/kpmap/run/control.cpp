@@ -2,7 +2,7 @@
 #include <kpmap/error.hpp>
 #include <kpmap/fault.hpp>
 #include <kpmap/profiling.hpp>
-#include <kpmap/run_control.hpp>
+#include <kpmap/run/control.hpp>
 
 #include <filesystem>
 

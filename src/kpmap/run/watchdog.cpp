@@ -1,4 +1,4 @@
-#include <kpmap/watchdog.hpp>
+#include <kpmap/run/watchdog.hpp>
 
 #include <kpmap/error.hpp>
 

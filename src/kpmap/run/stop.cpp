@@ -1,4 +1,4 @@
-#include <kpmap/stop.hpp>
+#include <kpmap/run/stop.hpp>
 
 #include <kpmap/error.hpp>
 
