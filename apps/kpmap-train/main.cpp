@@ -15,6 +15,7 @@
 #include <kpmap/detail/checked.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/kpmap.hpp>
+#include <kpmap/run/output.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/linear.hpp>
@@ -25,6 +26,7 @@
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -41,7 +43,7 @@ namespace {
 namespace fs = std::filesystem;
 using kpmap::deck::Deck;
 using Mem = Kokkos::DefaultExecutionSpace::memory_space;
-using kpmap::apps::Phase;
+using kpmap::Phase;
 
 // Everything the deck says, checked across keys.
 struct Config {
@@ -426,7 +428,7 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
                  const kpmap::Runtime& rt, Model& model,
                  const kpmap::train::Shard<typename Model::value_type, Mem>& train_set,
                  const kpmap::train::Shard<typename Model::value_type, Mem>& val_set,
-                 kpmap::apps::PhaseTimes& times, double t_start, const fs::path& out) {
+                 kpmap::PhaseTimes& times, double t_start, const fs::path& out) {
   const bool root = rt.rank() == 0;
   const std::size_t n_train = c.samples - c.validation;
   kpmap::train::TrainerConfig tc;
@@ -466,10 +468,10 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
 
   // history.csv continues a restarted run's file.
   const fs::path history = out / "history.csv";
-  kpmap::apps::CsvTable hist(
+  kpmap::CsvTable hist(
       history, "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s,train_accuracy",
       first_epoch > 0, root);
-  kpmap::apps::Progress progress(first_epoch, c.epochs);
+  kpmap::Progress progress(first_epoch, c.epochs);
   const bool classes = c.loss == "cross_entropy";
   // The accuracy reported: the held-out set's where there is one.
   auto accuracy_of = [&](const kpmap::train::EpochReport& r) {
@@ -477,22 +479,21 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
   };
   auto on_epoch = [&](const kpmap::train::EpochReport& r) {
     if (!root) return;
-    using kpmap::apps::Json;
+    using kpmap::csv_number;
     // No validation set: NaN, written as null in JSON and empty in CSV.
+    const double nan = std::nan("");
     const double rate = double(r.samples) / r.seconds;
-    std::ostringstream line;
-    line << r.epoch << ',' << Json::number(r.train_loss) << ','
-         << (c.validation > 0 ? Json::number(r.held_out.loss) : "") << ',' << accuracy_of(r) << ','
-         << rate << ',' << progress.elapsed() << ','
-         << (classes ? Json::number(r.train_accuracy) : "");
-    hist.row(line.str());
+    hist.row(std::to_string(r.epoch) + ',' + csv_number(r.train_loss) + ',' +
+             csv_number(c.validation > 0 ? r.held_out.loss : nan) + ',' +
+             csv_number(accuracy_of(r)) + ',' + csv_number(rate) + ',' +
+             csv_number(progress.elapsed()) + ',' + csv_number(classes ? r.train_accuracy : nan));
     char val[48] = "";
     if (c.validation > 0) std::snprintf(val, sizeof val, "  val_loss %.6e", r.held_out.loss);
     std::printf("epoch %lld/%lld  train_loss %.6e%s%s  %.4g samples/s  elapsed %s  ETA %s\n",
                 r.epoch, c.epochs, r.train_loss, val,
                 classes ? ("  accuracy " + std::to_string(accuracy_of(r))).c_str() : "", rate,
-                kpmap::apps::Progress::format(progress.elapsed()).c_str(),
-                kpmap::apps::Progress::format(progress.eta(r.epoch)).c_str());
+                kpmap::Progress::format(progress.elapsed()).c_str(),
+                kpmap::Progress::format(progress.eta(r.epoch)).c_str());
     std::fflush(stdout);
   };
   const kpmap::train::FitResult res = trainer.fit(train_set, val_set, on_epoch);
@@ -510,63 +511,61 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
         "kpmap-train: train.max_steps = %lld reached after step %lld of %zu in epoch %lld\n",
         c.max_steps, res.step, res.steps_per_epoch, res.epoch + 1);
   }
-  times.add(Phase::compute, trainer.times().compute);
-  times.add(Phase::collectives, trainer.times().collectives);
-  times.add(Phase::checkpoint, trainer.times().io);  // the Trainer's io: checkpoints
+  times += trainer.times();
 
   // ---- result.json --------------------------------------------------------------
   // NaN (null in result.json) until an epoch completes.
   const double nan = std::nan("");
   const auto& r = res.last;
   const auto report = times.reduce(MPI_Wtime() - t_start, rt.comm());
-  kpmap::apps::Json j;
-  j.set("app", "kpmap-train")
-      .set("kpmap_version", KPMAP_VERSION_STRING)
-      .set("deck", deck.source())
-      .set("ranks", rt.size())
-      .set("model", c.model)
-      .set("precision", c.precision)
-      .set("parameters", static_cast<long long>(model.parameter_count()))
-      .set("train_samples", static_cast<long long>(n_train))
-      .set("validation_samples", static_cast<long long>(c.validation))
-      .set("epochs", c.epochs)
-      .set("train_loss", res.has_report ? r.train_loss : nan)
-      .set("val_loss", res.has_report && c.validation > 0 ? r.held_out.loss : nan)
-      .set("samples_per_second", res.samples_per_second);
+  nlohmann::ordered_json j;
+  j["app"] = "kpmap-train";
+  j["kpmap_version"] = KPMAP_VERSION_STRING;
+  j["deck"] = deck.source();
+  j["ranks"] = rt.size();
+  j["model"] = c.model;
+  j["precision"] = c.precision;
+  j["parameters"] = model.parameter_count();
+  j["train_samples"] = n_train;
+  j["validation_samples"] = c.validation;
+  j["epochs"] = c.epochs;
+  j["train_loss"] = res.has_report ? r.train_loss : nan;
+  j["val_loss"] = res.has_report && c.validation > 0 ? r.held_out.loss : nan;
+  j["samples_per_second"] = res.samples_per_second;
   if (classes) {
-    j.set("accuracy", res.has_report ? accuracy_of(r) : nan)
-        .set("train_accuracy", res.has_report ? r.train_accuracy : nan);
+    j["accuracy"] = res.has_report ? accuracy_of(r) : nan;
+    j["train_accuracy"] = res.has_report ? r.train_accuracy : nan;
     if (c.validation > 0) {
       // The held-out set's metrics: the test files', or the validation split's.
-      std::vector<long long> counts(r.held_out.confusion.begin(), r.held_out.confusion.end());
-      j.set("test_accuracy", res.has_report ? r.held_out.accuracy : nan)
-          .set("test_loss", res.has_report ? r.held_out.loss : nan)
-          .set("test_set", c.test_set ? c.test_path : "validation split")
-          .set("confusion", counts);
+      j["test_accuracy"] = res.has_report ? r.held_out.accuracy : nan;
+      j["test_loss"] = res.has_report ? r.held_out.loss : nan;
+      j["test_set"] = c.test_set ? c.test_path : "validation split";
+      j["confusion"] =
+          std::vector<long long>(r.held_out.confusion.begin(), r.held_out.confusion.end());
     }
   }
   if constexpr (std::is_same_v<Model, kpmap::train::LinearModel<typename Model::value_type, Mem>>) {
     const auto w = to_vector(model.params().w);
     const auto b = to_vector(model.params().b);
-    j.set("params", kpmap::apps::Json().set("w", w).set("b", b[0]));
+    j["params"] = {{"w", w}, {"b", b[0]}};
     if (c.data_kind == "synthetic") {
       const kpmap::train::SyntheticRegression g{c.samples, c.features, c.data_seed, c.noise};
       std::vector<double> tw(c.features);
       for (std::size_t i = 0; i < c.features; ++i) tw[i] = g.true_w(i);
-      j.set("true_params", kpmap::apps::Json().set("w", tw).set("b", g.true_b()));
+      j["true_params"] = {{"w", tw}, {"b", g.true_b()}};
       if (root) {
         std::printf("learned w = %s  b = %.6g\n   true w = %s  b = %.6g\n", join(w).c_str(), b[0],
                     join(tw).c_str(), g.true_b());
       }
     }
   }
-  const int code = kpmap::apps::finish_result(j, out / "result.json", res.stopped_by,
-                                              res.checkpoint, report, root);
-  kpmap::apps::make_plots("train", out, root);
+  const int code =
+      kpmap::write_result(j, out / "result.json", res.stopped_by, res.checkpoint, report, root);
+  kpmap::make_plots("train", out, root);
   if (root) {
     std::printf("kpmap-train: done in %s; results in %s\nkpmap-train: %s",
-                kpmap::apps::Progress::format(report.wall).c_str(), (out / "result.json").c_str(),
-                kpmap::apps::phase_table(report).c_str());
+                kpmap::Progress::format(report.wall).c_str(), (out / "result.json").c_str(),
+                kpmap::phase_table(report).c_str());
     if (res.stopped_by) {
       std::printf("kpmap-train: continue with --restart %s\n", res.checkpoint.c_str());
     }
@@ -579,9 +578,9 @@ template <class T, class C = T>
 int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts,
           const kpmap::Runtime& rt) {
   const MPI_Comm comm = rt.comm();
-  kpmap::apps::PhaseTimes times;
+  kpmap::PhaseTimes times;
   const double t_start = MPI_Wtime();
-  const fs::path out = kpmap::apps::prepare_output_dir(c.output, comm);
+  const fs::path out = kpmap::prepare_output_dir(c.output, comm);
   const std::size_t n_train = c.samples - c.validation;
   {
     std::string breakdown;

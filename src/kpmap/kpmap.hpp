@@ -14,6 +14,8 @@
 #include <kpmap/pmap.hpp>
 #include <kpmap/profiling.hpp>
 #include <kpmap/run/control.hpp>
+#include <kpmap/run/output.hpp>
+#include <kpmap/run/phases.hpp>
 #include <kpmap/run/stop.hpp>
 #include <kpmap/run/watchdog.hpp>
 #include <kpmap/runtime.hpp>

@@ -43,7 +43,7 @@ class ProfilingRegion {
                   trace::Track track = trace::Track::communication) {
     if (detail::tool_loaded() || trace::enabled()) {
       push(std::string(name) + "[" + axis + "]", track);
-      args_ = "\"axis\": \"" + axis + "\"";
+      args_.axis = axis;
     }
   }
   ~ProfilingRegion() {
@@ -55,9 +55,9 @@ class ProfilingRegion {
 
   /// \brief Whether a trace records this region (then note() is worth calling).
   bool traced() const noexcept { return traced_; }
-  /// \brief Adds `"key": value` pairs (a JSON object's body) to the trace event.
-  void note(const std::string& args) {
-    if (traced_) args_ += (args_.empty() ? "" : ", ") + args;
+  /// \brief Adds what `args` sets to the trace event.
+  void note(const trace::Args& args) {
+    if (traced_) args_ += args;
   }
 
  private:
@@ -73,7 +73,7 @@ class ProfilingRegion {
   }
   bool tool_ = false;
   bool traced_ = false;
-  std::string args_;
+  trace::Args args_;
 };
 
 }  // namespace kpmap

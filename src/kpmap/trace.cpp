@@ -4,8 +4,11 @@
 #include <kpmap/trace.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -25,43 +28,57 @@ struct Open {
   double start;
 };
 
+// One closed event: what the file shows of it.
+struct Event {
+  std::string name;
+  Track track;
+  double ts, dur;  // microseconds since recording started
+  Args args;
+};
+
 std::vector<Open> g_open;
-std::string g_events;  // this rank's events, each "{...},\n"
+std::vector<Event> g_events;
 std::string g_path;
 MPI_Comm g_comm = MPI_COMM_NULL;
 double g_t0 = 0;
 int g_rank = 0;
 // A long run would grow the trace without bound: past this many events per
-// rank (KPMAP_TRACE_MAX_EVENTS, default one million, about 150 MB), later
-// events are counted, not kept, and the file says so (at most 5 million).
+// rank (KPMAP_TRACE_MAX_EVENTS, default one million, about 150 MB of JSON),
+// later events are counted, not kept, and the file says so (at most 5 million).
 long long g_max_events = 1000000;
-long long g_kept = 0;
 long long g_dropped = 0;
 
-std::string escaped(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out;
+using Json = nlohmann::ordered_json;
+
+Json to_json(const Event& e, int rank) {
+  Json j{{"name", e.name}, {"ph", "X"},   {"pid", rank}, {"tid", static_cast<int>(e.track)},
+         {"ts", e.ts},     {"dur", e.dur}};
+  Json args = Json::object();
+  if (!e.args.axis.empty()) args["axis"] = e.args.axis;
+  if (e.args.bytes >= 0) args["bytes"] = e.args.bytes;
+  if (e.args.arrays >= 0) args["arrays"] = e.args.arrays;
+  if (e.args.path != nullptr) args["path"] = e.args.path;
+  if (!args.empty()) j["args"] = std::move(args);
+  return j;
 }
 
-void metadata(std::string& out, int rank) {
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": "
-                "\"rank %d\"}},\n{\"name\": \"process_sort_index\", \"ph\": \"M\", \"pid\": %d, "
-                "\"args\": {\"sort_index\": %d}},\n",
-                rank, rank, rank, rank);
-  out += line;
+// The names Perfetto gives each rank's process and tracks.
+void metadata(Json& events, int rank) {
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", rank},
+                    {"args", {{"name", "rank " + std::to_string(rank)}}}});
+  events.push_back({{"name", "process_sort_index"},
+                    {"ph", "M"},
+                    {"pid", rank},
+                    {"args", {{"sort_index", rank}}}});
   for (const auto& [tid, name] :
        {std::pair<int, const char*>{0, "compute"}, {1, "communication"}}) {
-    std::snprintf(line, sizeof line,
-                  "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
-                  "\"args\": {\"name\": \"%s\"}},\n",
-                  rank, tid, name);
-    out += line;
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", rank},
+                      {"tid", tid},
+                      {"args", {{"name", name}}}});
   }
 }
 
@@ -95,7 +112,7 @@ void start(const std::string& path, MPI_Comm comm) {
   MPI_Comm_dup(comm, &g_comm);
   MPI_Comm_rank(g_comm, &g_rank);
   g_path = path;
-  g_events.reserve(1 << 20);
+  g_events.reserve(1 << 14);
   if (const char* m = std::getenv("KPMAP_TRACE_MAX_EVENTS"); m != nullptr && *m != '\0') {
     g_max_events = std::clamp(std::atoll(m), 0LL, 5000000LL);  // under 2 GiB for MPI_Gatherv
   }
@@ -107,23 +124,26 @@ void start(const std::string& path, MPI_Comm comm) {
 
 void begin(const std::string& name, Track track) { g_open.push_back({name, track, MPI_Wtime()}); }
 
-void end(const std::string& args) {
+Args& Args::operator+=(const Args& more) {
+  if (!more.axis.empty()) axis = more.axis;
+  if (more.bytes >= 0) bytes = more.bytes;
+  if (more.arrays >= 0) arrays = more.arrays;
+  if (more.path != nullptr) path = more.path;
+  return *this;
+}
+
+void end(const Args& args) {
   if (g_open.empty()) return;
-  const Open o = std::move(g_open.back());
+  Open o = std::move(g_open.back());
   g_open.pop_back();
   const double now = MPI_Wtime();
-  if (g_kept >= g_max_events) {
+  if (static_cast<long long>(g_events.size()) >= g_max_events) {
     ++g_dropped;
     return;
   }
-  ++g_kept;
-  char head[160];
-  std::snprintf(head, sizeof head,
-                "\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f", g_rank,
-                static_cast<int>(o.track), 1e6 * (o.start - g_t0), 1e6 * (now - o.start));
-  g_events += "{\"name\": \"" + escaped(o.name) + head;
-  if (!args.empty()) g_events += ", \"args\": {" + args + "}";
-  g_events += "},\n";
+  // Microseconds to the nanosecond: MPI_Wtime's resolution, and short text.
+  auto us = [](double seconds) { return std::round(1e9 * seconds) / 1e3; };
+  g_events.push_back({std::move(o.name), o.track, us(o.start - g_t0), us(now - o.start), args});
 }
 
 void finish() {
@@ -133,9 +153,13 @@ void finish() {
   MPI_Comm_size(g_comm, &size);
   long long dropped = g_dropped;
   MPI_Allreduce(MPI_IN_PLACE, &dropped, 1, MPI_LONG_LONG, MPI_SUM, g_comm);
-  const int mine = static_cast<int>(g_events.size());
+  // Each rank's events as JSON array elements ("{...},\n"), gathered on rank 0
+  // and spliced into one traceEvents array.
+  std::string mine;
+  for (const Event& e : g_events) mine += to_json(e, g_rank).dump() + ",\n";
+  const int length = static_cast<int>(mine.size());
   std::vector<int> lengths(static_cast<std::size_t>(size)), offsets(lengths.size());
-  MPI_Gather(&mine, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, g_comm);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, g_comm);
   std::string all;
   if (g_rank == 0) {
     int total = 0;
@@ -145,13 +169,20 @@ void finish() {
     }
     all.resize(static_cast<std::size_t>(total));
   }
-  MPI_Gatherv(g_events.data(), mine, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+  MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
               0, g_comm);
   if (g_rank == 0) {
-    std::string text = "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"dropped_events\": " +
-                       std::to_string(dropped) + "}, \"traceEvents\": [\n";
-    for (int r = 0; r < size; ++r) metadata(text, r);
-    text += all;
+    Json head;
+    head["displayTimeUnit"] = "ms";
+    head["otherData"] = {{"dropped_events", dropped}};
+    Json names = Json::array();
+    for (int r = 0; r < size; ++r) metadata(names, r);
+    head["traceEvents"] = std::move(names);
+    // The document with the metadata events, then the ranks' events before
+    // its closing "]}".
+    std::string text = head.dump();
+    text.resize(text.size() - 2);
+    text += ",\n" + all;
     text.resize(text.size() - 2);  // the last ",\n"
     text += "\n]}\n";
     try {
@@ -170,7 +201,7 @@ void finish() {
   }
   g_events.clear();
   g_open.clear();
-  g_kept = g_dropped = 0;
+  g_dropped = 0;
   MPI_Comm_free(&g_comm);
 }
 

@@ -40,8 +40,18 @@ void finish();
 
 /// \brief Opens an event on this rank's timeline (ProfilingRegion calls it).
 void begin(const std::string& name, Track track);
-/// \brief Closes the innermost open event; `args` is a JSON object's body
-/// (`"bytes": 8, "path": "direct"`) shown with it, or empty.
-void end(const std::string& args);
+/// \brief What an event shows besides its name and times (Perfetto's
+/// "args"); a field left at its default is not shown.
+struct Args {
+  std::string axis;            ///< the mesh axis of a collective
+  long long bytes = -1;        ///< the bytes it moves (per rank)
+  long long arrays = -1;       ///< the arrays of a tree it reduces
+  const char* path = nullptr;  ///< "direct", "staged" or "host": where MPI takes the buffer
+  /// \brief Takes the fields `more` sets.
+  Args& operator+=(const Args& more);
+};
+
+/// \brief Closes the innermost open event, with its `args`.
+void end(const Args& args);
 
 }  // namespace kpmap::trace

@@ -9,6 +9,7 @@
 
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/detail/view_utils.hpp>
+#include <kpmap/trace.hpp>
 #include <kpmap/transport/buffer.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -82,15 +83,18 @@ owning_like_t<V> copy_of(const Exec& exec, const V& x, const char* label) {
 /// takes the buffer where it lives ("direct") or through pinned host memory
 /// ("staged"), for a View or a number.
 template <class X>
-std::string trace_args(const X& x) {
+trace::Args trace_args(const X& x) {
+  trace::Args a;
   if constexpr (is_view_v<X>) {
     using M = typename std::decay_t<X>::memory_space;
-    return "\"bytes\": " + std::to_string(x.size() * sizeof(typename std::decay_t<X>::value_type)) +
-           ", \"path\": \"" + (transport::must_stage<M>() ? "staged" : "direct") + "\"";
+    a.bytes = static_cast<long long>(x.size() * sizeof(typename std::decay_t<X>::value_type));
+    a.path = transport::must_stage<M>() ? "staged" : "direct";
   } else {
     static_assert(std::is_arithmetic_v<X>, "trace_args: a View or a number");
-    return "\"bytes\": " + std::to_string(sizeof(X)) + ", \"path\": \"host\"";
+    a.bytes = static_cast<long long>(sizeof(X));
+    a.path = "host";
   }
+  return a;
 }
 
 }  // namespace kpmap::detail

@@ -66,7 +66,7 @@ namespace detail {
 // What a trace shows of a reduction's data: a View's or number's bytes and
 // path, or a tree's bytes and its number of arrays.
 template <class X>
-std::string trace_tree_args(X& x) {
+trace::Args trace_tree_args(X& x) {
   if constexpr (is_view_v<X>) {
     return trace_args(x);
   } else {
@@ -76,7 +76,10 @@ std::string trace_tree_args(X& x) {
       bytes += v.size() * sizeof(typename std::decay_t<decltype(v)>::value_type);
     };
     for_each_leaf(x, count);
-    return "\"bytes\": " + std::to_string(bytes) + ", \"arrays\": " + std::to_string(arrays);
+    trace::Args a;
+    a.bytes = static_cast<long long>(bytes);
+    a.arrays = static_cast<long long>(arrays);
+    return a;
   }
 }
 

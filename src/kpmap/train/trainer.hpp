@@ -18,6 +18,8 @@
 #include <kpmap/error.hpp>
 #include <kpmap/profiling.hpp>
 #include <kpmap/run/control.hpp>
+#include <kpmap/run/output.hpp>
+#include <kpmap/run/phases.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
@@ -28,7 +30,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -84,11 +85,6 @@ struct FitResult {
   EpochReport last;         ///< the last epoch's report
 };
 
-/// \brief Seconds spent, for the application's phase report.
-struct TrainerTimes {
-  double compute = 0, collectives = 0, io = 0;
-};
-
 template <class Model>
 class Trainer {
  public:
@@ -100,7 +96,10 @@ class Trainer {
       : model_(model), opt_(optimizer, model.params()), c_(std::move(config)), axis_(axis) {}
 
   const Optimizer<T, M, P>& optimizer() const { return opt_; }
-  const TrainerTimes& times() const { return times_; }
+  /// \brief Seconds spent so far: compute (steps, updates, evaluation),
+  /// collectives (waiting on the gradient's reduction) and checkpoint (written
+  /// and read); `times += trainer.times()` adds them to a run's report.
+  const PhaseTimes& times() const { return times_; }
   const TrainPosition& position() const { return at_; }
 
   /// \brief Continues from a checkpoint: parameters, optimizer state and
@@ -157,7 +156,7 @@ class Trainer {
                        ErrorScope::all_ranks);
     }
     restart_file_ = file;
-    times_.io += MPI_Wtime() - t0;
+    times_.add(Phase::checkpoint, MPI_Wtime() - t0);
   }
 
   /// \brief Trains from the current position to config.epochs (or
@@ -170,11 +169,7 @@ class Trainer {
                 const std::function<void(const EpochReport&)>& on_epoch) {
     const bool root = axis_->index() == 0;
     const std::size_t n = train.global_rows;
-    if (root) {
-      std::error_code ec;  // a folder that cannot be made fails the first checkpoint, named
-      std::filesystem::create_directories(c_.output_dir, ec);
-    }
-    MPI_Barrier(axis_->comm());
+    prepare_output_dir(c_.output_dir, axis_->comm());
     FitResult res;
     RunControl run(axis_->comm(), c_.output_dir, c_.keep, restart_file_);
     double train_seconds = 0;
@@ -220,7 +215,7 @@ class Trainer {
           const double u0 = MPI_Wtime();
           opt_.step(model_.exec(), model_.params(), model_.grads());
           kpmap::detail::fence(model_.exec(), "kpmap::train::Trainer: the update");
-          times_.compute += MPI_Wtime() - u0;
+          times_.add(Phase::compute, MPI_Wtime() - u0);
         }
         ++log_steps;
         if (c_.log_every > 0 && opt_.steps() % c_.log_every == 0 && root) {
@@ -247,7 +242,7 @@ class Trainer {
             res.mid_epoch = true;
             res.epoch = epoch;
             res.step = static_cast<long long>(k + 1);
-            save(run, mid_epoch_name(epoch, k + 1),
+            save(run, checkpoint_file_name(epoch, static_cast<long long>(k + 1)),
                  {epoch, static_cast<long long>(k + 1), loss_sum, correct_sum});
           }
           break;
@@ -271,7 +266,7 @@ class Trainer {
         const double e0 = MPI_Wtime();
         rep.held_out = model_.evaluate(held_out, axis_);
         rep.has_held_out = true;
-        times_.compute += MPI_Wtime() - e0;
+        times_.add(Phase::compute, MPI_Wtime() - e0);
       }
       train_seconds += epoch_seconds;
       samples_done += rep.samples;
@@ -284,16 +279,14 @@ class Trainer {
         res.mid_epoch = true;
         res.epoch = epoch;
         res.step = static_cast<long long>(steps_done);
-        save(run, mid_epoch_name(epoch, steps_done),
+        save(run, checkpoint_file_name(epoch, static_cast<long long>(steps_done)),
              {epoch, static_cast<long long>(steps_done), loss_sum, correct_sum});
         break;
       }
       const bool last = epoch + 1 == c_.epochs;
       if (last || res.max_steps_reached || res.stopped_by != 0 ||
           (c_.checkpoint_every > 0 && (epoch + 1) % c_.checkpoint_every == 0)) {
-        char name[64];
-        std::snprintf(name, sizeof name, "checkpoint_%06lld.h5", epoch + 1);
-        save(run, name, {epoch + 1, 0, 0.0, 0.0}, /*rotate=*/true);
+        save(run, checkpoint_file_name(epoch + 1), {epoch + 1, 0, 0.0, 0.0}, /*rotate=*/true);
       }
       if (res.stopped_by != 0 || res.max_steps_reached) break;
     }
@@ -340,8 +333,8 @@ class Trainer {
       s = model_.loss_and_gradient(data, plan.order, a, b, plan.global_size(k), axis_, &wait,
                                    {m == 0, m + 1 == parts});
     }
-    times_.compute += MPI_Wtime() - t0 - wait;
-    times_.collectives += wait;
+    times_.add(Phase::compute, MPI_Wtime() - t0 - wait);
+    times_.add(Phase::collectives, wait);
     return s;
   }
 
@@ -353,12 +346,6 @@ class Trainer {
       if (first) Kokkos::deep_copy(v, std::nan(""));
       first = false;
     });
-  }
-
-  static std::string mid_epoch_name(long long epoch, std::size_t step) {
-    char name[64];
-    std::snprintf(name, sizeof name, "checkpoint_%06lld_%06zu.h5", epoch, step);
-    return name;
   }
 
   // A checkpoint of the model, the optimizer and the position `at`.
@@ -383,7 +370,7 @@ class Trainer {
           w.commit();
         },
         rotate, at.epoch);
-    times_.io += MPI_Wtime() - t0;
+    times_.add(Phase::checkpoint, MPI_Wtime() - t0);
   }
 
   // The whole number after "key=" in `state` (fallback without one);
@@ -411,7 +398,7 @@ class Trainer {
   AxisRef axis_;
   TrainPosition at_;
   std::string restart_file_;
-  TrainerTimes times_;
+  PhaseTimes times_;
 };
 
 }  // namespace kpmap::train

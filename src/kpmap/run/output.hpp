@@ -1,0 +1,98 @@
+#pragma once
+/// \file
+/// \brief What a run leaves in its output folder, written one way for every
+/// loop (sim::TimeLoop, train::Trainer) and application: the folder itself,
+/// checkpoint names, per-step CSV tables, the result file and the plots; and
+/// the progress line's clock.
+///
+///   const auto out = kpmap::prepare_output_dir("run1", comm);     // collective
+///   kpmap::CsvTable table(out / "summary.csv", "step,u", restarted, root);
+///   table.row(std::to_string(step) + ',' + kpmap::csv_number(u));
+///   nlohmann::ordered_json result;
+///   result["u"] = u;
+///   return kpmap::write_result(result, out / "summary.json", stopped_by, checkpoint,
+///                              times.reduce(wall, comm), root);
+
+#include <kpmap/run/phases.hpp>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace kpmap {
+
+/// \brief Collective: creates `dir` if needed and checks that files can be
+/// created in it, before any work starts. \throws InputError (all ranks)
+/// naming the folder and the reason.
+std::filesystem::path prepare_output_dir(const std::string& dir, MPI_Comm comm);
+
+/// \brief The name of the checkpoint after step (or epoch) `step`:
+/// "checkpoint_000040.h5". Checkpoint rotation keeps the newest of these.
+std::string checkpoint_file_name(long long step);
+/// \brief The name of a checkpoint taken `step` steps into the epoch after
+/// `epoch`: "checkpoint_000002_000017.h5" (a run stopped mid-epoch).
+std::string checkpoint_file_name(long long epoch, long long step);
+
+/// \brief A number for a CSV cell: the shortest text that reads back to the
+/// same double; NaN (no value) is an empty cell.
+std::string csv_number(double x);
+
+/// \brief The per-step (or per-epoch) CSV table of a run, kept by rank 0:
+/// each row is written and flushed at once (a killed run keeps every row it
+/// reported), and a row that cannot be written (a full disk) is an error
+/// that names the file, not a table that silently stops.
+class CsvTable {
+ public:
+  /// \brief On rank 0 (`root`), opens `path` with its `header` line, or
+  /// appends to it when the run continues an earlier one (`restarted`) and
+  /// the file is there. Elsewhere the table writes nothing.
+  /// \throws kpmap::Error (this rank) when the file cannot be written.
+  CsvTable(std::filesystem::path path, const std::string& header, bool restarted, bool root);
+  /// \brief Appends `line` (no newline) on rank 0. \throws kpmap::Error.
+  void row(const std::string& line);
+
+ private:
+  std::filesystem::path path_;
+  std::FILE* file_ = nullptr;
+  struct Close {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, Close> owner_;
+};
+
+/// \brief Ends a run's result file: adds `stopped_by` (the signal's name, or
+/// ""), `checkpoint` and `timing` to `result`, writes it (two-space indent,
+/// NaN as null) to `path` atomically on rank 0, and returns the run's exit
+/// code: exit_code::stopped after a signal, else success.
+int write_result(nlohmann::ordered_json& result, const std::filesystem::path& path, int stopped_by,
+                 const std::string& checkpoint, const PhaseTimes::Report& report, bool root);
+
+/// \brief On rank 0, draws the run's plots into `dir` with kpmap.plot (python/kpmap)
+/// (`kind` "train": loss.png; "heat": field.png), unless KPMAP_PLOTS=0. Without
+/// Python or matplotlib it prints a one-line notice; it never fails a run.
+/// The interpreter is Debian's python3, or KPMAP_PYTHON.
+void make_plots(const std::string& kind, const std::filesystem::path& dir, bool root);
+
+/// \brief Elapsed time and a linear estimate of the time left, for progress lines.
+class Progress {
+ public:
+  /// \param first the step the run starts from (after a restart), \param last the final step.
+  Progress(long long first, long long last);
+  double elapsed() const;
+  /// \brief Seconds left after finishing step `done`, from the mean time per step so far.
+  double eta(long long done) const;
+  /// \brief "12.3s", "4m05s", "2h10m".
+  static std::string format(double seconds);
+
+ private:
+  long long first_;
+  long long last_;
+  double start_;
+};
+
+}  // namespace kpmap

@@ -1,0 +1,176 @@
+#include <kpmap/error.hpp>
+#include <kpmap/run/control.hpp>
+#include <kpmap/run/output.hpp>
+#include <kpmap/sim/time_loop.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace kpmap::sim {
+
+namespace {
+
+int rank_of(const Simulation& s) { return s.layout().rank(); }
+
+void print_summary(const Summary& s, long step, double time) {
+  std::printf("%6s %14s %22s %22s %22s %22s %22s\n", "step", "time", "volume", "mass", "density",
+              "energy", "U");
+  std::printf("%6ld %14.7e %22.15e %22.15e %22.15e %22.15e %22.15e\n", step, time, s.volume, s.mass,
+              s.density, s.energy, s.u);
+}
+
+std::string csv_row(long step, double time, const Summary& s, long iterations, double error,
+                    double wall) {
+  return std::to_string(step) + ',' + csv_number(time) + ',' + csv_number(s.volume) + ',' +
+         csv_number(s.mass) + ',' + csv_number(s.density) + ',' + csv_number(s.energy) + ',' +
+         csv_number(s.u) + ',' + std::to_string(iterations) + ',' + csv_number(error) + ',' +
+         csv_number(wall);
+}
+
+// KPMAP_FAULT_INJECT=R:S:nan: one NaN in this rank's first owned cell of
+// the energy, as corrupted data or a bad kernel would leave it.
+void poison(Simulation& s) {
+  const auto b = s.layout().interior();
+  Kokkos::deep_copy(Kokkos::subview(s.energy(), b.lo[2], b.lo[1], b.lo[0]), std::nan(""));
+}
+
+}  // namespace
+
+TimeLoop::TimeLoop(Simulation& simulation, LoopOutput output, PhaseTimes& times)
+    : s_(simulation), out_(std::move(output)), times_(times) {
+  if (s_.config().fields_every > 0) {
+    prepare_output_dir((out_.dir / "fields").string(), s_.layout().comm());
+  }
+}
+
+long TimeLoop::last_step(const HeatConfig& c) {
+  const long by_time = static_cast<long>(std::ceil(c.end_time / c.dt - 1e-9));
+  return c.end_step > 0 ? std::min(c.end_step, by_time) : by_time;
+}
+
+void TimeLoop::account(double wall, const Timings& before) {
+  const double halo = s_.timings().halo_s - before.halo_s;
+  const double coll = s_.timings().collectives_s - before.collectives_s;
+  times_.add(Phase::halo, halo);
+  times_.add(Phase::collectives, coll);
+  times_.add(Phase::compute, wall - halo - coll);
+}
+
+void TimeLoop::write(const std::string& path) {
+  const double t0 = MPI_Wtime();
+  s_.write_checkpoint(path, out_.deck);
+  times_.add(Phase::checkpoint, MPI_Wtime() - t0);
+}
+
+void TimeLoop::start() {
+  const auto before = s_.timings();
+  const double t0 = MPI_Wtime();
+  if (out_.restart.empty()) {
+    s_.initialise();
+    account(MPI_Wtime() - t0, before);
+    return;
+  }
+  s_.restart(out_.restart);
+  times_.add(Phase::checkpoint, MPI_Wtime() - t0);
+  if (s_.done()) {
+    throw InputError("restart file " + out_.restart + " is at step " +
+                         std::to_string(s_.step_count()) +
+                         ", where the deck's run ends: nothing left to do (raise "
+                         "time.end_step or time.end_time)",
+                     ErrorScope::all_ranks);
+  }
+}
+
+LoopResult TimeLoop::run(const std::function<void(const StepReport&, const Summary&)>& on_step) {
+  const HeatConfig& c = s_.config();
+  const bool root = rank_of(s_) == 0;
+  LoopResult res;
+  res.first_step = s_.step_count();
+  const long last = last_step(c);
+
+  // The per-step summary, appended to after a restart.
+  CsvTable table(out_.dir / "summary.csv",
+                 "step,time,volume,mass,density,energy,u,iterations,error,wall_s",
+                 res.first_step > 0, root);
+  {
+    const auto before = s_.timings();
+    const double t0 = MPI_Wtime();
+    res.summary = s_.summary();
+    account(MPI_Wtime() - t0, before);
+  }
+  if (root) {
+    print_summary(res.summary, res.first_step, s_.time());
+    if (res.first_step == 0) table.row(csv_row(0, 0.0, res.summary, 0, 0.0, 0.0));
+  }
+
+  Progress progress(res.first_step, last);
+  // Watchdog, fault injection, stop signals, and the newest checkpoint of
+  // this run (or the restart file): what a failure leaves to continue from.
+  RunControl run(s_.layout().comm(), out_.dir.string(), c.keep_last, out_.restart);
+  auto write_step_checkpoint = [&](long step) {
+    run.checkpoint(
+        checkpoint_file_name(step), "step " + std::to_string(step),
+        [&](const std::string& path) { write(path); }, /*rotate=*/true, step);
+  };
+  while (!s_.done()) {
+    const auto before = s_.timings();
+    const double t0 = MPI_Wtime();
+    if (run.begin_step(s_.step_count() + 1)) poison(s_);
+    StepReport r;
+    try {
+      r = s_.step();
+      res.summary = s_.summary();
+    } catch (const Error& e) {
+      if (e.code() != exit_code::diverged) throw;
+      throw Error(e.what() + run.last_good_note(), e.code(), e.scope());
+    }
+    account(MPI_Wtime() - t0, before);
+    res.iterations += r.solve.iterations;
+    res.inner_iterations += r.solve.inner_iterations;
+    res.last_error = r.solve.error;
+    res.last_exact_error = r.solve.exact_error;
+    const long step = s_.step_count();
+    const bool done = s_.done();
+    if (root) {
+      table.row(csv_row(step, s_.time(), res.summary, r.solve.iterations, r.solve.error,
+                        progress.elapsed()));
+      if (c.progress_every > 0 && (step % c.progress_every == 0 || done)) {
+        char solve[96] = "";
+        if (c.scheme == Scheme::implicit) {
+          std::snprintf(solve, sizeof solve, "  iterations %ld  residual %.3e", r.solve.iterations,
+                        r.solve.error);
+          if (r.solve.exact_error >= 0) {
+            const std::size_t n = std::strlen(solve);
+            std::snprintf(solve + n, sizeof solve - n, " (true %.3e)", r.solve.exact_error);
+          }
+        }
+        std::printf("step %ld/%ld  time %.6e%s  elapsed %s  ETA %s\n", step, last, s_.time(), solve,
+                    Progress::format(progress.elapsed()).c_str(),
+                    Progress::format(progress.eta(step)).c_str());
+      }
+      if ((c.summary_every > 0 && step % c.summary_every == 0) || done) {
+        print_summary(res.summary, step, s_.time());
+      }
+      std::fflush(stdout);
+    }
+    if (on_step) on_step(r, res.summary);
+    if (c.fields_every > 0 && step % c.fields_every == 0) {
+      char name[64];
+      std::snprintf(name, sizeof name, "fields_%06ld.h5", step);
+      write((out_.dir / "fields" / name).string());
+    }
+    const bool due = done || (c.checkpoint_every > 0 && step % c.checkpoint_every == 0);
+    if (due) write_step_checkpoint(step);
+    if (!done && (res.stopped_by = run.poll_stop()) != 0) {
+      if (!due) write_step_checkpoint(step);
+      break;
+    }
+  }
+  res.checkpoint = run.last_good();
+  return res;
+}
+
+}  // namespace kpmap::sim
