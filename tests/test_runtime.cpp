@@ -4,8 +4,8 @@
 
 #include <kpmap/fault.hpp>
 #include <kpmap/memory.hpp>
-#include <kpmap/runtime.hpp>
 #include <kpmap/run/stop.hpp>
+#include <kpmap/runtime.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
