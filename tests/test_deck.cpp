@@ -9,6 +9,7 @@
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -72,6 +73,24 @@ TEST_CASE("a valid deck resolves with defaults filled in", "[deck]") {
   CHECK_THAT(resolved, ContainsSubstring("learning_rate = 1.0"));
   auto again = deck::parse(schema(), resolved, "resolved.toml");
   CHECK(again.to_toml().substr(again.to_toml().find('\n')) == resolved.substr(resolved.find('\n')));
+}
+
+TEST_CASE("the resolved deck holds any text as ASCII and reads back", "[deck]") {
+  // e acute (2 bytes), a CJK character (3), an emoji beyond the BMP (4), a
+  // quote, a backslash and a tab: each written so that TOML reads it back.
+  const std::string dir = "r\xc3\xa9sultats \xe6\x97\xa5/\xf0\x9f\x94\xa5 \"q\" \\ \t";
+  CHECK(deck::toml_quoted(dir) == "\"r\\u00E9sultats \\u65E5/\\U0001F525 \\\"q\\\" \\\\ \\t\"");
+  auto d = deck::parse(schema(), valid, "deck.toml", {"output.dir=" + deck::toml_quoted(dir)});
+  REQUIRE(d.string("output.dir") == dir);
+  const std::string resolved = d.to_toml();
+  CHECK(std::all_of(resolved.begin(), resolved.end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x80; }));
+  CHECK(deck::parse(schema(), resolved, "resolved.toml").string("output.dir") == dir);
+  // Bytes that are no UTF-8 (a Latin-1 e acute, a lone continuation byte, an
+  // overlong slash) cannot be held by a deck, and say where they are.
+  for (const std::string bad : {"caf\xe9", "a\x80", "\xc0\xaf"}) {
+    CHECK_THROWS_WITH(deck::toml_quoted(bad), ContainsSubstring("is not UTF-8 text (byte "));
+  }
 }
 
 TEST_CASE("--set overrides are typed and validated like the deck", "[deck]") {

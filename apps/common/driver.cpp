@@ -62,18 +62,6 @@ std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const de
   return std::nullopt;
 }
 
-namespace {
-// A TOML basic string, so any path survives --set unchanged.
-std::string toml_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + '"';
-}
-}  // namespace
-
 deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm comm,
                      const deck::Translator& translate) {
   std::vector<std::string> overrides = o.sets;
@@ -82,7 +70,7 @@ deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm c
       throw InputError("--output: " + schema.app() + " has no output.dir key",
                        ErrorScope::all_ranks);
     }
-    overrides.push_back("output.dir=" + toml_string(o.output));
+    overrides.push_back("output.dir=" + deck::toml_quoted(o.output));
   }
   return deck::load(schema, o.deck, overrides, comm, translate);
 }

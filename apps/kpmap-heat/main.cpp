@@ -62,6 +62,10 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   kpmap::PhaseTimes times;
   const double t_start = MPI_Wtime();
   const fs::path out = kpmap::prepare_output_dir(c.output_dir, comm);
+  const kpmap::OutputLock lock(out, comm);  // one run per folder
+  kpmap::check_outputs(out,
+                       {"summary.json", "summary.csv", "deck.toml", "field.png", "checkpoint_*"},
+                       {opts.deck, opts.restart}, comm);
   sim::Simulation s(c);
   sim::TimeLoop loop(s, {out, deck.to_toml(), opts.restart}, times);
   loop.start();

@@ -470,7 +470,7 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
   const fs::path history = out / "history.csv";
   kpmap::CsvTable hist(
       history, "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s,train_accuracy",
-      first_epoch > 0, root);
+      opts.restart.empty() ? -1 : first_epoch, root);
   kpmap::Progress progress(first_epoch, c.epochs);
   const bool classes = c.loss == "cross_entropy";
   // The accuracy reported: the held-out set's where there is one.
@@ -581,6 +581,9 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
   kpmap::PhaseTimes times;
   const double t_start = MPI_Wtime();
   const fs::path out = kpmap::prepare_output_dir(c.output, comm);
+  const kpmap::OutputLock lock(out, comm);  // one run per folder
+  kpmap::check_outputs(out, {"result.json", "history.csv", "loss.png", "checkpoint_*"},
+                       {opts.deck, opts.restart}, comm);
   const std::size_t n_train = c.samples - c.validation;
   {
     std::string breakdown;

@@ -274,6 +274,15 @@ Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
     } else if (::access(dir.c_str(), W_OK) != 0) {
       error = "cannot write checkpoint " + path + ": directory " + dir.string() +
               " is not writable (" + std::strerror(errno) + ")";
+    } else if (const std::string why = files::not_replaceable(path); !why.empty()) {
+      error = "will not write checkpoint " + path + ": it " + why +
+              ", and kpmap replaces only regular files";
+    } else {
+      try {
+        files::clear_temporary(impl_->tmp);
+      } catch (const Error& e) {
+        error = e.what();
+      }
     }
   }
   agree(comm, error, exit_code::failure);

@@ -33,6 +33,13 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 /// max(2, length / 3) edits.
 std::string closest_word(std::string_view word, const std::vector<std::string>& candidates);
 
+/// \brief `s` as a TOML basic string in ASCII: quotes, backslashes and
+/// control characters escaped, and every other character beyond ASCII
+/// written as \uXXXX (or \UXXXXXXXX), so that a deck's resolved text
+/// (a path in any language, say) reads back as it was.
+/// \throws InputError when `s` is not UTF-8.
+std::string toml_quoted(const std::string& s);
+
 /// \brief A deck value of any Type.
 using Value =
     std::variant<bool, long long, double, std::string, std::vector<long long>, std::vector<double>>;

@@ -36,9 +36,44 @@ std::string write_failure_reason(const std::string& path, int err) {
   return err != 0 ? std::strerror(err) : "an I/O error";
 }
 
+namespace {
+const char* kind_of(mode_t mode) {
+  return S_ISLNK(mode)    ? "is a symbolic link"
+         : S_ISDIR(mode)  ? "is a directory"
+         : S_ISFIFO(mode) ? "is a FIFO (named pipe)"
+         : S_ISCHR(mode)  ? "is a character device"
+         : S_ISBLK(mode)  ? "is a block device"
+         : S_ISSOCK(mode) ? "is a socket"
+                          : "is not a file";
+}
+}  // namespace
+
+std::string not_replaceable(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    const int e = errno;
+    if (e == ENOENT) return "";
+    return std::string("cannot be examined: ") + std::strerror(e);
+  }
+  return S_ISREG(st.st_mode) ? "" : kind_of(st.st_mode);
+}
+
+void clear_temporary(const std::string& tmp) {
+  if (const std::string why = not_replaceable(tmp); !why.empty()) {
+    throw Error("will not write '" + tmp + "': it " + why +
+                ", and kpmap writes only regular files");
+  }
+  std::remove(tmp.c_str());
+}
+
 void write_atomic(const std::string& path, const std::string& text) {
+  if (const std::string why = not_replaceable(path); !why.empty()) {
+    throw Error("will not write '" + path + "': it " + why +
+                ", and kpmap replaces only regular files");
+  }
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  clear_temporary(tmp);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw Error("cannot write '" + tmp + "': " + write_failure_reason(tmp, errno));
   }
@@ -75,13 +110,7 @@ std::string not_a_regular_file(const std::string& path) {
     return std::string("cannot be examined: ") + std::strerror(e);
   }
   if (S_ISREG(st.st_mode)) return "";
-  const char* kind = S_ISDIR(st.st_mode)    ? "is a directory"
-                     : S_ISFIFO(st.st_mode) ? "is a FIFO (named pipe)"
-                     : S_ISCHR(st.st_mode)  ? "is a character device"
-                     : S_ISBLK(st.st_mode)  ? "is a block device"
-                     : S_ISSOCK(st.st_mode) ? "is a socket"
-                                            : "is not a file";
-  return std::string(kind) + ", not a regular file";
+  return std::string(kind_of(st.st_mode)) + ", not a regular file";
 }
 
 }  // namespace kpmap::files

@@ -13,7 +13,8 @@ namespace kpmap::files {
 /// \brief Writes `text` to `path` atomically: to `path.tmp`, then renamed
 /// over `path`. Not collective: call it on the rank that owns the file.
 /// \throws kpmap::Error (this rank) naming the file and why, after removing
-/// the temporary; any previous `path` is untouched.
+/// the temporary; any previous `path` is untouched. It never replaces what
+/// is not a regular file (see not_replaceable()).
 void write_atomic(const std::string& path, const std::string& text);
 
 /// \brief Bytes free to an unprivileged writer on the file system holding
@@ -31,5 +32,17 @@ std::string write_failure_reason(const std::string& path, int err);
 /// so that "<what> <path> " can stand before it. Reading a FIFO blocks and
 /// reading a device never ends, so inputs are checked with this first.
 std::string not_a_regular_file(const std::string& path);
+
+/// \brief What keeps kpmap from replacing `path` with a file it writes: ""
+/// when nothing is there or a regular file is; else "is a symbolic link",
+/// "is a directory", "is a FIFO (named pipe)", "is a character device", ...
+/// A rename over a device or a FIFO would put a regular file in its place
+/// (run as root, over /dev/null), and one over a link would replace the link.
+std::string not_replaceable(const std::string& path);
+
+/// \brief Makes `path.tmp` ready to be created: removes a regular file left
+/// there by a killed run. \throws kpmap::Error (this rank) when it is
+/// anything else (a FIFO would block the open, a link would be followed).
+void clear_temporary(const std::string& tmp);
 
 }  // namespace kpmap::files

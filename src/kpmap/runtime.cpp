@@ -110,9 +110,8 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   if (tracing != 0) {
     try {
       trace::start(trace_file, comm_);
-    } catch (const InputError& e) {  // a program runs on without its trace, and says so
-      if (rank_ == 0)
-        std::fprintf(stderr, "kpmap: KPMAP_TRACE: %s; no trace is recorded\n", e.what());
+    } catch (const InputError& e) {  // asked for and impossible: bad input, before any work
+      abort_together(std::string("KPMAP_TRACE: ") + e.what(), exit_code::bad_input);
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include <kpmap/detail/host_threads.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/trace.hpp>
 #include <kpmap/transport/gpu_aware.hpp>
 
 #include <mpi.h>
@@ -141,7 +142,8 @@ class Runtime {
 
 /// \brief Runs `body(runtime)` as a program's main with kpmap's error contract.
 ///
-/// - `body` returns the exit code (0 on success);
+/// - `body` returns the exit code (0 on success); a trace (kpmap/trace.hpp)
+///   that cannot be written at the end turns success into 1;
 /// - a kpmap::Error raised by all ranks together (`all_ranks()`) is printed
 ///   once by rank 0 and every rank leaves cleanly with its code (2 for input);
 ///   one whose scope is ErrorScope::all_ranks_abort is printed once too, and
@@ -154,7 +156,10 @@ template <class Body>
 int run(int& argc, char**& argv, Body&& body, RuntimeOptions options = {}) {
   Runtime runtime(argc, argv, options);
   try {
-    return std::forward<Body>(body)(runtime);
+    const int code = std::forward<Body>(body)(runtime);
+    // A trace that was asked for and could not be written fails the run.
+    if (!trace::finish() && code == exit_code::success) return exit_code::failure;
+    return code;
   } catch (const Error& e) {
     if (e.scope() == ErrorScope::this_rank) runtime.abort(e.what(), e.code());
     if (e.scope() == ErrorScope::all_ranks_abort) runtime.abort_together(e.what(), e.code());

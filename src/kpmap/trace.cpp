@@ -14,6 +14,9 @@
 #include <filesystem>
 #include <vector>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace kpmap::trace {
 
 namespace detail {
@@ -82,6 +85,45 @@ void metadata(Json& events, int rank) {
   }
 }
 
+// Why the trace cannot go to `path`, or "". It replaces only a regular file
+// that is empty or a kpmap trace (never a device, a FIFO, a link, a folder,
+// the input deck), and creates no folder.
+std::string unwritable(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (const std::string why = files::not_replaceable(path); !why.empty()) {
+    return "it " + why + "; a trace is written only as a regular file";
+  }
+  std::error_code ec;
+  if (fs::exists(path, ec) && fs::file_size(path, ec) > 0) {
+    std::string head(18, '\0');
+    if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+      head.resize(std::fread(head.data(), 1, head.size(), f));
+      std::fclose(f);
+    }
+    if (head != "{\"displayTimeUnit\"") {
+      return "it exists and is not a kpmap trace; kpmap replaces only its own traces (remove it "
+             "or name another file)";
+    }
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    return "its folder " + parent.string() +
+           " does not exist (kpmap creates no folder for a trace)";
+  }
+  // The probe is the temporary the write will use.
+  const std::string probe = path + ".tmp";
+  try {
+    files::clear_temporary(probe);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot be written (" + files::write_failure_reason(probe, errno) + ")";
+  ::close(fd);
+  std::remove(probe.c_str());
+  return "";
+}
+
 }  // namespace
 
 void start(const std::string& path, MPI_Comm comm) {
@@ -91,23 +133,10 @@ void start(const std::string& path, MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   std::string why;
-  if (rank == 0) {
-    // Its folder is made if missing, as --output's is.
-    std::error_code ec;
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    const std::string probe = path + ".tmp";
-    if (std::FILE* f = std::fopen(probe.c_str(), "w")) {
-      std::fclose(f);
-      std::remove(probe.c_str());
-    } else {
-      why = files::write_failure_reason(probe, errno);
-    }
-  }
+  if (rank == 0) why = unwritable(path);
   transport::bcast_string(why, 0, comm);
   if (!why.empty()) {
-    throw InputError("trace file " + path + ": cannot be written (" + why + ")",
-                     ErrorScope::all_ranks);
+    throw InputError("trace file " + path + ": " + why, ErrorScope::all_ranks);
   }
   MPI_Comm_dup(comm, &g_comm);
   MPI_Comm_rank(g_comm, &g_rank);
@@ -146,8 +175,8 @@ void end(const Args& args) {
   g_events.push_back({std::move(o.name), o.track, us(o.start - g_t0), us(now - o.start), args});
 }
 
-void finish() {
-  if (!detail::g_enabled) return;
+bool finish() {
+  if (!detail::g_enabled) return true;
   detail::g_enabled = false;
   int size = 1;
   MPI_Comm_size(g_comm, &size);
@@ -156,7 +185,9 @@ void finish() {
   // Each rank's events as JSON array elements ("{...},\n"), gathered on rank 0
   // and spliced into one traceEvents array.
   std::string mine;
-  for (const Event& e : g_events) mine += to_json(e, g_rank).dump() + ",\n";
+  for (const Event& e : g_events) {
+    mine += to_json(e, g_rank).dump(-1, ' ', false, Json::error_handler_t::replace) + ",\n";
+  }
   const int length = static_cast<int>(mine.size());
   std::vector<int> lengths(static_cast<std::size_t>(size)), offsets(lengths.size());
   MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, g_comm);
@@ -171,6 +202,7 @@ void finish() {
   }
   MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
               0, g_comm);
+  int written = 1;
   if (g_rank == 0) {
     Json head;
     head["displayTimeUnit"] = "ms";
@@ -180,7 +212,7 @@ void finish() {
     head["traceEvents"] = std::move(names);
     // The document with the metadata events, then the ranks' events before
     // its closing "]}".
-    std::string text = head.dump();
+    std::string text = head.dump(-1, ' ', false, Json::error_handler_t::replace);
     text.resize(text.size() - 2);
     text += ",\n" + all;
     text.resize(text.size() - 2);  // the last ",\n"
@@ -196,13 +228,16 @@ void finish() {
             g_max_events, dropped);
       }
     } catch (const Error& e) {
-      std::fprintf(stderr, "kpmap: the trace was not written: %s\n", e.what());
+      std::fprintf(stderr, "kpmap: error: the trace was not written: %s\n", e.what());
+      written = 0;
     }
   }
+  MPI_Bcast(&written, 1, MPI_INT, 0, g_comm);
   g_events.clear();
   g_open.clear();
   g_dropped = 0;
   MPI_Comm_free(&g_comm);
+  return written != 0;
 }
 
 }  // namespace kpmap::trace

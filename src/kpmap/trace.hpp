@@ -31,12 +31,16 @@ inline bool enabled() noexcept { return detail::g_enabled; }
 
 /// \brief Collective over `comm`: starts recording on every rank; `path` is
 /// written when the Runtime ends (or at finish()). A second call is ignored.
-/// \throws kpmap::InputError (every rank) when `path` cannot be written.
+/// \throws kpmap::InputError (every rank) when `path` cannot be written, or
+/// is anything but a regular file that is empty or an earlier trace (a
+/// device, a FIFO, a link, a folder, an input deck), or its folder is missing.
 void start(const std::string& path, MPI_Comm comm);
 
 /// \brief Collective over the communicator recording started on: gathers
-/// the events, rank 0 writes the file, recording stops. No-op when off.
-void finish();
+/// the events, rank 0 writes the file, recording stops. Returns false on
+/// every rank when the file could not be written (rank 0 says why); true
+/// when it was, or when nothing was recorded.
+bool finish();
 
 /// \brief Opens an event on this rank's timeline (ProfilingRegion calls it).
 void begin(const std::string& name, Track track);

@@ -1,9 +1,12 @@
 #include "text.hpp"
 
+#include <kpmap/error.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <sstream>
@@ -67,12 +70,66 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
+}  // namespace kpmap::deck::detail
+
+namespace kpmap::deck {
+
+std::string toml_quoted(const std::string& s) {
+  std::string out = "\"";
+  char buf[16];
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += static_cast<char>(c);
+      } else if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if (c < 0x20 || c == 0x7f) {
+        std::snprintf(buf, sizeof buf, "\\u%04X", c);
+        out += buf;
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, then its code point.
+    const std::size_t n = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    std::uint32_t cp = n == 4 ? c & 0x07u : n == 3 ? c & 0x0Fu : c & 0x1Fu;
+    bool ok = n > 0 && i + n <= s.size();
+    for (std::size_t k = 1; ok && k < n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      ok = (b & 0xC0u) == 0x80u;
+      cp = (cp << 6) | (b & 0x3Fu);
+    }
+    ok = ok && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF) &&
+         cp >= (n == 2   ? 0x80u
+                : n == 3 ? 0x800u
+                         : 0x10000u);
+    if (!ok) {
+      throw InputError("\"" + s + "\" is not UTF-8 text (byte " + std::to_string(i + 1) +
+                       "), which a deck cannot hold");
+    }
+    std::snprintf(buf, sizeof buf, cp > 0xFFFF ? "\\U%08X" : "\\u%04X", static_cast<unsigned>(cp));
+    out += buf;
+    i += n;
+  }
+  return out + "\"";
+}
+
+}  // namespace kpmap::deck
+
+namespace kpmap::deck::detail {
+
 std::string format_value(const Value& v) {
   struct {
     std::string operator()(bool b) const { return b ? "true" : "false"; }
     std::string operator()(long long i) const { return std::to_string(i); }
     std::string operator()(double d) const { return format_real(d); }
-    std::string operator()(const std::string& s) const { return quote(s); }
+    std::string operator()(const std::string& s) const { return toml_quoted(s); }
     std::string operator()(const std::vector<long long>& l) const {
       std::string s = "[";
       for (std::size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + std::to_string(l[i]);

@@ -11,10 +11,20 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 #include <system_error>
+#include <utility>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char** environ;
 
 namespace kpmap {
 
@@ -53,6 +63,108 @@ fs::path prepare_output_dir(const std::string& dir, MPI_Comm comm) {
   return fs::path(dir);
 }
 
+void check_outputs(const fs::path& folder, const std::vector<std::string>& names,
+                   const std::vector<std::string>& inputs, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string problem;
+  if (rank == 0) {
+    // (path, whether it must not be an input): a checkpoint of the folder may
+    // be the one the run restarts from, and later steps go beside it.
+    std::vector<std::pair<fs::path, bool>> outputs;
+    std::error_code ec;
+    for (const auto& name : names) {
+      if (name.empty() || name.back() != '*') {
+        outputs.emplace_back(folder / name, true);
+        continue;
+      }
+      const std::string prefix = name.substr(0, name.size() - 1);
+      for (const auto& e : fs::directory_iterator(folder, ec)) {
+        if (e.path().filename().string().rfind(prefix, 0) == 0)
+          outputs.emplace_back(e.path(), false);
+      }
+    }
+    for (const auto& [out, not_input] : outputs) {
+      if (const std::string why = files::not_replaceable(out.string()); !why.empty()) {
+        problem = "output " + out.string() + ": it " + why +
+                  ", and kpmap replaces only regular files (remove it or choose another --output)";
+        break;
+      }
+      for (const auto& in : inputs) {
+        if (not_input && !in.empty() && fs::equivalent(out, in, ec)) {
+          problem = "output " + out.string() + " is this run's input " + in +
+                    ", which a run never overwrites (copy it elsewhere or choose another --output)";
+          break;
+        }
+      }
+      if (!problem.empty()) break;
+    }
+  }
+  transport::bcast_string(problem, 0, comm);
+  if (!problem.empty()) throw InputError(problem, ErrorScope::all_ranks);
+}
+
+OutputLock::OutputLock(const fs::path& dir, MPI_Comm comm) : path_(dir / ".kpmap-lock") {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string problem;
+  if (rank == 0) {
+    // Lock the file at the path; a file another run removed as we locked it
+    // is not the lock any more: open it again.
+    for (int attempt = 0; attempt < 10 && fd_ < 0 && problem.empty(); ++attempt) {
+      const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        problem = "cannot create its lock file " + path_.string() + ": " + std::strerror(errno);
+        break;
+      }
+      if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int err = errno;
+        std::string holder(256, '\0');
+        const ssize_t n = ::pread(fd, holder.data(), holder.size(), 0);
+        holder.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+        while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) {
+          holder.pop_back();
+        }
+        ::close(fd);
+        problem = err == EWOULDBLOCK
+                      ? "another run is writing to it (" +
+                            (holder.empty() ? std::string("its pid is not recorded yet") : holder) +
+                            "); wait for it to end, or choose another --output"
+                      : "cannot lock " + path_.string() + ": " + std::strerror(err);
+        break;
+      }
+      struct stat held {
+      }, named{};
+      if (::fstat(fd, &held) != 0 || ::stat(path_.c_str(), &named) != 0 ||
+          held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
+        ::close(fd);
+        continue;
+      }
+      fd_ = fd;
+    }
+    if (fd_ >= 0) {
+      char host[256] = "";
+      ::gethostname(host, sizeof host - 1);
+      const std::string me = "pid " + std::to_string(::getpid()) + " on host " + host + "\n";
+      if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) < 0) {
+        // The lock holds without the note; a refused run says less.
+      }
+    } else if (problem.empty()) {
+      problem = "cannot hold its lock file " + path_.string();
+    }
+  }
+  transport::bcast_string(problem, 0, comm);
+  if (!problem.empty()) {
+    throw InputError("output folder " + dir.string() + ": " + problem, ErrorScope::all_ranks);
+  }
+}
+
+OutputLock::~OutputLock() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // while locked: a run that opened it sees another inode
+  ::close(fd_);
+}
+
 std::string checkpoint_file_name(long long step) {
   char name[64];
   std::snprintf(name, sizeof name, "checkpoint_%06lld.h5", step);
@@ -72,10 +184,33 @@ std::string csv_number(double x) {
   return ec == std::errc() ? std::string(buf, end) : std::string("nan");
 }
 
-CsvTable::CsvTable(fs::path path, const std::string& header, bool restarted, bool root)
+CsvTable::CsvTable(fs::path path, const std::string& header, long long restarted_at, bool root)
     : path_(std::move(path)) {
   if (!root) return;
-  const bool append = restarted && fs::exists(path_);
+  std::error_code ec;
+  bool append = false;
+  if (restarted_at >= 0 && fs::is_regular_file(path_, ec)) {
+    // The header and the rows up to the restart's step, written back
+    // atomically: a table that is not this one's is started anew.
+    std::ifstream in(path_);
+    std::string line, kept;
+    if (std::getline(in, line) && line == header) {
+      kept = line + '\n';
+      while (std::getline(in, line)) {
+        long long step = -1;
+        const char* end = line.data() + line.size();
+        const auto [ptr, err] = std::from_chars(line.data(), end, step);
+        if (err != std::errc() || ptr == end || *ptr != ',' || step > restarted_at) break;
+        kept += line + '\n';
+      }
+      files::write_atomic(path_.string(), kept);
+      append = true;
+    }
+  }
+  if (const std::string why = files::not_replaceable(path_.string()); !why.empty()) {
+    throw Error("will not write '" + path_.string() + "': it " + why +
+                ", and kpmap replaces only regular files");
+  }
   owner_.reset(std::fopen(path_.c_str(), append ? "a" : "w"));
   file_ = owner_.get();
   if (file_ == nullptr) {
@@ -102,7 +237,11 @@ int write_result(nlohmann::ordered_json& result, const fs::path& path, int stopp
   result["checkpoint"] = checkpoint;
   result["timing"] = to_json(report);
   // JSON has no NaN or infinity: they are written as null.
-  if (root) files::write_atomic(path.string(), result.dump(2) + "\n");
+  if (root) {
+    files::write_atomic(
+        path.string(),
+        result.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+  }
   return stopped_by ? exit_code::stopped : exit_code::success;
 }
 
@@ -112,6 +251,39 @@ std::string shell_quoted(const std::string& s) {
   for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
+// Runs `command` with /bin/sh in a process group of its own; past `limit`
+// seconds the whole group is killed. "" on exit status 0, else what happened.
+std::string run_with_limit(const std::string& command, double limit) {
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
+  pid_t pid = -1;
+  const int err =
+      ::posix_spawn(&pid, "/bin/sh", nullptr, &attr, const_cast<char* const*>(argv), environ);
+  posix_spawnattr_destroy(&attr);
+  if (err != 0) return std::string("could not be started: ") + std::strerror(err);
+  const double deadline = MPI_Wtime() + limit;
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return "was lost: " + std::string(std::strerror(errno));
+    if (MPI_Wtime() > deadline) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      char text[96];
+      std::snprintf(text, sizeof text,
+                    "did not finish in %g s and was stopped; KPMAP_PLOT_TIMEOUT sets the limit",
+                    limit);
+      return text;
+    }
+    ::usleep(20000);
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "could not run them";
+}
+
 }  // namespace
 
 void make_plots(const std::string& kind, const fs::path& dir, bool root) {
@@ -144,8 +316,14 @@ void make_plots(const std::string& kind, const fs::path& dir, bool root) {
                               "${PYTHONPATH:+:$PYTHONPATH} " + shell_quoted(python) +
                               " -m kpmap.plot " + kind + " " + shell_quoted(dir.string());
   std::fflush(stdout);
-  const int rc = std::system(command.c_str());
-  if (rc != 0) std::printf("kpmap: no plots (%s could not run them)\n", python.c_str());
+  double limit = 120;  // seconds: the plots of a finished run never hold it up longer
+  if (const char* t = std::getenv("KPMAP_PLOT_TIMEOUT"); t != nullptr && *t != '\0') {
+    char* end = nullptr;
+    const double v = std::strtod(t, &end);
+    if (end != t && *end == '\0' && v > 0) limit = v;
+  }
+  const std::string outcome = run_with_limit(command, limit);
+  if (!outcome.empty()) std::printf("kpmap: no plots (%s %s)\n", python.c_str(), outcome.c_str());
   std::fflush(stdout);
 }
 

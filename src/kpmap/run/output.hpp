@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kpmap {
 
@@ -30,6 +31,34 @@ namespace kpmap {
 /// created in it, before any work starts. \throws InputError (all ranks)
 /// naming the folder and the reason.
 std::filesystem::path prepare_output_dir(const std::string& dir, MPI_Comm comm);
+
+/// \brief Collective: refuses, before any work, the files a run will write
+/// in `folder` that it must not replace: a device, a FIFO, a link, a folder
+/// (files::not_replaceable), or one of the run's `inputs` (its deck, the
+/// checkpoint it restarts from). A name ending in `*` stands for every entry
+/// of the folder that begins with the rest ("checkpoint_*").
+/// \throws InputError (all ranks) naming the path and why.
+void check_outputs(const std::filesystem::path& folder, const std::vector<std::string>& names,
+                   const std::vector<std::string>& inputs, MPI_Comm comm);
+
+/// \brief One run per output folder: an advisory lock (flock) on
+/// `DIR/.kpmap-lock`, taken by rank 0 for the object's life and recorded
+/// with its pid and host. A second run on the folder is refused; a lock left
+/// by a killed run is no lock (the kernel released it with the process).
+/// The lock file is removed when the run ends.
+class OutputLock {
+ public:
+  /// \brief Collective. \throws InputError (all ranks) naming the folder and
+  /// the pid and host of the run that holds it.
+  OutputLock(const std::filesystem::path& dir, MPI_Comm comm);
+  ~OutputLock();
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
 
 /// \brief The name of the checkpoint after step (or epoch) `step`:
 /// "checkpoint_000040.h5". Checkpoint rotation keeps the newest of these.
@@ -48,11 +77,15 @@ std::string csv_number(double x);
 /// that names the file, not a table that silently stops.
 class CsvTable {
  public:
-  /// \brief On rank 0 (`root`), opens `path` with its `header` line, or
-  /// appends to it when the run continues an earlier one (`restarted`) and
-  /// the file is there. Elsewhere the table writes nothing.
+  /// \brief On rank 0 (`root`), opens `path` with its `header` line. A run
+  /// that continues an earlier one from step (or epoch) `restarted_at` >= 0
+  /// keeps the file's rows up to that step and appends after them: rows of
+  /// steps the earlier run took after its checkpoint are dropped, so each
+  /// step is in the table once, with the values of the run that continued.
+  /// Elsewhere the table writes nothing.
   /// \throws kpmap::Error (this rank) when the file cannot be written.
-  CsvTable(std::filesystem::path path, const std::string& header, bool restarted, bool root);
+  CsvTable(std::filesystem::path path, const std::string& header, long long restarted_at,
+           bool root);
   /// \brief Appends `line` (no newline) on rank 0. \throws kpmap::Error.
   void row(const std::string& line);
 

@@ -94,7 +94,7 @@ LoopResult TimeLoop::run(const std::function<void(const StepReport&, const Summa
   // The per-step summary, appended to after a restart.
   CsvTable table(out_.dir / "summary.csv",
                  "step,time,volume,mass,density,energy,u,iterations,error,wall_s",
-                 res.first_step > 0, root);
+                 out_.restart.empty() ? -1 : res.first_step, root);
   {
     const auto before = s_.timings();
     const double t0 = MPI_Wtime();

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""What a run may write, tried as a hostile user would: each case runs an app
+and checks both its exit code and that nothing it must not touch changed.
+
+  check_output_safety.py CASE --launcher "mpiexec -n {n}" --app kpmap-heat \
+      --deck inputs/heat2d_ci.toml --ranks 3 --workdir DIR [--result summary.json]
+
+CASE is one of:
+  targets        --trace and output files that are devices, FIFOs, links, folders,
+                 missing folders or the input deck: exit 2, each left as it was
+  lock           a second run on a busy output folder: exit 2 naming the holder's
+                 pid and host; a stale lock left by a killed run does not block
+  restart-table  a restart into the same folder keeps each step of the CSV table once
+  non-ascii      an output folder named in any language works, and its resolved
+                 deck reads back
+  plot-hang      a plotting helper that never returns is stopped; the run ends, exit 0
+"""
+import argparse
+import csv
+import os
+import shlex
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAILED: " + msg, flush=True)
+
+
+def command(args, extra, n=None):
+    n = args.ranks if n is None else n
+    return shlex.split(args.launcher.format(n=n)) + [args.app, args.deck] + extra
+
+
+def run(args, extra, expect, env=None, timeout=120, contains=None, n=None):
+    cmd = command(args, extra, n)
+    print("$ " + " ".join(cmd), flush=True)
+    full_env = {**os.environ, "KPMAP_PLOTS": "0", **(env or {})}
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        fail(f"{' '.join(extra)}: still running after {timeout} s")
+        return None
+    out = p.stdout + p.stderr
+    if p.returncode != expect:
+        print(out[-3000:])
+        fail(f"{' '.join(extra)}: exit code {p.returncode}, expected {expect}")
+    if contains is not None and contains not in out:
+        print(out[-3000:])
+        fail(f"{' '.join(extra)}: the output does not say '{contains}'")
+    return out
+
+
+def kind(path):
+    try:
+        m = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    for name, test in (("link", stat.S_ISLNK), ("fifo", stat.S_ISFIFO), ("chr", stat.S_ISCHR),
+                       ("dir", stat.S_ISDIR), ("file", stat.S_ISREG)):
+        if test(m):
+            return name
+    return "other"
+
+
+def out_dir(args, name):
+    return os.path.join(args.workdir, name)
+
+
+def targets(args):
+    w = args.workdir
+    fifo = os.path.join(w, "fifo")
+    os.mkfifo(fifo)
+    device = os.path.join(w, "device")
+    try:  # a private node (as /dev/full), never one of /dev
+        os.mknod(device, stat.S_IFCHR | 0o600, os.makedev(1, 7))
+    except PermissionError:
+        device = None
+        print("mknod is not permitted here: the device case is left to the FIFO's")
+    deck_copy = os.path.join(w, "deck_copy" + os.path.splitext(args.deck)[1])
+    shutil.copy(args.deck, deck_copy)
+    with open(deck_copy, encoding="utf-8") as f:
+        deck_text = f.read()
+    precious = os.path.join(w, "precious.txt")
+    with open(precious, "w", encoding="utf-8") as f:
+        f.write("not kpmap's\n")
+    link = os.path.join(w, "link.json")
+    os.symlink(precious, link)
+
+    cases = [(fifo, "is a FIFO"), (link, "is a symbolic link"), (w, "is a directory"),
+             (deck_copy, "is not a kpmap trace"), (precious, "is not a kpmap trace"),
+             (os.path.join(w, "missing", "trace.json"), "does not exist")]
+    if device:
+        cases.append((device, "is a character device"))
+    for i, (path, why) in enumerate(cases):
+        run(args, ["--output", out_dir(args, f"t{i}"), "--trace", path], 2, contains=why)
+    # The same through the environment, for any kpmap program.
+    run(args, ["--output", out_dir(args, "env")], 2, contains="does not exist",
+        env={"KPMAP_TRACE": os.path.join(w, "nowhere", "x.json")})
+    if os.path.exists(os.path.join(w, "missing")) or os.path.exists(os.path.join(w, "nowhere")):
+        fail("a folder was created for a trace that was refused")
+
+    # Output files: a FIFO where the result goes, a link where the table goes,
+    # a FIFO named like a checkpoint, the deck where the resolved deck goes.
+    for name, make, why in ((args.result, os.mkfifo, "is a FIFO"),
+                            (args.table, lambda p: os.symlink(precious, p), "is a symbolic link"),
+                            ("checkpoint_000001.h5", os.mkfifo, "is a FIFO")):
+        out = out_dir(args, "o_" + name)
+        os.makedirs(out)
+        make(os.path.join(out, name))
+        run(args, ["--output", out], 2, contains=why)
+        if kind(os.path.join(out, name)) == "file":
+            fail(f"{out}/{name} was replaced by a regular file")
+    if args.resolved_deck:
+        out = out_dir(args, "o_deck")
+        os.makedirs(out)
+        inside = os.path.join(out, args.resolved_deck)
+        shutil.copy(args.deck, inside)
+        p = command(args, ["--output", out])
+        p[p.index(args.deck)] = inside
+        print("$ " + " ".join(p), flush=True)
+        r = subprocess.run(p, capture_output=True, text=True, env={**os.environ, "KPMAP_PLOTS": "0"})
+        if r.returncode != 2 or "is this run's input" not in r.stdout + r.stderr:
+            print((r.stdout + r.stderr)[-2000:])
+            fail(f"a run whose deck is {inside}: exit {r.returncode}, expected 2 naming the input")
+
+    # Nothing that was there changed.
+    expect = {fifo: "fifo", link: "link", precious: "file", deck_copy: "file"}
+    if device:
+        expect[device] = "chr"
+    for path, k in expect.items():
+        if kind(path) != k:
+            fail(f"{path} is now a {kind(path)}, was a {k}")
+    with open(precious, encoding="utf-8") as f:
+        if f.read() != "not kpmap's\n":
+            fail(f"{precious} was written")
+    with open(deck_copy, encoding="utf-8") as f:
+        if f.read() != deck_text:
+            fail(f"{deck_copy} (an input deck) was written")
+
+
+def lock(args):
+    out = out_dir(args, "busy")
+    long_run = command(args, ["--output", out] + args.long)
+    print("$ " + " ".join(long_run) + " &", flush=True)
+    first = subprocess.Popen(long_run, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env={**os.environ, "KPMAP_PLOTS": "0"}, start_new_session=True)
+    try:
+        lock_file = os.path.join(out, ".kpmap-lock")
+        deadline = time.time() + 60
+        while time.time() < deadline and not (os.path.exists(lock_file) and os.path.getsize(lock_file)):
+            time.sleep(0.05)
+        if first.poll() is not None:
+            fail("the first run ended before the second started: lengthen it")
+        text = run(args, ["--output", out], 2, contains="another run is writing to it (pid ")
+        if text is not None and "on host " not in text:
+            fail("the refusal does not name the host")
+    finally:
+        os.killpg(first.pid, signal.SIGTERM)  # it stops with a checkpoint
+        first.wait(timeout=60)
+    # A lock file left by a run that was killed: its lock died with it.
+    stale = out_dir(args, "stale")
+    os.makedirs(stale)
+    with open(os.path.join(stale, ".kpmap-lock"), "w", encoding="utf-8") as f:
+        f.write("pid 999999 on host gone\n")
+    run(args, ["--output", stale], 0)
+    if os.path.exists(os.path.join(stale, ".kpmap-lock")):
+        fail("the lock file outlived the run")
+
+
+def first_column(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    return rows[0], [int(r[0]) for r in rows[1:]]
+
+
+def restart_table(args):
+    out = out_dir(args, "rt")
+    run(args, ["--output", out], 0)
+    table = os.path.join(out, args.table)
+    header, before = first_column(table)
+    checkpoints = sorted(n for n in os.listdir(out) if n.startswith("checkpoint_") and n.endswith(".h5"))
+    if len(checkpoints) < 2:
+        fail(f"{out}: {checkpoints}: the deck must leave two checkpoints")
+        return
+    run(args, ["--output", out, "--restart", os.path.join(out, checkpoints[0])], 0)
+    header_after, after = first_column(table)
+    if header_after != header:
+        fail(f"{table}: header {header_after}, was {header}")
+    if after != before:
+        fail(f"{table}: steps {after} after the restart into the folder, expected {before}")
+
+
+def non_ascii(args):
+    out = out_dir(args, "résultats 日本")
+    run(args, ["--output", out], 0)
+    if not os.path.isfile(os.path.join(out, args.result)):
+        fail(f"no {args.result} in {out}")
+    if args.resolved_deck:
+        again = command(args, ["--output", out_dir(args, "again")])
+        again[again.index(args.deck)] = os.path.join(out, args.resolved_deck)
+        print("$ " + " ".join(again), flush=True)
+        r = subprocess.run(again, capture_output=True, text=True,
+                           env={**os.environ, "KPMAP_PLOTS": "0"})
+        if r.returncode != 0:
+            print((r.stdout + r.stderr)[-2000:])
+            fail(f"the resolved deck of {out} does not read back: exit {r.returncode}")
+
+
+def plot_hang(args):
+    helper = os.path.join(args.workdir, "hung-python")
+    with open(helper, "w", encoding="utf-8") as f:
+        f.write("#!/bin/sh\nexec sleep 1000\n")
+    os.chmod(helper, 0o755)
+    start = time.time()
+    run(args, ["--output", out_dir(args, "plots")], 0, timeout=60,
+        env={"KPMAP_PLOTS": "1", "KPMAP_PYTHON": helper, "KPMAP_PLOT_TIMEOUT": "2"},
+        contains="did not finish in 2 s")
+    print(f"the run ended {time.time() - start:.1f} s after it started")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("case", choices=["targets", "lock", "restart-table", "non-ascii", "plot-hang"])
+    p.add_argument("--launcher", required=True)
+    p.add_argument("--app", required=True)
+    p.add_argument("--deck", required=True)
+    p.add_argument("--ranks", type=int, default=1)
+    p.add_argument("--workdir", required=True)
+    p.add_argument("--result", default="summary.json")
+    p.add_argument("--table", default="summary.csv")
+    p.add_argument("--resolved-deck", default="", help="the resolved deck's name in the folder")
+    p.add_argument("--long", nargs="*", default=[], help="--set arguments of a run that lasts")
+    args = p.parse_args()
+    args.long = [a for s in args.long for a in ("--set", s)]
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    {"targets": targets, "lock": lock, "restart-table": restart_table, "non-ascii": non_ascii,
+     "plot-hang": plot_hang}[args.case](args)
+    if failures:
+        sys.exit(1)
+    print(f"{args.case}: as promised")
+
+
+if __name__ == "__main__":
+    main()
