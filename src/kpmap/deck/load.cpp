@@ -74,7 +74,15 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
   transport::bcast_string(lines, 0, comm);
   // Every rank (rank 0 too) builds the deck from the same resolved text, and
   // keeps the lines (and names) of the user's text for messages.
-  Deck deck = parse(schema, payload, path);
+  // The text is kpmap's own: an error in it is never the user's deck's.
+  Deck deck = [&] {
+    try {
+      return parse(schema, payload, path);
+    } catch (const InputError& e) {
+      throw Error("the resolved deck of " + path + " does not read back (a kpmap bug): " + e.what(),
+                  exit_code::failure, ErrorScope::all_ranks);
+    }
+  }();
   deck.lines_.clear();
   std::istringstream in(lines);
   for (std::string row; std::getline(in, row);) {
