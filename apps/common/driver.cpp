@@ -58,8 +58,11 @@ std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const de
     }
     return exit_code::bad_input;
   }
-  if (!o.trace.empty()) trace::start(o.trace, rt.comm());  // written when the Runtime ends
   return std::nullopt;
+}
+
+void start_trace(const RunOptions& o, MPI_Comm comm) {
+  if (!o.trace.empty()) trace::start(o.trace, comm);  // written when the Runtime ends
 }
 
 deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm comm,

@@ -39,6 +39,11 @@ std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& options,
                                           const deck::Schema& schema, int argc, char** argv,
                                           const Runtime& rt);
 
+/// \brief Collective: starts the --trace timeline, once the output folder is
+/// made (a trace may go inside it). \throws InputError (all ranks) for a
+/// trace file kpmap must not or cannot write (kpmap/trace.hpp).
+void start_trace(const RunOptions& options, MPI_Comm comm);
+
 /// \brief Collective: loads the deck with the --set overrides, and --output as
 /// an override of `output.dir`. Every rank gets the same resolved deck, or
 /// every rank throws the same InputError (exit code 2). `translate` reads

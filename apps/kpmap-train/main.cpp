@@ -584,6 +584,7 @@ int train(const Config& c, const Deck& deck, const kpmap::apps::RunOptions& opts
   const kpmap::OutputLock lock(out, comm);  // one run per folder
   kpmap::check_outputs(out, {"result.json", "history.csv", "loss.png", "checkpoint_*"},
                        {opts.deck, opts.restart}, comm);
+  kpmap::apps::start_trace(opts, comm);
   const std::size_t n_train = c.samples - c.validation;
   {
     std::string breakdown;

@@ -101,6 +101,11 @@ def targets(args):
         cases.append((device, "is a character device"))
     for i, (path, why) in enumerate(cases):
         run(args, ["--output", out_dir(args, f"t{i}"), "--trace", path], 2, contains=why)
+    # A trace inside the output folder the run makes is fine.
+    inside = os.path.join(out_dir(args, "new"), "trace.json")
+    run(args, ["--output", out_dir(args, "new"), "--trace", inside], 0)
+    if kind(inside) != "file":
+        fail(f"no trace at {inside}")
     # The same through the environment, for any kpmap program.
     run(args, ["--output", out_dir(args, "env")], 2, contains="does not exist",
         env={"KPMAP_TRACE": os.path.join(w, "nowhere", "x.json")})

@@ -38,6 +38,8 @@ def main():
             a.ranks = 1
     if os.path.exists(a.trace):
         os.remove(a.trace)
+    if a.env:  # KPMAP_TRACE creates no folder: the test makes the trace's
+        os.makedirs(os.path.dirname(os.path.abspath(a.trace)), exist_ok=True)
     env = dict(os.environ)
     if a.env:
         env["KPMAP_TRACE"] = a.trace
