@@ -245,6 +245,15 @@ double max_difference(const sim::ScalarField& a, const sim::ScalarField& b) {
 // row shape otherwise (on host backends).
 static_assert(kpmap::detail::host_shortcut_v<Kokkos::DefaultHostExecutionSpace> ==
               !kpmap::detail::device_paths);
+// The box's MDRange walks i (contiguous in the (k, j, i) fields) fastest on
+// every backend, whatever the backend's default order (Left on CUDA and HIP).
+using BoxPolicy = decltype(kpmap::sim::detail::box_policy(sim::Exec(), kpmap::Box{}));
+static_assert(BoxPolicy::outer_direction == Kokkos::Iterate::Right &&
+              BoxPolicy::inner_direction == Kokkos::Iterate::Right);
+// ... which is what host backends did by default: stating it changes no CPU loop.
+using HostDefault = Kokkos::MDRangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::Rank<3>>;
+static_assert(HostDefault::outer_direction == Kokkos::Iterate::Right &&
+              HostDefault::inner_direction == Kokkos::Iterate::Right);
 
 TEST_CASE("the GPU's box loops and the host's row loops give the same answers", "[heat][device]") {
   const long nx = 13, ny = 7, nz = 3;

@@ -22,6 +22,7 @@
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/detail/mpi_datatype.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/policy.hpp>
 #include <kpmap/profiling.hpp>
 #include <kpmap/transport/buffer.hpp>
 
@@ -336,11 +337,10 @@ class HaloExchange {
                                               box.hi[0] - box.lo[0],
                                               box.hi[1] - box.lo[1],
                                               n.cells};
-    Kokkos::parallel_for(
-        label,
-        Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<3>>(exec, {box.lo[2], box.lo[1], box.lo[0]},
-                                                          {box.hi[2], box.hi[1], box.hi[0]}),
-        f);
+    Kokkos::parallel_for(label,
+                         RowMajorRange<3, ExecSpace>(exec, {box.lo[2], box.lo[1], box.lo[0]},
+                                                     {box.hi[2], box.hi[1], box.hi[0]}),
+                         f);
   }
 
   CartesianLayout layout_;

@@ -12,6 +12,7 @@
 #include <kpmap/memory.hpp>
 #include <kpmap/mesh.hpp>
 #include <kpmap/pmap.hpp>
+#include <kpmap/policy.hpp>
 #include <kpmap/profiling.hpp>
 #include <kpmap/run/control.hpp>
 #include <kpmap/run/output.hpp>

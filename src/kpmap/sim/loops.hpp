@@ -14,6 +14,7 @@
 
 #include <kpmap/detail/backend.hpp>
 #include <kpmap/halo.hpp>
+#include <kpmap/policy.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -109,9 +110,8 @@ struct RowReduce {
   }
 };
 
-inline Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>> box_policy(const Exec& exec, const Box& b) {
-  return Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>>(exec, {b.lo[2], b.lo[1], b.lo[0]},
-                                                      {b.hi[2], b.hi[1], b.hi[0]});
+inline RowMajorRange<3, Exec> box_policy(const Exec& exec, const Box& b) {
+  return RowMajorRange<3, Exec>(exec, {b.lo[2], b.lo[1], b.lo[0]}, {b.hi[2], b.hi[1], b.hi[0]});
 }
 
 // The two shapes of every loop: rows (the host shortcut) and the box as an

@@ -5,6 +5,7 @@
 /// Glorot-uniform initial weights, and the bias gradient as one gemv.
 
 #include <kpmap/detail/blas.hpp>
+#include <kpmap/policy.hpp>
 #include <kpmap/train/layers/layer.hpp>
 
 #include <cstdint>
@@ -60,7 +61,7 @@ class Weighted : public Layer<T, M> {
   }
   /// out(r, :) += b for the `rows` rows at `out`.
   void add_bias(const Exec& exec, T* out, std::size_t rows) const {
-    using Policy = Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2>, Kokkos::IndexType<std::int64_t>>;
+    using Policy = RowMajorRange<2, Exec, Kokkos::IndexType<std::int64_t>>;
     Kokkos::parallel_for(
         "kpmap::train::layers::bias",
         Policy(exec, {0, 0},

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Every multi-dimensional kernel of the library and the examples states its
+iteration order through kpmap::RowMajorRange (src/kpmap/policy.hpp): no
+Kokkos::MDRangePolicy is written anywhere else, where it would take the
+backend's default order (Iterate::Left on CUDA and HIP).
+
+usage: check_md_ranges.py SOURCE_DIR...
+"""
+import os
+import re
+import sys
+
+ALLOWED = os.path.join("kpmap", "policy.hpp")
+PATTERN = re.compile(r"\bMDRangePolicy\s*<")
+
+
+def main():
+    found = []
+    for root in sys.argv[1:]:
+        for folder, _, files in os.walk(root):
+            for name in files:
+                if not name.endswith((".hpp", ".cpp", ".h")):
+                    continue
+                path = os.path.join(folder, name)
+                if path.endswith(ALLOWED):
+                    continue
+                with open(path, encoding="utf-8") as f:
+                    for number, line in enumerate(f, 1):
+                        if PATTERN.search(line.split("//")[0]):
+                            found.append(f"{path}:{number}: {line.strip()}")
+    for f in found:
+        print("FAILED: an MDRangePolicy of its own (use kpmap::RowMajorRange): " + f)
+    if not found:
+        print("every MDRange states its order through kpmap::RowMajorRange")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
