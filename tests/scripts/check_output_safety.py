@@ -168,8 +168,16 @@ def lock(args):
         if text is not None and "on host " not in text:
             fail("the refusal does not name the host")
     finally:
-        os.killpg(first.pid, signal.SIGTERM)  # it stops with a checkpoint
-        first.wait(timeout=60)
+        # SIGTERM to the launcher, which passes it on: the run stops with a
+        # checkpoint (a signal to every process at once would reach each rank
+        # twice).
+        first.send_signal(signal.SIGTERM)
+        try:
+            first.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+            fail("the first run did not stop within 60 s of SIGTERM")
     # A lock file left by a run that was killed: its lock died with it.
     stale = out_dir(args, "stale")
     os.makedirs(stale)
