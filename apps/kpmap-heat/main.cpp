@@ -9,7 +9,7 @@
 // explicit FTCS step). Summaries, checkpoints, field dumps and summary.json
 // go to output.dir; see docs/heat.md.
 
-#include "../common/driver.hpp"
+#include "../common/run_options.hpp"
 #include "tealeaf_answers.hpp"
 
 #include <kpmap/kpmap.hpp>

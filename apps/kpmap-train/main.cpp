@@ -8,7 +8,7 @@
 // and every rank applies the same update. Results, history and checkpoints
 // go to output.dir.
 
-#include "../common/driver.hpp"
+#include "../common/run_options.hpp"
 #include "schema.hpp"
 
 #include <kpmap/checkpoint.hpp>

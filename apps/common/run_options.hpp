@@ -55,9 +55,4 @@ deck::Deck load_deck(const deck::Schema& schema, const RunOptions& options, MPI_
 /// serial host backend", "OpenMP, 2 threads: 2 cores shared by 1 rank", "Cuda 0".
 std::string execution_text(const Runtime& rt);
 
-/// \brief Throws `e` again with `before` and `after` around its message,
-/// keeping its exit code and whether all ranks raised it.
-[[noreturn]] void rethrow_with_context(const Error& e, const std::string& before,
-                                       const std::string& after);
-
 }  // namespace kpmap::apps

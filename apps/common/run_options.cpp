@@ -1,4 +1,4 @@
-#include "driver.hpp"
+#include "run_options.hpp"
 
 #include "cli.hpp"
 
@@ -82,10 +82,6 @@ std::string execution_text(const Runtime& rt) {
   std::string s = Kokkos::DefaultExecutionSpace::name();
   if (rt.device_id() >= 0) s += " " + std::to_string(rt.device_id()) + ", host";
   return s + " " + rt.host_threads().reason;
-}
-
-void rethrow_with_context(const Error& e, const std::string& before, const std::string& after) {
-  throw Error(before + e.what() + after, e.code(), e.scope());
 }
 
 }  // namespace kpmap::apps
