@@ -15,8 +15,9 @@ reads PREFIX.<rank> for each of N ranks and checks, on every rank:
   kernel) has ended before the first B that follows it begins, and so on: e.g. a
   kernel that runs between two regions, outside both;
 - inside every --labelled REGION, each kernel and fence carries a label that starts
-  with "kpmap::" (or "Kokkos::"/"KokkosBlas", for the kernels that Kokkos' deep_copy and
-  View initialisation and Kokkos Kernels' gemm and gemv launch for kpmap).
+  with "kpmap::" or "kpmap: " (a fence's reason), or "Kokkos::"/"KokkosBlas" (for the
+  kernels that Kokkos' deep_copy and View initialisation and Kokkos Kernels' gemm and
+  gemv launch for kpmap).
 """
 import argparse
 import glob
@@ -27,7 +28,7 @@ import sys
 
 # kpmap's own labels, and those Kokkos and Kokkos Kernels give the kernels they
 # launch for kpmap (deep_copy, View initialisation, gemm, gemv).
-LIBRARY_LABELS = ("kpmap::", "Kokkos::", "KokkosBlas", "KokkosKernels")
+LIBRARY_LABELS = ("kpmap::", "kpmap: ", "Kokkos::", "KokkosBlas", "KokkosKernels")
 
 
 def matches(pattern, name):
@@ -61,6 +62,8 @@ def check_rank(path, requires, labelled, forbids=(), orders=()):
         for line in f:
             kind, _, rest = line.rstrip("\n").partition(" ")
             depth_text, _, name = rest.partition(" ")
+            if kind == "reduce":  # a kernel as far as regions go
+                kind = "kernel"
             events.append((kind, int(depth_text), name))
             # A pop is recorded at the depth it returns to.
             if int(depth_text) != len(stack) - (1 if kind == "pop" else 0):

@@ -1,9 +1,18 @@
 // A minimal Kokkos Tools library for the tests: it records every region push
-// and pop, kernel and fence a program makes, with the region depth, and
-// writes them at the end to $KPMAP_REGION_TOOL_OUT.<rank> (one line each:
-// "push DEPTH NAME", "pop DEPTH", "kernel DEPTH NAME", "fence DEPTH NAME").
+// and pop, kernel, fence, allocation and deep copy a program makes, with the
+// region depth, and writes them at the end to $KPMAP_REGION_TOOL_OUT.<rank>,
+// one line each:
+//   push DEPTH NAME | pop DEPTH
+//   kernel DEPTH NAME    (a parallel_for or parallel_scan)
+//   reduce DEPTH NAME    (a parallel_reduce)
+//   fence DEPTH NAME
+//   alloc DEPTH SPACE LABEL
+//   copy DEPTH DST_SPACE<-SRC_SPACE DST_LABEL
 // Loaded with KOKKOS_TOOLS_LIBS (Kokkos 4) or KOKKOS_PROFILE_LIBRARY (3.4);
-// tests/scripts/check_regions.py reads what it wrote.
+// tests/scripts/check_regions.py and check_counts.py read what it wrote.
+// Kokkos before 3.6 reports no fence of its own on host backends; kpmap
+// reports its fences and its reductions into host values there itself
+// (kpmap::detail::report_host_sync).
 
 #include <cstdint>
 #include <cstdio>
@@ -55,7 +64,7 @@ void kokkosp_begin_parallel_for(const char* name, std::uint32_t, std::uint64_t* 
 }
 void kokkosp_end_parallel_for(std::uint64_t) {}
 void kokkosp_begin_parallel_reduce(const char* name, std::uint32_t, std::uint64_t* id) {
-  record("kernel", name);
+  record("reduce", name);
   *id = 0;
 }
 void kokkosp_end_parallel_reduce(std::uint64_t) {}
@@ -69,5 +78,22 @@ void kokkosp_begin_fence(const char* name, std::uint32_t, std::uint64_t* id) {
   *id = 0;
 }
 void kokkosp_end_fence(std::uint64_t) {}
+
+// The space handle as Kokkos 3.4 and 4.x pass it: a name in 64 chars.
+struct SpaceHandle {
+  char name[64];
+};
+
+void kokkosp_allocate_data(SpaceHandle space, const char* label, const void*, std::uint64_t) {
+  record("alloc", (std::string(space.name) + " " + (label ? label : "")).c_str());
+}
+void kokkosp_deallocate_data(SpaceHandle, const char*, const void*, std::uint64_t) {}
+
+void kokkosp_begin_deep_copy(SpaceHandle dst, const char* dst_label, const void*, SpaceHandle src,
+                             const char*, const void*, std::uint64_t) {
+  record("copy",
+         (std::string(dst.name) + "<-" + src.name + " " + (dst_label ? dst_label : "")).c_str());
+}
+void kokkosp_end_deep_copy() {}
 
 }  // extern "C"

@@ -13,12 +13,16 @@
 /// Reductions are deterministic for a given backend, thread count and box.
 
 #include <kpmap/detail/backend.hpp>
+#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/error.hpp>
 #include <kpmap/halo.hpp>
 #include <kpmap/policy.hpp>
 
 #include <Kokkos_Core.hpp>
 
+#include <string>
 #include <type_traits>
+#include <utility>
 
 namespace kpmap::sim {
 
@@ -150,6 +154,28 @@ V reduce_box(const Exec& exec, const char* label, const Box& b, const F& f) {
   return result;
 }
 
+/// A reduction's result in Exec's memory, where the kernel leaves it without
+/// waiting.
+template <class V>
+using DeviceValue = Kokkos::View<V, Exec::memory_space>;
+
+template <class V, class F>
+void reduce_rows_into(const Exec& exec, const char* label, const Box& b, const F& f,
+                      const DeviceValue<V>& result) {
+  const long nj = b.hi[1] - b.lo[1];
+  const long rows = nj * (b.hi[2] - b.lo[2]);
+  Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Exec>(exec, 0, rows),
+                          RowReduce<F, V>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]},
+                          Kokkos::Sum<V, Exec::memory_space>(result));
+}
+
+template <class V, class F>
+void reduce_box_into(const Exec& exec, const char* label, const Box& b, const F& f,
+                     const DeviceValue<V>& result) {
+  Kokkos::parallel_reduce(label, box_policy(exec, b), f,
+                          Kokkos::Sum<V, Exec::memory_space>(result));
+}
+
 }  // namespace detail
 
 /// \brief Enqueues `f(k, j, i)` for every cell of `b` on `exec`.
@@ -169,12 +195,66 @@ void for_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
 template <class V, class F>
 V reduce_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
   if (b.empty()) return V{};
+  ::kpmap::detail::report_host_sync("kpmap::sim: reduction into a host value");
   if constexpr (::kpmap::detail::host_shortcut_v<Exec>) {
     return detail::reduce_rows<V>(exec, label, b, f);
   } else {
     return detail::reduce_box<V>(exec, label, b, f);
   }
 }
+
+/// \brief Local sums of one global sum, reduced into device memory part by
+/// part without waiting, and read by the host at once: one host
+/// synchronisation however many parts (an overlapped kernel's inner box and
+/// faces) make the sum. The parts are added in the order they were enqueued,
+/// so the result is the one reduce_cells would give summing the same parts.
+template <class V = double>
+class DeviceSums {
+ public:
+  /// \brief The most parts one sum has: an inner box and 6 faces.
+  static constexpr int capacity = 7;
+
+  /// \brief Allocates the device parts (and their host copy where the host
+  /// cannot read them).
+  explicit DeviceSums(const std::string& label)
+      : parts_(label, capacity), host_(Kokkos::create_mirror_view(parts_)) {}
+
+  /// \brief Enqueues on `exec` the sum over the cells of `b` of what `f(k, j, i,
+  /// acc)` adds to acc as the next part; an empty box adds nothing.
+  template <class F>
+  void add(const Exec& exec, const char* label, const Box& b, const F& f) {
+    if (b.empty()) return;
+    if (used_ == capacity) throw Error("kpmap::sim::DeviceSums: more than 7 parts");
+    const detail::DeviceValue<V> part = Kokkos::subview(parts_, used_++);
+    if constexpr (::kpmap::detail::host_shortcut_v<Exec>) {
+      detail::reduce_rows_into<V>(exec, label, b, f, part);
+    } else {
+      detail::reduce_box_into<V>(exec, label, b, f, part);
+    }
+  }
+
+  /// \brief Waits for `exec` (one host synchronisation: a fence, after a copy
+  /// of the parts where the host cannot read them) and returns the parts'
+  /// sum; the next add() starts a new sum.
+  V fetch(const Exec& exec) {
+    const int n = used_;
+    used_ = 0;
+    if (n == 0) return V{};
+    if constexpr (!::kpmap::detail::host_reaches_v<Exec::memory_space>) {
+      const auto range = std::make_pair(0, n);
+      Kokkos::deep_copy(exec, Kokkos::subview(host_, range), Kokkos::subview(parts_, range));
+    }
+    ::kpmap::detail::fence(exec, "kpmap::sim: local sums to the host");
+    V total = host_(0);
+    for (int i = 1; i < n; ++i) total += host_(i);
+    return total;
+  }
+
+ private:
+  Kokkos::View<V*, Exec::memory_space> parts_;
+  typename Kokkos::View<V*, Exec::memory_space>::HostMirror host_;
+  int used_ = 0;
+};
 
 /// \brief The cells of `b` one layer in from the faces that `peel` names
 /// (peel[d][0] the low side along d, peel[d][1] the high side), and that

@@ -130,16 +130,16 @@ void HeatOperator::assemble(const ScalarField& density, double dt,
   });
 }
 
-double HeatOperator::precondition(const ScalarField& r, const ScalarField& z) const {
+void HeatOperator::precondition(const ScalarField& r, const ScalarField& z) const {
   const Box owned = layout_.interior();
   switch (preconditioner_) {
     case Preconditioner::none:
       if (z.data() != r.data())
         for_cells(exec_, "kpmap::sim::precondition_copy", owned, kernels::Copy{z, r});
-      return reduce_cells<double>(exec_, "kpmap::sim::dot_rz", owned, kernels::Dot{r, z});
+      return;
     case Preconditioner::jac_diag:
-      return reduce_cells<double>(exec_, "kpmap::sim::precondition_diag", owned,
-                                  kernels::DiagPrecond{r, z, dinv_});
+      for_cells(exec_, "kpmap::sim::precondition_diag", owned, kernels::DiagPrecond{r, z, dinv_});
+      return;
     case Preconditioner::jac_block:
       visit([&](auto s) {
         constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
@@ -150,9 +150,19 @@ double HeatOperator::precondition(const ScalarField& r, const ScalarField& z) co
         for_cells(exec_, "kpmap::sim::precondition_block", blocks,
                   kernels::BlockSolve<three>{s, cb, cp_, bfp_, r, z});
       });
-      return reduce_cells<double>(exec_, "kpmap::sim::dot_rz", owned, kernels::Dot{r, z});
+      return;
   }
-  return 0.0;
+}
+
+void HeatOperator::precondition(const ScalarField& r, const ScalarField& z,
+                                DeviceSums<double>& rz) const {
+  const Box owned = layout_.interior();
+  if (preconditioner_ == Preconditioner::jac_diag) {
+    rz.add(exec_, "kpmap::sim::precondition_diag", owned, kernels::DiagPrecond{r, z, dinv_});
+    return;
+  }
+  precondition(r, z);
+  rz.add(exec_, "kpmap::sim::dot_rz", owned, kernels::Dot{r, z});
 }
 
 void HeatOperator::precondition_box(const ScalarField& r, const ScalarField& z,

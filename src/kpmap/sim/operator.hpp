@@ -52,8 +52,12 @@ class HeatOperator {
   }
 
   /// \brief z = M^-1 r on the owned cells (M: identity, diagonal, or
-  /// tridiagonal y-blocks); returns the local sum of r z.
-  double precondition(const ScalarField& r, const ScalarField& z) const;
+  /// tridiagonal y-blocks).
+  void precondition(const ScalarField& r, const ScalarField& z) const;
+
+  /// \brief As precondition, and adds the local sum of r z to `rz` (in the
+  /// same kernel with jac_diag).
+  void precondition(const ScalarField& r, const ScalarField& z, DeviceSums<double>& rz) const;
 
   /// \brief z = M^-1 r on `box`, which may reach into the ghost layers (all
   /// but the outermost): none and jac_diag only.
@@ -86,28 +90,30 @@ inline Shell exchange_shell(const CartesianLayout& layout) {
   return shell_of(layout.interior(), peel);
 }
 
-/// \brief Runs a reducing kernel over the owned cells on `exec` while `halo`
-/// fills the ghosts it reads: start, the cells one layer in from the block's
-/// faces with a neighbour, finish, then that layer. Returns the local sum; time in
-/// the exchange goes to `t.halo_s`. Only `exec` is fenced.
+/// \brief Enqueues a reducing kernel over the owned cells on `exec` while
+/// `halo` fills the ghosts it reads: start, the cells one layer in from the
+/// block's faces with a neighbour, finish, then that layer. Each part adds its
+/// local sum to `sums` (read with sums.fetch); nothing waits but the exchange
+/// (the fence before MPI reads the packed faces). Time in the exchange goes to
+/// `t.halo_s`.
 template <class K>
-double overlapped_reduce(const Exec& exec, const char* label, const CartesianLayout& layout,
-                         const K& kernel, HaloExchange<double, Exec>& halo, Timings& t) {
+void overlapped_reduce(const Exec& exec, const char* label, const CartesianLayout& layout,
+                       const K& kernel, HaloExchange<double, Exec>& halo, DeviceSums<double>& sums,
+                       Timings& t) {
   const Box owned = layout.interior();
-  if (halo.neighbor_count() == 0) return reduce_cells<double>(exec, label, owned, kernel);
+  if (halo.neighbor_count() == 0) {
+    sums.add(exec, label, owned, kernel);
+    return;
+  }
   double t0 = MPI_Wtime();
   halo.start(exec);
   t.halo_s += MPI_Wtime() - t0;
   const Shell shell = exchange_shell(layout);
-  double acc = reduce_cells<double>(exec, label, shell.inner, kernel);
+  sums.add(exec, label, shell.inner, kernel);
   t0 = MPI_Wtime();
-  halo.finish(exec);
-  kpmap::detail::fence(exec, "kpmap::sim: ghosts unpacked");
+  halo.finish(exec);  // the faces' kernels follow the unpacking on `exec`
   t.halo_s += MPI_Wtime() - t0;
-  for (int f = 0; f < shell.count; ++f) {
-    acc += reduce_cells<double>(exec, label, shell.faces[f], kernel);
-  }
-  return acc;
+  for (int f = 0; f < shell.count; ++f) sums.add(exec, label, shell.faces[f], kernel);
 }
 
 /// \brief As overlapped_reduce, for a kernel without a reduction.
@@ -126,16 +132,15 @@ void overlapped_for(const Exec& exec, const char* label, const CartesianLayout& 
   for_cells(exec, label, shell.inner, kernel);
   t0 = MPI_Wtime();
   halo.finish(exec);
-  kpmap::detail::fence(exec, "kpmap::sim: ghosts unpacked");
   t.halo_s += MPI_Wtime() - t0;
   for (int f = 0; f < shell.count; ++f) for_cells(exec, label, shell.faces[f], kernel);
 }
 
-/// \brief A plain (blocking) exchange on `exec`, timed into `t.halo_s`.
+/// \brief A plain exchange on `exec`, timed into `t.halo_s`: work enqueued on
+/// `exec` afterwards sees the ghosts.
 inline void timed_exchange(const Exec& exec, HaloExchange<double, Exec>& halo, Timings& t) {
   const double t0 = MPI_Wtime();
   halo.exchange(exec);
-  kpmap::detail::fence(exec, "kpmap::sim: ghosts unpacked");
   t.halo_s += MPI_Wtime() - t0;
 }
 

@@ -99,6 +99,10 @@ template <bool ThreeD>
 struct Residual {
   Stencil<ThreeD> s;
   ScalarField x, b, r;
+  /// Without a reduction: only r.
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    r(k, j, i) = b(k, j, i) - s.apply(x, k, j, i);
+  }
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
     const double v = b(k, j, i) - s.apply(x, k, j, i);
     r(k, j, i) = v;

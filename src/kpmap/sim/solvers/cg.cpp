@@ -21,7 +21,8 @@ void Cg::iterate(const HeatOperator& A, SolveResult& res) {
   const Box owned = layout_.interior();
   const bool diag = A.preconditioner() == Preconditioner::jac_diag;
   const bool block = A.preconditioner() == Preconditioner::jac_block;
-  double rro = global_sum(A.precondition(r_, z_));
+  A.precondition(r_, z_, sums_);
+  double rro = global_sum(sums_.fetch(exec));
   for_cells(exec, "kpmap::sim::cg::init_p", owned, kernels::Copy{p_, z_});
   double error = res.initial_residual;
   for (long n = 1; n <= options_.max_iters; ++n) {
@@ -30,19 +31,19 @@ void Cg::iterate(const HeatOperator& A, SolveResult& res) {
     const double pw = operator_dot(A, "kpmap::sim::cg::matvec", n, res);
     if (pw == 0.0) return;
     const double alpha = rro / pw;
-    double rrn = 0.0;
     if (block) {
       // r -= alpha w; then the block solve gives z and r.z.
       for_cells(exec, "kpmap::sim::cg::update_r", owned,
                 kernels::UpdateR<false>{r_, w_, z_, A.dinv(), alpha});
-      rrn = global_sum(A.precondition(r_, z_));
+      A.precondition(r_, z_, sums_);
     } else if (diag) {
-      rrn = global_sum(reduce_cells<double>(exec, "kpmap::sim::cg::update_r", owned,
-                                            kernels::UpdateR<true>{r_, w_, z_, A.dinv(), alpha}));
+      sums_.add(exec, "kpmap::sim::cg::update_r", owned,
+                kernels::UpdateR<true>{r_, w_, z_, A.dinv(), alpha});
     } else {
-      rrn = global_sum(reduce_cells<double>(exec, "kpmap::sim::cg::update_r", owned,
-                                            kernels::UpdateR<false>{r_, w_, z_, A.dinv(), alpha}));
+      sums_.add(exec, "kpmap::sim::cg::update_r", owned,
+                kernels::UpdateR<false>{r_, w_, z_, A.dinv(), alpha});
     }
+    const double rrn = global_sum(sums_.fetch(exec));
     const double beta = rrn / rro;
     for_cells(exec, "kpmap::sim::cg::update_xp", owned, kernels::UpdateXP{x_, p_, z_, alpha, beta});
     record(alpha, beta);
@@ -54,11 +55,12 @@ void Cg::iterate(const HeatOperator& A, SolveResult& res) {
 }
 
 double Cg::operator_dot(const HeatOperator& A, const char* label, long n, SolveResult& res) {
-  const double pw = global_sum(A.visit([&](auto s) {
+  A.visit([&](auto s) {
     constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-    return overlapped_reduce(A.exec(), label, layout_, kernels::MatvecDot<three>{s, p_, w_},
-                             *halo_p_, timings_);
-  }));
+    overlapped_reduce(A.exec(), label, layout_, kernels::MatvecDot<three>{s, p_, w_}, *halo_p_,
+                      sums_, timings_);
+  });
+  const double pw = global_sum(sums_.fetch(A.exec()));
   if (pw > 0.0 && std::isfinite(pw)) return pw;
   fail(res, n, "broke down (p.Ap = " + sci(pw) + ")");
   return 0.0;

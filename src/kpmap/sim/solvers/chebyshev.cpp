@@ -1,8 +1,8 @@
 /// Chebyshev iteration (TeaLeaf's tl_use_chebyshev): CG presteps for the
 /// eigenvalue estimates, then x += d with d = alpha d + beta M^-1 r, the
-/// residual (with x's halo exchange behind the interior) every iteration and
-/// its global sum only every check_every iterations once TeaLeaf's estimate
-/// of the iterations needed has passed.
+/// residual (with x's halo exchange behind the interior) every iteration, and
+/// its norm, with the host waiting for it, only every check_every iterations
+/// once TeaLeaf's estimate of the iterations needed has passed.
 
 #include <kpmap/profiling.hpp>
 #include <kpmap/sim/solvers/polynomial.hpp>
@@ -25,10 +25,9 @@ void Chebyshev::phase(const HeatOperator& A, long first, SolveResult& res) {
   const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   ChebyshevCoefficients coef(*eigen_);
-  const double bb = global_sum(
-      reduce_cells<double>(exec, "kpmap::sim::chebyshev::bb", owned, kernels::Dot{b_, b_}));
+  const double bb = global_sum(local_sum(exec, "kpmap::sim::chebyshev::bb", kernels::Dot{b_, b_}));
   // First step: d = M^-1 r / theta; x += d.
-  residual(A);
+  update_residual(A);
   A.precondition(r_, z_);
   for_cells(exec, "kpmap::sim::chebyshev::update", owned,
             kernels::ChebyUpdate{x_, p_, z_, 0.0, 1.0 / coef.theta});
@@ -47,8 +46,11 @@ void Chebyshev::phase(const HeatOperator& A, long first, SolveResult& res) {
   for (long n = first + 1; n <= options_.max_iters; ++n) {
     const ProfilingRegion iteration("kpmap::sim::chebyshev::iteration");
     const bool check = n >= estimate && n % options_.check_every == 0;
-    const double local = residual(A);
-    if (check) rr = global_sum(local);
+    if (check) {
+      rr = global_sum(residual(A));
+    } else {
+      update_residual(A);
+    }
     A.precondition(r_, z_);
     auto [a, b] = coef.next();
     for_cells(exec, "kpmap::sim::chebyshev::update", owned, kernels::ChebyUpdate{x_, p_, z_, a, b});

@@ -25,6 +25,7 @@ LinearSolverBase::LinearSolverBase(const SolverContext& context, Method method)
       r_(context.layout.allocate<double>(std::string("kpmap::sim::") + to_string(method) + "::r")),
       timings_(context.timings),
       name_(to_string(method)),
+      sums_("kpmap::sim::" + name_ + "::local_sums"),
       axis_(context.axis),
       residual_label_("kpmap::sim::" + name_ + "::residual"),
       halo_x_(std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<ScalarField>{x_})) {
@@ -51,10 +52,19 @@ SolveResult LinearSolverBase::solve(const HeatOperator& A) {
 }
 
 double LinearSolverBase::residual(const HeatOperator& A) {
-  return A.visit([&](auto s) {
+  A.visit([&](auto s) {
     constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-    return overlapped_reduce(A.exec(), residual_label_.c_str(), layout_,
-                             kernels::Residual<three>{s, x_, b_, r_}, *halo_x_, timings_);
+    overlapped_reduce(A.exec(), residual_label_.c_str(), layout_,
+                      kernels::Residual<three>{s, x_, b_, r_}, *halo_x_, sums_, timings_);
+  });
+  return sums_.fetch(A.exec());
+}
+
+void LinearSolverBase::update_residual(const HeatOperator& A) {
+  A.visit([&](auto s) {
+    constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+    overlapped_for(A.exec(), residual_label_.c_str(), layout_,
+                   kernels::Residual<three>{s, x_, b_, r_}, *halo_x_, timings_);
   });
 }
 

@@ -33,8 +33,18 @@ class LinearSolverBase : public Solver {
   virtual void iterate(const HeatOperator& A, SolveResult& res) = 0;
 
   /// \brief r = b - A x on the owned cells, with x's halo exchange
-  /// overlapped; returns this rank's r.r.
+  /// overlapped; returns this rank's r.r (one host synchronisation).
   double residual(const HeatOperator& A);
+  /// \brief r = b - A x as residual() does, without its norm: nothing waits
+  /// but the exchange.
+  void update_residual(const HeatOperator& A);
+  /// \brief This rank's sum over the owned cells of what `f(k, j, i, acc)`
+  /// adds, reduced on the device (one host synchronisation).
+  template <class F>
+  double local_sum(const Exec& exec, const char* label, const F& f) {
+    sums_.add(exec, label, layout_.interior(), f);
+    return sums_.fetch(exec);
+  }
   /// \brief The sum over the ranks of `local` (a blocking allreduce).
   double global_sum(double local);
   /// \brief Two sums in one allreduce.
@@ -54,6 +64,8 @@ class LinearSolverBase : public Solver {
   ScalarField x_, b_, r_;
   Timings& timings_;
   std::string name_;
+  /// Where an iteration's local sums go before the host reads them.
+  DeviceSums<double> sums_;
 
  private:
   const Axis& axis_;

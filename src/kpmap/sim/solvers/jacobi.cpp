@@ -37,12 +37,13 @@ void Jacobi::iterate(const HeatOperator& A, SolveResult& res) {
   for (long n = 1; n <= options_.max_iters; ++n) {
     const ProfilingRegion iteration("kpmap::sim::jacobi::iteration");
     for_cells(exec, "kpmap::sim::jacobi::copy", owned, kernels::Copy{xold_, x_});
-    const double change = A.visit([&](auto s) {
+    A.visit([&](auto s) {
       constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-      return overlapped_reduce(exec, "kpmap::sim::jacobi::sweep", layout_,
-                               kernels::JacobiSweep<three>{s, x_, xold_, b_}, *halo_xold_,
-                               timings_);
+      overlapped_reduce(exec, "kpmap::sim::jacobi::sweep", layout_,
+                        kernels::JacobiSweep<three>{s, x_, xold_, b_}, *halo_xold_, sums_,
+                        timings_);
     });
+    const double change = sums_.fetch(exec);
     if (finished(res, n, std::sqrt(std::abs(global_sum(change))))) return;
   }
   exhausted(res);

@@ -35,6 +35,7 @@ class Ppcg final : public PolynomialSolver {
   std::unique_ptr<HaloExchange<double, Exec>> halo_sd_;
   // With a ghost width D > 1: sd and rtemp to depth D, corners included.
   std::unique_ptr<HaloExchange<double, Exec>> halo_inner_;
+  DeviceSums<Sums<2>> flexible_dots_{"kpmap::sim::ppcg::flexible_dots"};
 };
 
 Ppcg::Ppcg(const SolverContext& context) : PolynomialSolver(context, Method::ppcg) {
@@ -65,6 +66,7 @@ void Ppcg::polynomial_preconditioner(const HeatOperator& A) {
     return;
   }
   for (int s = 0; s < options_.ppcg_inner_steps; ++s) {
+    const ProfilingRegion step("kpmap::sim::ppcg::inner_step");
     A.visit([&](auto st) {
       constexpr bool three = std::is_same_v<decltype(st), Stencil<true>>;
       overlapped_for(exec, "kpmap::sim::ppcg::inner_matvec", layout_,
@@ -87,6 +89,7 @@ void Ppcg::deep_inner_steps(const HeatOperator& A, ChebyshevCoefficients& coef) 
   const int depth = layout_.ghost();
   const Box owned = layout_.interior();
   for (int s = 0; s < options_.ppcg_inner_steps; ++s) {
+    const ProfilingRegion step("kpmap::sim::ppcg::inner_step");
     const int t = s % depth;
     if (t == 0) timed_exchange(exec, *halo_inner_, timings_);
     Box box = owned;
@@ -111,8 +114,7 @@ void Ppcg::phase(const HeatOperator& A, long first, SolveResult& res) {
   const Box owned = layout_.interior();
   polynomial_preconditioner(A);
   res.inner_iterations += options_.ppcg_inner_steps;
-  double rro = global_sum(
-      reduce_cells<double>(exec, "kpmap::sim::ppcg::rz", owned, kernels::Dot{r_, utemp_}));
+  double rro = global_sum(local_sum(exec, "kpmap::sim::ppcg::rz", kernels::Dot{r_, utemp_}));
   for_cells(exec, "kpmap::sim::ppcg::init_p", owned, kernels::Copy{p_, utemp_});
   for (long n = first; n <= options_.max_iters; ++n) {
     const ProfilingRegion iteration("kpmap::sim::ppcg::iteration");
@@ -125,8 +127,9 @@ void Ppcg::phase(const HeatOperator& A, long first, SolveResult& res) {
     res.inner_iterations += options_.ppcg_inner_steps;
     // Flexible CG (Polak-Ribiere): the preconditioner is a polynomial that
     // rounding makes slightly different at every application.
-    const Sums<2> local = reduce_cells<Sums<2>>(exec, "kpmap::sim::ppcg::dots", owned,
-                                                kernels::FlexibleDots{r_, rold_, utemp_});
+    flexible_dots_.add(exec, "kpmap::sim::ppcg::dots", owned,
+                       kernels::FlexibleDots{r_, rold_, utemp_});
+    const Sums<2> local = flexible_dots_.fetch(exec);
     const auto [rz, rrn] = global_sum2(local.v[0], local.v[1]);
     const double beta = rrn / rro;
     for_cells(exec, "kpmap::sim::ppcg::update_p", owned, kernels::UpdateP{p_, utemp_, beta});
