@@ -33,7 +33,7 @@ int convolve(kpmap::Runtime&) {
   Kokkos::View<double**> x("x", batch, n);
   Kokkos::View<double*> w("w", taps);
   Kokkos::parallel_for(
-      "04_vmap::signals", kpmap::RowMajorRange<2>({0, 0}, {batch, n}),
+      "04_vmap::signals", kpmap::row_major_range<2>({0, 0}, {batch, n}),
       KOKKOS_LAMBDA(std::size_t b, std::size_t i) { x(b, i) = double(b * i + 1); });
   Kokkos::parallel_for(
       "04_vmap::filter", taps, KOKKOS_LAMBDA(std::size_t k) { w(k) = k == 1 ? 2.0 : 1.0; });

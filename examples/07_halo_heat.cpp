@@ -40,7 +40,7 @@ int hand_written(kpmap::Runtime&) {
   const long ox = static_cast<long>(layout.offset(0)), oy = static_cast<long>(layout.offset(1));
   const long gx = static_cast<long>(nx), gy = static_cast<long>(ny);
   const kpmap::Box own = layout.interior();
-  const kpmap::RowMajorRange<2> cells({own.lo[1], own.lo[0]}, {own.hi[1], own.hi[0]});
+  const auto cells = kpmap::row_major_range<2>({own.lo[1], own.lo[0]}, {own.hi[1], own.hi[0]});
 
   // A hot 10 x 10 square (u = 1) in a cold plate (u = 0): total heat 100.
   Kokkos::parallel_for(

@@ -255,6 +255,30 @@ using HostDefault = Kokkos::MDRangePolicy<Kokkos::DefaultHostExecutionSpace, Kok
 static_assert(HostDefault::outer_direction == Kokkos::Iterate::Right &&
               HostDefault::inner_direction == Kokkos::Iterate::Right);
 
+TEST_CASE("the box loops' tile: a warp along i on a GPU, Kokkos' own on the host", "[heat]") {
+  // On a GPU 32 threads along i (contiguous) by 4 along j and 1 along k: a
+  // 2-D box, (1, ny, nx), idles no thread of the 128.
+  const auto gpu = kpmap::detail::row_major_tile<3>(true);
+  CHECK(gpu[0] == 1);
+  CHECK(gpu[1] == 4);
+  CHECK(gpu[2] == 32);
+  const auto matrix = kpmap::detail::row_major_tile<2>(true);
+  CHECK(matrix[0] == 4);
+  CHECK(matrix[1] == 32);
+  // Host memory: zeros, which Kokkos replaces by its own tile (whole rows).
+  const auto host = kpmap::detail::row_major_tile<3>(false);
+  CHECK((host[0] == 0 && host[1] == 0 && host[2] == 0));
+  // What box_policy gives on this build's execution space.
+  const auto policy = kpmap::sim::detail::box_policy(sim::Exec(), kpmap::Box{{0, 0, 0}, {64, 8, 1}});
+  const auto expected = kpmap::detail::row_major_tile<3>(kpmap::detail::gpu_space_v<sim::Exec>);
+  if (kpmap::detail::gpu_space_v<sim::Exec>) {
+    for (int d = 0; d < 3; ++d) CHECK(policy.m_tile[d] == expected[d]);
+  } else {
+    // Kokkos' host tile: the whole extent along i (the last index).
+    CHECK(policy.m_tile[2] == 64);
+  }
+}
+
 TEST_CASE("the GPU's box loops and the host's row loops give the same answers", "[heat][device]") {
   const long nx = 13, ny = 7, nz = 3;
   const kpmap::Box box{{1, 1, 0}, {nx - 1, ny - 1, nz}};

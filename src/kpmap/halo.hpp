@@ -338,8 +338,8 @@ class HaloExchange {
                                               box.hi[1] - box.lo[1],
                                               n.cells};
     Kokkos::parallel_for(label,
-                         RowMajorRange<3, ExecSpace>(exec, {box.lo[2], box.lo[1], box.lo[0]},
-                                                     {box.hi[2], box.hi[1], box.hi[0]}),
+                         row_major_range<3>(exec, {box.lo[2], box.lo[1], box.lo[0]},
+                                            {box.hi[2], box.hi[1], box.hi[0]}),
                          f);
   }
 

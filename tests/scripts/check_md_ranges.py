@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Every multi-dimensional kernel of the library and the examples states its
-iteration order through kpmap::RowMajorRange (src/kpmap/policy.hpp): no
-Kokkos::MDRangePolicy is written anywhere else, where it would take the
-backend's default order (Iterate::Left on CUDA and HIP).
+iteration order and tile through kpmap::row_major_range (src/kpmap/policy.hpp): no
+Kokkos::MDRangePolicy is written anywhere else, where it would take the backend's
+default order (Iterate::Left on CUDA and HIP), and no kpmap::RowMajorRange is built
+by hand, where it would take the backend's default tile.
 
 usage: check_md_ranges.py SOURCE_DIR...
 """
@@ -11,7 +12,7 @@ import re
 import sys
 
 ALLOWED = os.path.join("kpmap", "policy.hpp")
-PATTERN = re.compile(r"\bMDRangePolicy\s*<")
+PATTERN = re.compile(r"\b(MDRangePolicy|RowMajorRange)\s*<")
 
 
 def main():
@@ -29,9 +30,9 @@ def main():
                         if PATTERN.search(line.split("//")[0]):
                             found.append(f"{path}:{number}: {line.strip()}")
     for f in found:
-        print("FAILED: an MDRangePolicy of its own (use kpmap::RowMajorRange): " + f)
+        print("FAILED: a range of its own (use kpmap::row_major_range): " + f)
     if not found:
-        print("every MDRange states its order through kpmap::RowMajorRange")
+        print("every MDRange states its order and tile through kpmap::row_major_range")
     return 1 if found else 0
 
 

@@ -114,8 +114,8 @@ struct RowReduce {
   }
 };
 
-inline RowMajorRange<3, Exec> box_policy(const Exec& exec, const Box& b) {
-  return RowMajorRange<3, Exec>(exec, {b.lo[2], b.lo[1], b.lo[0]}, {b.hi[2], b.hi[1], b.hi[0]});
+inline auto box_policy(const Exec& exec, const Box& b) {
+  return row_major_range<3>(exec, {b.lo[2], b.lo[1], b.lo[0]}, {b.hi[2], b.hi[1], b.hi[0]});
 }
 
 // The two shapes of every loop: rows (the host shortcut) and the box as an

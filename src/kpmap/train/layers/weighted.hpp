@@ -61,11 +61,10 @@ class Weighted : public Layer<T, M> {
   }
   /// out(r, :) += b for the `rows` rows at `out`.
   void add_bias(const Exec& exec, T* out, std::size_t rows) const {
-    using Policy = RowMajorRange<2, Exec, Kokkos::IndexType<std::int64_t>>;
     Kokkos::parallel_for(
         "kpmap::train::layers::bias",
-        Policy(exec, {0, 0},
-               {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(outputs_)}),
+        row_major_range<2, Kokkos::IndexType<std::int64_t>>(
+            exec, {0, 0}, {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(outputs_)}),
         detail::AddBias<T, M>{out, b_});
   }
   /// db (+)= d^T 1: column sums of the output gradient `d` (rows x outputs).
