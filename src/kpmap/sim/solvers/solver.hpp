@@ -10,7 +10,11 @@
 /// collective over the layout's ranks (halo exchanges, global sums over
 /// `axis`), runs every kernel and exchange on A.exec() and fences only that
 /// instance. Kernels are labelled `kpmap::sim::<solver>::<step>`, and each
-/// iteration is a profiling region `kpmap::sim::<solver>::iteration`.
+/// iteration is a profiling region `kpmap::sim::<solver>::iteration` (and
+/// each of PPCG's inner steps `kpmap::sim::ppcg::inner_step`). The host waits
+/// for the device only where it needs a value: once per global sum (the
+/// parts of a local sum are reduced into device memory, sim::DeviceSums) and
+/// before MPI reads a halo exchange's packed faces.
 ///
 /// Stopping rule (TeaLeaf's, solvers/common.hpp): with r0 = b - A x0 and rho
 /// the solver's error measure, a solve has converged when
