@@ -187,24 +187,60 @@ inline constexpr int max_halo_fields = 8;
 
 /// Copies a box of cells of every field to or from a flat buffer segment
 /// (field-major, then row-major (k, j, i) within the box).
+/// Where one halo cell goes: its element in a (LayoutRight) field, its first
+/// element in the exchange buffer, and the distance between its fields' copies
+/// there (its neighbour's cell count: each message holds its fields one after
+/// the other).
+struct HaloCell {
+  std::size_t field_at;
+  std::size_t buffer_at;
+  std::size_t stride;
+};
+
+/// Every cell of every neighbour's boxes, box by box, i fastest within each:
+/// the index list one pack or unpack kernel walks.
+template <class M>
+Kokkos::View<HaloCell*, M> halo_cells(const std::vector<HaloNeighbor>& neighbors, bool send,
+                                      const CartesianLayout& layout, const char* label) {
+  std::size_t total = 0;
+  for (const auto& n : neighbors) total += n.cells;
+  Kokkos::View<HaloCell*, M> cells(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), total);
+  auto host = Kokkos::create_mirror_view(cells);
+  const auto ex = static_cast<long>(layout.extent(0));
+  const auto ey = static_cast<long>(layout.extent(1));
+  std::size_t c = 0;
+  for (const auto& n : neighbors) {
+    const Box& b = send ? n.send : n.recv;
+    std::size_t at = n.buffer_at;
+    for (long k = b.lo[2]; k < b.hi[2]; ++k) {
+      for (long j = b.lo[1]; j < b.hi[1]; ++j) {
+        for (long i = b.lo[0]; i < b.hi[0]; ++i) {
+          host(c++) = HaloCell{static_cast<std::size_t>((k * ey + j) * ex + i), at++, n.cells};
+        }
+      }
+    }
+  }
+  Kokkos::deep_copy(cells, host);
+  return cells;
+}
+
+/// Packs (or unpacks) every neighbour's cells of every field: one thread per
+/// cell of the index list, its fields in turn.
 template <class T, class M, bool Pack>
 struct HaloCopy {
   Kokkos::Array<Field<T, M>, max_halo_fields> fields;
   Kokkos::View<T*, M> buffer;
+  Kokkos::View<const HaloCell*, M> cells;
   int nfields;
-  std::size_t at;
-  long lo_i, lo_j, lo_k;
-  long nx, ny;
-  std::size_t cells;
 
-  KOKKOS_INLINE_FUNCTION void operator()(const long k, const long j, const long i) const {
-    const std::size_t idx =
-        at + static_cast<std::size_t>(((k - lo_k) * ny + (j - lo_j)) * nx + (i - lo_i));
+  KOKKOS_INLINE_FUNCTION void operator()(const std::size_t c) const {
+    const HaloCell e = cells(c);
     for (int f = 0; f < nfields; ++f) {
       if constexpr (Pack) {
-        buffer(idx + f * cells) = fields[f](k, j, i);
+        buffer(e.buffer_at + f * e.stride) = fields[f].data()[e.field_at];
       } else {
-        fields[f](k, j, i) = buffer(idx + f * cells);
+        fields[f].data()[e.field_at] = buffer(e.buffer_at + f * e.stride);
       }
     }
   }
@@ -265,6 +301,10 @@ class HaloExchange {
     // one staging pool, held for the life of the plan.
     send_mpi_ = transport::make_buffer<T, memory_space>(send_.data(), total);
     recv_mpi_ = transport::make_buffer<T, memory_space>(recv_.data(), total);
+    send_cells_ = detail::halo_cells<memory_space>(neighbors_, true, layout_,
+                                                   "kpmap::HaloExchange::send_cells");
+    recv_cells_ = detail::halo_cells<memory_space>(neighbors_, false, layout_,
+                                                   "kpmap::HaloExchange::recv_cells");
   }
 
   HaloExchange(const HaloExchange&) = delete;
@@ -282,7 +322,7 @@ class HaloExchange {
   void start(const ExecSpace& exec = ExecSpace()) {
     const ProfilingRegion region("kpmap::HaloExchange::start", trace::Track::communication);
     if (!requests_.empty()) throw Error("kpmap::HaloExchange::start: an exchange is in flight");
-    for (const auto& n : neighbors_) copy<true>(exec, n, n.send, "kpmap::HaloExchange::pack");
+    copy<true>(exec, send_, send_cells_, "kpmap::HaloExchange::pack");
     transport::to_mpi(exec, send_mpi_);
     // MPI reads the send buffers from its own threads or DMA engines and knows
     // nothing of Kokkos' asynchronous kernels and copies: they must be done.
@@ -305,7 +345,7 @@ class HaloExchange {
       if (rc != MPI_SUCCESS) throw Error("kpmap::HaloExchange: MPI_Waitall failed");
     }
     transport::from_mpi(exec, recv_mpi_);
-    for (const auto& n : neighbors_) copy<false>(exec, n, n.recv, "kpmap::HaloExchange::unpack");
+    copy<false>(exec, recv_, recv_cells_, "kpmap::HaloExchange::unpack");
   }
 
   /// \brief start() then finish().
@@ -323,24 +363,14 @@ class HaloExchange {
   bool staged() const noexcept { return send_mpi_.staged(); }
 
  private:
+  // One kernel for every neighbour: a thread per cell of the index list.
   template <bool Pack>
-  void copy(const ExecSpace& exec, const detail::HaloNeighbor& n, const Box& box,
-            const char* label) {
-    if (box.empty()) return;
-    detail::HaloCopy<T, memory_space, Pack> f{fields_,
-                                              Pack ? send_ : recv_,
-                                              static_cast<int>(nfields_),
-                                              n.buffer_at,
-                                              box.lo[0],
-                                              box.lo[1],
-                                              box.lo[2],
-                                              box.hi[0] - box.lo[0],
-                                              box.hi[1] - box.lo[1],
-                                              n.cells};
-    Kokkos::parallel_for(label,
-                         row_major_range<3>(exec, {box.lo[2], box.lo[1], box.lo[0]},
-                                            {box.hi[2], box.hi[1], box.hi[0]}),
-                         f);
+  void copy(const ExecSpace& exec, const Kokkos::View<T*, memory_space>& buffer,
+            const Kokkos::View<detail::HaloCell*, memory_space>& cells, const char* label) {
+    if (cells.extent(0) == 0) return;
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(exec, 0, cells.extent(0)),
+                         detail::HaloCopy<T, memory_space, Pack>{
+                             fields_, buffer, cells, static_cast<int>(nfields_)});
   }
 
   CartesianLayout layout_;
@@ -350,6 +380,9 @@ class HaloExchange {
   std::vector<detail::HaloNeighbor> neighbors_;
   Kokkos::View<T*, memory_space> send_;
   Kokkos::View<T*, memory_space> recv_;
+  // The cells each kernel walks (detail::halo_cells).
+  Kokkos::View<detail::HaloCell*, memory_space> send_cells_;
+  Kokkos::View<detail::HaloCell*, memory_space> recv_cells_;
   transport::MpiBuffer<T, memory_space> send_mpi_;  // how send_ reaches MPI
   transport::MpiBuffer<T, memory_space> recv_mpi_;
   std::vector<MPI_Request> requests_;
