@@ -269,7 +269,8 @@ TEST_CASE("the box loops' tile: a warp along i on a GPU, Kokkos' own on the host
   const auto host = kpmap::detail::row_major_tile<3>(false);
   CHECK((host[0] == 0 && host[1] == 0 && host[2] == 0));
   // What box_policy gives on this build's execution space.
-  const auto policy = kpmap::sim::detail::box_policy(sim::Exec(), kpmap::Box{{0, 0, 0}, {64, 8, 1}});
+  const auto policy =
+      kpmap::sim::detail::box_policy(sim::Exec(), kpmap::Box{{0, 0, 0}, {64, 8, 1}});
   const auto expected = kpmap::detail::row_major_tile<3>(kpmap::detail::gpu_space_v<sim::Exec>);
   if (kpmap::detail::gpu_space_v<sim::Exec>) {
     for (int d = 0; d < 3; ++d) CHECK(policy.m_tile[d] == expected[d]);

@@ -369,8 +369,8 @@ class HaloExchange {
             const Kokkos::View<detail::HaloCell*, memory_space>& cells, const char* label) {
     if (cells.extent(0) == 0) return;
     Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(exec, 0, cells.extent(0)),
-                         detail::HaloCopy<T, memory_space, Pack>{
-                             fields_, buffer, cells, static_cast<int>(nfields_)});
+                         detail::HaloCopy<T, memory_space, Pack>{fields_, buffer, cells,
+                                                                 static_cast<int>(nfields_)});
   }
 
   CartesianLayout layout_;
