@@ -287,6 +287,11 @@ class HaloExchange {
                       "' does not have the layout's extents");
         }
       }
+      // The copy kernels address each field's cells by one offset (HaloCell).
+      if (!fields[f].span_is_contiguous()) {
+        throw Error("kpmap::HaloExchange: field '" + fields[f].label() +
+                    "' is not contiguous (padded rows or a strided subview)");
+      }
       fields_[f] = fields[f];
     }
     neighbors_ = detail::plan_neighbors(layout, options, nfields_, layout.next_tag_base());
