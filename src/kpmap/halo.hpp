@@ -185,8 +185,6 @@ void post_halo_messages(const std::vector<HaloNeighbor>& neighbors, std::size_t 
 /// At most this many fields move in one plan (each neighbour gets one message for all).
 inline constexpr int max_halo_fields = 8;
 
-/// Copies a box of cells of every field to or from a flat buffer segment
-/// (field-major, then row-major (k, j, i) within the box).
 /// Where one halo cell goes: its element in a (LayoutRight) field, its first
 /// element in the exchange buffer, and the distance between its fields' copies
 /// there (its neighbour's cell count: each message holds its fields one after
