@@ -8,6 +8,11 @@
 //   copy of an array as large as X in the same run. Counters: `GBps`, the
 //   epoch's effective bandwidth (bytes of X / time), `copy_GBps` (2 x bytes /
 //   time, STREAM's convention) and `of_copy`, their ratio.
+// - BM_linear_batch/F/B: one minibatch step of the same model on a global
+//   batch of B shuffled samples (B / ranks rows per rank: one chunk of the
+//   gradient kernel or a few), paired with the step's own message alone (the
+//   fused psum of grad w, grad b and the loss). Counter: `ratio`, step time /
+//   psum time.
 // - BM_mlp_step/B: one step (forward, backward, gradient psum, Adam) of a
 //   784-512-512-10 ReLU MLP in float on a global batch of B samples.
 //   Counters: `samples_per_s` and `GFLOPs` (6 x parameters x samples per step).
@@ -79,6 +84,37 @@ void BM_linear_epoch(benchmark::State& state) {
   state.counters["copy_GBps"] = t_copy > 0 ? 2 * bytes / t_copy / 1e9 : 0;
   state.counters["GBps"] = t_copy > 0 ? bytes / (ratio * t_copy) / 1e9 : 0;
   state.counters["of_copy"] = ratio > 0 ? 0.5 / ratio : 0;
+}
+
+void BM_linear_batch(benchmark::State& state) {
+  auto& rt = kpmap::Runtime::current();
+  const auto f = static_cast<std::size_t>(state.range(0));
+  const auto batch = static_cast<std::size_t>(state.range(1));
+  const std::size_t n = 64 * batch;  // 64 batches an epoch
+  const SyntheticRegression gen{n, f, 1, 0.1};
+  const auto data = generate_shard<double, Mem>(gen, 0, n, "devices");
+  LinearParams<double, Mem> p("p", f);
+  LinearParams<double, Mem> g("g", f);
+  Kokkos::View<double, Mem> loss("loss");
+  OptimizerConfig config;
+  config.kind = OptimizerConfig::Kind::sgd;
+  Optimizer<double, Mem, LinearParams<double, Mem>> opt(config, p);
+  const auto plan = plan_epoch(n, data.begin, data.rows(), batch, 7, 0);
+  const LinearWorkspace<double, Mem> ws(data.rows(), f);
+  std::size_t k = 0;
+  kpmap::bench::run_paired(
+      state, rt.comm(),
+      [&] {
+        kpmap::psum_inplace(Exec(), std::make_tuple(g.w, g.b, loss), "devices");
+        Exec().fence();
+      },
+      [&] {
+        linear_loss_and_gradient(Exec(), data, plan.order, plan.offsets[k], plan.offsets[k + 1],
+                                 plan.global_size(k), p, g, loss, ws, "devices");
+        opt.step(p, g);
+        Exec().fence();
+        k = (k + 1) % plan.batches;
+      });
 }
 
 // One training step of `model` (forward, backward, gradient psum, Adam) on
@@ -228,6 +264,12 @@ BENCHMARK(BM_linear_epoch)
     ->Args({32, 256})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_linear_batch)
+    ->Args({8, 64})
+    ->Args({8, 1024})
+    ->Args({32, 256})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_mlp_step)->Arg(256)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_cnn_step)->Arg(128)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm)->Args({256, 512, 784})->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -13,7 +13,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 using kpmap::train::LinearParams;
@@ -148,6 +150,122 @@ TEST_CASE("training on an execution space instance of its own matches the defaul
   const auto own =
       train(d, axis, 5, 0.02, 16, Kind::adam, kpmap::detail::independent_instance(Exec()));
   CHECK(own == plain);
+}
+
+namespace {
+
+// A shard of `rows` rows of `f` features with values from a fixed rule, on the
+// device, and the same rows on the host.
+struct LocalData {
+  kpmap::train::Shard<double, Mem> shard;
+  std::vector<double> x, y;
+  LocalData(std::size_t rows, std::size_t f) : x(rows * f), y(rows) {
+    shard.x = Kokkos::View<double**, Kokkos::LayoutRight, Mem>("x", rows, f);
+    shard.y = Kokkos::View<double*, Mem>("y", rows);
+    shard.global_rows = rows;
+    auto hx = Kokkos::create_mirror_view(shard.x);
+    auto hy = Kokkos::create_mirror_view(shard.y);
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t j = 0; j < f; ++j)
+        x[i * f + j] = hx(i, j) = std::sin(0.37 * (i * f + j) + 1);
+      y[i] = hy(i) = std::cos(0.11 * i);
+    }
+    Kokkos::deep_copy(shard.x, hx);
+    Kokkos::deep_copy(shard.y, hy);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the gradient kernel gives 2/N X^T r at any row and feature count, shuffled or not",
+          "[train]") {
+  // Up to 64 rows make chunks of 8, more rows chunks of 64; the fused form
+  // runs on host backends up to 64 features, the team form beyond (and on
+  // GPUs). The reference is summed here, serially, in long double.
+  for (std::size_t f : {std::size_t(1), std::size_t(5), std::size_t(64), std::size_t(70)}) {
+    for (std::size_t rows : {1, 7, 8, 63, 64, 65, 130, 203}) {
+      for (bool shuffled : {false, true}) {
+        const LocalData d(rows, f);
+        // The batch: all rows, or every row but the first in a scrambled order.
+        std::vector<std::uint32_t> pick;
+        for (std::size_t t = shuffled ? 1 : 0; t < rows; ++t) {
+          pick.push_back(static_cast<std::uint32_t>((t * 37) % rows));
+        }
+        if (shuffled && rows > 1) {
+          std::vector<int> seen(rows, 0);
+          for (auto i : pick) seen[i] += 1;
+          REQUIRE(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(pick.size()));
+        }
+        Kokkos::View<std::uint32_t*, Mem> order;
+        if (shuffled) {
+          order = Kokkos::View<std::uint32_t*, Mem>("order", pick.size());
+          Kokkos::deep_copy(
+              order, Kokkos::View<std::uint32_t*, Kokkos::HostSpace>(pick.data(), pick.size()));
+        }
+        const std::size_t n = pick.size();
+        if (n == 0) continue;
+        LinearParams<double, Mem> p("p", f), g("g", f);
+        auto hw = Kokkos::create_mirror_view(p.w);
+        for (std::size_t j = 0; j < f; ++j) hw(j) = 0.1 * double(j % 7) - 0.3;
+        Kokkos::deep_copy(p.w, hw);
+        Kokkos::deep_copy(p.b, 0.2);
+        Kokkos::View<double, Mem> loss("loss");
+        const kpmap::train::LinearWorkspace<double, Mem> ws(rows, f);
+        kpmap::train::linear_local_gradient(Exec(), d.shard, order, 0, n, n, p, g, loss, ws);
+        auto gw = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.w);
+        auto gb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.b);
+        auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
+
+        std::vector<long double> rw(f, 0);
+        long double rb = 0, rl = 0;
+        for (std::size_t t = 0; t < n; ++t) {
+          const std::size_t i = pick[t];
+          long double r = 0.2L - d.y[i];
+          for (std::size_t j = 0; j < f; ++j) r += (long double)d.x[i * f + j] * hw(j);
+          for (std::size_t j = 0; j < f; ++j) rw[j] += r * d.x[i * f + j];
+          rb += r;
+          rl += r * r;
+        }
+        INFO(f << " features, " << rows << " rows, " << (shuffled ? "shuffled" : "in order"));
+        const auto near = [](double got, long double want) {
+          return std::abs(got - double(want)) <= 1e-12 * (1 + std::abs(double(want)));
+        };
+        for (std::size_t j = 0; j < f; ++j) CHECK(near(gw(j), 2 * rw[j] / n));
+        CHECK(near(gb(), 2 * rb / n));
+        CHECK(near(hl(), rl / n));
+      }
+    }
+  }
+}
+
+TEST_CASE("the team form of the gradient kernel gives the same bits at any team size", "[train]") {
+  // The team form's sums may not depend on the team's size. (Serial's teams
+  // have one thread; the OpenMP build's test runs with two.)
+  using Partials = kpmap::train::detail::LinearPartials<double, Exec>;
+  for (std::size_t f : {std::size_t(5), std::size_t(70)}) {
+    const std::size_t rows = 61;
+    const LocalData d(rows, f);
+    LinearParams<double, Mem> p("p", f);
+    Kokkos::deep_copy(p.w, 0.25);
+    Kokkos::deep_copy(p.b, -0.5);
+    Kokkos::View<double**, Kokkos::LayoutRight, Mem> one("one", 1, f + 2), many("many", 1, f + 2);
+    const Kokkos::View<std::uint32_t*, Mem> none;
+    const auto run = [&](const Kokkos::View<double**, Kokkos::LayoutRight, Mem>& out, int size) {
+      const Partials k{d.shard.x, d.shard.y, p.w, p.b, none, out, 0, rows, 64};
+      Kokkos::TeamPolicy<Exec> teams(1, size, kpmap::train::detail::linear_vector_lanes<Exec>(f));
+      teams.set_scratch_size(0, Kokkos::PerTeam(Partials::scratch_bytes()));
+      Kokkos::parallel_for("test::partials", teams, k);
+    };
+    const Kokkos::TeamPolicy<Exec> probe(1, 1);
+    const int most = probe.team_size_max(
+        Partials{d.shard.x, d.shard.y, p.w, p.b, none, one, 0, rows, 64}, Kokkos::ParallelForTag());
+    run(one, 1);
+    run(many, most < 4 ? most : 4);
+    auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), one);
+    auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), many);
+    INFO(f << " features, teams of 1 and " << (most < 4 ? most : 4));
+    for (std::size_t j = 0; j < f + 2; ++j) CHECK(a(0, j) == b(0, j));
+  }
 }
 
 TEST_CASE("an epoch's batches hold every training sample once, whatever the rank count",

@@ -7,6 +7,7 @@
 #include <kpmap/collectives.hpp>
 #include <kpmap/detail/blas.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/policy.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/sequential.hpp>
 
@@ -50,29 +51,74 @@ struct LinearParams {
 
 namespace detail {
 
-/// Rows per chunk of the deterministic reduction: each chunk sums its rows
-/// in order into its own partial sums, then the chunks are added by one
-/// gemv, so the result does not depend on the thread count. Chunks are
-/// short, so a large shard gives a GPU tens of thousands of them.
+/// Rows whose products a column sum adds as one balanced tree before adding
+/// them to its running sum: eight independent products a step instead of one
+/// chain of dependent additions. Also the rows per chunk of a small batch.
+inline constexpr std::size_t linear_group_rows = 8;
+
+/// Rows per chunk of the deterministic reduction: each chunk sums its rows in
+/// a fixed order into its own partial sums, then the chunks are added by one
+/// gemv, so the result depends neither on the thread count nor on the team
+/// shape. Chunks are short, so a large shard gives a GPU tens of thousands of
+/// them; a batch of at most this many rows is cut into chunks of
+/// linear_group_rows instead, so that its rows are spread over threads too.
 inline constexpr std::size_t linear_chunk_rows = 64;
 
+/// Rows per chunk of a batch of `rows` rows (a function of `rows` alone).
+inline std::size_t chunk_rows(std::size_t rows) {
+  return rows <= linear_chunk_rows ? linear_group_rows : linear_chunk_rows;
+}
+
 inline std::size_t reduction_chunks(std::size_t rows) {
-  const std::size_t chunks = (rows + linear_chunk_rows - 1) / linear_chunk_rows;
+  const std::size_t chunk = chunk_rows(rows);
+  const std::size_t chunks = (rows + chunk - 1) / chunk;
   return chunks < 1 ? 1 : chunks;
 }
 
-/// Features up to which a chunk keeps its sums and w in local arrays.
+/// Chunks the workspace of a batch of up to `max_rows` rows holds.
+inline std::size_t most_chunks(std::size_t max_rows) {
+  const std::size_t small = linear_chunk_rows / linear_group_rows;  // a full small batch
+  const std::size_t large = reduction_chunks(max_rows);
+  return max_rows <= linear_chunk_rows || large < small ? small : large;
+}
+
+/// Features up to which a host thread keeps a chunk's sums and w in local
+/// arrays (see LinearPartials' fused form).
 inline constexpr std::size_t linear_local_features = 64;
 
-/// One chunk of rows: partial(c, j) = sum of r x_j (j < F), partial(c, F) =
-/// sum of r, partial(c, F+1) = sum of r^2, with r = x.w + b - y.
+/// Vector lanes per row of the linear model's kernel on a GPU: the smallest
+/// power of two that covers the features, at most a warp. One on a host
+/// backend, whose vector lanes are the compiler's.
+template <class Exec>
+int linear_vector_lanes(std::size_t features) {
+  if (!kpmap::detail::gpu_space_v<Exec>) return 1;
+  int lanes = 1;
+  while (lanes < 32 && static_cast<std::size_t>(lanes) < features) lanes *= 2;
+  return lanes;
+}
+
+/// partial(c, j) = sum of r x_j (j < F), partial(c, F) = sum of r,
+/// partial(c, F+1) = sum of r^2 over the rows of chunk c, r = x.w + b - y.
 ///
-/// X is read once. Up to linear_local_features features, the sums and w live
-/// in local arrays (no aliasing with X) and eight rows go at a time, so the
-/// eight dot products are independent chains instead of one long one: the kernel runs at memory
-/// speed rather than at the latency of a chain of FMAs.
-template <class T, class M>
+/// Two forms, one per kind of backend, each deterministic:
+/// - The team form (GPUs; host backends beyond linear_local_features
+///   features): a team per chunk. (1) The chunk's residuals, a row per thread,
+///   the row's dot product across the thread's vector lanes, into team
+///   scratch. (2) The F + 2 column sums, a column per thread or lane (across a
+///   GPU warp, neighbouring lanes read neighbouring elements of a row), each
+///   over the chunk's rows in order, eight rows a step. Each sum is formed in
+///   one order whatever the team's size.
+/// - The fused form (host backends): a thread per chunk, one pass over it,
+///   the chunks spread over the threads.
+/// Which form runs depends on the backend and the feature count only, and the
+/// chunks on the row count only, never on the thread count. X is read once from
+/// memory either way (the team form's step 2 reads its chunk again from cache).
+template <class T, class Exec>
 struct LinearPartials {
+  using M = typename Exec::memory_space;
+  using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
+  using Scratch = Kokkos::View<T*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
   Kokkos::View<const T**, Kokkos::LayoutRight, M> x;
   Kokkos::View<const T*, M> y;
   Kokkos::View<const T*, M> w;
@@ -81,27 +127,55 @@ struct LinearPartials {
   Kokkos::View<T**, Kokkos::LayoutRight, M> partial;
   std::size_t first, last, chunk;
 
+  /// Team scratch: the residuals of one chunk.
+  static std::size_t scratch_bytes() { return Scratch::shmem_size(linear_chunk_rows); }
+
   KOKKOS_INLINE_FUNCTION std::size_t row(std::size_t k) const {
     return order.extent(0) ? order(k) : k;
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t c) const {
+  // The team form.
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& m) const {
     const std::size_t f = x.extent(1);
+    const std::size_t c = static_cast<std::size_t>(m.league_rank());
     const std::size_t s = first + c * chunk;
-    const std::size_t e = s + chunk < last ? s + chunk : last;
-    if (f > linear_local_features) {
-      general(c, s, e);
-      return;
-    }
+    const std::size_t n = s + chunk < last ? chunk : last - s;
+    const Scratch r(m.team_scratch(0), linear_chunk_rows);
+    const T bias = b();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](std::size_t k) {
+      const std::size_t i = row(s + k);
+      T dot = T(0);
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(m, f), [&](std::size_t j, T& d) { d += x(i, j) * w(j); }, dot);
+      Kokkos::single(Kokkos::PerThread(m), [&] { r(k) = dot + (bias - y(i)); });
+    });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(m, f + 2), [&](std::size_t j) {
+      partial(c, j) = j < f    ? column_sum(r, s, n, j)
+                      : j == f ? residual_sum(r, n, false)
+                               : residual_sum(r, n, true);
+    });
+  }
+
+  // The fused form: both steps by one host thread, for up to
+  // linear_local_features features. The sums and w live in local arrays (no
+  // aliasing with X), and eight rows go at a time, so that their dot products
+  // are eight independent chains rather than one: the pass runs at memory
+  // speed rather than at the latency of a chain of FMAs.
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t c) const {
+    const std::size_t s = first + c * chunk;
+    const std::size_t n = s + chunk < last ? chunk : last - s;
+    const std::size_t f = x.extent(1);
     constexpr std::size_t F = linear_local_features;
+    constexpr std::size_t G = linear_group_rows;
     T acc[F + 2];
     T wl[F];
     for (std::size_t j = 0; j < f + 2; ++j) acc[j] = T(0);
     for (std::size_t j = 0; j < f; ++j) wl[j] = w(j);
     const T bias = b();
     const T* xp = x.data();
+    const std::size_t e = s + n;
     std::size_t k = s;
-    constexpr std::size_t G = 8;  // rows at a time: G independent dot products
     for (; k + G <= e; k += G) {
       const T* xr[G];
       T r[G];
@@ -142,31 +216,76 @@ struct LinearPartials {
     for (std::size_t j = 0; j < f + 2; ++j) partial(c, j) = acc[j];
   }
 
-  // Any number of features: the sums go straight to partial.
-  KOKKOS_INLINE_FUNCTION void general(std::size_t c, std::size_t s, std::size_t e) const {
-    const std::size_t f = x.extent(1);
-    for (std::size_t j = 0; j < f + 2; ++j) partial(c, j) = T(0);
-    for (std::size_t k = s; k < e; ++k) {
-      const std::size_t i = row(k);
-      T r = b() - y(i);
-      for (std::size_t j = 0; j < f; ++j) r += x(i, j) * w(j);
-      for (std::size_t j = 0; j < f; ++j) partial(c, j) += r * x(i, j);
-      partial(c, f) += r;
-      partial(c, f + 1) += r * r;
+  // Sum over the chunk's rows of r x_j, eight rows a step (a balanced tree).
+  KOKKOS_INLINE_FUNCTION T column_sum(const Scratch& r, std::size_t s, std::size_t n,
+                                      std::size_t j) const {
+    T acc = T(0);
+    std::size_t k = 0;
+    for (; k + linear_group_rows <= n; k += linear_group_rows) {
+      T p[linear_group_rows];
+      for (std::size_t g = 0; g < linear_group_rows; ++g) p[g] = r(k + g) * x(row(s + k + g), j);
+      acc += ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
     }
+    for (; k < n; ++k) acc += r(k) * x(row(s + k), j);
+    return acc;
+  }
+
+  // Sum over the chunk's rows of r (or r^2), in the same order as column_sum.
+  KOKKOS_INLINE_FUNCTION T residual_sum(const Scratch& r, std::size_t n, bool squares) const {
+    T acc = T(0);
+    std::size_t k = 0;
+    for (; k + linear_group_rows <= n; k += linear_group_rows) {
+      T p[linear_group_rows];
+      for (std::size_t g = 0; g < linear_group_rows; ++g) {
+        p[g] = squares ? r(k + g) * r(k + g) : r(k + g);
+      }
+      acc += ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+    }
+    for (; k < n; ++k) acc += squares ? r(k) * r(k) : r(k);
+    return acc;
   }
 };
 
-/// Scatters the column sums of the chunks into grad w, grad b and the loss.
+/// Launches LinearPartials over `chunks` chunks on `exec` in the form of
+/// its backend (see LinearPartials).
+template <class Exec, class T>
+void launch_partials(const Exec& exec, const LinearPartials<T, Exec>& partials,
+                     std::size_t chunks) {
+  const std::size_t f = partials.x.extent(1);
+  if (!kpmap::detail::gpu_space_v<Exec> && f <= linear_local_features) {
+    Kokkos::parallel_for("kpmap::train::linear::partials",
+                         Kokkos::RangePolicy<Exec>(exec, 0, chunks), partials);
+    return;
+  }
+  Kokkos::TeamPolicy<Exec> teams(exec, static_cast<int>(chunks), Kokkos::AUTO,
+                                 linear_vector_lanes<Exec>(f));
+  teams.set_scratch_size(0, Kokkos::PerTeam(LinearPartials<T, Exec>::scratch_bytes()));
+  Kokkos::parallel_for("kpmap::train::linear::partials", teams, partials);
+}
+
+/// Chunks up to which LinearFinish adds the chunks' sums itself (a batch of up
+/// to 512 rows on the rank: one gemv launch, and under Kokkos Kernels 3.4 its
+/// two fences, fewer a step); more are added by one gemv first.
+inline constexpr std::size_t linear_finish_adds = linear_chunk_rows / linear_group_rows;
+
+/// Scatters the column sums of the chunks into grad w, grad b and the loss:
+/// `sums` (the gemv's), or with `partial` given (at most linear_finish_adds
+/// chunks), its columns added here in chunk order.
 template <class T, class M>
 struct LinearFinish {
   Kokkos::View<const T*, M> sums;
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> partial;
   Kokkos::View<T*, M> gw;
   Kokkos::View<T, M> gb;
   Kokkos::View<T, M> loss;
   T scale;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t j) const {
-    const T s = sums(j);
+    T s = T(0);
+    if (partial.extent(0) > 0) {
+      for (std::size_t c = 0; c < partial.extent(0); ++c) s += partial(c, j);
+    } else {
+      s = sums(j);
+    }
     const std::size_t f = gw.extent(0);
     if (j < f) {
       gw(j) = 2 * scale * s;
@@ -192,8 +311,8 @@ struct LinearWorkspace {
   LinearWorkspace() = default;
   LinearWorkspace(std::size_t max_rows, std::size_t features)
       : partial(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::linear::partial"),
-                detail::reduction_chunks(max_rows), features + 2),
-        ones("kpmap::train::linear::ones", detail::reduction_chunks(max_rows)),
+                detail::most_chunks(max_rows), features + 2),
+        ones("kpmap::train::linear::ones", detail::most_chunks(max_rows)),
         sums("kpmap::train::linear::sums", features + 2),
         loss_host("kpmap::train::linear::loss_host") {
     Kokkos::deep_copy(ones, T(1));
@@ -228,16 +347,22 @@ void linear_local_gradient(const Exec& exec, const Shard<T, M>& data,
   const std::size_t chunks = detail::reduction_chunks(rows);
   const auto partial =
       Kokkos::subview(ws.partial, Kokkos::make_pair(std::size_t(0), chunks), Kokkos::ALL());
-  Kokkos::parallel_for("kpmap::train::linear::partials", Kokkos::RangePolicy<Exec>(exec, 0, chunks),
-                       detail::LinearPartials<T, M>{data.x, data.y, p.w, p.b, order, partial, first,
-                                                    last, detail::linear_chunk_rows});
-  // Column sums over the chunks: partial^T 1, one gemv that fills the device.
-  kpmap::detail::gemv(exec, "T", T(1), partial,
-                      Kokkos::subview(ws.ones, Kokkos::make_pair(std::size_t(0), chunks)), T(0),
-                      ws.sums);
-  Kokkos::parallel_for("kpmap::train::linear::finish", Kokkos::RangePolicy<Exec>(exec, 0, f + 2),
-                       detail::LinearFinish<T, M>{ws.sums, grad.w, grad.b, loss,
-                                                  T(1) / static_cast<T>(global_batch)});
+  detail::launch_partials(exec,
+                          detail::LinearPartials<T, Exec>{data.x, data.y, p.w, p.b, order, partial,
+                                                          first, last, detail::chunk_rows(rows)},
+                          chunks);
+  // Column sums over the chunks: partial^T 1, one gemv that fills the device;
+  // a small batch's few chunks are added by the finishing kernel instead.
+  const bool few = chunks <= detail::linear_finish_adds;
+  if (!few) {
+    kpmap::detail::gemv(exec, "T", T(1), partial,
+                        Kokkos::subview(ws.ones, Kokkos::make_pair(std::size_t(0), chunks)), T(0),
+                        ws.sums);
+  }
+  Kokkos::parallel_for(
+      "kpmap::train::linear::finish", Kokkos::RangePolicy<Exec>(exec, 0, f + 2),
+      detail::LinearFinish<T, M>{ws.sums, few ? partial : decltype(partial)(), grad.w, grad.b, loss,
+                                 T(1) / static_cast<T>(global_batch)});
 }
 
 /// \brief Loss and gradient of one global batch (see linear_local_gradient),
