@@ -164,7 +164,7 @@ struct LinearPartials {
   // speed rather than at the latency of a chain of FMAs.
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t c) const {
     const std::size_t s = first + c * chunk;
-    const std::size_t n = s + chunk < last ? chunk : last - s;
+    const std::size_t e = s + chunk < last ? s + chunk : last;
     const std::size_t f = x.extent(1);
     constexpr std::size_t F = linear_local_features;
     constexpr std::size_t G = linear_group_rows;
@@ -174,7 +174,6 @@ struct LinearPartials {
     for (std::size_t j = 0; j < f; ++j) wl[j] = w(j);
     const T bias = b();
     const T* xp = x.data();
-    const std::size_t e = s + n;
     std::size_t k = s;
     for (; k + G <= e; k += G) {
       const T* xr[G];
