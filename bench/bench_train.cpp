@@ -47,16 +47,26 @@ using Mem = Kokkos::DefaultExecutionSpace::memory_space;
 using Exec = Kokkos::DefaultExecutionSpace;
 using namespace kpmap::train;
 
+// The linear model on n synthetic samples of f features, sharded over the ranks.
+struct LinearSetup {
+  Shard<double, Mem> data;
+  LinearParams<double, Mem> p, g;
+  Kokkos::View<double, Mem> loss{"loss"};
+  LinearSetup(std::size_t n, std::size_t f)
+      : data(generate_shard<double, Mem>(SyntheticRegression{n, f, 1, 0.1}, 0, n, "devices")),
+        p("p", f),
+        g("g", f) {}
+};
+
 void BM_linear_epoch(benchmark::State& state) {
   auto& rt = kpmap::Runtime::current();
   const auto f = static_cast<std::size_t>(state.range(0));
   const std::size_t local = (static_cast<std::size_t>(state.range(1)) << 20) / (f * sizeof(double));
   const std::size_t n = local * static_cast<std::size_t>(rt.size());
-  const SyntheticRegression gen{n, f, 1, 0.1};
-  const auto data = generate_shard<double, Mem>(gen, 0, n, "devices");
-  LinearParams<double, Mem> p("p", f);
-  LinearParams<double, Mem> g("g", f);
-  Kokkos::View<double, Mem> loss("loss");
+  LinearSetup m(n, f);
+  const auto& data = m.data;
+  auto &p = m.p, &g = m.g;
+  auto& loss = m.loss;
   OptimizerConfig config;
   Optimizer<double, Mem, LinearParams<double, Mem>> opt(config, p);
   const Kokkos::View<std::uint32_t*, Mem> none;
@@ -91,11 +101,10 @@ void BM_linear_batch(benchmark::State& state) {
   const auto f = static_cast<std::size_t>(state.range(0));
   const auto batch = static_cast<std::size_t>(state.range(1));
   const std::size_t n = 64 * batch;  // 64 batches an epoch
-  const SyntheticRegression gen{n, f, 1, 0.1};
-  const auto data = generate_shard<double, Mem>(gen, 0, n, "devices");
-  LinearParams<double, Mem> p("p", f);
-  LinearParams<double, Mem> g("g", f);
-  Kokkos::View<double, Mem> loss("loss");
+  LinearSetup m(n, f);
+  const auto& data = m.data;
+  auto &p = m.p, &g = m.g;
+  auto& loss = m.loss;
   OptimizerConfig config;
   config.kind = OptimizerConfig::Kind::sgd;
   Optimizer<double, Mem, LinearParams<double, Mem>> opt(config, p);
