@@ -18,14 +18,109 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <tuple>
 #include <vector>
 
 using Catch::Matchers::ContainsSubstring;
 // Exec, fill, matches, p, r, tri (support/collective_checks.hpp), world_rank, world_size.
 using namespace kpmap::test;
+
+namespace {
+
+// Fences a Kokkos Tools callback saw, by label (in-process callbacks, no library).
+std::vector<std::string> fences_seen;
+void on_begin_fence(const char* name, std::uint32_t, std::uint64_t* handle) {
+  fences_seen.emplace_back(name);
+  *handle = 0;
+}
+void on_end_fence(std::uint64_t) {}
+
+// How many fences of every instance `call` makes (detail::unnamed_instance's).
+template <class F>
+int global_fences(F&& call) {
+  fences_seen.clear();
+  Kokkos::Tools::Experimental::set_begin_fence_callback(on_begin_fence);
+  Kokkos::Tools::Experimental::set_end_fence_callback(on_end_fence);
+  call();
+  Kokkos::Tools::Experimental::set_begin_fence_callback(nullptr);
+  Kokkos::Tools::Experimental::set_end_fence_callback(nullptr);
+  return static_cast<int>(std::count(
+      fences_seen.begin(), fences_seen.end(),
+      std::string("kpmap: a collective without an execution space waits for every instance")));
+}
+
+// x(k) = (rank + 1)(k + 1), on an instance the collective is not told of.
+struct WriteRank {
+  Kokkos::View<double*, Exec> x;
+  double me;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t k) const { x(k) = me * (k + 1.0); }
+};
+
+}  // namespace
+
+TEST_CASE("a collective without an execution space waits for every instance",
+          "[collectives][instances]") {
+  // The data is written on an instance of its own (a stream of its own on a
+  // GPU; the same instance under Kokkos 3.4) and not waited for: a collective
+  // that names no instance must wait for every one before MPI reads the data.
+  const Exec writer = kpmap::detail::independent_instance(Exec());
+  const std::size_t n = 6;
+  const int P = world_size();
+  const double me = r() + 1;
+  Kokkos::View<double*, Exec> x("x", n);
+  const auto write = [&] {
+    Kokkos::parallel_for("test::write", Kokkos::RangePolicy<Exec>(writer, 0, n), WriteRank{x, me});
+  };
+  const auto times = [](double a) { return [a](std::size_t k) { return a * (k + 1.0); }; };
+  write();
+  CHECK(global_fences([&] { kpmap::psum_inplace(x, "devices"); }) == 1);
+  CHECK(matches(x, times(tri())));
+  write();
+  CHECK(global_fences([&] { CHECK(matches(kpmap::pmax(x, "devices"), times(p()))); }) == 1);
+  write();
+  CHECK(global_fences([&] { kpmap::ipmean(x, "devices").wait(); }) == 1);
+  CHECK(matches(x, times(tri() / p())));
+  write();
+  CHECK(global_fences([&] {
+          auto g = kpmap::iall_gather(x, "devices").wait();
+          for (int q = 0; q < P; ++q) {
+            CHECK(matches(Kokkos::subview(g, q, Kokkos::ALL()), times(q + 1.0)));
+          }
+        }) == 1);
+  write();
+  std::vector<kpmap::PermutePair> ring;
+  for (int i = 0; i < P; ++i) ring.emplace_back(i, (i + 1) % P);
+  CHECK(global_fences([&] {
+          auto y = kpmap::ippermute(x, "devices", ring).wait();
+          CHECK(matches(y, times((world_rank() + P - 1) % P + 1.0)));
+        }) == 1);
+  write();
+  CHECK(global_fences([&] { kpmap::ipbroadcast(x, "devices", P - 1).wait(); }) == 1);
+  CHECK(matches(x, times(p())));
+  write();
+  CHECK(global_fences([&] {
+          auto all = kpmap::gather(x, "devices");
+          REQUIRE(all.extent(0) == n * P);
+          for (int q = 0; q < P; ++q) {
+            CHECK(
+                matches(Kokkos::subview(all, std::make_pair(q * n, (q + 1) * n)), times(q + 1.0)));
+          }
+        }) == 1);
+  // Named, the instance is the caller's promise: no global fence.
+  write();
+  CHECK(global_fences([&] { kpmap::psum_inplace(writer, x, "devices"); }) == 0);
+  CHECK(matches(x, times(tri())));
+  write();
+  CHECK(global_fences([&] {
+          auto g = kpmap::iall_gather(writer, x, "devices").wait();
+          CHECK(matches(Kokkos::subview(g, P - 1, Kokkos::ALL()), times(p())));
+        }) == 0);
+}
 
 TEST_CASE("non-blocking forms", "[collectives][nonblocking]") {
   const double me = r() + 1;

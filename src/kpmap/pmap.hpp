@@ -135,9 +135,12 @@ auto shard(const V& global, AxisRef axis) {
 }
 
 /// \brief This rank's block of an array that only axis rank `root` holds
-/// (`global` is ignored elsewhere), sent with one scatter. Collective.
-template <class M = Kokkos::DefaultExecutionSpace::memory_space, class V>
-auto shard_from_root(const V& global, AxisRef axis, int root = 0) {
+/// (`global` is ignored elsewhere), sent with one scatter, in memory space M.
+/// `exec` (an instance of `global`'s execution space) is the instance whose
+/// work on `global` MPI waits for. Collective.
+template <class M = Kokkos::DefaultExecutionSpace::memory_space, class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+auto shard_from_root(const Exec& exec, const V& global, AxisRef axis, int root = 0) {
   using T = detail::value_t<V>;
   constexpr int R = detail::rank_v<V>;
   static_assert(R >= 1, "shard_from_root needs a View of rank 1 or more");
@@ -155,8 +158,6 @@ auto shard_from_root(const V& global, AxisRef axis, int root = 0) {
 
   // The root's array goes to MPI from its own memory (packed when it is not
   // row-major), or staged: the transport decides, as for every collective.
-  using Exec = typename V::execution_space;
-  const Exec exec;
   const bool is_root = axis->index() == root;
   auto send = detail::load(exec, is_root ? global : V(), true);
   auto e = ge;
@@ -165,8 +166,22 @@ auto shard_from_root(const V& global, AxisRef axis, int root = 0) {
   auto recv = transport::make_buffer<T, M>(out.data(), out.size());
   detail::fence_before_mpi(exec);
   transport::scatterv(send.mpi, recv.mpi, counts, detail::mpi_datatype<T>(), root, axis->comm());
-  detail::complete_receive(typename decltype(out)::execution_space(), recv, [] {});
+  using OutExec = typename decltype(out)::execution_space;
+  if constexpr (std::is_same_v<OutExec, Exec>) {
+    detail::complete_receive(exec, recv, [] {});
+  } else {
+    detail::complete_receive(OutExec(), recv, [] {});  // its own copies, fenced there
+  }
   return out;
+}
+
+/// \brief As above, once every execution space instance has finished (no
+/// instance named: see detail::unnamed_instance).
+template <class M = Kokkos::DefaultExecutionSpace::memory_space, class V,
+          std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto shard_from_root(const V& global, AxisRef axis, int root = 0) {
+  return shard_from_root<M>(detail::unnamed_instance<typename V::execution_space>(), global, axis,
+                            root);
 }
 
 namespace detail {
@@ -220,7 +235,14 @@ detail::local_view_t<T, R, M> shard_generate(const std::string& label,
 }
 
 /// \brief Makes `x` replicated: every rank of `axis` gets axis rank 0's
-/// value (in place; returns x). Collective.
+/// value (in place, on `exec`; returns x). Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+const V& replicate(const Exec& exec, const V& x, AxisRef axis) {
+  pbroadcast(exec, x, axis, 0);
+  return x;
+}
+/// \brief As above, once every execution space instance has finished.
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 const V& replicate(const V& x, AxisRef axis) {
   pbroadcast(x, axis, 0);
@@ -229,9 +251,11 @@ const V& replicate(const V& x, AxisRef axis) {
 
 /// \brief Reassembles blocks along the leading dimension (any sizes, in axis
 /// order) into the whole array on every rank, or only on `root` when root >= 0
-/// (other ranks get an empty View). Collective.
-template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
-auto gather(const V& local, AxisRef axis, int root = -1) {
+/// (other ranks get an empty View), on `exec` (an instance of `local`'s
+/// execution space). Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+auto gather(const Exec& exec, const V& local, AxisRef axis, int root = -1) {
   using T = detail::value_t<V>;
   using M = typename V::memory_space;
   constexpr int R = detail::rank_v<V>;
@@ -252,8 +276,6 @@ auto gather(const V& local, AxisRef axis, int root = -1) {
 
   // The transport's path, as for every collective: the block goes to MPI
   // from its own memory (packed when it is not row-major), or staged.
-  using Exec = typename V::execution_space;
-  const Exec exec;
   auto send = detail::load(exec, local, true);
   auto e = detail::extents_of(local);
   const bool receives = root < 0 || axis->index() == root;
@@ -268,6 +290,11 @@ auto gather(const V& local, AxisRef axis, int root = -1) {
   }
   detail::complete_receive(exec, recv, [] {});
   return out;
+}
+/// \brief As above, once every execution space instance has finished.
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto gather(const V& local, AxisRef axis, int root = -1) {
+  return gather(detail::unnamed_instance<typename V::execution_space>(), local, axis, root);
 }
 
 // ===== pmap ===================================================================

@@ -163,6 +163,19 @@ int tour(kpmap::Runtime& rt) {
   auto sh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), shifted);
   expect(sh(0) == 0.0, "ppermute zeros or rank 0's value");
 
+  // [stream]
+  // Kernels that run on an instance of their own (a stream on a GPU: Kokkos 4's
+  // partition_space gives one) name it to the collective that reads their data.
+  const Kokkos::DefaultExecutionSpace stream;
+  Kokkos::View<double*> part("part", 4);
+  Kokkos::parallel_for(
+      "tour::fill", Kokkos::RangePolicy<>(stream, 0, 4), KOKKOS_LAMBDA(int i) { part(i) = i; });
+  kpmap::Request r = kpmap::ipsum(stream, part, "devices");  // fences `stream` only
+  r.wait();
+  // [end]
+  auto sh3 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), part);
+  expect(sh3(3) == 3.0 * n, "ipsum on a named instance");
+
   if (rt.rank() == 0) {
     std::printf("pmap tour: %d device(s), fitted y = %.4f + %.4f x\n", n, wh(0), wh(1));
   }

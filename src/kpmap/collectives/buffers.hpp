@@ -57,6 +57,17 @@ void store(const Exec& exec, B& b, const V& v, bool direct) {
   if (b.staged() || !direct) fence(exec, "kpmap: staged result copied back");
 }
 
+/// \brief The instance a collective runs on when its caller names none: a
+/// default instance of `Exec`, once every instance has finished (a global
+/// fence). The caller's data may have been written on any instance, and MPI
+/// must not read it before that work is done; fencing a default instance
+/// alone would not wait for another stream's kernels on a GPU.
+template <class Exec>
+Exec unnamed_instance() {
+  fence_all("kpmap: a collective without an execution space waits for every instance");
+  return Exec();
+}
+
 /// \brief Fence before MPI touches buffers written by kernels on `exec`.
 template <class Exec>
 void fence_before_mpi(const Exec& exec) {

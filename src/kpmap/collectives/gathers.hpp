@@ -259,68 +259,89 @@ detail::owning_like_t<V> psum_scatter(const Exec& exec, const V& x, AxisRef axis
   return out;
 }
 
-// Overloads on the View's default execution space.
+// Without an execution space: every instance is fenced first, then a default
+// instance of the View's space runs the collective (see unnamed_instance).
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto all_gather(const V& x, AxisRef axis) {
-  return all_gather(typename V::execution_space{}, x, axis);
+  return all_gather(detail::unnamed_instance<typename V::execution_space>(), x, axis);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto all_gather(const V& x, AxisRef axis, Tiled tiled) {
-  return all_gather(typename V::execution_space{}, x, axis, tiled);
+  return all_gather(detail::unnamed_instance<typename V::execution_space>(), x, axis, tiled);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto all_to_all(const V& x, AxisRef axis, int split_dim, int concat_dim) {
-  return all_to_all(typename V::execution_space{}, x, axis, split_dim, concat_dim);
+  return all_to_all(detail::unnamed_instance<typename V::execution_space>(), x, axis, split_dim,
+                    concat_dim);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto psum_scatter(const V& x, AxisRef axis, int dim = 0) {
-  return psum_scatter(typename V::execution_space{}, x, axis, dim);
+  return psum_scatter(detail::unnamed_instance<typename V::execution_space>(), x, axis, dim);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto psum_scatter(const V& x, AxisRef axis, Tiled tiled) {
-  return psum_scatter(typename V::execution_space{}, x, axis, tiled);
+  return psum_scatter(detail::unnamed_instance<typename V::execution_space>(), x, axis, tiled);
 }
 
 // -- non-blocking forms ---------------------------------------------------------
 
-/// \brief Non-blocking all_gather (stacked); the Async owns every buffer.
-template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
-Async<detail::stacked_t<V>> iall_gather(const V& x, AxisRef axis) {
+/// \brief Non-blocking all_gather (stacked) on `exec`; the Async owns every
+/// buffer, and its wait() fences `exec` only.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+Async<detail::stacked_t<V>> iall_gather(const Exec& exec, const V& x, AxisRef axis) {
   ProfilingRegion region("kpmap::iall_gather", axis->name());
   if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::stacked_t<V>>("kpmap::all_gather",
                                                     detail::stacked_extents(x, axis->size()));
   transport::Pending pending;
-  auto finish =
-      detail::start_all_gather(typename V::execution_space{}, x, *axis, true, 0, out, &pending);
+  auto finish = detail::start_all_gather(exec, x, *axis, true, 0, out, &pending);
   return {out, detail::make_request(std::move(pending), std::move(finish))};
 }
 
-/// \brief Non-blocking all_to_all.
-template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
-Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_dim,
-                                            int concat_dim) {
+/// \brief Non-blocking all_to_all on `exec`.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+Async<detail::owning_like_t<V>> iall_to_all(const Exec& exec, const V& x, AxisRef axis,
+                                            int split_dim, int concat_dim) {
   ProfilingRegion region("kpmap::iall_to_all", axis->name());
   if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::owning_like_t<V>>(
       "kpmap::all_to_all", detail::all_to_all_extents(x, *axis, split_dim, concat_dim));
   transport::Pending pending;
-  auto finish = detail::start_all_to_all(typename V::execution_space{}, x, *axis, split_dim,
-                                         concat_dim, out, &pending);
+  auto finish = detail::start_all_to_all(exec, x, *axis, split_dim, concat_dim, out, &pending);
   return {out, detail::make_request(std::move(pending), std::move(finish))};
 }
 
-/// \brief Non-blocking psum_scatter (untiled: dimension `dim` has the axis size).
-template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
-Async<detail::dropped_t<V>> ipsum_scatter(const V& x, AxisRef axis, int dim = 0) {
+/// \brief Non-blocking psum_scatter on `exec` (untiled: dimension `dim` has
+/// the axis size).
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+Async<detail::dropped_t<V>> ipsum_scatter(const Exec& exec, const V& x, AxisRef axis, int dim = 0) {
   ProfilingRegion region("kpmap::ipsum_scatter", axis->name());
   if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::dropped_t<V>>("kpmap::psum_scatter",
                                                     detail::scatter_extents(x, *axis, dim));
   transport::Pending pending;
-  auto finish = detail::start_psum_scatter(typename V::execution_space{}, x, *axis, dim, false, out,
-                                           &pending);
+  auto finish = detail::start_psum_scatter(exec, x, *axis, dim, false, out, &pending);
   return {out, detail::make_request(std::move(pending), std::move(finish))};
+}
+
+// Without an execution space: every instance is fenced first, then a default
+// instance of the View's space runs the collective (see unnamed_instance).
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+Async<detail::stacked_t<V>> iall_gather(const V& x, AxisRef axis) {
+  return iall_gather(detail::unnamed_instance<typename V::execution_space>(), x, axis);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_dim,
+                                            int concat_dim) {
+  return iall_to_all(detail::unnamed_instance<typename V::execution_space>(), x, axis, split_dim,
+                     concat_dim);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+Async<detail::dropped_t<V>> ipsum_scatter(const V& x, AxisRef axis, int dim = 0) {
+  return ipsum_scatter(detail::unnamed_instance<typename V::execution_space>(), x, axis, dim);
 }
 
 }  // namespace kpmap

@@ -140,39 +140,54 @@ T pbroadcast(T x, AxisRef axis, int root = 0) {
   return x;
 }
 
-// Overloads on the View's default execution space.
+// Without an execution space: every instance is fenced first, then a default
+// instance of the View's space runs the collective (see unnamed_instance).
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto ppermute(const V& x, AxisRef axis, const std::vector<PermutePair>& pairs) {
-  return ppermute(typename V::execution_space{}, x, axis, pairs);
+  return ppermute(detail::unnamed_instance<typename V::execution_space>(), x, axis, pairs);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 void pbroadcast(const V& x, AxisRef axis, int root = 0) {
-  pbroadcast(typename V::execution_space{}, x, axis, root);
+  pbroadcast(detail::unnamed_instance<typename V::execution_space>(), x, axis, root);
 }
 
 // -- non-blocking forms ---------------------------------------------------------
 
-/// \brief Non-blocking ppermute.
-template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
-Async<detail::owning_like_t<V>> ippermute(const V& x, AxisRef axis,
+/// \brief Non-blocking ppermute on `exec`; wait() fences `exec` only.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+Async<detail::owning_like_t<V>> ippermute(const Exec& exec, const V& x, AxisRef axis,
                                           const std::vector<PermutePair>& pairs) {
   ProfilingRegion region("kpmap::ippermute", axis->name());
   if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::owning_like_t<V>>("kpmap::ppermute", detail::extents_of(x));
   transport::Pending pending;
-  auto finish =
-      detail::start_ppermute(typename V::execution_space{}, x, *axis, pairs, out, &pending);
+  auto finish = detail::start_ppermute(exec, x, *axis, pairs, out, &pending);
   return {out, detail::make_request(std::move(pending), std::move(finish))};
 }
 
-/// \brief Non-blocking pbroadcast; `x` holds root's value once the Request completes.
-template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
-Request ipbroadcast(const V& x, AxisRef axis, int root = 0) {
+/// \brief Non-blocking pbroadcast on `exec`; `x` holds root's value once the
+/// Request completes.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+Request ipbroadcast(const Exec& exec, const V& x, AxisRef axis, int root = 0) {
   ProfilingRegion region("kpmap::ipbroadcast", axis->name());
   if (region.traced()) region.note(detail::trace_args(x));
   transport::Pending pending;
-  auto finish = detail::start_pbroadcast(typename V::execution_space{}, x, *axis, root, &pending);
+  auto finish = detail::start_pbroadcast(exec, x, *axis, root, &pending);
   return detail::make_request(std::move(pending), std::move(finish));
+}
+
+// Without an execution space: every instance is fenced first (see
+// unnamed_instance).
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+Async<detail::owning_like_t<V>> ippermute(const V& x, AxisRef axis,
+                                          const std::vector<PermutePair>& pairs) {
+  return ippermute(detail::unnamed_instance<typename V::execution_space>(), x, axis, pairs);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+Request ipbroadcast(const V& x, AxisRef axis, int root = 0) {
+  return ipbroadcast(detail::unnamed_instance<typename V::execution_space>(), x, axis, root);
 }
 
 }  // namespace kpmap

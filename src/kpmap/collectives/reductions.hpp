@@ -239,25 +239,27 @@ void pmean_inplace(const Exec& exec, X&& x, AxisRef axis, Weight w) {
   detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
 
+// Without an execution space: every instance is fenced first, then a default
+// instance of the data's space runs the collective (see unnamed_instance).
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void psum_inplace(X&& x, AxisRef axis) {
-  psum_inplace(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+  psum_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmax_inplace(X&& x, AxisRef axis) {
-  pmax_inplace(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+  pmax_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmin_inplace(X&& x, AxisRef axis) {
-  pmin_inplace(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+  pmin_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmean_inplace(X&& x, AxisRef axis) {
-  pmean_inplace(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+  pmean_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmean_inplace(X&& x, AxisRef axis, Weight w) {
-  pmean_inplace(detail::exec_of_t<std::decay_t<X>>{}, x, axis, w);
+  pmean_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis, w);
 }
 
 // -- Views, out of place: a new View holds the result -----------------------------
@@ -287,21 +289,23 @@ auto pmean(const Exec& exec, const V& x, AxisRef axis) {
   detail::require_mean_type<V>();
   return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::sum, true);
 }
+// Without an execution space: every instance is fenced first, then a default
+// instance of the data's space runs the collective (see unnamed_instance).
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto psum(const V& x, AxisRef axis) {
-  return psum(typename V::execution_space{}, x, axis);
+  return psum(detail::unnamed_instance<typename V::execution_space>(), x, axis);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto pmax(const V& x, AxisRef axis) {
-  return pmax(typename V::execution_space{}, x, axis);
+  return pmax(detail::unnamed_instance<typename V::execution_space>(), x, axis);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto pmin(const V& x, AxisRef axis) {
-  return pmin(typename V::execution_space{}, x, axis);
+  return pmin(detail::unnamed_instance<typename V::execution_space>(), x, axis);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto pmean(const V& x, AxisRef axis) {
-  return pmean(typename V::execution_space{}, x, axis);
+  return pmean(detail::unnamed_instance<typename V::execution_space>(), x, axis);
 }
 
 // -- non-blocking, in place ---------------------------------------------------------
@@ -332,25 +336,27 @@ Request ipmean(const Exec& exec, X&& x, AxisRef axis, Weight w) {
   const auto [before, after] = detail::mean_factors(*axis, &w);
   return detail::reduce_start(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
+// Without an execution space: every instance is fenced first, then a default
+// instance of the data's space runs the collective (see unnamed_instance).
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 Request ipsum(X&& x, AxisRef axis) {
-  return ipsum(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+  return ipsum(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 Request ipmax(X&& x, AxisRef axis) {
-  return ipmax(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+  return ipmax(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 Request ipmin(X&& x, AxisRef axis) {
-  return ipmin(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+  return ipmin(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 Request ipmean(X&& x, AxisRef axis) {
-  return ipmean(detail::exec_of_t<std::decay_t<X>>{}, x, axis);
+  return ipmean(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 Request ipmean(X&& x, AxisRef axis, Weight w) {
-  return ipmean(detail::exec_of_t<std::decay_t<X>>{}, x, axis, w);
+  return ipmean(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis, w);
 }
 
 }  // namespace kpmap

@@ -93,6 +93,18 @@ void fence(const ExecSpace& exec, [[maybe_unused]] const char* label) {
 #endif
 }
 
+/// \brief Waits for the work of every execution space instance (a global
+/// `Kokkos::fence`), with a label as in fence(): for data that any instance
+/// may have written.
+inline void fence_all([[maybe_unused]] const char* label) {
+#if KOKKOS_VERSION >= 30600
+  Kokkos::fence(label);
+#else
+  report_host_sync(label);
+  Kokkos::fence();
+#endif
+}
+
 /// \brief An execution space instance of its own beside `exec` (a new CUDA or
 /// HIP stream; on host backends what Kokkos' partition_space gives), for work
 /// that should overlap work on `exec`. Kokkos 3.4 has no partition_space:
