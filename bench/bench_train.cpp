@@ -108,7 +108,7 @@ void BM_linear_batch(benchmark::State& state) {
   OptimizerConfig config;
   config.kind = OptimizerConfig::Kind::sgd;
   Optimizer<double, Mem, LinearParams<double, Mem>> opt(config, p);
-  const auto plan = plan_epoch(n, data.begin, data.rows(), batch, 7, 0);
+  const auto plan = plan_epoch(Exec(), n, data.begin, data.rows(), batch, 7, 0);
   const LinearWorkspace<double, Mem> ws(data.rows(), f);
   std::size_t k = 0;
   kpmap::bench::run_paired(

@@ -43,7 +43,7 @@ std::vector<double> train(
   config.learning_rate = lr;
   kpmap::train::Optimizer<double, Mem, LinearParams<double, Mem>> opt(config, p);
   for (int e = 0; e < epochs; ++e) {
-    const auto plan = kpmap::train::plan_epoch(d.samples, data.begin, data.rows(), batch, 7,
+    const auto plan = kpmap::train::plan_epoch(exec, d.samples, data.begin, data.rows(), batch, 7,
                                                static_cast<std::uint64_t>(e));
     for (std::size_t k = 0; k < plan.batches; ++k) {
       kpmap::train::linear_loss_and_gradient(exec, data, plan.order, plan.offsets[k],
@@ -276,16 +276,20 @@ TEST_CASE("an epoch's batches hold every training sample once, whatever the rank
   const std::size_t begin = part.begin(axis.index());
   const std::size_t local = part.count(axis.index());
   for (std::size_t batch : {std::size_t(1), std::size_t(64), std::size_t(1000)}) {
-    const auto plan = kpmap::train::plan_epoch(n, begin, local, batch, 11, 5);
+    const auto plan =
+        kpmap::train::plan_epoch(Mem::execution_space(), n, begin, local, batch, 11, 5);
     REQUIRE(plan.batches == (n + batch - 1) / batch);
     auto order = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.order);
     const kpmap::train::EpochOrder epoch{11, 5, n};
     std::vector<int> seen(n, 0);
     for (std::size_t k = 0; k < plan.batches; ++k) {
       // This rank's rows of batch k are exactly those whose position falls in it.
+      // In storage order within the batch (which, with the line above, is the
+      // whole plan): the sums of a batch add its rows in one order on every run.
       for (std::size_t t = plan.offsets[k]; t < plan.offsets[k + 1]; ++t) {
         const std::size_t g = begin + order(t);
         CHECK(epoch.position(g) / batch == k);
+        if (t > plan.offsets[k]) CHECK(order(t - 1) < order(t));
         seen[g] += 1;
       }
       // The batch sizes over all ranks add up to the global batch size.

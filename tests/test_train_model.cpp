@@ -68,7 +68,7 @@ void check_gradient(const Gen& gen, const Shape& input, const std::vector<LayerS
   model.initialize(5);
   const Kokkos::View<std::uint32_t*, Mem> none;
   auto loss_at = [&] {
-    return model.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis).loss;
+    return model.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis).fetch().loss;
   };
   const double l0 = loss_at();
   const auto grad = to_host(model.grads().all);
@@ -190,7 +190,8 @@ TEST_CASE("a CNN trained on every rank equals the same CNN trained on one rank",
     model.initialize(3);
     Optimizer<double, Mem, FlatParams<double, Mem>> opt(config, model.params());
     for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
-      const auto plan = plan_epoch(gen.samples, data.begin, data.rows(), 8, 7, epoch);
+      const auto plan =
+          plan_epoch(Mem::execution_space(), gen.samples, data.begin, data.rows(), 8, 7, epoch);
       for (std::size_t k = 0; k < plan.batches; ++k) {
         model.loss_and_gradient(data, plan.order, plan.offsets[k], plan.offsets[k + 1],
                                 plan.global_size(k), axis);
@@ -329,14 +330,16 @@ TEST_CASE("micro-batches of one step give the gradient of the whole batch", "[tr
   Model whole(input, build_layers<double, Mem>(input, specs), Loss::cross_entropy,
               std::max<std::size_t>(data.rows(), 1));
   whole.initialize(4);
-  const auto ref = whole.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis);
+  const auto ref = whole.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis).fetch();
   Model parts(input, build_layers<double, Mem>(input, specs), Loss::cross_entropy, 7);
   parts.initialize(4);
   BatchStats got;
   const std::size_t n = data.rows();
   for (std::size_t m = 0; m < 3; ++m) {
-    got = parts.loss_and_gradient(data, none, n * m / 3, n * (m + 1) / 3, gen.samples, axis,
-                                  nullptr, {m == 0, m == 2});
+    got = parts
+              .loss_and_gradient(data, none, n * m / 3, n * (m + 1) / 3, gen.samples, axis, nullptr,
+                                 {m == 0, m == 2})
+              .fetch();
   }
   const auto a = to_host(whole.grads().all);
   const auto b = to_host(parts.grads().all);
@@ -379,7 +382,7 @@ TEST_CASE(
   Kokkos::deep_copy(ref.params().all, mixed.params().all);
 
   auto gradient = [&](auto& model) {
-    const auto s = model.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis);
+    const auto s = model.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis).fetch();
     return std::make_pair(s, to_host(model.grads().all));
   };
   const auto [ref_stats, ref_grad] = gradient(ref);
@@ -428,8 +431,8 @@ TEST_CASE(
     Optimizer<double, Mem, FlatParams<double, Mem>> opt_mixed(config, mixed.params());
     BatchStats first, last;
     for (int k = 0; k < 10; ++k) {
-      const auto s = ref.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis);
-      last = mixed.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis);
+      const auto s = ref.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis).fetch();
+      last = mixed.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis).fetch();
       if (k == 0) first = last;
       INFO("step " << k);
       CHECK(std::abs(last.loss - s.loss) <= 1e-5 * s.loss);

@@ -19,6 +19,7 @@ WHAT is one of
   reductions   parallel_reduce launches
   syncs        host synchronisations: fences, with reductions into host values (which
                Kokkos 4 reports as fences, and kpmap reports so under Kokkos 3.4)
+  global_fences  fences of every execution space instance (Kokkos::fence), of them
   copies       deep copies, either direction
   allocations  allocations in any memory space
 and each --expect must hold on every rank (= within 1e-9, or <=).
@@ -33,7 +34,8 @@ import sys
 KINDS = {
     "kernels": ("kernel", "reduce"),
     "reductions": ("reduce",),
-    "syncs": ("fence",),
+    "syncs": ("fence", "gfence"),
+    "global_fences": ("gfence",),
     "copies": ("copy",),
     "allocations": ("alloc",),
 }

@@ -79,7 +79,7 @@ def check_rank(path, requires, labelled, forbids=(), orders=()):
                 if not stack:
                     return problems + ["a pop without a push"]
                 stack.pop()
-            elif kind in ("kernel", "fence"):
+            elif kind in ("kernel", "fence", "gfence"):
                 if any(matches(r, s) for r in labelled for s in stack):
                     if not name.startswith(LIBRARY_LABELS):
                         problems.append(f"unlabelled {kind} '{name}' inside {' > '.join(stack)}")

@@ -5,7 +5,9 @@
 //   push DEPTH NAME | pop DEPTH
 //   kernel DEPTH NAME    (a parallel_for or parallel_scan)
 //   reduce DEPTH NAME    (a parallel_reduce)
-//   fence DEPTH NAME
+//   fence DEPTH NAME     (one execution space instance)
+//   gfence DEPTH NAME    (every instance: Kokkos::fence, the device id's
+//                         instance bits 0, as Kokkos 4 passes them)
 //   alloc DEPTH SPACE LABEL
 //   copy DEPTH DST_SPACE<-SRC_SPACE DST_LABEL
 // Loaded with KOKKOS_TOOLS_LIBS (Kokkos 4) or KOKKOS_PROFILE_LIBRARY (3.4);
@@ -73,8 +75,9 @@ void kokkosp_begin_parallel_scan(const char* name, std::uint32_t, std::uint64_t*
   *id = 0;
 }
 void kokkosp_end_parallel_scan(std::uint64_t) {}
-void kokkosp_begin_fence(const char* name, std::uint32_t, std::uint64_t* id) {
-  record("fence", name);
+void kokkosp_begin_fence(const char* name, std::uint32_t device_id, std::uint64_t* id) {
+  // Kokkos 4: the low 24 bits name the instance; 0 is "all instances".
+  record((device_id & 0x00ffffffu) == 0 ? "gfence" : "fence", name);
   *id = 0;
 }
 void kokkosp_end_fence(std::uint64_t) {}

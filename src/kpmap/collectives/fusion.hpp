@@ -20,10 +20,12 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -97,9 +99,13 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
                                   transport::Pending* pending) {
   require_kernel_ready<Exec, typename tree_memory_space<std::decay_t<Tree>>::type>();
   auto st = std::make_shared<FusedState>();
-  std::string type;
-  std::string space;
+  // Names and shapes (text) only where they are used: in a message, or in
+  // checked mode's signature; a step outside checked mode builds no strings.
+  const bool checked = checked_mode();
   std::string shapes;
+  const std::type_info* type = nullptr;
+  std::string (*type_text)() = nullptr;  // leaf 0's type, named on demand
+  const char* space = nullptr;
   std::size_t elem_size = 0;
   // Pass 1: sizes, one element type and memory space, what fuses.
   for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
@@ -107,18 +113,18 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
     using T = value_t<V>;
     static_assert(!std::is_const_v<typename V::value_type>,
                   "kpmap: a tree reduced in place needs non-const Views");
-    const std::string t = type_name<T>();
-    const std::string m = V::memory_space::name();
     if (i == 0) {
-      type = t;
-      space = m;
+      type = &typeid(T);
+      type_text = &type_name<T>;
+      space = V::memory_space::name();
       elem_size = sizeof(T);
-    } else if (t != type || m != space) {
+    } else if (typeid(T) != *type || std::strcmp(V::memory_space::name(), space) != 0) {
       throw Error(std::string("kpmap::") + opname + ": every leaf of a tree must have one " +
-                  "element type and memory space; leaf " + std::to_string(i) + " holds " + t +
-                  " in " + m + " but leaf 0 holds " + type + " in " + space);
+                  "element type and memory space; leaf " + std::to_string(i) + " holds " +
+                  type_name<T>() + " in " + V::memory_space::name() + " but leaf 0 holds " +
+                  type_text() + " in " + space);
     }
-    shapes += extents_string(extents_of(leaf), rank_v<V>);
+    if (checked) shapes += extents_string(extents_of(leaf), rank_v<V>);
     const bool alone = leaf.size() * sizeof(T) >= fusion_threshold() && is_contiguous(leaf);
     st->alone.push_back(alone);
     st->offsets.push_back(st->total);
@@ -133,11 +139,11 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
     }
     return std::function<void()>([] {});
   }
-  if (checked_mode()) {
+  if (checked) {
     Signature sig;
     sig.op = opname;
     sig.arg = "tree of " + std::to_string(st->alone.size()) + " leaves";
-    sig.type = type;
+    sig.type = type_text();
     sig.rank = 1;
     sig.extents[0] = st->total;
     sig.param = static_cast<long long>(std::hash<std::string>{}(shapes)&0x7fffffffffffffffLL);

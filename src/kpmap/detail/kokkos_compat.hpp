@@ -69,13 +69,16 @@ inline std::string num_threads_flag(int n) {
 
 /// \brief Tells a loaded Kokkos Tools library of a host synchronisation that
 /// Kokkos before 3.6 does not report: an instance fence, or a reduction into
-/// a host value (which waits for its kernel). Kokkos 3.6 and later report both
-/// themselves; there this does nothing.
-inline void report_host_sync([[maybe_unused]] const char* label) {
+/// a host value (which waits for its kernel), or with `global` a fence of
+/// every instance. Kokkos 3.6 and later report all three themselves; there
+/// this does nothing. The device id is what Kokkos 4 passes: instance bits 0
+/// for a global fence, an instance's own id (1 and up) otherwise.
+inline void report_host_sync([[maybe_unused]] const char* label,
+                             [[maybe_unused]] bool global = false) {
 #if KOKKOS_VERSION < 30600
   if (Kokkos::Tools::profileLibraryLoaded()) {
     std::uint64_t handle = 0;
-    Kokkos::Tools::beginFence(label, 0, &handle);
+    Kokkos::Tools::beginFence(label, global ? 0u : 1u, &handle);
     Kokkos::Tools::endFence(handle);
   }
 #endif
@@ -100,7 +103,7 @@ inline void fence_all([[maybe_unused]] const char* label) {
 #if KOKKOS_VERSION >= 30600
   Kokkos::fence(label);
 #else
-  report_host_sync(label);
+  report_host_sync(label, /*global=*/true);
   Kokkos::fence();
 #endif
 }

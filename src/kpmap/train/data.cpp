@@ -167,34 +167,4 @@ HostRows read_hdf5_rows(const std::string& path, const std::string& x_name,
   return h;
 }
 
-BatchPlan plan_epoch(std::size_t n, std::size_t begin, std::size_t local, std::size_t batch,
-                     std::uint64_t seed, std::uint64_t epoch) {
-  BatchPlan p;
-  p.global_rows = n;
-  p.identity = batch == 0 || batch >= n;
-  p.batch = p.identity ? n : batch;
-  p.batches = p.batch == 0 ? 0 : (n + p.batch - 1) / p.batch;
-  p.offsets.assign(p.batches + 1, 0);
-  if (p.identity) {
-    if (p.batches > 0) p.offsets[1] = local;
-    return p;
-  }
-  // Counting sort of the local rows by batch: stable, so within a batch the
-  // rows keep their storage order and the sums their order on every run.
-  const EpochOrder order{seed, epoch, n};
-  std::vector<std::uint32_t> which(local);
-  for (std::size_t i = 0; i < local; ++i) {
-    which[i] = static_cast<std::uint32_t>(order.position(begin + i) / p.batch);
-    ++p.offsets[which[i] + 1];
-  }
-  for (std::size_t k = 0; k < p.batches; ++k) p.offsets[k + 1] += p.offsets[k];
-  p.order = Kokkos::View<std::uint32_t*, Kokkos::DefaultExecutionSpace::memory_space>(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::batch_order"), local);
-  auto h = Kokkos::create_mirror_view(p.order);
-  std::vector<std::size_t> next(p.offsets.begin(), p.offsets.end() - 1);
-  for (std::size_t i = 0; i < local; ++i) h(next[which[i]]++) = static_cast<std::uint32_t>(i);
-  Kokkos::deep_copy(p.order, h);
-  return p;
-}
-
 }  // namespace kpmap::train

@@ -397,7 +397,9 @@ T linear_loss(const Exec& exec, const Shard<T, M>& data, const LinearParams<T, M
 
 /// \brief The linear model behind the interface a Trainer drives (see
 /// Sequential): the fused gradient pass, one psum of (grad w, grad b, loss)
-/// per step. Micro-batches are not needed: the pass reads its rows once.
+/// per step, which sit side by side in one array so that the psum is one
+/// message with nothing to pack. Micro-batches are not needed: the pass
+/// reads its rows once.
 template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
 class LinearModel {
  public:
@@ -405,13 +407,19 @@ class LinearModel {
   using memory_space = M;
   using Exec = typename M::execution_space;
   using Params = LinearParams<T, M>;
+  /// A step's loss, on the device (see loss_and_gradient).
+  using Figures = MeanLossFigures<Exec, T>;
 
   /// \param capacity the most rows of one step on one rank.
   LinearModel(std::size_t features, std::size_t capacity, const Exec& exec = Exec())
       : p_("params", features),
-        g_("grad", features),
+        reduced_("kpmap::train::linear::grad_and_loss", features + 2),
         ws_(capacity > 0 ? capacity : 1, features),
-        exec_(exec) {}
+        exec_(exec) {
+    g_.w = Kokkos::subview(reduced_, Kokkos::make_pair(std::size_t(0), features));
+    g_.b = Kokkos::View<T, M>(reduced_.data() + features);
+    loss_ = Kokkos::View<T, M>(reduced_.data() + features + 1);
+  }
 
   const Params& params() const { return p_; }
   const Params& grads() const { return g_; }
@@ -424,22 +432,20 @@ class LinearModel {
     f("b", tree.b);
   }
 
-  /// \brief Loss and gradient of one global batch (see Sequential's).
-  BatchStats loss_and_gradient(const Shard<T, M>& data,
-                               const Kokkos::View<std::uint32_t*, M>& order, std::size_t first,
-                               std::size_t last, std::size_t global_batch, AxisRef axis,
-                               double* wait_seconds = nullptr, MicroBatch micro = {}) {
+  /// \brief Loss and gradient of one global batch (see Sequential's): the
+  /// loss stays on the device. Allocates nothing, copies nothing to the host,
+  /// fences only exec() (before MPI reads the array).
+  Figures loss_and_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
+                            std::size_t first, std::size_t last, std::size_t global_batch,
+                            AxisRef axis, double* wait_seconds = nullptr, MicroBatch micro = {}) {
     if (!micro.first || !micro.last) {
       throw Error("kpmap::train::LinearModel: the linear model takes a step's batch in one pass");
     }
     linear_local_gradient(exec_, data, order, first, last, global_batch, p_, g_, loss_, ws_);
-    kpmap::detail::fence(exec_, "kpmap::train::LinearModel: local gradient");
     const double t0 = MPI_Wtime();
-    psum_inplace(exec_, std::make_tuple(g_.w, g_.b, loss_), axis);  // one message
-    Kokkos::deep_copy(exec_, ws_.loss_host, loss_);
-    kpmap::detail::fence(exec_, "kpmap::train::LinearModel: batch loss on the host");
+    psum_inplace(exec_, reduced_, axis);  // fences exec_ before MPI reads it
     if (wait_seconds != nullptr) *wait_seconds = MPI_Wtime() - t0;
-    return {static_cast<double>(ws_.loss_host()), 0.0};
+    return {exec_, loss_};
   }
 
   /// \brief Mean squared error over every rank's whole shard. Collective.
@@ -451,8 +457,9 @@ class LinearModel {
 
  private:
   Params p_, g_;
+  Kokkos::View<T*, M> reduced_;  // grad w, grad b, loss: what a step reduces
+  Kokkos::View<T, M> loss_;      // within reduced_
   LinearWorkspace<T, M> ws_;
-  Kokkos::View<T, M> loss_{"kpmap::train::linear::step_loss"};
   Exec exec_;
 };
 

@@ -23,6 +23,48 @@ struct BatchStats {
   double accuracy = 0;  ///< fraction correct (cross-entropy only)
 };
 
+/// \brief A step's loss and accuracy over all ranks, left in the model's
+/// memory (as a JAX step leaves its loss a device array): loss() and
+/// accuracy() read them in a kernel, fetch() copies them to the host (one copy
+/// and one fence of `exec`). Sequential's: the (loss, correct) sums of the
+/// batch and its size. Valid until the model's next step.
+template <class Exec>
+struct SumFigures {
+  using memory_space = typename Exec::memory_space;
+  Exec exec;
+  Kokkos::View<const double*, memory_space> sums;  ///< (sum of losses, number correct)
+  double count = 1;                                ///< samples of the batch
+
+  KOKKOS_INLINE_FUNCTION double loss() const { return sums(0) / count; }
+  KOKKOS_INLINE_FUNCTION double accuracy() const { return sums(1) / count; }
+  BatchStats fetch() const {
+    if (sums.extent(0) == 0) return {};
+    double h[2];
+    Kokkos::deep_copy(exec, Kokkos::View<double*, Kokkos::HostSpace>(h, 2), sums);
+    kpmap::detail::fence(exec, "kpmap::train: the step's loss on the host");
+    return {h[0] / count, h[1] / count};
+  }
+};
+
+/// \brief As SumFigures, for a model that keeps only the batch's mean loss
+/// (the linear model: in its gradient's type T, beside the gradient).
+template <class Exec, class T>
+struct MeanLossFigures {
+  using memory_space = typename Exec::memory_space;
+  Exec exec;
+  Kokkos::View<const T, memory_space> mean;
+
+  KOKKOS_INLINE_FUNCTION double loss() const { return static_cast<double>(mean()); }
+  KOKKOS_INLINE_FUNCTION double accuracy() const { return 0.0; }
+  BatchStats fetch() const {
+    if (mean.data() == nullptr) return {};
+    T h{};
+    Kokkos::deep_copy(exec, Kokkos::View<T, Kokkos::HostSpace>(&h), mean);
+    kpmap::detail::fence(exec, "kpmap::train: the step's loss on the host");
+    return {static_cast<double>(h), 0.0};
+  }
+};
+
 namespace detail {
 
 /// xb(k, :) = x(order(first + k), :) (or x(first + k, :) without an order),

@@ -82,6 +82,18 @@ struct CastScaled {
     to(i) = add ? to(i) + v : v;
   }
 };
+
+/// carried(i) = sums(i), plus what it held unless `first`: a step's (loss,
+/// correct) sums over its micro-batches.
+template <class M>
+struct CarrySums {
+  Kokkos::View<double*, M> carried;
+  Kokkos::View<const double*, M> sums;
+  bool first;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+    carried(i) = first ? sums(i) : carried(i) + sums(i);
+  }
+};
 }  // namespace detail
 
 /// \brief T: the type of the parameters, the data, the gradient's
@@ -97,6 +109,8 @@ class Sequential {
   using Params = FlatParams<T, M>;
   using LayerPtr = std::unique_ptr<Layer<C, M>>;
   using Batch = typename Layer<C, M>::Batch;
+  /// A step's loss and accuracy, on the device (see loss_and_gradient).
+  using Figures = SumFigures<Exec>;
   /// Whether the layers compute in a type of their own (mixed precision).
   static constexpr bool mixed = !std::is_same_v<T, C>;
 
@@ -283,15 +297,16 @@ class Sequential {
   /// backward pass. Collective over `axis` in the last micro-batch of a step
   /// (`micro`; a step of one batch is its own first and last): the earlier
   /// ones only add their gradient and loss locally, and `global_batch` is
-  /// then the size of the whole step's batch. Returns the step's stats after
-  /// the last micro-batch, zeros before.
-  BatchStats loss_and_gradient(const Shard<T, M>& data,
-                               const Kokkos::View<std::uint32_t*, M>& order, std::size_t first,
-                               std::size_t last, std::size_t global_batch, AxisRef axis,
-                               double* wait_seconds = nullptr, MicroBatch micro = {}) {
+  /// then the size of the whole step's batch. Returns the step's loss and
+  /// accuracy over all ranks, left on the device (fetch() reads them) after
+  /// the last micro-batch, empty before. Allocates nothing, copies nothing
+  /// to the host and fences only exec(), before MPI reads a buffer.
+  Figures loss_and_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
+                            std::size_t first, std::size_t last, std::size_t global_batch,
+                            AxisRef axis, double* wait_seconds = nullptr, MicroBatch micro = {}) {
     const std::size_t n = last - first;
-    std::vector<Request> pending;
-    if (micro.first) carried_[0] = carried_[1] = 0;
+    const bool single = micro.first && micro.last;
+    pending_.clear();
     if (micro.first) refresh_compute_params();
     if (n == 0) {
       if (micro.first) Kokkos::deep_copy(exec_, grads_.all, T(0));
@@ -301,18 +316,14 @@ class Sequential {
       forward(data, order, first, n);
       output_delta(n, global_batch, mixed ? loss_scale_ : 1.0);
     }
-    if (!micro.last || !micro.first) {
-      // Earlier micro-batches' (loss, correct) sums are carried on the host.
-      read_sums();
-      carried_[0] += sums_host_(0);
-      carried_[1] += sums_host_(1);
-      if (micro.last) {
-        sums_host_(0) = carried_[0];
-        sums_host_(1) = carried_[1];
-        Kokkos::deep_copy(exec_, sums_, sums_host_);
-      }
+    if (!single) {
+      // The step's (loss, correct) sums over its micro-batches, on the device.
+      Kokkos::parallel_for("kpmap::train::sequential::carry_sums",
+                           Kokkos::RangePolicy<Exec>(exec_, 0, 2),
+                           detail::CarrySums<M>{step_sums_, sums_, micro.first});
     }
-    if (micro.last) pending.push_back(ipsum(exec_, sums_, axis));
+    const Kokkos::View<double*, M>& step_sums = single ? sums_ : step_sums_;
+    if (micro.last) pending_.push_back(ipsum(exec_, step_sums, axis));
     std::optional<ProfilingRegion> backward_region(std::in_place, "kpmap::train::backward");
     for (std::size_t l = layers_.size(); l-- > 0;) {
       if (n > 0) {
@@ -327,22 +338,27 @@ class Sequential {
       }
       if (micro.last && layer_span_[l + 1] > layer_span_[l]) {
         // Hand this layer's gradient to MPI (fenced inside) before going on.
-        pending.push_back(ipsum(
+        pending_.push_back(ipsum(
             exec_,
             Kokkos::subview(grads_.all, Kokkos::make_pair(layer_span_[l], layer_span_[l + 1])),
             axis));
       }
-      for (auto& r : pending) r.test();  // let MPI progress between kernels
+      // Let MPI progress between kernels. The first step holds every
+      // reduction until its end instead, so that the staging pool (where
+      // device paths stage) sizes itself for all of them at once: later steps
+      // reuse those buffers in whatever order MPI completes them.
+      if (settled_) {
+        for (auto& r : pending_) r.test();
+      }
     }
     backward_region.reset();
     if (!micro.last) return {};
     const ProfilingRegion wait_region("kpmap::train::gradient_psum_wait");
     const double t0 = MPI_Wtime();
-    for (auto& r : pending) r.wait();
+    for (auto& r : pending_) r.wait();
     if (wait_seconds != nullptr) *wait_seconds = MPI_Wtime() - t0;
-    read_sums();
-    const double count = static_cast<double>(global_batch > 0 ? global_batch : 1);
-    return {sums_host_(0) / count, sums_host_(1) / count};
+    settled_ = true;
+    return {exec_, step_sums, static_cast<double>(global_batch > 0 ? global_batch : 1)};
   }
 
   /// \brief Loss, accuracy and confusion matrix over every rank's whole
@@ -410,6 +426,8 @@ class Sequential {
     }
     yb_ = Kokkos::View<T*, M>("kpmap::train::sequential::y", capacity_);
     sums_ = Kokkos::View<double*, M>("kpmap::train::sequential::sums", 2);
+    step_sums_ = Kokkos::View<double*, M>("kpmap::train::sequential::step_sums", 2);
+    pending_.reserve(layers_.size() + 1);
     sums_host_ = Kokkos::create_mirror_view(sums_);
     const std::size_t c = loss_ == Loss::cross_entropy ? classes() : 0;
     confusion_ = Kokkos::View<double**, Kokkos::LayoutRight, M>("kpmap::train::confusion", c, c);
@@ -478,10 +496,12 @@ class Sequential {
   double loss_scale_ = 1;
   std::vector<Batch> acts_, deltas_;
   Kokkos::View<T*, M> yb_;
-  Kokkos::View<double*, M> sums_;
+  Kokkos::View<double*, M> sums_;       // (loss, correct) of a batch
+  Kokkos::View<double*, M> step_sums_;  // ... added over a step's micro-batches
   typename Kokkos::View<double*, M>::HostMirror sums_host_;
   Kokkos::View<double**, Kokkos::LayoutRight, M> confusion_;
-  double carried_[2] = {0, 0};  // (loss, correct) of a step's earlier micro-batches
+  std::vector<Request> pending_;  // a step's reductions, reused from step to step
+  bool settled_ = false;          // a step has run: its buffers are in the pools
 };
 
 }  // namespace kpmap::train

@@ -9,8 +9,16 @@
 /// A Trainer drives any model with the interface of Sequential (and of
 /// LinearModel): `value_type`, `memory_space`, `Params`, `params()`,
 /// `grads()`, `exec()`, `loss_and_gradient(...)`, `evaluate(...)` and
-/// `for_each_named(tree, f)`. What the run prints and keeps besides
-/// checkpoints is the application's: it gets an EpochReport after every epoch.
+/// `for_each_named(tree, f)`, and `Exec` and `Figures` (the step's loss on the
+/// device: SumFigures or MeanLossFigures). What the run prints and keeps
+/// besides checkpoints is the application's: it gets an EpochReport after
+/// every epoch.
+///
+/// A step is quiet: it allocates nothing, fences no more than the model's
+/// collectives need and copies nothing to the host. Its loss stays on the
+/// device, added there to the epoch's sums; the host reads them for a log
+/// line, at the epoch's end and for a checkpoint, and a loss that is not
+/// finite is caught there, naming the first step that had one.
 
 #include <kpmap/checkpoint.hpp>
 #include <kpmap/collectives.hpp>
@@ -85,15 +93,46 @@ struct FitResult {
   EpochReport last;         ///< the last epoch's report
 };
 
+namespace detail {
+
+/// Adds a step's figures, weighted by its global batch, to the epoch's sums
+/// (see Trainer::epoch_sums_), and keeps the first step whose loss is not
+/// finite (NaN or Inf: x - x is not 0).
+template <class M, class Figures>
+struct AddFigures {
+  Kokkos::View<double*, M> sums;
+  Figures step;
+  double weight;
+  double index;
+  KOKKOS_INLINE_FUNCTION void operator()(int) const {
+    const double loss = step.loss();
+    sums(0) += loss * weight;
+    sums(1) += step.accuracy() * weight;
+    if (sums(2) < 0 && !(loss - loss == 0.0)) {
+      sums(2) = index;
+      sums(3) = loss;
+    }
+  }
+};
+
+}  // namespace detail
+
 template <class Model>
 class Trainer {
  public:
   using T = typename Model::value_type;
   using M = typename Model::memory_space;
   using P = typename Model::Params;
+  using Exec = typename Model::Exec;
+  using Figures = typename Model::Figures;
 
   Trainer(Model& model, const OptimizerConfig& optimizer, TrainerConfig config, AxisRef axis)
-      : model_(model), opt_(optimizer, model.params()), c_(std::move(config)), axis_(axis) {}
+      : model_(model),
+        opt_(optimizer, model.params()),
+        c_(std::move(config)),
+        axis_(axis),
+        epoch_sums_("kpmap::train::epoch_sums", 4),
+        epoch_sums_host_(Kokkos::create_mirror_view(epoch_sums_)) {}
 
   const Optimizer<T, M, P>& optimizer() const { return opt_; }
   /// \brief Seconds spent so far: compute (steps, updates, evaluation),
@@ -179,7 +218,7 @@ class Trainer {
     const long long first_epoch = at_.epoch;
     for (long long epoch = first_epoch; epoch < c_.epochs; ++epoch) {
       const double t0 = MPI_Wtime();
-      const auto plan = plan_epoch(n, train.begin, train.rows(), c_.batch, c_.seed,
+      const auto plan = plan_epoch(model_.exec(), n, train.begin, train.rows(), c_.batch, c_.seed,
                                    static_cast<std::uint64_t>(epoch));
       res.steps_per_epoch = plan.batches;
       const bool resumed = epoch == first_epoch && at_.step > 0;
@@ -192,39 +231,41 @@ class Trainer {
                 "its own deck, or from a checkpoint taken at an epoch's end",
             ErrorScope::all_ranks);
       }
-      double loss_sum = resumed ? at_.loss_sum : 0.0;
-      double correct_sum = resumed ? at_.correct_sum : 0.0;
+      // The epoch's (loss, correct) sums stay on the device until a log line,
+      // the epoch's end or a checkpoint asks for them.
+      start_epoch_sums(resumed ? at_.loss_sum : 0.0, resumed ? at_.correct_sum : 0.0);
+      EpochSums sums;
       std::size_t steps_done = plan.batches;  // of this epoch, when it ends
       for (std::size_t k = resumed ? static_cast<std::size_t>(at_.step) : 0; k < plan.batches;
            ++k) {
         if (run.begin_step(opt_.steps() + 1)) poison();
         const ProfilingRegion step_region("kpmap::train::step");
-        const BatchStats s = step(train, plan, k);
-        if (!std::isfinite(s.loss)) {
-          throw Error("training diverged: the loss is " + std::to_string(s.loss) + " at epoch " +
-                          std::to_string(epoch + 1) + ", step " + std::to_string(k + 1) + " of " +
-                          std::to_string(plan.batches) +
-                          " (try a smaller optimizer.learning_rate)" + run.last_good_note(),
-                      exit_code::diverged, ErrorScope::all_ranks);
-        }
-        const double w = static_cast<double>(plan.global_size(k));
-        loss_sum += s.loss * w;
-        correct_sum += s.accuracy * w;
+        const Figures s = step(train, plan, k);
+        Kokkos::parallel_for(
+            "kpmap::train::epoch_sums", Kokkos::RangePolicy<Exec>(model_.exec(), 0, 1),
+            detail::AddFigures<M, Figures>{epoch_sums_, s, static_cast<double>(plan.global_size(k)),
+                                           static_cast<double>(k)});
         {
           const ProfilingRegion region("kpmap::train::update");
           const double u0 = MPI_Wtime();
           opt_.step(model_.exec(), model_.params(), model_.grads());
-          kpmap::detail::fence(model_.exec(), "kpmap::train::Trainer: the update");
           times_.add(Phase::compute, MPI_Wtime() - u0);
         }
         ++log_steps;
-        if (c_.log_every > 0 && opt_.steps() % c_.log_every == 0 && root) {
+        if (c_.log_every > 0 && opt_.steps() % c_.log_every == 0) {
+          // Every rank reads the figures (the same on all), so that all of
+          // them stop together on a loss that is not finite.
+          sums = fetch_epoch_sums(run, epoch, plan.batches);
+          const BatchStats f = s.fetch();
           const double now = MPI_Wtime();
-          std::printf(
-              "step %lld  epoch %lld  %zu/%zu  loss %.6e  accuracy %.6f  %.4g samples/s\n",
-              opt_.steps(), epoch + 1, k + 1, plan.batches, s.loss, s.accuracy,
-              static_cast<double>(log_steps * static_cast<long long>(plan.batch)) / (now - log_t0));
-          std::fflush(stdout);
+          if (root) {
+            std::printf(
+                "step %lld  epoch %lld  %zu/%zu  loss %.6e  accuracy %.6f  %.4g samples/s\n",
+                opt_.steps(), epoch + 1, k + 1, plan.batches, f.loss, f.accuracy,
+                static_cast<double>(log_steps * static_cast<long long>(plan.batch)) /
+                    (now - log_t0));
+            std::fflush(stdout);
+          }
           log_t0 = now;
           log_steps = 0;
         }
@@ -242,8 +283,9 @@ class Trainer {
             res.mid_epoch = true;
             res.epoch = epoch;
             res.step = static_cast<long long>(k + 1);
+            sums = fetch_epoch_sums(run, epoch, plan.batches);
             save(run, checkpoint_file_name(epoch, static_cast<long long>(k + 1)),
-                 {epoch, static_cast<long long>(k + 1), loss_sum, correct_sum});
+                 {epoch, static_cast<long long>(k + 1), sums.loss, sums.correct});
           }
           break;
         }
@@ -259,8 +301,9 @@ class Trainer {
       EpochReport rep;
       rep.epoch = epoch + 1;
       rep.samples = std::min(steps_done * plan.batch, n);
-      rep.train_loss = loss_sum / static_cast<double>(rep.samples);
-      rep.train_accuracy = correct_sum / static_cast<double>(rep.samples);
+      sums = fetch_epoch_sums(run, epoch, plan.batches);
+      rep.train_loss = sums.loss / static_cast<double>(rep.samples);
+      rep.train_accuracy = sums.correct / static_cast<double>(rep.samples);
       rep.seconds = epoch_seconds;
       if (held_out.global_rows > 0) {
         const double e0 = MPI_Wtime();
@@ -280,7 +323,7 @@ class Trainer {
         res.epoch = epoch;
         res.step = static_cast<long long>(steps_done);
         save(run, checkpoint_file_name(epoch, static_cast<long long>(steps_done)),
-             {epoch, static_cast<long long>(steps_done), loss_sum, correct_sum});
+             {epoch, static_cast<long long>(steps_done), sums.loss, sums.correct});
         break;
       }
       const bool last = epoch + 1 == c_.epochs;
@@ -318,15 +361,46 @@ class Trainer {
     model_.for_each_named(tree, f);
   }
 
+  // What fetch_epoch_sums reads: the epoch's (loss, correct) sums so far.
+  struct EpochSums {
+    double loss = 0, correct = 0;
+  };
+
+  // The epoch's sums start from (loss, correct): 0, or a resumed epoch's.
+  void start_epoch_sums(double loss, double correct) {
+    epoch_sums_host_(0) = loss;
+    epoch_sums_host_(1) = correct;
+    epoch_sums_host_(2) = -1;  // no step with a loss that is not finite
+    epoch_sums_host_(3) = 0;
+    Kokkos::deep_copy(model_.exec(), epoch_sums_, epoch_sums_host_);
+  }
+
+  // The epoch's sums on the host (one copy, one fence of the model's
+  // instance). \throws Error (exit_code::diverged, on every rank: the sums
+  // are the same on all) naming the first step whose loss was not finite.
+  EpochSums fetch_epoch_sums(const RunControl& run, long long epoch, std::size_t batches) {
+    Kokkos::deep_copy(model_.exec(), epoch_sums_host_, epoch_sums_);
+    kpmap::detail::fence(model_.exec(), "kpmap::train::Trainer: the epoch's loss on the host");
+    if (epoch_sums_host_(2) >= 0) {
+      throw Error("training diverged: the loss is " + std::to_string(epoch_sums_host_(3)) +
+                      " at epoch " + std::to_string(epoch + 1) + ", step " +
+                      std::to_string(static_cast<long long>(epoch_sums_host_(2)) + 1) + " of " +
+                      std::to_string(batches) + " (try a smaller optimizer.learning_rate)" +
+                      run.last_good_note(),
+                  exit_code::diverged, ErrorScope::all_ranks);
+    }
+    return {epoch_sums_host_(0), epoch_sums_host_(1)};
+  }
+
   // One optimizer step's loss and gradient: this rank's rows of batch k, in
   // config.accumulate micro-batches, one reduction after the last.
-  BatchStats step(const Shard<T, M>& data, const BatchPlan& plan, std::size_t k) {
+  Figures step(const Shard<T, M>& data, const BatchPlan<M>& plan, std::size_t k) {
     const std::size_t first = plan.offsets[k];
     const std::size_t last = plan.offsets[k + 1];
     const std::size_t parts = c_.accumulate;
     double wait = 0;
     const double t0 = MPI_Wtime();
-    BatchStats s;
+    Figures s;
     for (std::size_t m = 0; m < parts; ++m) {
       const std::size_t a = first + (last - first) * m / parts;
       const std::size_t b = first + (last - first) * (m + 1) / parts;
@@ -399,6 +473,10 @@ class Trainer {
   TrainPosition at_;
   std::string restart_file_;
   PhaseTimes times_;
+  // The epoch's (loss sum, correct sum, first step whose loss is not finite
+  // or -1, that loss), added to by a kernel after every step.
+  Kokkos::View<double*, M> epoch_sums_;
+  typename Kokkos::View<double*, M>::HostMirror epoch_sums_host_;
 };
 
 }  // namespace kpmap::train
