@@ -13,6 +13,10 @@
 #include <Kokkos_Core.hpp>
 
 #include <csignal>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
 using Catch::Matchers::ContainsSubstring;
 using kpmap::transport::decide_gpu_awareness;
@@ -56,6 +60,53 @@ TEST_CASE("Runtime binds host backends to no GPU", "[runtime]") {
   } else {
     CHECK(rt.device_id() >= 0);
   }
+}
+
+TEST_CASE("The launcher's node-local rank, read before MPI_Init, is MPI's", "[runtime]") {
+  // What device_before_mpi binds by, against MPI_Comm_split_type's answer.
+  auto& rt = kpmap::Runtime::current();
+  const auto launcher = kpmap::detail::launcher_local_rank();
+  INFO("from " << launcher.source);
+  REQUIRE(launcher.rank >= 0);
+  CHECK(launcher.rank == rt.node_rank());
+  if (launcher.size > 0) CHECK(launcher.size == rt.node_size());
+}
+
+TEST_CASE("Launcher variables are read in order and refused by name", "[runtime]") {
+  const char* names[] = {"OMPI_COMM_WORLD_LOCAL_RANK",
+                         "OMPI_COMM_WORLD_LOCAL_SIZE",
+                         "MV2_COMM_WORLD_LOCAL_RANK",
+                         "MV2_COMM_WORLD_LOCAL_SIZE",
+                         "MPI_LOCALRANKID",
+                         "MPI_LOCALNRANKS",
+                         "PMI_LOCAL_RANK",
+                         "PMI_LOCAL_SIZE",
+                         "SLURM_LOCALID",
+                         "PALS_LOCAL_RANKID",
+                         "FLUX_TASK_LOCAL_ID"};
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const char* n : names) {
+    if (const char* v = std::getenv(n)) saved.emplace_back(n, v);
+    ::unsetenv(n);
+  }
+  using kpmap::detail::launcher_local_rank;
+  CHECK(launcher_local_rank().rank == -1);
+  ::setenv("SLURM_LOCALID", "3", 1);
+  CHECK(launcher_local_rank().rank == 3);
+  CHECK(launcher_local_rank().size == -1);
+  CHECK(launcher_local_rank().source == "SLURM_LOCALID");
+  // MPICH's pair comes before Slurm's.
+  ::setenv("MPI_LOCALRANKID", "1", 1);
+  ::setenv("MPI_LOCALNRANKS", "4", 1);
+  CHECK(launcher_local_rank().rank == 1);
+  CHECK(launcher_local_rank().size == 4);
+  ::setenv("MPI_LOCALNRANKS", "0", 1);
+  CHECK_THROWS_WITH(launcher_local_rank(), ContainsSubstring("MPI_LOCALNRANKS='0'"));
+  ::setenv("MPI_LOCALRANKID", "1x", 1);
+  CHECK_THROWS_AS(launcher_local_rank(), kpmap::InputError);
+  CHECK_THROWS_WITH(launcher_local_rank(), ContainsSubstring("MPI_LOCALRANKID='1x'"));
+  for (const char* n : names) ::unsetenv(n);
+  for (const auto& [n, v] : saved) ::setenv(n.c_str(), v.c_str(), 1);
 }
 
 TEST_CASE("There is only one Runtime", "[runtime]") {

@@ -6,6 +6,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <unistd.h>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -81,17 +82,27 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
     throw Error("kpmap::Runtime: a Runtime already exists in this process");
   }
   uncaught_at_start_ = std::uncaught_exceptions();
+  const char* before = std::getenv("KPMAP_DEVICE_BEFORE_MPI");
+  const bool early = options.device_before_mpi ||
+                     (before != nullptr && *before != '\0' && std::string_view(before) != "0");
+  std::string error;
+  if (early) init_before_mpi(argc, argv, error);
   init_mpi(argc, argv, options);
   std::set_terminate(terminate_handler);
   g_runtime = this;
   init_node_topology();
-  choose_host_threads(argc, argv);
-  std::string error;
+  if (!early) choose_host_threads(argc, argv);
   try {
-    init_kokkos(argc, argv);
-    transport::set_gpu_awareness(transport::detect_gpu_awareness());
+    if (!early) init_kokkos(argc, argv, node_rank_, "MPI_COMM_TYPE_SHARED");
+    if (error.empty()) transport::set_gpu_awareness(transport::detect_gpu_awareness());
   } catch (const std::exception& e) {
     error = e.what();
+  }
+  if (early && error.empty() && early_rank_ >= 0 && early_rank_ != node_rank_ && device_id_ >= 0) {
+    std::fprintf(stderr,
+                 "kpmap: rank %d: warning: the launcher's node-local rank (%d) is not MPI's "
+                 "(%d): two ranks may share a GPU (check the binding with kpmap-info)\n",
+                 rank_, early_rank_, node_rank_);
   }
   // A bad setting is usually seen by every rank: let the lowest failing rank
   // report it once and end the job; the others wait to be taken down.
@@ -134,6 +145,81 @@ void Runtime::init_mpi(int& argc, char**& argv, const RuntimeOptions& options) {
                   " but kpmap needs " + std::to_string(options.mpi_thread_level) +
                   " (see MPI_THREAD_* in mpi.h)",
               exit_code::failure);
+  }
+}
+
+namespace detail {
+
+LauncherRank launcher_local_rank() {
+  // (rank, size) variables of each launcher, in the order they are looked for.
+  static const std::pair<const char*, const char*> vars[] = {
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
+      {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+      {"PMI_LOCAL_RANK", "PMI_LOCAL_SIZE"},
+      {"SLURM_LOCALID", nullptr},
+      {"PALS_LOCAL_RANKID", nullptr},
+      {"FLUX_TASK_LOCAL_ID", nullptr},
+  };
+  auto number = [](const char* var, int least) {
+    const char* v = std::getenv(var);
+    if (v == nullptr) return -1;
+    const std::string_view text(v);
+    int n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || n < least) {
+      throw InputError(std::string(var) + "='" + v + "': the launcher's node-local " +
+                       (least == 0 ? "rank" : "rank count") + " must be a whole number" +
+                       (least == 0 ? "" : " of at least 1") +
+                       " (kpmap reads it to choose the device before MPI_Init)");
+    }
+    return n;
+  };
+  LauncherRank r;
+  for (const auto& [rank_var, size_var] : vars) {
+    if (std::getenv(rank_var) == nullptr) continue;
+    r.rank = number(rank_var, 0);
+    r.source = rank_var;
+    if (size_var != nullptr) r.size = number(size_var, 1);
+    break;
+  }
+  return r;
+}
+
+}  // namespace detail
+
+// RuntimeOptions::device_before_mpi: Kokkos (and so the GPU) first, from
+// what the launcher says of the node. An error is kept for the collective
+// report once MPI is up.
+void Runtime::init_before_mpi(int& argc, char**& argv, std::string& error) {
+  try {
+    const detail::LauncherRank launcher = detail::launcher_local_rank();
+    if (detail::threaded_host_backend) {
+      std::string source;
+      const auto user = detail::user_host_threads(argc, argv, source);
+      host_threads_ = detail::decide_host_threads(user, source, detail::usable_cores(),
+                                                  launcher.size > 0 ? launcher.size : 1);
+      if (launcher.size < 0 && !user) {
+        host_threads_.reason +=
+            " (before MPI_Init, and no launcher variable gives the node's "
+            "rank count: give --kokkos-num-threads)";
+      }
+    } else {
+      host_threads_.reason = "1 thread: serial host backend";
+    }
+    if (detail::visible_device_count() > 0 && launcher.rank < 0 && !user_chose_device(argc, argv)) {
+      throw InputError(
+          "KPMAP_DEVICE_BEFORE_MPI: no launcher variable gives this rank's node-local rank "
+          "(OMPI_COMM_WORLD_LOCAL_RANK, MV2_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, "
+          "PMI_LOCAL_RANK, SLURM_LOCALID, PALS_LOCAL_RANKID, FLUX_TASK_LOCAL_ID), so no GPU "
+          "can be chosen before MPI_Init; choose one with --kokkos-device-id or "
+          "KOKKOS_DEVICE_ID");
+    }
+    init_kokkos(argc, argv, launcher.rank, launcher.source);
+    device_binding_ += "; Kokkos initialised before MPI_Init";
+    early_rank_ = launcher.rank;
+  } catch (const std::exception& e) {
+    error = e.what();
   }
 }
 
@@ -202,7 +288,7 @@ void check_kokkos_numbers(int argc, char** argv) {
 }
 }  // namespace
 
-void Runtime::init_kokkos(int& argc, char**& argv) {
+void Runtime::init_kokkos(int& argc, char**& argv, int local_rank, const std::string& rank_source) {
   check_kokkos_numbers(argc, argv);
   if (Kokkos::is_initialized()) {
     device_binding_ = "chosen by the caller, who initialised Kokkos before kpmap::Runtime";
@@ -218,11 +304,11 @@ void Runtime::init_kokkos(int& argc, char**& argv) {
   } else if (user_chose_device(argc, argv)) {
     device_binding_ = "chosen by Kokkos options (--kokkos-device-id / KOKKOS_DEVICE_ID / ...)";
   } else {
-    chosen = node_rank_ % devices;
+    chosen = local_rank % devices;
     device_flag = "--kokkos-device-id=" + std::to_string(chosen);
     args.push_back(device_flag.data());
-    device_binding_ = "node-local rank " + std::to_string(node_rank_) + " mod " +
-                      std::to_string(devices) + " visible GPU(s)";
+    device_binding_ = "node-local rank " + std::to_string(local_rank) + " (" + rank_source +
+                      ") mod " + std::to_string(devices) + " visible GPU(s)";
   }
   // kpmap's thread count, unless the user gave one (Kokkos then reads theirs).
   std::string threads_flag;

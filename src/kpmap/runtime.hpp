@@ -23,7 +23,30 @@ struct RuntimeOptions {
   /// The MPI thread level kpmap requires. FUNNELED suffices for Kokkos' host
   /// backends (only the thread that called MPI_Init_thread talks to MPI).
   int mpi_thread_level = MPI_THREAD_FUNNELED;
+  /// Initialise Kokkos, and so bind this rank to its GPU, before MPI_Init:
+  /// MPIs that set up their GPU support in MPI_Init (MVAPICH2-GDR, some UCX
+  /// builds of Open MPI) need the device chosen first. The node-local rank
+  /// then comes from the launcher's environment (detail::launcher_local_rank),
+  /// as MPI cannot yet say. Also on with KPMAP_DEVICE_BEFORE_MPI=1.
+  bool device_before_mpi = false;
 };
+
+namespace detail {
+/// \brief This rank's place on its node as the launcher exports it, before
+/// MPI is up: Open MPI's OMPI_COMM_WORLD_LOCAL_RANK, MVAPICH2's
+/// MV2_COMM_WORLD_LOCAL_RANK, MPICH's and Intel MPI's MPI_LOCALRANKID,
+/// PMI_LOCAL_RANK, Slurm's SLURM_LOCALID, Cray PALS' PALS_LOCAL_RANKID or
+/// Flux's FLUX_TASK_LOCAL_ID, the first one set; the node's rank count from
+/// the same family (OMPI_COMM_WORLD_LOCAL_SIZE, MV2_COMM_WORLD_LOCAL_SIZE,
+/// MPI_LOCALNRANKS, PMI_LOCAL_SIZE) where it exports one.
+struct LauncherRank {
+  int rank = -1;       ///< -1: no launcher variable is set
+  int size = -1;       ///< -1: not exported
+  std::string source;  ///< the variable the rank came from
+};
+/// \throws InputError naming the variable when one holds no whole number.
+LauncherRank launcher_local_rank();
+}  // namespace detail
 
 /// \brief RAII owner of MPI and Kokkos for one process (one rank, one device).
 ///
@@ -37,9 +60,10 @@ struct RuntimeOptions {
 /// ranks that may use the same cores, so a default run never runs more
 /// threads than cores; a count the user gives (`--kokkos-num-threads`,
 /// `OMP_NUM_THREADS`, ...) wins, with a one-line warning when it
-/// oversubscribes the cores. The destructor finalises Kokkos, then MPI. If MPI or Kokkos was
-/// already initialised by the caller, the Runtime neither initialises nor
-/// finalises it.
+/// oversubscribes the cores. With RuntimeOptions::device_before_mpi, Kokkos
+/// is initialised first, from the launcher's node-local rank and size. The destructor finalises
+/// Kokkos, then MPI. If MPI or Kokkos was already initialised by the caller, the Runtime neither
+/// initialises nor finalises it.
 ///
 /// An exception that escapes to `std::terminate` on any rank prints
 /// `kpmap: rank R: message` and aborts the whole job with `MPI_Abort`, so the
@@ -116,8 +140,9 @@ class Runtime {
  private:
   void init_mpi(int& argc, char**& argv, const RuntimeOptions& options);
   void init_node_topology();
-  void init_kokkos(int& argc, char**& argv);
+  void init_kokkos(int& argc, char**& argv, int local_rank, const std::string& rank_source);
   void choose_host_threads(int argc, char** argv);
+  void init_before_mpi(int& argc, char**& argv, std::string& error);
 
   bool owns_mpi_ = false;
   bool owns_kokkos_ = false;
@@ -130,6 +155,7 @@ class Runtime {
   int node_count_ = 1;
   int node_index_ = 0;
   int device_id_ = -1;
+  int early_rank_ = -1;  // the launcher's node-local rank, with device_before_mpi
   std::string device_binding_;
   detail::HostThreads host_threads_;
   int thread_provided_ = MPI_THREAD_SINGLE;
