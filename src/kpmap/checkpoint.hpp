@@ -174,10 +174,13 @@ std::uint64_t block_checksum(const Exec& exec, const T* data, const Block& block
   return sum;
 }
 
-/// A host copy of `v` in row-major order.
-template <class V>
-Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> host_copy(const V& v) {
-  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+/// A host copy of `v` in row-major order, copied once `exec`'s work on it is done.
+template <class Exec, class V>
+Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> host_copy(const Exec& exec,
+                                                                             const V& v) {
+  auto host = Kokkos::create_mirror_view(Kokkos::HostSpace(), v);
+  Kokkos::deep_copy(exec, host, v);
+  kpmap::detail::fence(exec, "kpmap::checkpoint: copied to the host for writing");
   Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> flat(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::checkpoint::host"), host.size());
   kpmap::detail::pack(Kokkos::DefaultHostExecutionSpace(), host, flat);
@@ -186,23 +189,37 @@ Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> host_copy(con
   return flat;
 }
 
-/// `v`'s elements in row-major order in host memory: `v` itself when it is
-/// already there in that order (no copy), else a packed host copy.
-template <class V>
+/// `v`'s elements in row-major order in host memory, once `exec`'s work on
+/// it is done: `v` itself when it is already there in that order (no copy),
+/// else a packed host copy.
+template <class Exec, class V>
 Kokkos::View<const typename V::non_const_value_type*, Kokkos::HostSpace,
              Kokkos::MemoryTraits<Kokkos::Unmanaged>>
-host_canonical(const V& v,
+host_canonical(const Exec& exec, const V& v,
                Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace>& keep) {
   using T = typename V::non_const_value_type;
   using Out = Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   if constexpr (kpmap::detail::host_reaches_v<typename V::memory_space>) {
     if (kpmap::detail::is_canonical(v)) {
-      kpmap::detail::fence(typename V::execution_space(), "kpmap::checkpoint: before writing");
+      kpmap::detail::fence(exec, "kpmap::checkpoint: before writing");
       return Out(v.data(), v.size());
     }
   }
-  keep = host_copy(v);
+  keep = host_copy(exec, v);
   return Out(keep.data(), keep.size());
+}
+
+/// The instance a checkpoint call without one works on: every instance is
+/// fenced first, since any of them may have written the data (as a
+/// collective without an instance does).
+inline constexpr const char* write_waits =
+    "kpmap: a checkpoint write without an execution space waits for every instance";
+inline constexpr const char* read_waits =
+    "kpmap: a checkpoint read without an execution space waits for every instance";
+template <class V>
+typename V::execution_space every_instance_done(const char* what) {
+  kpmap::detail::fence_all(what);
+  return typename V::execution_space();
 }
 
 template <class V>
@@ -216,17 +233,15 @@ std::vector<std::size_t> extents_vector(const V& v) {
 /// memory space when v is row-major and contiguous (a GPU field is hashed on
 /// the GPU), else on a host copy. 0 when the block does not fit v: the write
 /// then refuses the block on every rank.
-template <class V>
-std::uint64_t checksum_before_write(const V& v, const std::vector<std::size_t>& extents,
-                                    const Block& block) {
+template <class Exec, class V>
+std::uint64_t checksum_before_write(const Exec& exec, const V& v,
+                                    const std::vector<std::size_t>& extents, const Block& block) {
   if (block.count != extents || block.offset.size() != extents.size() ||
       block.global.size() != extents.size()) {
     return 0;
   }
-  if (kpmap::detail::is_canonical(v)) {
-    return block_checksum(typename V::execution_space(), v.data(), block);
-  }
-  auto flat = host_copy(v);
+  if (kpmap::detail::is_canonical(v)) return block_checksum(exec, v.data(), block);
+  auto flat = host_copy(exec, v);
   return block_checksum(Kokkos::DefaultHostExecutionSpace(), flat.data(), block);
 }
 }  // namespace detail
@@ -246,28 +261,44 @@ class Writer {
   Writer& operator=(const Writer&) = delete;
 
   /// \brief Writes this rank's block `local` of the global array `name`
-  /// (collective hyperslab I/O). `block.count` must equal local's extents.
-  template <class V>
-  void write(const std::string& name, const V& local, const Block& block) {
+  /// (collective hyperslab I/O) once the work `exec` was given is done:
+  /// the checksum runs on `exec` and only `exec` is fenced. `block.count`
+  /// must equal local's extents.
+  template <class Exec, class V>
+  void write(const Exec& exec, const std::string& name, const V& local, const Block& block) {
+    kpmap::detail::require_kernel_ready<Exec, V>();
     const ProfilingRegion region("kpmap::checkpoint::write");
     using T = typename V::non_const_value_type;
     Kokkos::View<T*, Kokkos::HostSpace> keep;
     const auto extents = detail::extents_vector(local);
-    const std::uint64_t sum = detail::checksum_before_write(local, extents, block);
-    auto flat = detail::host_canonical(local, keep);
+    const std::uint64_t sum = detail::checksum_before_write(exec, local, extents, block);
+    auto flat = detail::host_canonical(exec, local, keep);
     write_raw(name, detail::elem_of<T>(), flat.data(), extents, block, false, sum);
   }
-
-  /// \brief Writes `v`, which every rank holds identically, once.
+  /// \brief As write(exec, ...), after fencing every instance (any may have
+  /// written `local`).
   template <class V>
-  void write_replicated(const std::string& name, const V& v) {
+  void write(const std::string& name, const V& local, const Block& block) {
+    write(detail::every_instance_done<V>(detail::write_waits), name, local, block);
+  }
+
+  /// \brief Writes `v`, which every rank holds identically, once, after the
+  /// work `exec` was given.
+  template <class Exec, class V>
+  void write_replicated(const Exec& exec, const std::string& name, const V& v) {
+    kpmap::detail::require_kernel_ready<Exec, V>();
     const ProfilingRegion region("kpmap::checkpoint::write");
     using T = typename V::non_const_value_type;
     Kokkos::View<T*, Kokkos::HostSpace> keep;
     const auto e = detail::extents_vector(v);
-    const std::uint64_t sum = detail::checksum_before_write(v, e, whole(e));
-    auto flat = detail::host_canonical(v, keep);
+    const std::uint64_t sum = detail::checksum_before_write(exec, v, e, whole(e));
+    auto flat = detail::host_canonical(exec, v, keep);
     write_raw(name, detail::elem_of<T>(), flat.data(), e, whole(e), /*replicated=*/true, sum);
+  }
+  /// \brief As write_replicated(exec, ...), after fencing every instance.
+  template <class V>
+  void write_replicated(const std::string& name, const V& v) {
+    write_replicated(detail::every_instance_done<V>(detail::write_waits), name, v);
   }
 
   /// \brief Closes the file and renames it over the target. Collective.
@@ -313,17 +344,20 @@ class Reader {
   std::vector<std::size_t> shape(const std::string& name) const;
 
   /// \brief Reads this rank's block of `name` into `local` (any memory space
-  /// and layout). The file may come from any rank count. Collective.
+  /// and layout), in order with the work `exec` was given: what `exec` does
+  /// with `local` before is done first, and what it does after sees the
+  /// values. The file may come from any rank count. Collective.
   /// \throws InputError naming the file, the dataset and the first element
   /// (global index) whose value is not among `values`.
-  template <class V>
-  void read(const std::string& name, const V& local, const Block& block,
+  template <class Exec, class V>
+  void read(const Exec& exec, const std::string& name, const V& local, const Block& block,
             Values values = Values::finite) {
+    kpmap::detail::require_kernel_ready<Exec, V>();
     const ProfilingRegion region("kpmap::checkpoint::read");
     using T = typename V::non_const_value_type;
     if constexpr (kpmap::detail::host_reaches_v<typename V::memory_space>) {
       if (kpmap::detail::is_canonical(local)) {  // read straight into the View
-        kpmap::detail::fence(typename V::execution_space(), "kpmap::checkpoint: before reading");
+        kpmap::detail::fence(exec, "kpmap::checkpoint: before reading");
         read_raw(name, detail::elem_of<T>(), local.data(), detail::extents_vector(local), block,
                  values);
         return;
@@ -335,10 +369,24 @@ class Reader {
     auto host = Kokkos::create_mirror_view(local);
     kpmap::detail::unpack(Kokkos::DefaultHostExecutionSpace(), flat, host);
     kpmap::detail::fence(Kokkos::DefaultHostExecutionSpace(), "kpmap::checkpoint: unpacked");
-    Kokkos::deep_copy(local, host);
+    Kokkos::deep_copy(exec, local, host);
+    kpmap::detail::fence(exec, "kpmap::checkpoint: read into place");  // `host` goes now
+  }
+  /// \brief As read(exec, ...), after fencing every instance (any may still
+  /// be using `local`).
+  template <class V>
+  void read(const std::string& name, const V& local, const Block& block,
+            Values values = Values::finite) {
+    read(detail::every_instance_done<V>(detail::read_waits), name, local, block, values);
   }
 
-  /// \brief Reads the whole of `name` into `v` on every rank.
+  /// \brief Reads the whole of `name` into `v` on every rank, in order with `exec`.
+  template <class Exec, class V>
+  void read_replicated(const Exec& exec, const std::string& name, const V& v,
+                       Values values = Values::finite) {
+    read(exec, name, v, whole(detail::extents_vector(v)), values);
+  }
+  /// \brief As read_replicated(exec, ...), after fencing every instance.
   template <class V>
   void read_replicated(const std::string& name, const V& v, Values values = Values::finite) {
     read(name, v, whole(detail::extents_vector(v)), values);

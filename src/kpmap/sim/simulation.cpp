@@ -182,7 +182,7 @@ void Simulation::restart(const std::string& path) {
     ScalarField target = density ? density_ : energy_;
     with_interior(layout_, target, [&](auto sub, auto flat) {
       // The values a deck may give: density above zero, energy not below.
-      reader.read(name, flat, blk,
+      reader.read(exec_, name, flat, blk,
                   density ? checkpoint::Reader::Values::positive
                           : checkpoint::Reader::Values::non_negative);
       Kokkos::deep_copy(exec_, sub, flat);
@@ -190,7 +190,7 @@ void Simulation::restart(const std::string& path) {
     });
   }
   Kokkos::View<double*, Kokkos::HostSpace> eig("kpmap::sim::eigenvalues", 3);
-  reader.read_replicated("solver/eigenvalues", eig);
+  reader.read_replicated(Kokkos::DefaultHostExecutionSpace(), "solver/eigenvalues", eig);
   if (eig(0) != 0.0) solver_->set_eigenvalues({eig(1), eig(2)});
   step_ = meta.step;
   time_ = meta.time;
@@ -276,7 +276,7 @@ void Simulation::write_checkpoint(const std::string& path, const std::string& de
     with_interior(layout_, named.second, [&](auto sub, auto flat) {
       Kokkos::deep_copy(exec_, flat, sub);
       kpmap::detail::fence(exec_, "kpmap::sim: checkpoint field copied");
-      writer.write(name, flat, blk);
+      writer.write(exec_, name, flat, blk);
     });
   }
   Kokkos::View<double*, Kokkos::HostSpace> eig("kpmap::sim::eigenvalues", 3);
@@ -285,7 +285,7 @@ void Simulation::write_checkpoint(const std::string& path, const std::string& de
     eig(1) = kept->first;
     eig(2) = kept->second;
   }
-  writer.write_replicated("solver/eigenvalues", eig);
+  writer.write_replicated(Kokkos::DefaultHostExecutionSpace(), "solver/eigenvalues", eig);
   writer.commit();
   if (layout_.rank() == 0) {
     std::vector<std::size_t> cells;

@@ -147,7 +147,8 @@ class Trainer {
   void restart(const std::string& file) {
     const double t0 = MPI_Wtime();
     checkpoint::Reader r(file, axis_->comm(), c_.meta.app);
-    for_each_saved([&](const std::string& name, const auto& v) { r.read_replicated(name, v); });
+    for_each_saved(
+        [&](const std::string& name, const auto& v) { r.read_replicated(model_.exec(), name, v); });
     const std::string& s = r.metadata().rng_state;
     auto damaged = [&](const std::string& what) {
       throw InputError("restart file " + file + ": attribute rng_state ('" + s + "') " + what +
@@ -184,7 +185,7 @@ class Trainer {
     at_.step = batch;
     if (at_.step > 0) {
       Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
-      r.read_replicated("progress.epoch_sums", sums);
+      r.read_replicated(Kokkos::DefaultHostExecutionSpace(), "progress.epoch_sums", sums);
       at_.loss_sum = sums(0);
       at_.correct_sum = sums(1);
     }
@@ -436,11 +437,13 @@ class Trainer {
                            " batch=" + std::to_string(at.step) +
                            " optimizer_steps=" + std::to_string(opt_.steps());
           checkpoint::Writer w(file, axis_->comm(), meta);
-          for_each_saved([&](const std::string& n, const auto& v) { w.write_replicated(n, v); });
+          for_each_saved([&](const std::string& n, const auto& v) {
+            w.write_replicated(model_.exec(), n, v);
+          });
           Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
           sums(0) = at.loss_sum;
           sums(1) = at.correct_sum;
-          w.write_replicated("progress.epoch_sums", sums);
+          w.write_replicated(Kokkos::DefaultHostExecutionSpace(), "progress.epoch_sums", sums);
           w.commit();
         },
         rotate, at.epoch);
