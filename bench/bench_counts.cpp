@@ -23,6 +23,7 @@
 
 #include "support/event_counts.hpp"
 #include "support/mpi_benchmark.hpp"
+#include "support/tea_problem.hpp"
 
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/runtime.hpp>
@@ -58,26 +59,7 @@ void report(benchmark::State& state, const kpmap::bench::EventCounts& total) {
 
 // TeaLeaf's benchmark problem (tea_bm) on 64 x 64 cells.
 sim::HeatConfig heat_config(int solver) {
-  sim::HeatConfig c;
-  c.ndim = 2;
-  for (int d = 0; d < 2; ++d) {
-    c.cells[d] = 64;
-    c.upper[d] = 10.0;
-  }
-  sim::State background;
-  background.density = 100.0;
-  background.energy = 0.0001;
-  sim::State hot;
-  hot.density = 0.1;
-  hot.energy = 25.0;
-  hot.lower = {0.0, 1.0, 0.0};
-  hot.upper = {1.0, 2.0, 0.0};
-  sim::State strip = hot;
-  strip.energy = 0.1;
-  strip.lower = {1.0, 1.0, 0.0};
-  strip.upper = {6.0, 2.0, 0.0};
-  c.states = {background, hot, strip};
-  c.dt = 0.004;
+  sim::HeatConfig c = kpmap::bench::tea_benchmark(2, 64);
   c.end_time = 1e9;
   if (solver == 4) {
     c.scheme = sim::Scheme::explicit_ftcs;

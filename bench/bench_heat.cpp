@@ -27,6 +27,7 @@
 // global sums.
 
 #include "support/mpi_benchmark.hpp"
+#include "support/tea_problem.hpp"
 
 #include <kpmap/collectives.hpp>
 #include <kpmap/halo.hpp>
@@ -86,26 +87,7 @@ struct Problem {
   // The library's solvers by (scheme and method, fixed iteration count), built on first use.
   std::map<std::pair<int, int>, std::unique_ptr<sim::Solver>> solvers;
 
-  Problem(int dims, std::size_t n) {
-    config.ndim = dims;
-    for (int d = 0; d < dims; ++d) {
-      config.cells[d] = n;
-      config.upper[d] = 10.0;
-    }
-    sim::State background;
-    background.density = 100.0;
-    background.energy = 0.0001;
-    sim::State hot;
-    hot.density = 0.1;
-    hot.energy = 25.0;
-    hot.lower = {0.0, 1.0, 0.0};
-    hot.upper = {1.0, 2.0, dims == 3 ? 1.0 : 0.0};
-    sim::State strip = hot;
-    strip.energy = 0.1;
-    strip.lower = {1.0, 1.0, 0.0};
-    strip.upper = {6.0, 2.0, dims == 3 ? 6.0 : 0.0};
-    config.states = {background, hot, strip};
-    config.dt = 0.004;
+  Problem(int dims, std::size_t n) : config(kpmap::bench::tea_benchmark(dims, n)) {
     layout = std::make_unique<kpmap::CartesianLayout>(
         std::vector<std::size_t>(config.cells.begin(), config.cells.begin() + dims), 1);
     op = std::make_unique<sim::HeatOperator>(*layout, sim::Preconditioner::none, exec);
