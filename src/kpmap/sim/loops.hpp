@@ -114,7 +114,8 @@ struct RowReduce {
   }
 };
 
-inline auto box_policy(const Exec& exec, const Box& b) {
+template <class Exec>
+auto box_policy(const Exec& exec, const Box& b) {
   return row_major_range<3>(exec, {b.lo[2], b.lo[1], b.lo[0]}, {b.hi[2], b.hi[1], b.hi[0]});
 }
 
@@ -122,7 +123,7 @@ inline auto box_policy(const Exec& exec, const Box& b) {
 // MDRange (what a GPU runs). for_cells and reduce_cells choose one; tests call
 // both, so that each compiles in every build and gives the other's answers.
 
-template <class F>
+template <class Exec, class F>
 void for_rows(const Exec& exec, const char* label, const Box& b, const F& f) {
   const long nj = b.hi[1] - b.lo[1];
   const long rows = nj * (b.hi[2] - b.lo[2]);
@@ -130,12 +131,12 @@ void for_rows(const Exec& exec, const char* label, const Box& b, const F& f) {
                        RowFor<F>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]});
 }
 
-template <class F>
+template <class Exec, class F>
 void for_box(const Exec& exec, const char* label, const Box& b, const F& f) {
   Kokkos::parallel_for(label, box_policy(exec, b), f);
 }
 
-template <class V, class F>
+template <class V, class Exec, class F>
 V reduce_rows(const Exec& exec, const char* label, const Box& b, const F& f) {
   V result{};
   const long nj = b.hi[1] - b.lo[1];
@@ -145,7 +146,7 @@ V reduce_rows(const Exec& exec, const char* label, const Box& b, const F& f) {
   return result;
 }
 
-template <class V, class F>
+template <class V, class Exec, class F>
 V reduce_box(const Exec& exec, const char* label, const Box& b, const F& f) {
   V result{};
   // The reducer names V: Kokkos 3.4 cannot deduce it from a functor that also
@@ -154,32 +155,32 @@ V reduce_box(const Exec& exec, const char* label, const Box& b, const F& f) {
   return result;
 }
 
-/// A reduction's result in Exec's memory, where the kernel leaves it without
-/// waiting.
-template <class V>
-using DeviceValue = Kokkos::View<V, Exec::memory_space>;
+/// A reduction's result in memory space M, where the kernel leaves it
+/// without waiting.
+template <class V, class M>
+using DeviceValue = Kokkos::View<V, M>;
 
-template <class V, class F>
+template <class V, class Exec, class F>
 void reduce_rows_into(const Exec& exec, const char* label, const Box& b, const F& f,
-                      const DeviceValue<V>& result) {
+                      const DeviceValue<V, typename Exec::memory_space>& result) {
   const long nj = b.hi[1] - b.lo[1];
   const long rows = nj * (b.hi[2] - b.lo[2]);
   Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Exec>(exec, 0, rows),
                           RowReduce<F, V>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]},
-                          Kokkos::Sum<V, Exec::memory_space>(result));
+                          Kokkos::Sum<V, typename Exec::memory_space>(result));
 }
 
-template <class V, class F>
+template <class V, class Exec, class F>
 void reduce_box_into(const Exec& exec, const char* label, const Box& b, const F& f,
-                     const DeviceValue<V>& result) {
+                     const DeviceValue<V, typename Exec::memory_space>& result) {
   Kokkos::parallel_reduce(label, box_policy(exec, b), f,
-                          Kokkos::Sum<V, Exec::memory_space>(result));
+                          Kokkos::Sum<V, typename Exec::memory_space>(result));
 }
 
 }  // namespace detail
 
 /// \brief Enqueues `f(k, j, i)` for every cell of `b` on `exec`.
-template <class F>
+template <class Exec, class F>
 void for_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
   if (b.empty()) return;
   if constexpr (::kpmap::detail::host_shortcut_v<Exec>) {
@@ -192,7 +193,7 @@ void for_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
 /// \brief Sum over the cells of `b` of what `f(k, j, i, acc)` adds to acc
 /// (V is double or Sums<N>), run on `exec`. Waits for `exec` (only) until
 /// the result is known.
-template <class V, class F>
+template <class V, class Exec, class F>
 V reduce_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
   if (b.empty()) return V{};
   ::kpmap::detail::report_host_sync("kpmap::sim: reduction into a host value");
@@ -208,7 +209,8 @@ V reduce_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
 /// synchronisation however many parts (an overlapped kernel's inner box and
 /// faces) make the sum. The parts are added in the order they were enqueued,
 /// so the result is the one reduce_cells would give summing the same parts.
-template <class V = double>
+/// The parts live in Exec's memory; every kernel runs on an instance of Exec.
+template <class V = double, class Exec = Kokkos::DefaultExecutionSpace>
 class DeviceSums {
  public:
   /// \brief The most parts one sum has: an inner box and 6 faces.
@@ -225,7 +227,8 @@ class DeviceSums {
   void add(const Exec& exec, const char* label, const Box& b, const F& f) {
     if (b.empty()) return;
     if (used_ == capacity) throw Error("kpmap::sim::DeviceSums: more than 7 parts");
-    const detail::DeviceValue<V> part = Kokkos::subview(parts_, used_++);
+    const detail::DeviceValue<V, typename Exec::memory_space> part =
+        Kokkos::subview(parts_, used_++);
     if constexpr (::kpmap::detail::host_shortcut_v<Exec>) {
       detail::reduce_rows_into<V>(exec, label, b, f, part);
     } else {
@@ -240,7 +243,7 @@ class DeviceSums {
     const int n = used_;
     used_ = 0;
     if (n == 0) return V{};
-    if constexpr (!::kpmap::detail::host_reaches_v<Exec::memory_space>) {
+    if constexpr (!::kpmap::detail::host_reaches_v<typename Exec::memory_space>) {
       const auto range = std::make_pair(0, n);
       Kokkos::deep_copy(exec, Kokkos::subview(host_, range), Kokkos::subview(parts_, range));
     }
@@ -251,8 +254,8 @@ class DeviceSums {
   }
 
  private:
-  Kokkos::View<V*, Exec::memory_space> parts_;
-  typename Kokkos::View<V*, Exec::memory_space>::HostMirror host_;
+  Kokkos::View<V*, typename Exec::memory_space> parts_;
+  typename Kokkos::View<V*, typename Exec::memory_space>::HostMirror host_;
   int used_ = 0;
 };
 
