@@ -114,8 +114,8 @@ struct Problem {
   void reset() {
     const auto owned = layout->interior();
     sim::for_cells(exec, "bench::reset", owned, Init{density, energy, x, b});
-    sim::for_cells(exec, "bench::init_p", owned, sim::kernels::Copy{p, b});
-    sim::for_cells(exec, "bench::init_r", owned, sim::kernels::Copy{r, b});
+    sim::for_cells(exec, "bench::init_p", owned, sim::kernels::Copy<sim::Memory>{p, b});
+    sim::for_cells(exec, "bench::init_r", owned, sim::kernels::Copy<sim::Memory>{r, b});
   }
 
   // The library's solver for `scheme` and `method`: x from b. A CG solve for
@@ -161,23 +161,23 @@ struct Problem {
   void kernel(Kernel kind) {
     const auto owned = layout->interior();
     op->visit([&](auto s) {
-      constexpr bool three = std::is_same_v<decltype(s), sim::Stencil<true>>;
+      constexpr bool three = decltype(s)::three_d;
       switch (kind) {
         case Kernel::operator_dot:
           sim::reduce_cells<double>(exec, "bench::matvec", owned,
-                                    sim::kernels::MatvecDot<three>{s, p, w});
+                                    sim::kernels::MatvecDot<three, sim::Memory>{s, p, w});
           break;
         case Kernel::update_r:
           sim::reduce_cells<double>(exec, "bench::update_r", owned,
-                                    sim::kernels::UpdateR<false>{r, w, r, {}, 1e-9});
+                                    sim::kernels::UpdateR<false, sim::Memory>{r, w, r, {}, 1e-9});
           break;
         case Kernel::update_xp:
           sim::for_cells(exec, "bench::update_xp", owned,
-                         sim::kernels::UpdateXP{x, p, r, 1e-9, 0.5});
+                         sim::kernels::UpdateXP<sim::Memory>{x, p, r, 1e-9, 0.5});
           break;
         case Kernel::explicit_step:
           sim::for_cells(exec, "bench::explicit", owned,
-                         sim::kernels::ExplicitStep<three>{s, w, x});
+                         sim::kernels::ExplicitStep<three, sim::Memory>{s, w, x});
       }
     });
     exec.fence();

@@ -310,16 +310,18 @@ TEST_CASE("the GPU's box loops and the host's row loops give the same answers", 
   };
   SECTION("UpdateR with the diagonal preconditioner") {
     check([](auto r, auto w, auto z, auto dinv) {
-      return sim::kernels::UpdateR<true>{r, w, z, dinv, 0.25};
+      return sim::kernels::UpdateR<true, sim::Memory>{r, w, z, dinv, 0.25};
     });
   }
   SECTION("UpdateR without") {
     check([](auto r, auto w, auto z, auto dinv) {
-      return sim::kernels::UpdateR<false>{r, w, z, dinv, 0.25};
+      return sim::kernels::UpdateR<false, sim::Memory>{r, w, z, dinv, 0.25};
     });
   }
   SECTION("DiagPrecond") {
-    check([](auto r, auto, auto z, auto dinv) { return sim::kernels::DiagPrecond{r, z, dinv}; });
+    check([](auto r, auto, auto z, auto dinv) {
+      return sim::kernels::DiagPrecond<sim::Memory>{r, z, dinv};
+    });
   }
 }
 

@@ -26,10 +26,16 @@
 
 namespace kpmap::sim {
 
+/// \brief A cell-centred field with ghosts in memory space M.
+template <class M>
+using CellField = kpmap::Field<double, M>;
+
 /// \brief The execution space the simulation runs on.
 using Exec = Kokkos::DefaultExecutionSpace;
+/// \brief Its memory space.
+using Memory = Exec::memory_space;
 /// \brief A cell-centred field with ghosts, in Exec's memory.
-using ScalarField = kpmap::Field<double, Exec::memory_space>;
+using ScalarField = CellField<Memory>;
 
 /// \brief N sums carried through one reduction (value type of reduce_cells).
 template <int N>

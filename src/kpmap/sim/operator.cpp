@@ -108,7 +108,7 @@ void HeatOperator::assemble(const ScalarField& density, double dt,
   }
   const Box owned = l.interior();
   visit([&](auto s) {
-    constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+    constexpr bool three = decltype(s)::three_d;
     if (preconditioner_ == Preconditioner::jac_diag) {
       // Into the ghost layers too (all but the outermost, whose faces the
       // array does not hold): PPCG's inner steps run there with a deep halo.
@@ -118,14 +118,14 @@ void HeatOperator::assemble(const ScalarField& density, double dt,
         inside.hi[d] -= 1;
       }
       for_cells(exec_, "kpmap::sim::diagonal_inverse", inside,
-                kernels::DiagonalInverse<three>{s, dinv_});
+                kernels::DiagonalInverse<three, Memory>{s, dinv_});
     } else if (preconditioner_ == Preconditioner::jac_block) {
       Box blocks = owned;
       blocks.lo[1] = 0;
       blocks.hi[1] = block_count_;
       const kernels::ColumnBlocks<three> cb{owned.lo[1], block_head_, owned.hi[1]};
       for_cells(exec_, "kpmap::sim::block_factor", blocks,
-                kernels::BlockFactor<three>{s, cb, cp_, bfp_});
+                kernels::BlockFactor<three, Memory>{s, cb, cp_, bfp_});
     }
   });
 }
@@ -135,20 +135,21 @@ void HeatOperator::precondition(const ScalarField& r, const ScalarField& z) cons
   switch (preconditioner_) {
     case Preconditioner::none:
       if (z.data() != r.data())
-        for_cells(exec_, "kpmap::sim::precondition_copy", owned, kernels::Copy{z, r});
+        for_cells(exec_, "kpmap::sim::precondition_copy", owned, kernels::Copy<Memory>{z, r});
       return;
     case Preconditioner::jac_diag:
-      for_cells(exec_, "kpmap::sim::precondition_diag", owned, kernels::DiagPrecond{r, z, dinv_});
+      for_cells(exec_, "kpmap::sim::precondition_diag", owned,
+                kernels::DiagPrecond<Memory>{r, z, dinv_});
       return;
     case Preconditioner::jac_block:
       visit([&](auto s) {
-        constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+        constexpr bool three = decltype(s)::three_d;
         Box blocks = owned;
         blocks.lo[1] = 0;
         blocks.hi[1] = block_count_;
         const kernels::ColumnBlocks<three> cb{owned.lo[1], block_head_, owned.hi[1]};
         for_cells(exec_, "kpmap::sim::precondition_block", blocks,
-                  kernels::BlockSolve<three>{s, cb, cp_, bfp_, r, z});
+                  kernels::BlockSolve<three, Memory>{s, cb, cp_, bfp_, r, z});
       });
       return;
   }
@@ -158,20 +159,22 @@ void HeatOperator::precondition(const ScalarField& r, const ScalarField& z,
                                 DeviceSums<double>& rz) const {
   const Box owned = layout_.interior();
   if (preconditioner_ == Preconditioner::jac_diag) {
-    rz.add(exec_, "kpmap::sim::precondition_diag", owned, kernels::DiagPrecond{r, z, dinv_});
+    rz.add(exec_, "kpmap::sim::precondition_diag", owned,
+           kernels::DiagPrecond<Memory>{r, z, dinv_});
     return;
   }
   precondition(r, z);
-  rz.add(exec_, "kpmap::sim::dot_rz", owned, kernels::Dot{r, z});
+  rz.add(exec_, "kpmap::sim::dot_rz", owned, kernels::Dot<Memory>{r, z});
 }
 
 void HeatOperator::precondition_box(const ScalarField& r, const ScalarField& z,
                                     const Box& box) const {
   if (preconditioner_ == Preconditioner::jac_diag) {
-    for_cells(exec_, "kpmap::sim::precondition_diag", box, kernels::DiagPrecond{r, z, dinv_});
+    for_cells(exec_, "kpmap::sim::precondition_diag", box,
+              kernels::DiagPrecond<Memory>{r, z, dinv_});
   } else if (preconditioner_ == Preconditioner::none) {
     if (z.data() != r.data())
-      for_cells(exec_, "kpmap::sim::precondition_copy", box, kernels::Copy{z, r});
+      for_cells(exec_, "kpmap::sim::precondition_copy", box, kernels::Copy<Memory>{z, r});
   } else {
     throw Error("kpmap::sim::HeatOperator: jac_block has no deep-halo form");
   }
@@ -179,12 +182,12 @@ void HeatOperator::precondition_box(const ScalarField& r, const ScalarField& z,
 
 double HeatOperator::max_face_sum() const {
   return visit([&](auto s) {
-    constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+    constexpr bool three = decltype(s)::three_d;
     double m = 0.0;
     const Box b = layout_.interior();
     if (!b.empty()) {
       Kokkos::parallel_reduce("kpmap::sim::max_face_sum", detail::box_policy(exec_, b),
-                              kernels::MaxFaceSum<three>{s}, Kokkos::Max<double>(m));
+                              kernels::MaxFaceSum<three, Memory>{s}, Kokkos::Max<double>(m));
     }
     return m;
   });

@@ -47,8 +47,8 @@ class HeatOperator {
   /// \brief Calls f(Stencil<false>) in 2-D or f(Stencil<true>) in 3-D.
   template <class F>
   decltype(auto) visit(F&& f) const {
-    if (three_d()) return f(Stencil<true>{ax_, ay_, az_});
-    return f(Stencil<false>{ax_, ay_, az_});
+    if (three_d()) return f(Stencil<true, Memory>{ax_, ay_, az_});
+    return f(Stencil<false, Memory>{ax_, ay_, az_});
   }
 
   /// \brief z = M^-1 r on the owned cells (M: identity, diagonal, or

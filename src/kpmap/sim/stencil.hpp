@@ -23,9 +23,11 @@
 namespace kpmap::sim {
 
 /// \brief The operator's coefficients: read (A p) at one cell.
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct Stencil {
-  ScalarField ax, ay, az;
+  static constexpr bool three_d = ThreeD;
+  using Field = CellField<M>;
+  Field ax, ay, az;
 
   /// \brief 1 + the sum of the scaled conductivities of the cell's faces.
   KOKKOS_INLINE_FUNCTION double diagonal(long k, long j, long i) const {
@@ -36,7 +38,7 @@ struct Stencil {
 
   /// \brief The sum over the cell's faces of a_f p(neighbour), and the
   /// diagonal in `diag`; p's neighbours must be current.
-  KOKKOS_INLINE_FUNCTION double neighbours(const ScalarField& p, long k, long j, long i,
+  KOKKOS_INLINE_FUNCTION double neighbours(const Field& p, long k, long j, long i,
                                            double& diag) const {
     const double xl = ax(k, j, i);
     const double xh = ax(k, j, i + 1);
@@ -60,13 +62,13 @@ struct Stencil {
   /// diagonal form 'diagonal() p_c - neighbours()' reads the coefficients
   /// twice, and the compiler folds a second load into each use), and the
   /// differences of nearly equal neighbours lose less to rounding.
-  KOKKOS_INLINE_FUNCTION double apply(const ScalarField& p, long k, long j, long i) const {
+  KOKKOS_INLINE_FUNCTION double apply(const Field& p, long k, long j, long i) const {
     return with_fluxes<1>(p, k, j, i);
   }
 
   /// \brief p_c - sum_f a_f (p_c - p_f) = ((2 I - A) p) at cell (k, j, i):
   /// one explicit (FTCS) step, in the same flux form as apply().
-  KOKKOS_INLINE_FUNCTION double step(const ScalarField& p, long k, long j, long i) const {
+  KOKKOS_INLINE_FUNCTION double step(const Field& p, long k, long j, long i) const {
     return with_fluxes<-1>(p, k, j, i);
   }
 
@@ -78,7 +80,7 @@ struct Stencil {
     return Sign > 0 ? c - f : f - c;
   }
   template <int Sign>
-  KOKKOS_INLINE_FUNCTION double with_fluxes(const ScalarField& p, long k, long j, long i) const {
+  KOKKOS_INLINE_FUNCTION double with_fluxes(const Field& p, long k, long j, long i) const {
     const double c = p(k, j, i);
     double v = c + ax(k, j, i) * diff<Sign>(c, p(k, j, i - 1)) +
                ax(k, j, i + 1) * diff<Sign>(c, p(k, j, i + 1)) +
@@ -95,10 +97,10 @@ struct Stencil {
 namespace kernels {
 
 /// r = b - A x; acc += r^2.
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct Residual {
-  Stencil<ThreeD> s;
-  ScalarField x, b, r;
+  Stencil<ThreeD, M> s;
+  CellField<M> x, b, r;
   /// Without a reduction: only r.
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     r(k, j, i) = b(k, j, i) - s.apply(x, k, j, i);
@@ -111,10 +113,10 @@ struct Residual {
 };
 
 /// w = A p; acc += p w.
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct MatvecDot {
-  Stencil<ThreeD> s;
-  ScalarField p, w;
+  Stencil<ThreeD, M> s;
+  CellField<M> p, w;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
     const double c = p(k, j, i);  // read before w is written: no second load
     const double v = s.apply(p, k, j, i);
@@ -124,10 +126,10 @@ struct MatvecDot {
 };
 
 /// w = A p (no reduction).
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct Matvec {
-  Stencil<ThreeD> s;
-  ScalarField p, w;
+  Stencil<ThreeD, M> s;
+  CellField<M> p, w;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     w(k, j, i) = s.apply(p, k, j, i);
   }
@@ -137,9 +139,9 @@ struct Matvec {
 /// when `Diag` (else z is r itself); acc += r z (or r^2). The matching
 /// x += alpha p waits for UpdateXP, which reads p anyway. Diag is a template
 /// parameter so that the row loop has no branch and its sum vectorises.
-template <bool Diag>
+template <bool Diag, class M>
 struct UpdateR {
-  ScalarField r, w, z, dinv;
+  CellField<M> r, w, z, dinv;
   double alpha;
   /// Without a reduction: only r.
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
@@ -159,8 +161,9 @@ struct UpdateR {
 };
 
 /// x += alpha p (with the old p); p = z + beta p.
+template <class M>
 struct UpdateXP {
-  ScalarField x, p, z;
+  CellField<M> x, p, z;
   double alpha, beta;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     const double pv = p(k, j, i);
@@ -170,8 +173,9 @@ struct UpdateXP {
 };
 
 /// p = z + beta p.
+template <class M>
 struct UpdateP {
-  ScalarField p, z;
+  CellField<M> p, z;
   double beta;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     p(k, j, i) = z(k, j, i) + beta * p(k, j, i);
@@ -179,8 +183,9 @@ struct UpdateP {
 };
 
 /// z = dinv r; acc += r z.
+template <class M>
 struct DiagPrecond {
-  ScalarField r, z, dinv;
+  CellField<M> r, z, dinv;
   /// Without a reduction: only z.
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     z(k, j, i) = dinv(k, j, i) * r(k, j, i);
@@ -193,24 +198,27 @@ struct DiagPrecond {
 };
 
 /// acc += a b.
+template <class M>
 struct Dot {
-  ScalarField a, b;
+  CellField<M> a, b;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
     acc += a(k, j, i) * b(k, j, i);
   }
 };
 
 /// dst = src.
+template <class M>
 struct Copy {
-  ScalarField dst, src;
+  CellField<M> dst, src;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     dst(k, j, i) = src(k, j, i);
   }
 };
 
 /// dst = scale src.
+template <class M>
 struct Scale {
-  ScalarField dst, src;
+  CellField<M> dst, src;
   double scale;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     dst(k, j, i) = scale * src(k, j, i);
@@ -218,10 +226,10 @@ struct Scale {
 };
 
 /// One Jacobi sweep: x = (b + sum_f a_f xold_neighbour) / diagonal; acc += |x - xold|.
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct JacobiSweep {
-  Stencil<ThreeD> s;
-  ScalarField x, xold, b;
+  Stencil<ThreeD, M> s;
+  CellField<M> x, xold, b;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
     double diag = 0.0;
     const double off = s.neighbours(xold, k, j, i, diag);
@@ -233,8 +241,9 @@ struct JacobiSweep {
 
 /// Chebyshev (and polynomial-preconditioner) update:
 /// d = alpha d + beta z; x += d.
+template <class M>
 struct ChebyUpdate {
-  ScalarField x, d, z;
+  CellField<M> x, d, z;
   double alpha, beta;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     const double v = alpha * d(k, j, i) + beta * z(k, j, i);
@@ -244,10 +253,10 @@ struct ChebyUpdate {
 };
 
 /// rtemp -= A sd.
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct SubtractMatvec {
-  Stencil<ThreeD> s;
-  ScalarField sd, rtemp;
+  Stencil<ThreeD, M> s;
+  CellField<M> sd, rtemp;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     rtemp(k, j, i) -= s.apply(sd, k, j, i);
   }
@@ -255,8 +264,9 @@ struct SubtractMatvec {
 
 /// The start of the polynomial preconditioner: sd = z / theta; utemp = sd;
 /// rtemp = r.
+template <class M>
 struct PolyInit {
-  ScalarField sd, utemp, rtemp, z, r;
+  CellField<M> sd, utemp, rtemp, z, r;
   double inv_theta;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     const double v = z(k, j, i) * inv_theta;
@@ -267,8 +277,9 @@ struct PolyInit {
 };
 
 /// Fused for flexible CG: acc.v[0] += r z; acc.v[1] += (r - rold) z.
+template <class M>
 struct FlexibleDots {
-  ScalarField r, rold, z;
+  CellField<M> r, rold, z;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, Sums<2>& acc) const {
     const double zv = z(k, j, i);
     acc.v[0] += r(k, j, i) * zv;
@@ -277,8 +288,9 @@ struct FlexibleDots {
 };
 
 /// x += alpha p; rold = r; r -= alpha w.
+template <class M>
 struct UpdateXRStore {
-  ScalarField x, p, r, rold, w;
+  CellField<M> x, p, r, rold, w;
   double alpha;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     x(k, j, i) += alpha * p(k, j, i);
@@ -288,10 +300,10 @@ struct UpdateXRStore {
 };
 
 /// One explicit (FTCS) step: x = xold - (A - I) xold.
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct ExplicitStep {
-  Stencil<ThreeD> s;
-  ScalarField x, xold;
+  Stencil<ThreeD, M> s;
+  CellField<M> x, xold;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     x(k, j, i) = s.step(xold, k, j, i);
   }
@@ -299,9 +311,9 @@ struct ExplicitStep {
 
 /// acc = max over cells of (diagonal - 1): the largest sum of a cell's
 /// scaled face conductivities (FTCS is stable while it is at most 1).
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct MaxFaceSum {
-  Stencil<ThreeD> s;
+  Stencil<ThreeD, M> s;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
     const double v = s.diagonal(k, j, i) - 1.0;
     if (v > acc) acc = v;
@@ -309,10 +321,10 @@ struct MaxFaceSum {
 };
 
 /// dinv = 1 / diagonal (the diagonal preconditioner).
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct DiagonalInverse {
-  Stencil<ThreeD> s;
-  ScalarField dinv;
+  Stencil<ThreeD, M> s;
+  CellField<M> dinv;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     dinv(k, j, i) = 1.0 / s.diagonal(k, j, i);
   }
@@ -339,11 +351,11 @@ struct ColumnBlocks {
 
 /// Factorises every block once per operator (Thomas algorithm): cp holds the
 /// modified super-diagonal, bfp the inverse pivots.
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct BlockFactor {
-  Stencil<ThreeD> s;
+  Stencil<ThreeD, M> s;
   ColumnBlocks<ThreeD> blocks;
-  ScalarField cp, bfp;
+  CellField<M> cp, bfp;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long b, long i) const {
     const long j0 = blocks.begin_of(b);
     const long j1 = blocks.end_of(b);
@@ -361,11 +373,11 @@ struct BlockFactor {
 };
 
 /// z = (block-diagonal part of A)^-1 r with the factors of BlockFactor.
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct BlockSolve {
-  Stencil<ThreeD> s;
+  Stencil<ThreeD, M> s;
   ColumnBlocks<ThreeD> blocks;
-  ScalarField cp, bfp, r, z;
+  CellField<M> cp, bfp, r, z;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long b, long i) const {
     const long j0 = blocks.begin_of(b);
     const long j1 = blocks.end_of(b);

@@ -23,7 +23,7 @@ void Cg::iterate(const HeatOperator& A, SolveResult& res) {
   const bool block = A.preconditioner() == Preconditioner::jac_block;
   A.precondition(r_, z_, sums_);
   double rro = global_sum(sums_.fetch(exec));
-  for_cells(exec, "kpmap::sim::cg::init_p", owned, kernels::Copy{p_, z_});
+  for_cells(exec, "kpmap::sim::cg::init_p", owned, kernels::Copy<Memory>{p_, z_});
   double error = res.initial_residual;
   for (long n = 1; n <= options_.max_iters; ++n) {
     if (take_over(A, n, error, res)) return;
@@ -34,18 +34,19 @@ void Cg::iterate(const HeatOperator& A, SolveResult& res) {
     if (block) {
       // r -= alpha w; then the block solve gives z and r.z.
       for_cells(exec, "kpmap::sim::cg::update_r", owned,
-                kernels::UpdateR<false>{r_, w_, z_, A.dinv(), alpha});
+                kernels::UpdateR<false, Memory>{r_, w_, z_, A.dinv(), alpha});
       A.precondition(r_, z_, sums_);
     } else if (diag) {
       sums_.add(exec, "kpmap::sim::cg::update_r", owned,
-                kernels::UpdateR<true>{r_, w_, z_, A.dinv(), alpha});
+                kernels::UpdateR<true, Memory>{r_, w_, z_, A.dinv(), alpha});
     } else {
       sums_.add(exec, "kpmap::sim::cg::update_r", owned,
-                kernels::UpdateR<false>{r_, w_, z_, A.dinv(), alpha});
+                kernels::UpdateR<false, Memory>{r_, w_, z_, A.dinv(), alpha});
     }
     const double rrn = global_sum(sums_.fetch(exec));
     const double beta = rrn / rro;
-    for_cells(exec, "kpmap::sim::cg::update_xp", owned, kernels::UpdateXP{x_, p_, z_, alpha, beta});
+    for_cells(exec, "kpmap::sim::cg::update_xp", owned,
+              kernels::UpdateXP<Memory>{x_, p_, z_, alpha, beta});
     record(alpha, beta);
     rro = rrn;
     error = std::sqrt(std::abs(rrn));
@@ -56,9 +57,9 @@ void Cg::iterate(const HeatOperator& A, SolveResult& res) {
 
 double Cg::operator_dot(const HeatOperator& A, const char* label, long n, SolveResult& res) {
   A.visit([&](auto s) {
-    constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
-    overlapped_reduce(A.exec(), label, layout_, kernels::MatvecDot<three>{s, p_, w_}, *halo_p_,
-                      sums_, timings_);
+    constexpr bool three = decltype(s)::three_d;
+    overlapped_reduce(A.exec(), label, layout_, kernels::MatvecDot<three, Memory>{s, p_, w_},
+                      *halo_p_, sums_, timings_);
   });
   const double pw = global_sum(sums_.fetch(A.exec()));
   if (pw > 0.0 && std::isfinite(pw)) return pw;

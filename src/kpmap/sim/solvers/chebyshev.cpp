@@ -25,17 +25,19 @@ void Chebyshev::phase(const HeatOperator& A, long first, SolveResult& res) {
   const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   ChebyshevCoefficients coef(*eigen_);
-  const double bb = global_sum(local_sum(exec, "kpmap::sim::chebyshev::bb", kernels::Dot{b_, b_}));
+  const double bb =
+      global_sum(local_sum(exec, "kpmap::sim::chebyshev::bb", kernels::Dot<Memory>{b_, b_}));
   // First step: d = M^-1 r / theta; x += d.
   update_residual(A);
   A.precondition(r_, z_);
   for_cells(exec, "kpmap::sim::chebyshev::update", owned,
-            kernels::ChebyUpdate{x_, p_, z_, 0.0, 1.0 / coef.theta});
+            kernels::ChebyUpdate<Memory>{x_, p_, z_, 0.0, 1.0 / coef.theta});
   // Second step, whose residual gives the expected iteration count.
   double rr = global_sum(residual(A));
   A.precondition(r_, z_);
   auto [a1, b1] = coef.next();
-  for_cells(exec, "kpmap::sim::chebyshev::update", owned, kernels::ChebyUpdate{x_, p_, z_, a1, b1});
+  for_cells(exec, "kpmap::sim::chebyshev::update", owned,
+            kernels::ChebyUpdate<Memory>{x_, p_, z_, a1, b1});
   if (finished(res, first, std::sqrt(rr))) return;
   // Iterations until the Chebyshev polynomial has reduced the error by eps
   // (TeaLeaf's estimate); the residual is only checked after that.
@@ -53,7 +55,8 @@ void Chebyshev::phase(const HeatOperator& A, long first, SolveResult& res) {
     }
     A.precondition(r_, z_);
     auto [a, b] = coef.next();
-    for_cells(exec, "kpmap::sim::chebyshev::update", owned, kernels::ChebyUpdate{x_, p_, z_, a, b});
+    for_cells(exec, "kpmap::sim::chebyshev::update", owned,
+              kernels::ChebyUpdate<Memory>{x_, p_, z_, a, b});
     res.iterations = n;
     if (check && finished(res, n, std::sqrt(rr))) return;
   }

@@ -53,18 +53,18 @@ SolveResult LinearSolverBase::solve(const HeatOperator& A) {
 
 double LinearSolverBase::residual(const HeatOperator& A) {
   A.visit([&](auto s) {
-    constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+    constexpr bool three = decltype(s)::three_d;
     overlapped_reduce(A.exec(), residual_label_.c_str(), layout_,
-                      kernels::Residual<three>{s, x_, b_, r_}, *halo_x_, sums_, timings_);
+                      kernels::Residual<three, Memory>{s, x_, b_, r_}, *halo_x_, sums_, timings_);
   });
   return sums_.fetch(A.exec());
 }
 
 void LinearSolverBase::update_residual(const HeatOperator& A) {
   A.visit([&](auto s) {
-    constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+    constexpr bool three = decltype(s)::three_d;
     overlapped_for(A.exec(), residual_label_.c_str(), layout_,
-                   kernels::Residual<three>{s, x_, b_, r_}, *halo_x_, timings_);
+                   kernels::Residual<three, Memory>{s, x_, b_, r_}, *halo_x_, timings_);
   });
 }
 

@@ -25,9 +25,9 @@ class ExplicitFtcs final : public Solver {
 
   SolveResult solve(const HeatOperator& A) override {
     A.visit([&](auto s) {
-      constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+      constexpr bool three = decltype(s)::three_d;
       overlapped_for(A.exec(), "kpmap::sim::explicit::step", layout_,
-                     kernels::ExplicitStep<three>{s, x_, b_}, *halo_b_, timings_);
+                     kernels::ExplicitStep<three, Memory>{s, x_, b_}, *halo_b_, timings_);
     });
     SolveResult res;
     res.converged = true;

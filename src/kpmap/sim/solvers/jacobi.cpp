@@ -36,11 +36,11 @@ void Jacobi::iterate(const HeatOperator& A, SolveResult& res) {
   const Box owned = layout_.interior();
   for (long n = 1; n <= options_.max_iters; ++n) {
     const ProfilingRegion iteration("kpmap::sim::jacobi::iteration");
-    for_cells(exec, "kpmap::sim::jacobi::copy", owned, kernels::Copy{xold_, x_});
+    for_cells(exec, "kpmap::sim::jacobi::copy", owned, kernels::Copy<Memory>{xold_, x_});
     A.visit([&](auto s) {
-      constexpr bool three = std::is_same_v<decltype(s), Stencil<true>>;
+      constexpr bool three = decltype(s)::three_d;
       overlapped_reduce(exec, "kpmap::sim::jacobi::sweep", layout_,
-                        kernels::JacobiSweep<three>{s, x_, xold_, b_}, *halo_xold_, sums_,
+                        kernels::JacobiSweep<three, Memory>{s, x_, xold_, b_}, *halo_xold_, sums_,
                         timings_);
     });
     const double change = sums_.fetch(exec);

@@ -60,7 +60,7 @@ void Ppcg::polynomial_preconditioner(const HeatOperator& A) {
   ChebyshevCoefficients coef(*eigen_);
   A.precondition(r_, z_);
   for_cells(exec, "kpmap::sim::ppcg::init", owned,
-            kernels::PolyInit{sd_, utemp_, rtemp_, z_, r_, 1.0 / coef.theta});
+            kernels::PolyInit<Memory>{sd_, utemp_, rtemp_, z_, r_, 1.0 / coef.theta});
   if (halo_inner_) {
     deep_inner_steps(A, coef);
     return;
@@ -68,14 +68,14 @@ void Ppcg::polynomial_preconditioner(const HeatOperator& A) {
   for (int s = 0; s < options_.ppcg_inner_steps; ++s) {
     const ProfilingRegion step("kpmap::sim::ppcg::inner_step");
     A.visit([&](auto st) {
-      constexpr bool three = std::is_same_v<decltype(st), Stencil<true>>;
+      constexpr bool three = decltype(st)::three_d;
       overlapped_for(exec, "kpmap::sim::ppcg::inner_matvec", layout_,
-                     kernels::SubtractMatvec<three>{st, sd_, rtemp_}, *halo_sd_, timings_);
+                     kernels::SubtractMatvec<three, Memory>{st, sd_, rtemp_}, *halo_sd_, timings_);
     });
     A.precondition(rtemp_, zt_);
     auto [a, b] = coef.next();
     for_cells(exec, "kpmap::sim::ppcg::inner_update", owned,
-              kernels::ChebyUpdate{utemp_, sd_, zt_, a, b});
+              kernels::ChebyUpdate<Memory>{utemp_, sd_, zt_, a, b});
   }
 }
 
@@ -98,14 +98,14 @@ void Ppcg::deep_inner_steps(const HeatOperator& A, ChebyshevCoefficients& coef) 
       if (!layout_.physical_boundary(d, 1)) box.hi[d] += depth - 1 - t;
     }
     A.visit([&](auto st) {
-      constexpr bool three = std::is_same_v<decltype(st), Stencil<true>>;
+      constexpr bool three = decltype(st)::three_d;
       for_cells(exec, "kpmap::sim::ppcg::inner_matvec", box,
-                kernels::SubtractMatvec<three>{st, sd_, rtemp_});
+                kernels::SubtractMatvec<three, Memory>{st, sd_, rtemp_});
     });
     A.precondition_box(rtemp_, zt_, box);
     auto [a, b] = coef.next();
     for_cells(exec, "kpmap::sim::ppcg::inner_update", box,
-              kernels::ChebyUpdate{utemp_, sd_, zt_, a, b});
+              kernels::ChebyUpdate<Memory>{utemp_, sd_, zt_, a, b});
   }
 }
 
@@ -114,25 +114,27 @@ void Ppcg::phase(const HeatOperator& A, long first, SolveResult& res) {
   const Box owned = layout_.interior();
   polynomial_preconditioner(A);
   res.inner_iterations += options_.ppcg_inner_steps;
-  double rro = global_sum(local_sum(exec, "kpmap::sim::ppcg::rz", kernels::Dot{r_, utemp_}));
-  for_cells(exec, "kpmap::sim::ppcg::init_p", owned, kernels::Copy{p_, utemp_});
+  double rro =
+      global_sum(local_sum(exec, "kpmap::sim::ppcg::rz", kernels::Dot<Memory>{r_, utemp_}));
+  for_cells(exec, "kpmap::sim::ppcg::init_p", owned, kernels::Copy<Memory>{p_, utemp_});
   for (long n = first; n <= options_.max_iters; ++n) {
     const ProfilingRegion iteration("kpmap::sim::ppcg::iteration");
     const double pw = operator_dot(A, "kpmap::sim::ppcg::matvec", n, res);
     if (pw == 0.0) return;
     const double alpha = rro / pw;
     for_cells(exec, "kpmap::sim::ppcg::update_xr", owned,
-              kernels::UpdateXRStore{x_, p_, r_, rold_, w_, alpha});
+              kernels::UpdateXRStore<Memory>{x_, p_, r_, rold_, w_, alpha});
     polynomial_preconditioner(A);
     res.inner_iterations += options_.ppcg_inner_steps;
     // Flexible CG (Polak-Ribiere): the preconditioner is a polynomial that
     // rounding makes slightly different at every application.
     flexible_dots_.add(exec, "kpmap::sim::ppcg::dots", owned,
-                       kernels::FlexibleDots{r_, rold_, utemp_});
+                       kernels::FlexibleDots<Memory>{r_, rold_, utemp_});
     const Sums<2> local = flexible_dots_.fetch(exec);
     const auto [rz, rrn] = global_sum2(local.v[0], local.v[1]);
     const double beta = rrn / rro;
-    for_cells(exec, "kpmap::sim::ppcg::update_p", owned, kernels::UpdateP{p_, utemp_, beta});
+    for_cells(exec, "kpmap::sim::ppcg::update_p", owned,
+              kernels::UpdateP<Memory>{p_, utemp_, beta});
     rro = rz;
     if (finished(res, n, std::sqrt(std::abs(rz)))) return;
   }
