@@ -49,8 +49,10 @@
 namespace {
 
 namespace sim = kpmap::sim;
-using sim::Exec;
-using sim::ScalarField;
+// The bench runs the simulation on the default execution space.
+using Exec = Kokkos::DefaultExecutionSpace;
+using Memory = Exec::memory_space;
+using ScalarField = sim::CellField<Memory>;
 
 // The kernels of BM_kernel (its third argument).
 enum class Kernel { operator_dot = 0, update_r = 1, update_xp = 2, explicit_step = 3 };
@@ -78,19 +80,19 @@ constexpr long cg_iterations = 20;
 struct Problem {
   sim::HeatConfig config;
   std::unique_ptr<kpmap::CartesianLayout> layout;
-  std::unique_ptr<sim::HeatOperator> op;
+  std::unique_ptr<sim::HeatOperator<Exec>> op;
   ScalarField density, energy, x, b, r, p, w;
   Kokkos::View<double*, Exec::memory_space> copy_src, copy_dst;
   sim::Timings timings;
   Exec exec;  // every kernel goes to this one instance, as in sim::Simulation
   std::unique_ptr<kpmap::Mesh> mesh;  // the axis of the solvers' global sums
   // The library's solvers by (scheme and method, fixed iteration count), built on first use.
-  std::map<std::pair<int, int>, std::unique_ptr<sim::Solver>> solvers;
+  std::map<std::pair<int, int>, std::unique_ptr<sim::Solver<Exec>>> solvers;
 
   Problem(int dims, std::size_t n) : config(kpmap::bench::tea_benchmark(dims, n)) {
     layout = std::make_unique<kpmap::CartesianLayout>(
         std::vector<std::size_t>(config.cells.begin(), config.cells.begin() + dims), 1);
-    op = std::make_unique<sim::HeatOperator>(*layout, sim::Preconditioner::none, exec);
+    op = std::make_unique<sim::HeatOperator<Exec>>(*layout, sim::Preconditioner::none, exec);
     density = layout->allocate<double>("bench::density");
     energy = layout->allocate<double>("bench::energy");
     x = layout->allocate<double>("bench::x");
@@ -114,13 +116,13 @@ struct Problem {
   void reset() {
     const auto owned = layout->interior();
     sim::for_cells(exec, "bench::reset", owned, Init{density, energy, x, b});
-    sim::for_cells(exec, "bench::init_p", owned, sim::kernels::Copy<sim::Memory>{p, b});
-    sim::for_cells(exec, "bench::init_r", owned, sim::kernels::Copy<sim::Memory>{r, b});
+    sim::for_cells(exec, "bench::init_p", owned, sim::kernels::Copy<Memory>{p, b});
+    sim::for_cells(exec, "bench::init_r", owned, sim::kernels::Copy<Memory>{r, b});
   }
 
   // The library's solver for `scheme` and `method`: x from b. A CG solve for
   // BM_cg_iteration stops after cg_iterations (eps 0: never converged).
-  sim::Solver& solver(sim::Scheme scheme, sim::Method method, bool fixed_iterations) {
+  sim::Solver<Exec>& solver(sim::Scheme scheme, sim::Method method, bool fixed_iterations) {
     auto& s = solvers[{int(scheme) * 100 + int(method), fixed_iterations ? 1 : 0}];
     if (!s) {
       sim::SolverOptions options = config.solver;
@@ -132,7 +134,7 @@ struct Problem {
         options.max_iters = 100000;
       }
       s = sim::make_solver(
-          scheme, sim::SolverContext{*layout, mesh->axis("blocks"), options, x, b, timings});
+          scheme, sim::SolverContext<Exec>{*layout, mesh->axis("blocks"), options, x, b, timings});
     }
     return *s;
   }
@@ -165,19 +167,19 @@ struct Problem {
       switch (kind) {
         case Kernel::operator_dot:
           sim::reduce_cells<double>(exec, "bench::matvec", owned,
-                                    sim::kernels::MatvecDot<three, sim::Memory>{s, p, w});
+                                    sim::kernels::MatvecDot<three, Memory>{s, p, w});
           break;
         case Kernel::update_r:
           sim::reduce_cells<double>(exec, "bench::update_r", owned,
-                                    sim::kernels::UpdateR<false, sim::Memory>{r, w, r, {}, 1e-9});
+                                    sim::kernels::UpdateR<false, Memory>{r, w, r, {}, 1e-9});
           break;
         case Kernel::update_xp:
           sim::for_cells(exec, "bench::update_xp", owned,
-                         sim::kernels::UpdateXP<sim::Memory>{x, p, r, 1e-9, 0.5});
+                         sim::kernels::UpdateXP<Memory>{x, p, r, 1e-9, 0.5});
           break;
         case Kernel::explicit_step:
           sim::for_cells(exec, "bench::explicit", owned,
-                         sim::kernels::ExplicitStep<three, sim::Memory>{s, w, x});
+                         sim::kernels::ExplicitStep<three, Memory>{s, w, x});
       }
     });
     exec.fence();

@@ -23,8 +23,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -34,6 +37,10 @@ using kpmap::test::all_ranks;
 using kpmap::test::world_rank;
 using kpmap::test::world_size;
 namespace sim = kpmap::sim;
+// The tests run the simulation on the default execution space unless they say otherwise.
+using Exec = Kokkos::DefaultExecutionSpace;
+using Memory = Exec::memory_space;
+using ScalarField = sim::CellField<Memory>;
 
 namespace {
 
@@ -58,7 +65,7 @@ std::string tea_deck(int cells, const std::string& solver) {
 }
 
 // Sets energy so that u = 1 + 0.5 prod_d cos(pi m_d (g_d + 1/2) / N_d) on the owned cells.
-void set_cosine_mode(sim::Simulation& s, const std::array<int, 3>& m) {
+void set_cosine_mode(sim::Simulation<>& s, const std::array<int, 3>& m) {
   const auto& l = s.layout();
   auto e = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.energy());
   auto rho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.density());
@@ -80,7 +87,7 @@ void set_cosine_mode(sim::Simulation& s, const std::array<int, 3>& m) {
 }
 
 // Largest |u - (1 + factor * mode)| over this rank's cells.
-double mode_error(sim::Simulation& s, const std::array<int, 3>& m, double factor) {
+double mode_error(sim::Simulation<>& s, const std::array<int, 3>& m, double factor) {
   const auto& l = s.layout();
   auto u = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.u());
   const auto box = l.interior();
@@ -107,7 +114,7 @@ double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
 
 // Owned cells of a 2-D run whose energies differ between two runs on the same
 // layout (this rank's count).
-std::size_t differing_energies(const sim::Simulation& x, const sim::Simulation& y) {
+std::size_t differing_energies(const sim::Simulation<>& x, const sim::Simulation<>& y) {
   auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x.energy());
   auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y.energy());
   const auto box = x.layout().interior();
@@ -213,8 +220,8 @@ TEST_CASE("the overlap shell covers a block once and peels only the faces named"
 namespace {
 
 // Fields of an odd-sized box with a smooth, non-constant content.
-sim::ScalarField filled_field(const std::string& label, long nx, long ny, long nz, double phase) {
-  sim::ScalarField f(label, nz, ny, nx);
+ScalarField filled_field(const std::string& label, long nx, long ny, long nz, double phase) {
+  ScalarField f(label, nz, ny, nx);
   auto h = Kokkos::create_mirror_view(f);
   for (long k = 0; k < nz; ++k) {
     for (long j = 0; j < ny; ++j) {
@@ -226,7 +233,7 @@ sim::ScalarField filled_field(const std::string& label, long nx, long ny, long n
   return f;
 }
 
-double max_difference(const sim::ScalarField& a, const sim::ScalarField& b) {
+double max_difference(const ScalarField& a, const ScalarField& b) {
   auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
   auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
   double m = 0;
@@ -247,7 +254,7 @@ static_assert(kpmap::detail::host_shortcut_v<Kokkos::DefaultHostExecutionSpace> 
               !kpmap::detail::device_paths);
 // The box's MDRange walks i (contiguous in the (k, j, i) fields) fastest on
 // every backend, whatever the backend's default order (Left on CUDA and HIP).
-using BoxPolicy = decltype(kpmap::sim::detail::box_policy(sim::Exec(), kpmap::Box{}));
+using BoxPolicy = decltype(kpmap::sim::detail::box_policy(Exec(), kpmap::Box{}));
 static_assert(BoxPolicy::outer_direction == Kokkos::Iterate::Right &&
               BoxPolicy::inner_direction == Kokkos::Iterate::Right);
 // ... which is what host backends did by default: stating it changes no CPU loop.
@@ -269,10 +276,9 @@ TEST_CASE("the box loops' tile: a warp along i on a GPU, Kokkos' own on the host
   const auto host = kpmap::detail::row_major_tile<3>(false);
   CHECK((host[0] == 0 && host[1] == 0 && host[2] == 0));
   // What box_policy gives on this build's execution space.
-  const auto policy =
-      kpmap::sim::detail::box_policy(sim::Exec(), kpmap::Box{{0, 0, 0}, {64, 8, 1}});
-  const auto expected = kpmap::detail::row_major_tile<3>(kpmap::detail::gpu_space_v<sim::Exec>);
-  if (kpmap::detail::gpu_space_v<sim::Exec>) {
+  const auto policy = kpmap::sim::detail::box_policy(Exec(), kpmap::Box{{0, 0, 0}, {64, 8, 1}});
+  const auto expected = kpmap::detail::row_major_tile<3>(kpmap::detail::gpu_space_v<Exec>);
+  if (kpmap::detail::gpu_space_v<Exec>) {
     for (int d = 0; d < 3; ++d) CHECK(policy.m_tile[d] == expected[d]);
   } else {
     // Kokkos' host tile: the whole extent along i (the last index).
@@ -283,7 +289,7 @@ TEST_CASE("the box loops' tile: a warp along i on a GPU, Kokkos' own on the host
 TEST_CASE("the GPU's box loops and the host's row loops give the same answers", "[heat][device]") {
   const long nx = 13, ny = 7, nz = 3;
   const kpmap::Box box{{1, 1, 0}, {nx - 1, ny - 1, nz}};
-  const sim::Exec exec;
+  const Exec exec;
   auto run = [&](bool gpu_shape, auto make_kernel) {
     auto r = filled_field("test::r", nx, ny, nz, 0.1);
     auto w = filled_field("test::w", nx, ny, nz, 0.7);
@@ -310,17 +316,17 @@ TEST_CASE("the GPU's box loops and the host's row loops give the same answers", 
   };
   SECTION("UpdateR with the diagonal preconditioner") {
     check([](auto r, auto w, auto z, auto dinv) {
-      return sim::kernels::UpdateR<true, sim::Memory>{r, w, z, dinv, 0.25};
+      return sim::kernels::UpdateR<true, Memory>{r, w, z, dinv, 0.25};
     });
   }
   SECTION("UpdateR without") {
     check([](auto r, auto w, auto z, auto dinv) {
-      return sim::kernels::UpdateR<false, sim::Memory>{r, w, z, dinv, 0.25};
+      return sim::kernels::UpdateR<false, Memory>{r, w, z, dinv, 0.25};
     });
   }
   SECTION("DiagPrecond") {
     check([](auto r, auto, auto z, auto dinv) {
-      return sim::kernels::DiagPrecond<sim::Memory>{r, z, dinv};
+      return sim::kernels::DiagPrecond<Memory>{r, z, dinv};
     });
   }
 }
@@ -547,7 +553,7 @@ TEST_CASE("a run on an execution space instance of its own matches the default i
   CAPTURE(solver);
   const auto c = config_of(tea_deck(14, solver));
   sim::Simulation plain(c);
-  sim::Simulation own(c, MPI_COMM_NULL, kpmap::detail::independent_instance(sim::Exec()));
+  sim::Simulation own(c, MPI_COMM_NULL, kpmap::detail::independent_instance(Exec()));
   plain.initialise();
   own.initialise();
   for (int n = 0; n < 3; ++n) {
@@ -556,6 +562,82 @@ TEST_CASE("a run on an execution space instance of its own matches the default i
     CHECK(a.solve.iterations == b.solve.iterations);
   }
   CHECK(all_ranks(differing_energies(plain, own) == 0));
+}
+
+namespace {
+
+// The execution space (Kokkos Tools' device type, the top bits of a device
+// id) of every kernel of the simulation, recorded in-process.
+std::set<std::uint32_t>& sim_kernel_spaces() {
+  static std::set<std::uint32_t> spaces;
+  return spaces;
+}
+void record_sim_kernel(const char* name, std::uint32_t device_id, std::uint64_t*) {
+  if (std::strncmp(name, "kpmap::sim::", 12) == 0) sim_kernel_spaces().insert(device_id >> 24);
+}
+
+struct SpaceRun {
+  long iterations = 0;
+  sim::Summary summary;
+  std::set<std::uint32_t> spaces;
+};
+
+// Three steps of `c` on execution space E.
+template <class E>
+SpaceRun run_on(const sim::HeatConfig& c) {
+  namespace tools = Kokkos::Tools::Experimental;
+  sim_kernel_spaces().clear();
+  tools::set_begin_parallel_for_callback(record_sim_kernel);
+  tools::set_begin_parallel_reduce_callback(record_sim_kernel);
+  SpaceRun run;
+  {
+    sim::Simulation<E> s(c, MPI_COMM_NULL, E());
+    s.initialise();
+    for (int n = 0; n < 3; ++n) run.iterations += s.step().solve.iterations;
+    run.summary = s.summary();
+  }
+  tools::set_begin_parallel_for_callback(nullptr);
+  tools::set_begin_parallel_reduce_callback(nullptr);
+  run.spaces = sim_kernel_spaces();
+  return run;
+}
+
+// The device type Kokkos Tools reports for work on E.
+template <class E>
+std::uint32_t space_id() {
+  return Kokkos::Tools::Experimental::device_id(E()) >> 24;
+}
+
+}  // namespace
+
+TEST_CASE("a simulation runs on the execution space its caller names", "[heat][solver]") {
+  // Simulation<E> allocates its fields in E's memory and runs every kernel on
+  // E. The OpenMP build runs it on Kokkos::Serial as well as on OpenMP: the
+  // same iterations, and the same sums to rounding (a parallel sum adds in
+  // another order). Every other space this build compiles is checked the same way.
+  const auto solver = GENERATE(as<std::string>{}, "method = \"cg\"\neps = 1e-12",
+                               "method = \"ppcg\"\neps = 1e-12\npresteps = 5\nmax_iters = 5000",
+                               "method = \"cg\"\neps = 1e-12\npreconditioner = \"jac_block\"");
+  CAPTURE(solver);
+  const auto c = config_of(tea_deck(14, solver));
+  const SpaceRun ref = run_on<Kokkos::DefaultExecutionSpace>(c);
+  CHECK(ref.spaces == std::set<std::uint32_t>{space_id<Kokkos::DefaultExecutionSpace>()});
+  auto check = [&](auto space) {
+    using E = decltype(space);
+    static_assert(sim::compiled_space_v<E>);
+    static_assert(
+        std::is_same_v<typename sim::Simulation<E>::Field::memory_space, typename E::memory_space>);
+    CAPTURE(E::name());
+    const SpaceRun run = run_on<E>(c);
+    CHECK(run.spaces == std::set<std::uint32_t>{space_id<E>()});
+    CHECK(run.iterations == ref.iterations);
+    CHECK(std::abs(run.summary.u - ref.summary.u) <= 1e-12 * std::abs(ref.summary.u));
+    CHECK(std::abs(run.summary.energy - ref.summary.energy) <= 1e-12 * ref.summary.energy);
+  };
+  check(Kokkos::DefaultHostExecutionSpace());
+#if defined(KOKKOS_ENABLE_SERIAL)
+  check(Kokkos::Serial());
+#endif
 }
 
 TEST_CASE("a restart continues bit for bit", "[heat][checkpoint]") {

@@ -71,7 +71,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   sim::TimeLoop loop(s, {out, deck.to_toml(), opts.restart}, times);
   loop.start();
   const long first = s.step_count();
-  const long last = sim::TimeLoop::last_step(c);
+  const long last = sim::last_step(c);
   if (root) {
     std::printf("kpmap-heat %s: %d-D, %s cells, %zu states, %s, dt %g s, steps to %ld\n",
                 KPMAP_VERSION_STRING, c.ndim, cells_text(c).c_str(), c.states.size(),

@@ -17,6 +17,7 @@
 #include <kpmap/error.hpp>
 #include <kpmap/halo.hpp>
 #include <kpmap/policy.hpp>
+#include <kpmap/sim/spaces.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -25,17 +26,6 @@
 #include <utility>
 
 namespace kpmap::sim {
-
-/// \brief A cell-centred field with ghosts in memory space M.
-template <class M>
-using CellField = kpmap::Field<double, M>;
-
-/// \brief The execution space the simulation runs on.
-using Exec = Kokkos::DefaultExecutionSpace;
-/// \brief Its memory space.
-using Memory = Exec::memory_space;
-/// \brief A cell-centred field with ghosts, in Exec's memory.
-using ScalarField = CellField<Memory>;
 
 /// \brief N sums carried through one reduction (value type of reduce_cells).
 template <int N>

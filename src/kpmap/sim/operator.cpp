@@ -6,9 +6,9 @@ namespace {
 
 /// Scaled conductivity of every face whose two cells lie inside the global
 /// grid; zero elsewhere (the global boundary, and faces beyond it).
-template <bool ThreeD>
+template <bool ThreeD, class M>
 struct FaceCoefficients {
-  ScalarField density, ax, ay, az;
+  CellField<M> density, ax, ay, az;
   double rx, ry, rz;  // dt / h^2
   bool inverse;       // Coefficient::inverse_density
   long gx, gy, gz;    // ghost widths
@@ -53,19 +53,20 @@ Box whole(const CartesianLayout& l) {
 
 }  // namespace
 
-HeatOperator::HeatOperator(const CartesianLayout& layout, Preconditioner preconditioner,
-                           const Exec& exec)
+template <class Exec>
+HeatOperator<Exec>::HeatOperator(const CartesianLayout& layout, Preconditioner preconditioner,
+                                 const Exec& exec)
     : layout_(layout), preconditioner_(preconditioner), exec_(exec) {
-  ax_ = layout.allocate<double>("kpmap::sim::ax");
-  ay_ = layout.allocate<double>("kpmap::sim::ay");
+  ax_ = layout.allocate<double, Memory>("kpmap::sim::ax");
+  ay_ = layout.allocate<double, Memory>("kpmap::sim::ay");
   // 2-D operators never read az; a 1 x 1 x 1 placeholder keeps the View valid.
-  az_ = layout.ndim() == 3 ? layout.allocate<double>("kpmap::sim::az")
-                           : ScalarField("kpmap::sim::az", 1, 1, 1);
+  az_ = layout.ndim() == 3 ? layout.allocate<double, Memory>("kpmap::sim::az")
+                           : Field("kpmap::sim::az", 1, 1, 1);
   if (preconditioner == Preconditioner::jac_diag) {
-    dinv_ = layout.allocate<double>("kpmap::sim::dinv");
+    dinv_ = layout.allocate<double, Memory>("kpmap::sim::dinv");
   } else if (preconditioner == Preconditioner::jac_block) {
-    cp_ = layout.allocate<double>("kpmap::sim::block_cp");
-    bfp_ = layout.allocate<double>("kpmap::sim::block_bfp");
+    cp_ = layout.allocate<double, Memory>("kpmap::sim::block_cp");
+    bfp_ = layout.allocate<double, Memory>("kpmap::sim::block_bfp");
     // Blocks of 4 rows start at global y indices divisible by 4.
     const long block = kernels::ColumnBlocks<false>::block;
     const long rows = static_cast<long>(layout.local_cells(1));
@@ -75,30 +76,31 @@ HeatOperator::HeatOperator(const CartesianLayout& layout, Preconditioner precond
   }
 }
 
-void HeatOperator::assemble(const ScalarField& density, double dt,
-                            const std::array<double, 3>& spacing, Coefficient coefficient) {
+template <class Exec>
+void HeatOperator<Exec>::assemble(const Field& density, double dt,
+                                  const std::array<double, 3>& spacing, Coefficient coefficient) {
   const auto& l = layout_;
   auto h2 = [&](int d) { return spacing[d] * spacing[d]; };
   const double rz = l.ndim() == 3 ? dt / h2(2) : 0.0;
   auto run = [&](auto tag) {
     constexpr bool three = decltype(tag)::value;
-    FaceCoefficients<three> f{density,
-                              ax_,
-                              ay_,
-                              az_,
-                              dt / h2(0),
-                              dt / h2(1),
-                              rz,
-                              coefficient == Coefficient::inverse_density,
-                              l.ghost(0),
-                              l.ghost(1),
-                              l.ghost(2),
-                              static_cast<long>(l.offset(0)),
-                              static_cast<long>(l.offset(1)),
-                              static_cast<long>(l.offset(2)),
-                              static_cast<long>(l.global_cells(0)),
-                              static_cast<long>(l.global_cells(1)),
-                              static_cast<long>(l.global_cells(2))};
+    FaceCoefficients<three, Memory> f{density,
+                                      ax_,
+                                      ay_,
+                                      az_,
+                                      dt / h2(0),
+                                      dt / h2(1),
+                                      rz,
+                                      coefficient == Coefficient::inverse_density,
+                                      l.ghost(0),
+                                      l.ghost(1),
+                                      l.ghost(2),
+                                      static_cast<long>(l.offset(0)),
+                                      static_cast<long>(l.offset(1)),
+                                      static_cast<long>(l.offset(2)),
+                                      static_cast<long>(l.global_cells(0)),
+                                      static_cast<long>(l.global_cells(1)),
+                                      static_cast<long>(l.global_cells(2))};
     for_cells(exec_, "kpmap::sim::face_coefficients", whole(l), f);
   };
   if (three_d()) {
@@ -130,7 +132,8 @@ void HeatOperator::assemble(const ScalarField& density, double dt,
   });
 }
 
-void HeatOperator::precondition(const ScalarField& r, const ScalarField& z) const {
+template <class Exec>
+void HeatOperator<Exec>::precondition(const Field& r, const Field& z) const {
   const Box owned = layout_.interior();
   switch (preconditioner_) {
     case Preconditioner::none:
@@ -155,8 +158,9 @@ void HeatOperator::precondition(const ScalarField& r, const ScalarField& z) cons
   }
 }
 
-void HeatOperator::precondition(const ScalarField& r, const ScalarField& z,
-                                DeviceSums<double>& rz) const {
+template <class Exec>
+void HeatOperator<Exec>::precondition(const Field& r, const Field& z,
+                                      DeviceSums<double, Exec>& rz) const {
   const Box owned = layout_.interior();
   if (preconditioner_ == Preconditioner::jac_diag) {
     rz.add(exec_, "kpmap::sim::precondition_diag", owned,
@@ -167,8 +171,8 @@ void HeatOperator::precondition(const ScalarField& r, const ScalarField& z,
   rz.add(exec_, "kpmap::sim::dot_rz", owned, kernels::Dot<Memory>{r, z});
 }
 
-void HeatOperator::precondition_box(const ScalarField& r, const ScalarField& z,
-                                    const Box& box) const {
+template <class Exec>
+void HeatOperator<Exec>::precondition_box(const Field& r, const Field& z, const Box& box) const {
   if (preconditioner_ == Preconditioner::jac_diag) {
     for_cells(exec_, "kpmap::sim::precondition_diag", box,
               kernels::DiagPrecond<Memory>{r, z, dinv_});
@@ -180,7 +184,8 @@ void HeatOperator::precondition_box(const ScalarField& r, const ScalarField& z,
   }
 }
 
-double HeatOperator::max_face_sum() const {
+template <class Exec>
+double HeatOperator<Exec>::max_face_sum() const {
   return visit([&](auto s) {
     constexpr bool three = decltype(s)::three_d;
     double m = 0.0;
@@ -192,5 +197,9 @@ double HeatOperator::max_face_sum() const {
     return m;
   });
 }
+
+#define KPMAP_SIM_INSTANTIATE(E) template class HeatOperator<E>;
+KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
+#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim

@@ -22,9 +22,17 @@ struct Timings {
   double collectives_s = 0.0;
 };
 
-/// \brief The matrix-free operator A = I + dt L of sim/stencil.hpp on one rank's block.
+/// \brief The matrix-free operator A = I + dt L of sim/stencil.hpp on one
+/// rank's block, on execution space Exec (sim/spaces.hpp), its fields in
+/// Exec's memory.
+template <class Exec = Kokkos::DefaultExecutionSpace>
 class HeatOperator {
+  KPMAP_SIM_REQUIRE_COMPILED_SPACE(Exec);
+
  public:
+  using Memory = typename Exec::memory_space;
+  using Field = CellField<Memory>;
+
   /// \brief Allocates the coefficient fields for `layout`; every kernel of
   /// the operator runs on `exec`. Not collective.
   HeatOperator(const CartesianLayout& layout, Preconditioner preconditioner,
@@ -33,7 +41,7 @@ class HeatOperator {
   /// \brief Computes the scaled face conductivities dt K / h^2 from
   /// `density` (whose ghosts must hold the neighbours' values), zero on the
   /// global boundary, and the preconditioner's data. Not collective.
-  void assemble(const ScalarField& density, double dt, const std::array<double, 3>& spacing,
+  void assemble(const Field& density, double dt, const std::array<double, 3>& spacing,
                 Coefficient coefficient);
 
   const CartesianLayout& layout() const noexcept { return layout_; }
@@ -53,28 +61,28 @@ class HeatOperator {
 
   /// \brief z = M^-1 r on the owned cells (M: identity, diagonal, or
   /// tridiagonal y-blocks).
-  void precondition(const ScalarField& r, const ScalarField& z) const;
+  void precondition(const Field& r, const Field& z) const;
 
   /// \brief As precondition, and adds the local sum of r z to `rz` (in the
   /// same kernel with jac_diag).
-  void precondition(const ScalarField& r, const ScalarField& z, DeviceSums<double>& rz) const;
+  void precondition(const Field& r, const Field& z, DeviceSums<double, Exec>& rz) const;
 
   /// \brief z = M^-1 r on `box`, which may reach into the ghost layers (all
   /// but the outermost): none and jac_diag only.
-  void precondition_box(const ScalarField& r, const ScalarField& z, const Box& box) const;
+  void precondition_box(const Field& r, const Field& z, const Box& box) const;
 
   /// \brief The largest sum of scaled face conductivities over this rank's
   /// cells (local; FTCS is stable while the global maximum is <= 1).
   double max_face_sum() const;
 
-  ScalarField dinv() const noexcept { return dinv_; }
+  Field dinv() const noexcept { return dinv_; }
 
  private:
   CartesianLayout layout_;
   Preconditioner preconditioner_;
   Exec exec_;
-  ScalarField ax_, ay_, az_;
-  ScalarField dinv_, cp_, bfp_;
+  Field ax_, ay_, az_;
+  Field dinv_, cp_, bfp_;
   long block_head_ = 0;
   long block_count_ = 0;
 };
@@ -96,10 +104,10 @@ inline Shell exchange_shell(const CartesianLayout& layout) {
 /// local sum to `sums` (read with sums.fetch); nothing waits but the exchange
 /// (the fence before MPI reads the packed faces). Time in the exchange goes to
 /// `t.halo_s`.
-template <class K>
+template <class Exec, class K>
 void overlapped_reduce(const Exec& exec, const char* label, const CartesianLayout& layout,
-                       const K& kernel, HaloExchange<double, Exec>& halo, DeviceSums<double>& sums,
-                       Timings& t) {
+                       const K& kernel, HaloExchange<double, Exec>& halo,
+                       DeviceSums<double, Exec>& sums, Timings& t) {
   const Box owned = layout.interior();
   if (halo.neighbor_count() == 0) {
     sums.add(exec, label, owned, kernel);
@@ -117,7 +125,7 @@ void overlapped_reduce(const Exec& exec, const char* label, const CartesianLayou
 }
 
 /// \brief As overlapped_reduce, for a kernel without a reduction.
-template <class K>
+template <class Exec, class K>
 void overlapped_for(const Exec& exec, const char* label, const CartesianLayout& layout,
                     const K& kernel, HaloExchange<double, Exec>& halo, Timings& t) {
   const Box owned = layout.interior();
@@ -138,7 +146,8 @@ void overlapped_for(const Exec& exec, const char* label, const CartesianLayout& 
 
 /// \brief A plain exchange on `exec`, timed into `t.halo_s`: work enqueued on
 /// `exec` afterwards sees the ghosts.
-inline void timed_exchange(const Exec& exec, HaloExchange<double, Exec>& halo, Timings& t) {
+template <class Exec>
+void timed_exchange(const Exec& exec, HaloExchange<double, Exec>& halo, Timings& t) {
   const double t0 = MPI_Wtime();
   halo.exchange(exec);
   t.halo_s += MPI_Wtime() - t0;

@@ -14,9 +14,10 @@ struct DeviceState {
   double radius;
 };
 
+template <class M>
 struct GenerateStates {
-  Kokkos::View<const DeviceState*, Exec::memory_space> states;
-  ScalarField density, energy;
+  Kokkos::View<const DeviceState*, M> states;
+  CellField<M> density, energy;
   int ndim;
   long ghost[3];
   long offset[3];
@@ -61,9 +62,12 @@ struct GenerateStates {
 
 }  // namespace
 
+template <class Exec>
 void generate_states(const Exec& exec, const CartesianLayout& layout, const HeatConfig& config,
-                     const ScalarField& density, const ScalarField& energy) {
-  Kokkos::View<DeviceState*, Exec::memory_space> states("kpmap::sim::states", config.states.size());
+                     const CellField<typename Exec::memory_space>& density,
+                     const CellField<typename Exec::memory_space>& energy) {
+  using M = typename Exec::memory_space;
+  Kokkos::View<DeviceState*, M> states("kpmap::sim::states", config.states.size());
   auto host = Kokkos::create_mirror_view(states);
   for (std::size_t s = 0; s < config.states.size(); ++s) {
     const State& st = config.states[s];
@@ -79,7 +83,7 @@ void generate_states(const Exec& exec, const CartesianLayout& layout, const Heat
     d.radius = st.radius;
   }
   Kokkos::deep_copy(exec, states, host);
-  GenerateStates f{states, density, energy, layout.ndim(), {}, {}, {}, {}};
+  GenerateStates<M> f{states, density, energy, layout.ndim(), {}, {}, {}, {}};
   Box all;
   for (int d = 0; d < 3; ++d) {
     f.ghost[d] = layout.ghost(d);
@@ -92,5 +96,12 @@ void generate_states(const Exec& exec, const CartesianLayout& layout, const Heat
   // The state table and its host mirror must outlive the copy and the kernel.
   kpmap::detail::fence(exec, "kpmap::sim: states placed");
 }
+
+#define KPMAP_SIM_INSTANTIATE(E)                                                     \
+  template void generate_states(const E&, const CartesianLayout&, const HeatConfig&, \
+                                const CellField<E::memory_space>&,                   \
+                                const CellField<E::memory_space>&);
+KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
+#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim

@@ -23,8 +23,11 @@
 namespace kpmap::sim {
 
 /// \brief Writes every local cell of `density` and `energy`, ghosts included
-/// (cells beyond the global boundary take state 1), on `exec`. Not collective.
+/// (cells beyond the global boundary take state 1), on `exec`, a space of
+/// sim/spaces.hpp. Not collective.
+template <class Exec>
 void generate_states(const Exec& exec, const CartesianLayout& layout, const HeatConfig& config,
-                     const ScalarField& density, const ScalarField& energy);
+                     const CellField<typename Exec::memory_space>& density,
+                     const CellField<typename Exec::memory_space>& energy);
 
 }  // namespace kpmap::sim

@@ -15,8 +15,9 @@ namespace kpmap::sim {
 namespace {
 
 /// u = density energy; u0 = u.
+template <class M>
 struct EnergyToU {
-  ScalarField density, energy, u, u0;
+  CellField<M> density, energy, u, u0;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     const double v = density(k, j, i) * energy(k, j, i);
     u(k, j, i) = v;
@@ -25,15 +26,17 @@ struct EnergyToU {
 };
 
 /// energy = u / density.
+template <class M>
 struct UToEnergy {
-  ScalarField density, energy, u;
+  CellField<M> density, energy, u;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
     energy(k, j, i) = u(k, j, i) / density(k, j, i);
   }
 };
 
+template <class M>
 struct FieldSummary {
-  ScalarField density, energy, u;
+  CellField<M> density, energy, u;
   double volume;
   KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, Sums<4>& acc) const {
     const double mass = volume * density(k, j, i);
@@ -58,20 +61,20 @@ std::string sci(double v) {
 
 // The owned cells of f as a contiguous View (z, y, x), or (y, x) in 2-D, for
 // checkpoints: device copies stay on the device.
-template <class Fn>
-void with_interior(const CartesianLayout& l, const ScalarField& f, Fn&& fn) {
+template <class M, class Fn>
+void with_interior(const CartesianLayout& l, const CellField<M>& f, Fn&& fn) {
   const Box b = l.interior();
   const auto ir = std::make_pair(b.lo[0], b.hi[0]);
   const auto jr = std::make_pair(b.lo[1], b.hi[1]);
   if (l.ndim() == 2) {
     auto sub = Kokkos::subview(f, 0, jr, ir);
-    Kokkos::View<double**, Kokkos::LayoutRight, Exec::memory_space> flat(
+    Kokkos::View<double**, Kokkos::LayoutRight, M> flat(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::sim::interior"), sub.extent(0),
         sub.extent(1));
     fn(sub, flat);
   } else {
     auto sub = Kokkos::subview(f, std::make_pair(b.lo[2], b.hi[2]), jr, ir);
-    Kokkos::View<double***, Kokkos::LayoutRight, Exec::memory_space> flat(
+    Kokkos::View<double***, Kokkos::LayoutRight, M> flat(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::sim::interior"), sub.extent(0),
         sub.extent(1), sub.extent(2));
     fn(sub, flat);
@@ -80,8 +83,9 @@ void with_interior(const CartesianLayout& l, const ScalarField& f, Fn&& fn) {
 
 }  // namespace
 
-double Simulation::memory_estimate(const HeatConfig& c, const CartesianLayout& l,
-                                   std::string* breakdown) {
+template <class Exec>
+double Simulation<Exec>::memory_estimate(const HeatConfig& c, const CartesianLayout& l,
+                                         std::string* breakdown) {
   // Whole fields (owned cells and ghosts), as the constructors allocate them.
   const int state = 4;             // density, energy, u, u0
   int op = l.ndim() == 3 ? 3 : 2;  // face coefficients
@@ -95,8 +99,7 @@ double Simulation::memory_estimate(const HeatConfig& c, const CartesianLayout& l
   }
   // Checkpoints copy one field's owned cells at a time (and to the host from a GPU).
   const double staging =
-      owned *
-      (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Exec::memory_space>::accessible ? 1 : 2);
+      owned * (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Memory>::accessible ? 1 : 2);
   const int fields = state + op + solver;
   if (breakdown != nullptr) {
     *breakdown = std::to_string(fields) + " fields of " + format_bytes(cells * sizeof(double)) +
@@ -106,7 +109,8 @@ double Simulation::memory_estimate(const HeatConfig& c, const CartesianLayout& l
   return (fields * cells + staging) * sizeof(double);
 }
 
-Simulation::Simulation(const HeatConfig& config, MPI_Comm comm, const Exec& exec)
+template <class Exec>
+Simulation<Exec>::Simulation(const HeatConfig& config, MPI_Comm comm, const Exec& exec)
     : config_(config),
       layout_(cells_of(config), config.halo_depth, config.ranks, comm),
       exec_(exec) {
@@ -116,22 +120,24 @@ Simulation::Simulation(const HeatConfig& config, MPI_Comm comm, const Exec& exec
     require_memory(bytes, "this mesh (" + layout_.describe() + ")", breakdown, layout_.comm());
   }
   mesh_ = std::make_unique<Mesh>(layout_.comm(), "blocks");
-  density_ = layout_.allocate<double>("kpmap::sim::density");
-  energy_ = layout_.allocate<double>("kpmap::sim::energy");
-  u_ = layout_.allocate<double>("kpmap::sim::u");
-  u0_ = layout_.allocate<double>("kpmap::sim::u0");
+  density_ = layout_.allocate<double, Memory>("kpmap::sim::density");
+  energy_ = layout_.allocate<double, Memory>("kpmap::sim::energy");
+  u_ = layout_.allocate<double, Memory>("kpmap::sim::u");
+  u0_ = layout_.allocate<double, Memory>("kpmap::sim::u0");
   // Density's ghosts, edges and corners included, to the full ghost width:
   // face conductivities are computed in the ghost layers too.
   halo_density_ = std::make_unique<HaloExchange<double, Exec>>(
-      layout_, std::vector<ScalarField>{density_}, HaloOptions{layout_.ghost(), true});
-  op_ = std::make_unique<HeatOperator>(layout_, config.solver.preconditioner, exec_);
-  solver_ =
-      make_solver(config.scheme, SolverContext{layout_, axis(), config.solver, u_, u0_, timings_});
+      layout_, std::vector<Field>{density_}, HaloOptions{layout_.ghost(), true});
+  op_ = std::make_unique<HeatOperator<Exec>>(layout_, config.solver.preconditioner, exec_);
+  solver_ = make_solver(config.scheme,
+                        SolverContext<Exec>{layout_, axis(), config.solver, u_, u0_, timings_});
 }
 
-Simulation::~Simulation() = default;
+template <class Exec>
+Simulation<Exec>::~Simulation() = default;
 
-void Simulation::assemble() {
+template <class Exec>
+void Simulation<Exec>::assemble() {
   std::array<double, 3> h{1, 1, 1};
   for (int d = 0; d < config_.ndim; ++d) h[d] = config_.spacing(d);
   op_->assemble(density_, config_.dt, h, config_.solver.coefficient);
@@ -153,17 +159,19 @@ void Simulation::assemble() {
   }
 }
 
-void Simulation::initialise() {
+template <class Exec>
+void Simulation<Exec>::initialise() {
   generate_states(exec_, layout_, config_, density_, energy_);
   timed_exchange(exec_, *halo_density_, timings_);
   step_ = 0;
   time_ = 0.0;
   assemble();
   for_cells(exec_, "kpmap::sim::energy_to_u", layout_.interior(),
-            EnergyToU{density_, energy_, u_, u0_});
+            EnergyToU<Memory>{density_, energy_, u_, u0_});
 }
 
-checkpoint::Block Simulation::block() const {
+template <class Exec>
+checkpoint::Block Simulation<Exec>::block() const {
   checkpoint::Block b;
   for (int d = layout_.ndim() - 1; d >= 0; --d) {
     b.global.push_back(layout_.global_cells(d));
@@ -173,13 +181,14 @@ checkpoint::Block Simulation::block() const {
   return b;
 }
 
-void Simulation::restart(const std::string& path) {
+template <class Exec>
+void Simulation<Exec>::restart(const std::string& path) {
   checkpoint::Reader reader(path, layout_.comm(), "kpmap-heat");
   const auto& meta = reader.metadata();
   const auto blk = block();
   for (const char* name : {"fields/density", "fields/energy"}) {
     const bool density = std::string(name) == "fields/density";
-    ScalarField target = density ? density_ : energy_;
+    Field target = density ? density_ : energy_;
     with_interior(layout_, target, [&](auto sub, auto flat) {
       // The values a deck may give: density above zero, energy not below.
       reader.read(exec_, name, flat, blk,
@@ -197,17 +206,18 @@ void Simulation::restart(const std::string& path) {
   timed_exchange(exec_, *halo_density_, timings_);
   assemble();
   for_cells(exec_, "kpmap::sim::energy_to_u", layout_.interior(),
-            EnergyToU{density_, energy_, u_, u0_});
+            EnergyToU<Memory>{density_, energy_, u_, u0_});
 }
 
-StepReport Simulation::step() {
+template <class Exec>
+StepReport Simulation<Exec>::step() {
   const ProfilingRegion region("kpmap::sim::step");
   StepReport report;
   report.step = step_ + 1;
   report.dt = config_.dt;
   if (!assembled_) assemble();
   const Box owned = layout_.interior();
-  for_cells(exec_, "kpmap::sim::energy_to_u", owned, EnergyToU{density_, energy_, u_, u0_});
+  for_cells(exec_, "kpmap::sim::energy_to_u", owned, EnergyToU<Memory>{density_, energy_, u_, u0_});
   // One backward-Euler solve, or the explicit step (whose result is empty).
   const SolveResult solve = solver_->solve(*op_);
   if (config_.scheme == Scheme::implicit) {
@@ -218,7 +228,7 @@ StepReport Simulation::step() {
                   exit_code::diverged, ErrorScope::all_ranks);
     }
   }
-  for_cells(exec_, "kpmap::sim::u_to_energy", owned, UToEnergy{density_, energy_, u_});
+  for_cells(exec_, "kpmap::sim::u_to_energy", owned, UToEnergy<Memory>{density_, energy_, u_});
   kpmap::detail::fence(exec_, "kpmap::sim: step done");
   ++step_;
   time_ += config_.dt;
@@ -226,18 +236,20 @@ StepReport Simulation::step() {
   return report;
 }
 
-bool Simulation::done() const {
+template <class Exec>
+bool Simulation<Exec>::done() const {
   if (config_.end_step > 0 && step_ >= config_.end_step) return true;
   // A step that lands within a billionth of a step of the end time ends the run.
   return time_ + 1e-9 * config_.dt >= config_.end_time;
 }
 
-Summary Simulation::summary() {
+template <class Exec>
+Summary Simulation<Exec>::summary() {
   double volume = 1.0;
   for (int d = 0; d < config_.ndim; ++d) volume *= config_.spacing(d);
   const Sums<4> local =
       reduce_cells<Sums<4>>(exec_, "kpmap::sim::field_summary", layout_.interior(),
-                            FieldSummary{density_, energy_, u_, volume});
+                            FieldSummary<Memory>{density_, energy_, u_, volume});
   const double t0 = MPI_Wtime();
   double v[4] = {local.v[0], local.v[1], local.v[2], local.v[3]};
   Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> view(v, 4);
@@ -258,7 +270,8 @@ Summary Simulation::summary() {
   return s;
 }
 
-void Simulation::write_checkpoint(const std::string& path, const std::string& deck) {
+template <class Exec>
+void Simulation<Exec>::write_checkpoint(const std::string& path, const std::string& deck) {
   checkpoint::Metadata meta;
   meta.app = "kpmap-heat";
   meta.step = step_;
@@ -267,7 +280,7 @@ void Simulation::write_checkpoint(const std::string& path, const std::string& de
   meta.decomposition = layout_.describe();
   checkpoint::Writer writer(path, layout_.comm(), meta);
   const auto blk = block();
-  const std::pair<const char*, ScalarField> fields[] = {
+  const std::pair<const char*, Field> fields[] = {
       {"fields/density", density_}, {"fields/energy", energy_}, {"fields/u", u_}};
   // Named pairs, not structured bindings: C++17 lambdas cannot capture those
   // (nvcc warns where GCC accepts them).
@@ -302,5 +315,9 @@ void Simulation::write_checkpoint(const std::string& path, const std::string& de
         {{"fields/density", "density"}, {"fields/energy", "energy"}, {"fields/u", "u"}}, time_);
   }
 }
+
+#define KPMAP_SIM_INSTANTIATE(E) template class Simulation<E>;
+KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
+#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim

@@ -44,8 +44,16 @@ struct StepReport {
   SolveResult solve;  ///< empty for explicit steps
 };
 
+/// \brief A heat-conduction run on execution space Exec (sim/spaces.hpp):
+/// its fields live in Exec's memory.
+template <class Exec = Kokkos::DefaultExecutionSpace>
 class Simulation {
+  KPMAP_SIM_REQUIRE_COMPILED_SPACE(Exec);
+
  public:
+  using Memory = typename Exec::memory_space;
+  using Field = CellField<Memory>;
+
   /// \brief Decomposes the mesh over the ranks of `comm` (default: the
   /// Runtime's) and allocates the fields. Collective. Every kernel, copy and
   /// halo exchange of the run goes to the execution space instance `exec`
@@ -107,9 +115,9 @@ class Simulation {
 
   /// \brief The fields (ghosts included), for tests and tools. Writing
   /// energy between steps changes the next step's u (ghost values are ignored).
-  ScalarField density() const noexcept { return density_; }
-  ScalarField energy() const noexcept { return energy_; }
-  ScalarField u() const noexcept { return u_; }
+  Field density() const noexcept { return density_; }
+  Field energy() const noexcept { return energy_; }
+  Field u() const noexcept { return u_; }
 
   /// \brief The checkpoint block of this rank (global extents slowest first).
   checkpoint::Block block() const;
@@ -120,9 +128,9 @@ class Simulation {
   CartesianLayout layout_;
   std::unique_ptr<Mesh> mesh_;  // one axis "blocks" over the layout's ranks
   Exec exec_;
-  ScalarField density_, energy_, u_, u0_;
-  std::unique_ptr<HeatOperator> op_;
-  std::unique_ptr<Solver> solver_;  // the linear solver, or the explicit step
+  Field density_, energy_, u_, u0_;
+  std::unique_ptr<HeatOperator<Exec>> op_;
+  std::unique_ptr<Solver<Exec>> solver_;  // the linear solver, or the explicit step
   std::unique_ptr<HaloExchange<double, Exec>> halo_density_;
   Timings timings_;
   long step_ = 0;

@@ -13,8 +13,6 @@ namespace kpmap::sim {
 
 namespace {
 
-int rank_of(const Simulation& s) { return s.layout().rank(); }
-
 void print_summary(const Summary& s, long step, double time) {
   std::printf("%6s %14s %22s %22s %22s %22s %22s\n", "step", "time", "volume", "mass", "density",
               "energy", "U");
@@ -32,26 +30,29 @@ std::string csv_row(long step, double time, const Summary& s, long iterations, d
 
 // KPMAP_FAULT_INJECT=R:S:nan: one NaN in this rank's first owned cell of
 // the energy, as corrupted data or a bad kernel would leave it.
-void poison(Simulation& s) {
+template <class Exec>
+void poison(Simulation<Exec>& s) {
   const auto b = s.layout().interior();
   Kokkos::deep_copy(Kokkos::subview(s.energy(), b.lo[2], b.lo[1], b.lo[0]), std::nan(""));
 }
 
 }  // namespace
 
-TimeLoop::TimeLoop(Simulation& simulation, LoopOutput output, PhaseTimes& times)
+template <class Exec>
+TimeLoop<Exec>::TimeLoop(Simulation<Exec>& simulation, LoopOutput output, PhaseTimes& times)
     : s_(simulation), out_(std::move(output)), times_(times) {
   if (s_.config().fields_every > 0) {
     prepare_output_dir((out_.dir / "fields").string(), s_.layout().comm());
   }
 }
 
-long TimeLoop::last_step(const HeatConfig& c) {
+long last_step(const HeatConfig& c) {
   const long by_time = static_cast<long>(std::ceil(c.end_time / c.dt - 1e-9));
   return c.end_step > 0 ? std::min(c.end_step, by_time) : by_time;
 }
 
-void TimeLoop::account(double wall, const Timings& before) {
+template <class Exec>
+void TimeLoop<Exec>::account(double wall, const Timings& before) {
   const double halo = s_.timings().halo_s - before.halo_s;
   const double coll = s_.timings().collectives_s - before.collectives_s;
   times_.add(Phase::halo, halo);
@@ -59,13 +60,15 @@ void TimeLoop::account(double wall, const Timings& before) {
   times_.add(Phase::compute, wall - halo - coll);
 }
 
-void TimeLoop::write(const std::string& path) {
+template <class Exec>
+void TimeLoop<Exec>::write(const std::string& path) {
   const double t0 = MPI_Wtime();
   s_.write_checkpoint(path, out_.deck);
   times_.add(Phase::checkpoint, MPI_Wtime() - t0);
 }
 
-void TimeLoop::start() {
+template <class Exec>
+void TimeLoop<Exec>::start() {
   const auto before = s_.timings();
   const double t0 = MPI_Wtime();
   if (out_.restart.empty()) {
@@ -84,9 +87,11 @@ void TimeLoop::start() {
   }
 }
 
-LoopResult TimeLoop::run(const std::function<void(const StepReport&, const Summary&)>& on_step) {
+template <class Exec>
+LoopResult TimeLoop<Exec>::run(
+    const std::function<void(const StepReport&, const Summary&)>& on_step) {
   const HeatConfig& c = s_.config();
-  const bool root = rank_of(s_) == 0;
+  const bool root = s_.layout().rank() == 0;
   LoopResult res;
   res.first_step = s_.step_count();
   const long last = last_step(c);
@@ -172,5 +177,9 @@ LoopResult TimeLoop::run(const std::function<void(const StepReport&, const Summa
   res.checkpoint = run.last_good();
   return res;
 }
+
+#define KPMAP_SIM_INSTANTIATE(E) template class TimeLoop<E>;
+KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
+#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim

@@ -45,10 +45,16 @@ struct LoopResult {
   std::string checkpoint;          ///< the newest checkpoint (or the restart file)
 };
 
+/// \brief The last step a run of `c` takes: the step limit, or the steps to
+/// the end time, whichever comes first.
+long last_step(const HeatConfig& c);
+
+/// \brief Runs a Simulation<Exec> (sim/spaces.hpp) to its end.
+template <class Exec = Kokkos::DefaultExecutionSpace>
 class TimeLoop {
  public:
   /// \brief Collective: creates `output.dir`/fields when the config dumps fields.
-  TimeLoop(Simulation& simulation, LoopOutput output, PhaseTimes& times);
+  TimeLoop(Simulation<Exec>& simulation, LoopOutput output, PhaseTimes& times);
 
   /// \brief Collective: places the states at step 0, or continues from
   /// output.restart. \throws InputError (all ranks) when the restart file is
@@ -61,17 +67,13 @@ class TimeLoop {
   /// checkpoint when a solve fails.
   LoopResult run(const std::function<void(const StepReport&, const Summary&)>& on_step = nullptr);
 
-  /// \brief The last step a run of `c` takes: the step limit, or the steps to
-  /// the end time, whichever comes first.
-  static long last_step(const HeatConfig& c);
-
  private:
   // Adds a stretch of `wall` seconds to the phases: the simulation's own halo
   // and reduction seconds since `before`, the rest compute.
   void account(double wall, const Timings& before);
   void write(const std::string& path);
 
-  Simulation& s_;
+  Simulation<Exec>& s_;
   LoopOutput out_;
   PhaseTimes& times_;
 };

@@ -8,15 +8,18 @@
 
 namespace kpmap::sim::solvers {
 
-Cg::Cg(const SolverContext& context, Method method) : LinearSolverBase(context, method) {
+template <class Exec>
+Cg<Exec>::Cg(const SolverContext<Exec>& context, Method method)
+    : LinearSolverBase<Exec>(context, method) {
   const bool pre = options_.preconditioner != Preconditioner::none;
-  p_ = layout_.allocate<double>("kpmap::sim::" + name_ + "::p");
-  w_ = layout_.allocate<double>("kpmap::sim::" + name_ + "::w");
-  z_ = pre ? layout_.allocate<double>("kpmap::sim::" + name_ + "::z") : r_;
-  halo_p_ = std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<ScalarField>{p_});
+  p_ = layout_.template allocate<double, Memory>("kpmap::sim::" + name_ + "::p");
+  w_ = layout_.template allocate<double, Memory>("kpmap::sim::" + name_ + "::w");
+  z_ = pre ? layout_.template allocate<double, Memory>("kpmap::sim::" + name_ + "::z") : r_;
+  halo_p_ = std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{p_});
 }
 
-void Cg::iterate(const HeatOperator& A, SolveResult& res) {
+template <class Exec>
+void Cg<Exec>::iterate(const Operator& A, SolveResult& res) {
   const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   const bool diag = A.preconditioner() == Preconditioner::jac_diag;
@@ -55,7 +58,8 @@ void Cg::iterate(const HeatOperator& A, SolveResult& res) {
   exhausted(res);
 }
 
-double Cg::operator_dot(const HeatOperator& A, const char* label, long n, SolveResult& res) {
+template <class Exec>
+double Cg<Exec>::operator_dot(const Operator& A, const char* label, long n, SolveResult& res) {
   A.visit([&](auto s) {
     constexpr bool three = decltype(s)::three_d;
     overlapped_reduce(A.exec(), label, layout_, kernels::MatvecDot<three, Memory>{s, p_, w_},
@@ -67,11 +71,18 @@ double Cg::operator_dot(const HeatOperator& A, const char* label, long n, SolveR
   return 0.0;
 }
 
-namespace {
-std::unique_ptr<Solver> make(const SolverContext& context) { return std::make_unique<Cg>(context); }
-}  // namespace
+template <class Exec>
+std::unique_ptr<Solver<Exec>> make_cg(const SolverContext<Exec>& context) {
+  return std::make_unique<Cg<Exec>>(context);
+}
 
 // r, p, w; z with a preconditioner.
-extern const SolverInfo cg_solver{Method::cg, 3, 1, make};
+extern const SolverInfo cg_solver{Method::cg, 3, 1};
+
+#define KPMAP_SIM_INSTANTIATE(E) \
+  template class Cg<E>;          \
+  template std::unique_ptr<Solver<E>> make_cg(const SolverContext<E>&);
+KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
+#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim::solvers

@@ -13,17 +13,20 @@
 
 namespace kpmap::sim::solvers {
 
-class Cg : public LinearSolverBase {
+template <class Exec>
+class Cg : public LinearSolverBase<Exec> {
  public:
-  explicit Cg(const SolverContext& context, Method method = Method::cg);
+  explicit Cg(const SolverContext<Exec>& context, Method method = Method::cg);
 
  protected:
-  void iterate(const HeatOperator& A, SolveResult& res) override;
+  KPMAP_SIM_USE_LINEAR_SOLVER_BASE(LinearSolverBase<Exec>);
+
+  void iterate(const Operator& A, SolveResult& res) override;
 
   /// \brief Called before CG iteration n (cg_done = n - 1 done, the last
   /// with error `error`): true when another method has taken over and
   /// finished the solve in `res`.
-  virtual bool take_over(const HeatOperator&, long /*n*/, double /*error*/, SolveResult&) {
+  virtual bool take_over(const Operator&, long /*n*/, double /*error*/, SolveResult&) {
     return false;
   }
   /// \brief Called after each CG iteration with its step length and ratio.
@@ -32,10 +35,20 @@ class Cg : public LinearSolverBase {
   /// \brief w = A p with p's halo exchange behind the interior, and the
   /// global p.w (labelled `label`); 0 with a failure in `res` at iteration n
   /// when p.w is not positive and finite (a breakdown).
-  double operator_dot(const HeatOperator& A, const char* label, long n, SolveResult& res);
+  double operator_dot(const Operator& A, const char* label, long n, SolveResult& res);
 
-  ScalarField p_, w_, z_;  // z_ is r_ itself without a preconditioner
+  Field p_, w_, z_;  // z_ is r_ itself without a preconditioner
   std::unique_ptr<HaloExchange<double, Exec>> halo_p_;
 };
 
 }  // namespace kpmap::sim::solvers
+
+/// \brief In a solver class template derived from Cg<Exec> through `Base`:
+/// names the shared members (as KPMAP_SIM_USE_LINEAR_SOLVER_BASE).
+#define KPMAP_SIM_USE_CG_BASE(Base)       \
+  KPMAP_SIM_USE_LINEAR_SOLVER_BASE(Base); \
+  using Base::p_;                         \
+  using Base::w_;                         \
+  using Base::z_;                         \
+  using Base::halo_p_;                    \
+  using Base::operator_dot

@@ -13,15 +13,20 @@ namespace kpmap::sim::solvers {
 
 namespace {
 
-class Chebyshev final : public PolynomialSolver {
+template <class Exec>
+class Chebyshev final : public PolynomialSolver<Exec> {
+  KPMAP_SIM_USE_POLYNOMIAL_BASE(PolynomialSolver<Exec>);
+
  public:
-  explicit Chebyshev(const SolverContext& context) : PolynomialSolver(context, Method::chebyshev) {}
+  explicit Chebyshev(const SolverContext<Exec>& context)
+      : PolynomialSolver<Exec>(context, Method::chebyshev) {}
 
  private:
-  void phase(const HeatOperator& A, long first, SolveResult& res) override;
+  void phase(const Operator& A, long first, SolveResult& res) override;
 };
 
-void Chebyshev::phase(const HeatOperator& A, long first, SolveResult& res) {
+template <class Exec>
+void Chebyshev<Exec>::phase(const Operator& A, long first, SolveResult& res) {
   const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   ChebyshevCoefficients coef(*eigen_);
@@ -63,13 +68,19 @@ void Chebyshev::phase(const HeatOperator& A, long first, SolveResult& res) {
   exhausted(res);
 }
 
-std::unique_ptr<Solver> make(const SolverContext& context) {
-  return std::make_unique<Chebyshev>(context);
-}
-
 }  // namespace
 
+template <class Exec>
+std::unique_ptr<Solver<Exec>> make_chebyshev(const SolverContext<Exec>& context) {
+  return std::make_unique<Chebyshev<Exec>>(context);
+}
+
 // As CG: r, p (the Chebyshev direction d), w; z with a preconditioner.
-extern const SolverInfo chebyshev_solver{Method::chebyshev, 3, 1, make};
+extern const SolverInfo chebyshev_solver{Method::chebyshev, 3, 1};
+
+#define KPMAP_SIM_INSTANTIATE(E) \
+  template std::unique_ptr<Solver<E>> make_chebyshev(const SolverContext<E>&);
+KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
+#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim::solvers

@@ -17,21 +17,23 @@ std::string sci(double v) {
   return s.str();
 }
 
-LinearSolverBase::LinearSolverBase(const SolverContext& context, Method method)
+template <class Exec>
+LinearSolverBase<Exec>::LinearSolverBase(const SolverContext<Exec>& context, Method method)
     : layout_(context.layout),
       options_(context.options),
       x_(context.x),
       b_(context.b),
-      r_(context.layout.allocate<double>(std::string("kpmap::sim::") + to_string(method) + "::r")),
+      r_(context.layout.template allocate<double, Memory>(std::string("kpmap::sim::") +
+                                                          to_string(method) + "::r")),
       timings_(context.timings),
       name_(to_string(method)),
       sums_("kpmap::sim::" + name_ + "::local_sums"),
       axis_(context.axis),
       residual_label_("kpmap::sim::" + name_ + "::residual"),
-      halo_x_(std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<ScalarField>{x_})) {
-}
+      halo_x_(std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{x_})) {}
 
-SolveResult LinearSolverBase::solve(const HeatOperator& A) {
+template <class Exec>
+SolveResult LinearSolverBase<Exec>::solve(const Operator& A) {
   const ProfilingRegion region("kpmap::sim::solve");
   SolveResult res;
   const double rr0 = global_sum(residual(A));
@@ -51,7 +53,8 @@ SolveResult LinearSolverBase::solve(const HeatOperator& A) {
   return res;
 }
 
-double LinearSolverBase::residual(const HeatOperator& A) {
+template <class Exec>
+double LinearSolverBase<Exec>::residual(const Operator& A) {
   A.visit([&](auto s) {
     constexpr bool three = decltype(s)::three_d;
     overlapped_reduce(A.exec(), residual_label_.c_str(), layout_,
@@ -60,7 +63,8 @@ double LinearSolverBase::residual(const HeatOperator& A) {
   return sums_.fetch(A.exec());
 }
 
-void LinearSolverBase::update_residual(const HeatOperator& A) {
+template <class Exec>
+void LinearSolverBase<Exec>::update_residual(const Operator& A) {
   A.visit([&](auto s) {
     constexpr bool three = decltype(s)::three_d;
     overlapped_for(A.exec(), residual_label_.c_str(), layout_,
@@ -68,14 +72,16 @@ void LinearSolverBase::update_residual(const HeatOperator& A) {
   });
 }
 
-double LinearSolverBase::global_sum(double local) {
+template <class Exec>
+double LinearSolverBase<Exec>::global_sum(double local) {
   const double t0 = MPI_Wtime();
   const double g = kpmap::psum(local, axis_);
   timings_.collectives_s += MPI_Wtime() - t0;
   return g;
 }
 
-std::pair<double, double> LinearSolverBase::global_sum2(double a, double b) {
+template <class Exec>
+std::pair<double, double> LinearSolverBase<Exec>::global_sum2(double a, double b) {
   const double t0 = MPI_Wtime();
   double v[2] = {a, b};
   Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> view(v, 2);
@@ -84,7 +90,8 @@ std::pair<double, double> LinearSolverBase::global_sum2(double a, double b) {
   return {v[0], v[1]};
 }
 
-bool LinearSolverBase::finished(SolveResult& res, long n, double error) const {
+template <class Exec>
+bool LinearSolverBase<Exec>::finished(SolveResult& res, long n, double error) const {
   res.iterations = n;
   res.error = error / res.initial_residual;
   if (!std::isfinite(error)) {
@@ -98,13 +105,19 @@ bool LinearSolverBase::finished(SolveResult& res, long n, double error) const {
   return false;
 }
 
-void LinearSolverBase::exhausted(SolveResult& res) const {
+template <class Exec>
+void LinearSolverBase<Exec>::exhausted(SolveResult& res) const {
   res.failure = name_ + " did not converge in " + std::to_string(options_.max_iters) +
                 " iterations (error " + sci(res.error) + ", tolerance " + sci(options_.eps) + ")";
 }
 
-void LinearSolverBase::fail(SolveResult& res, long n, const std::string& what) const {
+template <class Exec>
+void LinearSolverBase<Exec>::fail(SolveResult& res, long n, const std::string& what) const {
   res.failure = name_ + " " + what + " at iteration " + std::to_string(n);
 }
+
+#define KPMAP_SIM_INSTANTIATE(E) template class LinearSolverBase<E>;
+KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
+#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim::solvers

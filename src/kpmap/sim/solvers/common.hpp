@@ -20,24 +20,29 @@ std::string sci(double v);
 /// solve() computes r = b - A x and ||r0||, deals with a solution already
 /// exact or a NaN in the fields, runs the method's iterate(), and recomputes
 /// the true residual when solver.check_result asks for it.
-class LinearSolverBase : public Solver {
+template <class Exec>
+class LinearSolverBase : public Solver<Exec> {
  public:
-  SolveResult solve(const HeatOperator& A) final;
+  using Memory = typename Exec::memory_space;
+  using Field = CellField<Memory>;
+  using Operator = HeatOperator<Exec>;
+
+  SolveResult solve(const Operator& A) final;
 
  protected:
   /// Collective (builds x's halo plan). Labels and messages name the method.
-  LinearSolverBase(const SolverContext& context, Method method);
+  LinearSolverBase(const SolverContext<Exec>& context, Method method);
 
   /// \brief The method's iterations, from r = b - A x with
   /// res.initial_residual = ||r|| (finite, above zero).
-  virtual void iterate(const HeatOperator& A, SolveResult& res) = 0;
+  virtual void iterate(const Operator& A, SolveResult& res) = 0;
 
   /// \brief r = b - A x on the owned cells, with x's halo exchange
   /// overlapped; returns this rank's r.r (one host synchronisation).
-  double residual(const HeatOperator& A);
+  double residual(const Operator& A);
   /// \brief r = b - A x as residual() does, without its norm: nothing waits
   /// but the exchange.
-  void update_residual(const HeatOperator& A);
+  void update_residual(const Operator& A);
   /// \brief This rank's sum over the owned cells of what `f(k, j, i, acc)`
   /// adds, reduced on the device (one host synchronisation).
   template <class F>
@@ -61,11 +66,11 @@ class LinearSolverBase : public Solver {
 
   const CartesianLayout& layout_;
   SolverOptions options_;
-  ScalarField x_, b_, r_;
+  Field x_, b_, r_;
   Timings& timings_;
   std::string name_;
   /// Where an iteration's local sums go before the host reads them.
-  DeviceSums<double> sums_;
+  DeviceSums<double, Exec> sums_;
 
  private:
   const Axis& axis_;
@@ -74,3 +79,27 @@ class LinearSolverBase : public Solver {
 };
 
 }  // namespace kpmap::sim::solvers
+
+/// \brief In a solver class template derived from LinearSolverBase<Exec>
+/// through `Base` (a base that depends on Exec, whose members C++ does not
+/// look up unqualified): names the shared members.
+#define KPMAP_SIM_USE_LINEAR_SOLVER_BASE(Base) \
+  using typename Base::Memory;                 \
+  using typename Base::Field;                  \
+  using typename Base::Operator;               \
+  using Base::layout_;                         \
+  using Base::options_;                        \
+  using Base::x_;                              \
+  using Base::b_;                              \
+  using Base::r_;                              \
+  using Base::timings_;                        \
+  using Base::name_;                           \
+  using Base::sums_;                           \
+  using Base::residual;                        \
+  using Base::update_residual;                 \
+  using Base::local_sum;                       \
+  using Base::global_sum;                      \
+  using Base::global_sum2;                     \
+  using Base::finished;                        \
+  using Base::exhausted;                       \
+  using Base::fail

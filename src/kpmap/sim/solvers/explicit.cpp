@@ -13,17 +13,20 @@ namespace kpmap::sim::solvers {
 
 namespace {
 
-class ExplicitFtcs final : public Solver {
+template <class Exec>
+class ExplicitFtcs final : public Solver<Exec> {
+  using Memory = typename Exec::memory_space;
+  using Field = CellField<Memory>;
+
  public:
-  explicit ExplicitFtcs(const SolverContext& context)
+  explicit ExplicitFtcs(const SolverContext<Exec>& context)
       : layout_(context.layout),
         x_(context.x),
         b_(context.b),
         timings_(context.timings),
-        halo_b_(
-            std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<ScalarField>{b_})) {}
+        halo_b_(std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{b_})) {}
 
-  SolveResult solve(const HeatOperator& A) override {
+  SolveResult solve(const HeatOperator<Exec>& A) override {
     A.visit([&](auto s) {
       constexpr bool three = decltype(s)::three_d;
       overlapped_for(A.exec(), "kpmap::sim::explicit::step", layout_,
@@ -36,15 +39,21 @@ class ExplicitFtcs final : public Solver {
 
  private:
   const CartesianLayout& layout_;
-  ScalarField x_, b_;
+  Field x_, b_;
   Timings& timings_;
   std::unique_ptr<HaloExchange<double, Exec>> halo_b_;
 };
 
 }  // namespace
 
-std::unique_ptr<Solver> make_explicit(const SolverContext& context) {
-  return std::make_unique<ExplicitFtcs>(context);
+template <class Exec>
+std::unique_ptr<Solver<Exec>> make_explicit(const SolverContext<Exec>& context) {
+  return std::make_unique<ExplicitFtcs<Exec>>(context);
 }
+
+#define KPMAP_SIM_INSTANTIATE(E) \
+  template std::unique_ptr<Solver<E>> make_explicit(const SolverContext<E>&);
+KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
+#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim::solvers

@@ -16,22 +16,26 @@ namespace kpmap::sim::solvers {
 
 namespace {
 
-class Jacobi final : public LinearSolverBase {
+template <class Exec>
+class Jacobi final : public LinearSolverBase<Exec> {
+  KPMAP_SIM_USE_LINEAR_SOLVER_BASE(LinearSolverBase<Exec>);
+
  public:
-  explicit Jacobi(const SolverContext& context)
-      : LinearSolverBase(context, Method::jacobi),
-        xold_(layout_.allocate<double>("kpmap::sim::jacobi::x_old")),
-        halo_xold_(std::make_unique<HaloExchange<double, Exec>>(layout_,
-                                                                std::vector<ScalarField>{xold_})) {}
+  explicit Jacobi(const SolverContext<Exec>& context)
+      : LinearSolverBase<Exec>(context, Method::jacobi),
+        xold_(layout_.template allocate<double, Memory>("kpmap::sim::jacobi::x_old")),
+        halo_xold_(
+            std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{xold_})) {}
 
  private:
-  void iterate(const HeatOperator& A, SolveResult& res) override;
+  void iterate(const Operator& A, SolveResult& res) override;
 
-  ScalarField xold_;
+  Field xold_;
   std::unique_ptr<HaloExchange<double, Exec>> halo_xold_;
 };
 
-void Jacobi::iterate(const HeatOperator& A, SolveResult& res) {
+template <class Exec>
+void Jacobi<Exec>::iterate(const Operator& A, SolveResult& res) {
   const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   for (long n = 1; n <= options_.max_iters; ++n) {
@@ -49,13 +53,19 @@ void Jacobi::iterate(const HeatOperator& A, SolveResult& res) {
   exhausted(res);
 }
 
-std::unique_ptr<Solver> make(const SolverContext& context) {
-  return std::make_unique<Jacobi>(context);
-}
-
 }  // namespace
 
+template <class Exec>
+std::unique_ptr<Solver<Exec>> make_jacobi(const SolverContext<Exec>& context) {
+  return std::make_unique<Jacobi<Exec>>(context);
+}
+
 // r (the first residual), x_old.
-extern const SolverInfo jacobi_solver{Method::jacobi, 2, 0, make};
+extern const SolverInfo jacobi_solver{Method::jacobi, 2, 0};
+
+#define KPMAP_SIM_INSTANTIATE(E) \
+  template std::unique_ptr<Solver<E>> make_jacobi(const SolverContext<E>&);
+KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
+#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim::solvers

@@ -5,17 +5,20 @@
 
 namespace kpmap::sim::solvers {
 
-void PolynomialSolver::iterate(const HeatOperator& A, SolveResult& res) {
+template <class Exec>
+void PolynomialSolver<Exec>::iterate(const Operator& A, SolveResult& res) {
   alphas_.clear();
   betas_.clear();
-  Cg::iterate(A, res);
+  Cg<Exec>::iterate(A, res);
 }
 
-bool PolynomialSolver::ready(long cg_done, double error) const {
+template <class Exec>
+bool PolynomialSolver<Exec>::ready(long cg_done, double error) const {
   return cg_done >= options_.presteps && error <= options_.epslim;
 }
 
-bool PolynomialSolver::take_over(const HeatOperator& A, long n, double error, SolveResult& res) {
+template <class Exec>
+bool PolynomialSolver<Exec>::take_over(const Operator& A, long n, double error, SolveResult& res) {
   if (!ready(n - 1, error)) return false;
   if (!eigen_) {
     const auto [lo, hi] = cg_eigenvalue_estimates(alphas_, betas_);
@@ -31,10 +34,15 @@ bool PolynomialSolver::take_over(const HeatOperator& A, long n, double error, So
   return true;
 }
 
-void PolynomialSolver::record(double alpha, double beta) {
+template <class Exec>
+void PolynomialSolver<Exec>::record(double alpha, double beta) {
   if (eigen_) return;
   alphas_.push_back(alpha);
   betas_.push_back(beta);
 }
+
+#define KPMAP_SIM_INSTANTIATE(E) template class PolynomialSolver<E>;
+KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
+#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim::solvers

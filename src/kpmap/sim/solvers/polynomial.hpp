@@ -33,21 +33,24 @@ struct ChebyshevCoefficients {
 };
 
 /// \brief CG until the eigenvalues are known, then the method's own phase.
-class PolynomialSolver : public Cg {
+template <class Exec>
+class PolynomialSolver : public Cg<Exec> {
  public:
   std::optional<Eigenvalues> eigenvalues() const override { return eigen_; }
   void set_eigenvalues(Eigenvalues e) override { eigen_ = e; }
 
  protected:
-  PolynomialSolver(const SolverContext& context, Method method) : Cg(context, method) {}
+  KPMAP_SIM_USE_CG_BASE(Cg<Exec>);
 
-  void iterate(const HeatOperator& A, SolveResult& res) override;
-  bool take_over(const HeatOperator& A, long n, double error, SolveResult& res) override;
+  PolynomialSolver(const SolverContext<Exec>& context, Method method) : Cg<Exec>(context, method) {}
+
+  void iterate(const Operator& A, SolveResult& res) override;
+  bool take_over(const Operator& A, long n, double error, SolveResult& res) override;
   void record(double alpha, double beta) override;
 
   /// \brief The method's iterations from outer iteration `first`, on the
   /// eigenvalues in eigen_.
-  virtual void phase(const HeatOperator& A, long first, SolveResult& res) = 0;
+  virtual void phase(const Operator& A, long first, SolveResult& res) = 0;
   /// \brief True when the method may start before CG iteration n (the
   /// estimates, if none are kept yet, come from the n - 1 done).
   virtual bool ready(long cg_done, double error) const;
@@ -59,3 +62,9 @@ class PolynomialSolver : public Cg {
 };
 
 }  // namespace kpmap::sim::solvers
+
+/// \brief In a solver class template derived from PolynomialSolver<Exec>
+/// through `Base`: names the shared members (as KPMAP_SIM_USE_CG_BASE).
+#define KPMAP_SIM_USE_POLYNOMIAL_BASE(Base) \
+  KPMAP_SIM_USE_CG_BASE(Base);              \
+  using Base::eigen_

@@ -18,42 +18,49 @@ namespace kpmap::sim::solvers {
 
 namespace {
 
-class Ppcg final : public PolynomialSolver {
+template <class Exec>
+class Ppcg final : public PolynomialSolver<Exec> {
+  KPMAP_SIM_USE_POLYNOMIAL_BASE(PolynomialSolver<Exec>);
+
  public:
-  explicit Ppcg(const SolverContext& context);
+  explicit Ppcg(const SolverContext<Exec>& context);
 
  private:
   bool ready(long cg_done, double error) const override {
     // Kept estimates from an earlier solve: one CG iteration is enough.
-    return eigen_ ? cg_done >= 1 : PolynomialSolver::ready(cg_done, error);
+    return eigen_ ? cg_done >= 1 : PolynomialSolver<Exec>::ready(cg_done, error);
   }
-  void phase(const HeatOperator& A, long first, SolveResult& res) override;
-  void polynomial_preconditioner(const HeatOperator& A);
-  void deep_inner_steps(const HeatOperator& A, ChebyshevCoefficients& coef);
+  void phase(const Operator& A, long first, SolveResult& res) override;
+  void polynomial_preconditioner(const Operator& A);
+  void deep_inner_steps(const Operator& A, ChebyshevCoefficients& coef);
 
-  ScalarField rold_, sd_, rtemp_, utemp_, zt_;
+  Field rold_, sd_, rtemp_, utemp_, zt_;
   std::unique_ptr<HaloExchange<double, Exec>> halo_sd_;
   // With a ghost width D > 1: sd and rtemp to depth D, corners included.
   std::unique_ptr<HaloExchange<double, Exec>> halo_inner_;
-  DeviceSums<Sums<2>> flexible_dots_{"kpmap::sim::ppcg::flexible_dots"};
+  DeviceSums<Sums<2>, Exec> flexible_dots_{"kpmap::sim::ppcg::flexible_dots"};
 };
 
-Ppcg::Ppcg(const SolverContext& context) : PolynomialSolver(context, Method::ppcg) {
+template <class Exec>
+Ppcg<Exec>::Ppcg(const SolverContext<Exec>& context)
+    : PolynomialSolver<Exec>(context, Method::ppcg) {
   const auto& l = layout_;
-  rold_ = l.allocate<double>("kpmap::sim::ppcg::r_old");
-  sd_ = l.allocate<double>("kpmap::sim::ppcg::sd");
-  rtemp_ = l.allocate<double>("kpmap::sim::ppcg::rtemp");
-  utemp_ = l.allocate<double>("kpmap::sim::ppcg::utemp");
-  zt_ = options_.preconditioner != Preconditioner::none ? l.allocate<double>("kpmap::sim::ppcg::zt")
-                                                        : rtemp_;
-  halo_sd_ = std::make_unique<HaloExchange<double, Exec>>(l, std::vector<ScalarField>{sd_});
+  rold_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::r_old");
+  sd_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::sd");
+  rtemp_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::rtemp");
+  utemp_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::utemp");
+  zt_ = options_.preconditioner != Preconditioner::none
+            ? l.template allocate<double, Memory>("kpmap::sim::ppcg::zt")
+            : rtemp_;
+  halo_sd_ = std::make_unique<HaloExchange<double, Exec>>(l, std::vector<Field>{sd_});
   if (l.ghost() > 1) {
-    halo_inner_ = std::make_unique<HaloExchange<double, Exec>>(
-        l, std::vector<ScalarField>{sd_, rtemp_}, HaloOptions{l.ghost(), true});
+    halo_inner_ = std::make_unique<HaloExchange<double, Exec>>(l, std::vector<Field>{sd_, rtemp_},
+                                                               HaloOptions{l.ghost(), true});
   }
 }
 
-void Ppcg::polynomial_preconditioner(const HeatOperator& A) {
+template <class Exec>
+void Ppcg<Exec>::polynomial_preconditioner(const Operator& A) {
   // utemp = P(A) M^-1 r: `inner` Chebyshev steps on A e = r from e = 0.
   const Exec& exec = A.exec();
   const Box owned = layout_.interior();
@@ -79,7 +86,8 @@ void Ppcg::polynomial_preconditioner(const HeatOperator& A) {
   }
 }
 
-void Ppcg::deep_inner_steps(const HeatOperator& A, ChebyshevCoefficients& coef) {
+template <class Exec>
+void Ppcg<Exec>::deep_inner_steps(const Operator& A, ChebyshevCoefficients& coef) {
   // TeaLeaf's use of a deep halo: exchange sd and rtemp D layers deep, then
   // take D steps without communicating, step t (0-based) also over the D-1-t
   // ghost layers next to each neighbour. A ghost cell then computes, by the
@@ -109,7 +117,8 @@ void Ppcg::deep_inner_steps(const HeatOperator& A, ChebyshevCoefficients& coef) 
   }
 }
 
-void Ppcg::phase(const HeatOperator& A, long first, SolveResult& res) {
+template <class Exec>
+void Ppcg<Exec>::phase(const Operator& A, long first, SolveResult& res) {
   const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   polynomial_preconditioner(A);
@@ -141,13 +150,19 @@ void Ppcg::phase(const HeatOperator& A, long first, SolveResult& res) {
   exhausted(res);
 }
 
-std::unique_ptr<Solver> make(const SolverContext& context) {
-  return std::make_unique<Ppcg>(context);
-}
-
 }  // namespace
 
+template <class Exec>
+std::unique_ptr<Solver<Exec>> make_ppcg(const SolverContext<Exec>& context) {
+  return std::make_unique<Ppcg<Exec>>(context);
+}
+
 // CG's r, p, w (and z), and r_old, sd, rtemp, utemp (and zt with a preconditioner).
-extern const SolverInfo ppcg_solver{Method::ppcg, 7, 2, make};
+extern const SolverInfo ppcg_solver{Method::ppcg, 7, 2};
+
+#define KPMAP_SIM_INSTANTIATE(E) \
+  template std::unique_ptr<Solver<E>> make_ppcg(const SolverContext<E>&);
+KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
+#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim::solvers

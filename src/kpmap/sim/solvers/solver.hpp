@@ -21,9 +21,10 @@
 /// sqrt(|rho|) < eps ||r0||; one that has not after max_iters iterations, or
 /// meets a NaN, fails.
 ///
-/// Adding a solver: one file in this folder that defines a Solver and its
-/// `SolverInfo` (work fields, factory); a value of sim::Method and its deck
-/// name (sim/config.hpp); and its line in registry.cpp.
+/// Adding a solver: one file in this folder that defines a Solver<Exec>, its
+/// `SolverInfo` (work fields) and its factory template, instantiated for
+/// every space of sim/spaces.hpp; a value of sim::Method and its deck name
+/// (sim/config.hpp); and its line in registry.cpp.
 
 #include <kpmap/mesh.hpp>
 #include <kpmap/sim/config.hpp>
@@ -53,7 +54,8 @@ struct SolveResult {
 /// continues bit for bit.
 using Eigenvalues = std::pair<double, double>;
 
-/// \brief Advances x over one time step. Collective.
+/// \brief Advances x over one time step, on execution space Exec. Collective.
+template <class Exec = Kokkos::DefaultExecutionSpace>
 class Solver {
  public:
   virtual ~Solver() = default;
@@ -63,7 +65,7 @@ class Solver {
 
   /// \brief One backward-Euler solve A x = b from the current x (or one
   /// explicit step: x = b - (A - I) b). Collective.
-  virtual SolveResult solve(const HeatOperator& A) = 0;
+  virtual SolveResult solve(const HeatOperator<Exec>& A) = 0;
 
   /// \brief The eigenvalue estimates the solver keeps, if any.
   virtual std::optional<Eigenvalues> eigenvalues() const { return std::nullopt; }
@@ -72,21 +74,26 @@ class Solver {
   virtual void set_eigenvalues(Eigenvalues) {}
 };
 
-/// \brief What every solver is built from. `axis` spans the layout's ranks.
+/// \brief What every solver is built from: x and b live in Exec's memory,
+/// `axis` spans the layout's ranks.
+template <class Exec = Kokkos::DefaultExecutionSpace>
 struct SolverContext {
   const CartesianLayout& layout;
   const Axis& axis;
   SolverOptions options;
-  ScalarField x, b;
+  CellField<typename Exec::memory_space> x, b;
   Timings& timings;
 };
+
+/// \brief Makes a solver on execution space Exec.
+template <class Exec>
+using SolverFactory = std::unique_ptr<Solver<Exec>> (*)(const SolverContext<Exec>&);
 
 /// \brief A linear solver as the registry knows it.
 struct SolverInfo {
   Method method;              ///< its name: to_string(method), the deck's `solver.method`
   int work_fields;            ///< whole fields a solve allocates without a preconditioner
   int preconditioned_fields;  ///< ... and in addition with one
-  std::unique_ptr<Solver> (*make)(const SolverContext&);
 };
 
 /// \brief Every linear solver.
@@ -98,7 +105,8 @@ const SolverInfo& solver_info(Method method);
 /// \brief The solver that advances a step of `scheme`: the explicit FTCS
 /// update, or the linear solver `context.options.method`. Collective (builds
 /// halo plans).
-std::unique_ptr<Solver> make_solver(Scheme scheme, const SolverContext& context);
+template <class Exec>
+std::unique_ptr<Solver<Exec>> make_solver(Scheme scheme, const SolverContext<Exec>& context);
 
 /// \brief Whole fields make_solver(scheme, ...) allocates (memory estimates).
 int solver_fields(Scheme scheme, const SolverOptions& options);
