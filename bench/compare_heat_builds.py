@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), KPMAP_PLOTS="0")
+           OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
 
 
 def run(binary, deck, ranks, out, extra):

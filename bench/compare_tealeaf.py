@@ -42,7 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
-           OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", KPMAP_PLOTS="0")
+           OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
 def sh(cmd, cwd=None, env=ENV, log=None):

@@ -33,8 +33,6 @@ set(KPMAP_MPI_TEST_ENVIRONMENT
     "OMPI_ALLOW_RUN_AS_ROOT=1"
     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
     "OMPI_MCA_rmaps_base_oversubscribe=1"
-    # Plots cost a Python start each; the plot tests turn them back on.
-    "KPMAP_PLOTS=0"
     "OMP_NUM_THREADS=${KPMAP_TEST_THREADS}"
     "OMP_WAIT_POLICY=passive"
     "OPENBLAS_NUM_THREADS=1"

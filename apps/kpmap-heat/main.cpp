@@ -140,7 +140,6 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   }
   int code =
       kpmap::write_result(j, out / "summary.json", res.stopped_by, res.checkpoint, report, root);
-  kpmap::make_plots("heat", out, root);
   // A run that finished with a wrong answer has not succeeded.
   if (code == kpmap::exit_code::success && answer_failed) code = kpmap::exit_code::check_failed;
   if (root) {
@@ -148,6 +147,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
                 res.iterations, s.step_count() - first,
                 kpmap::Progress::format(report.wall).c_str(), out.c_str(),
                 kpmap::phase_table(report).c_str());
+    std::printf("kpmap-heat: plots (field.png): %s\n", kpmap::plot_command(out).c_str());
     if (res.stopped_by) {
       std::printf(
           "kpmap-heat: %s received: stopped after step %ld of %ld; continue with --restart %s\n",

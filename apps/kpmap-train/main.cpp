@@ -561,11 +561,11 @@ int run_training(const Config& c, const Deck& deck, const kpmap::apps::RunOption
   }
   const int code =
       kpmap::write_result(j, out / "result.json", res.stopped_by, res.checkpoint, report, root);
-  kpmap::make_plots("train", out, root);
   if (root) {
     std::printf("kpmap-train: done in %s; results in %s\nkpmap-train: %s",
                 kpmap::Progress::format(report.wall).c_str(), (out / "result.json").c_str(),
                 kpmap::phase_table(report).c_str());
+    std::printf("kpmap-train: plots (loss.png): %s\n", kpmap::plot_command(out).c_str());
     if (res.stopped_by) {
       std::printf("kpmap-train: continue with --restart %s\n", res.checkpoint.c_str());
     }

@@ -1,14 +1,17 @@
 """kpmap's plots: the one module behind every picture kpmap leaves.
 
-    python3 -m kpmap.plot train DIR   DIR/loss.png: train and validation loss (and accuracy) per epoch
-    python3 -m kpmap.plot heat DIR    DIR/field.png: the final field u, and the residual per step
-    python3 -m kpmap.plot trace FILE [PNG] [--window START_MS:END_MS]
+    kpmap-plot RUN_DIR                a run's pictures: loss.png (kpmap-train), field.png (kpmap-heat)
+    kpmap-plot train DIR              DIR/loss.png: train and validation loss (and accuracy) per epoch
+    kpmap-plot heat DIR               DIR/field.png: the final field u, and the residual per step
+    kpmap-plot trace FILE [PNG] [--window START_MS:END_MS]
                                       a picture of a --trace timeline (default FILE's .png)
 
-kpmap-train and kpmap-heat run it at the end of a run (rank 0; KPMAP_PLOTS=0 turns it
-off). Without matplotlib (or numpy, h5py) it prints a one-line notice and exits 0: a plot
-is never worth failing a run for. kpmap-scale draws its speedup.png, efficiency.png and
-phases.png with scaling().
+(`python3 -m kpmap.plot` takes the same arguments.) Plotting is a step of its own, run
+after mpiexec returns: a run names the command in its last lines, and scripts/run-demo
+runs it. No MPI rank forks a process (unsafe with InfiniBand/UCX-registered or CUDA
+memory). Without matplotlib (or numpy, h5py) it prints a one-line notice and exits 0: a
+missing plotting library is not an error. A folder that is no run's, exit 2. kpmap-scale
+draws its speedup.png, efficiency.png and phases.png with scaling().
 """
 import csv
 import glob
@@ -308,8 +311,32 @@ def error_bars(rows, key, scale=1.0):
     return [below, above]
 
 
+def run_kind(directory):
+    """"train" or "heat": which application left the run folder `directory`
+    (its history.csv or summary.csv), or None."""
+    if os.path.isfile(os.path.join(directory, "history.csv")):
+        return "train"
+    if os.path.isfile(os.path.join(directory, "summary.csv")):
+        return "heat"
+    return None
+
+
 def main(argv):
     args = argv[1:]
+    if args in (["-h"], ["--help"]):
+        print("usage:\n" + "\n".join(__doc__.strip().splitlines()[2:7]))
+        return 0
+    if len(args) == 1 and args[0] not in ("train", "heat", "trace"):
+        if not os.path.isdir(args[0]):
+            print(f"kpmap-plot: error: {args[0]}: no such folder (give a run's output folder)",
+                  file=sys.stderr)
+            return 2
+        kind = run_kind(args[0])
+        if kind is None:
+            print(f"kpmap-plot: error: {args[0]}: not a kpmap-train or kpmap-heat run folder "
+                  "(it has neither history.csv nor summary.csv)", file=sys.stderr)
+            return 2
+        args = [kind, args[0]]
     window = None
     if "--window" in args:
         i = args.index("--window")
@@ -323,7 +350,7 @@ def main(argv):
     usable = (len(args) == 2 and args[0] in ("train", "heat")) or \
         (args[:1] == ["trace"] and len(args) in (2, 3))
     if not usable or (window is not None and args[0] != "trace"):
-        print("usage:\n" + "\n".join(__doc__.strip().splitlines()[2:6]), file=sys.stderr)
+        print("usage:\n" + "\n".join(__doc__.strip().splitlines()[2:7]), file=sys.stderr)
         return 2
     plt = _pyplot()
     if plt is None:

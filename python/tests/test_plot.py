@@ -121,7 +121,7 @@ class Notices(Decks, unittest.TestCase):
     def test_usage(self):
         p = command("scaling", str(self.dir))
         self.assertEqual(p.returncode, 2)
-        self.assertIn("python3 -m kpmap.plot train DIR", p.stderr)
+        self.assertIn("kpmap-plot train DIR", p.stderr)
 
 
 if __name__ == "__main__":

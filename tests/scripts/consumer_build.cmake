@@ -27,7 +27,7 @@ foreach(f lib/cmake/kpmap/kpmapConfig.cmake lib/cmake/kpmap/kpmapConfigVersion.c
     message(FATAL_ERROR "consumer test: the install lacks ${f}")
   endif()
 endforeach()
-# The kpmap Python package and its command, run from the install tree.
+# The kpmap Python package and its commands, run from the install tree.
 if(EXISTS "${prefix}/bin/kpmap-scale")
   foreach(f share/kpmap/python/kpmap/plot.py share/kpmap/python/kpmap/scale/cli.py)
     if(NOT EXISTS "${prefix}/${f}")
@@ -35,6 +35,7 @@ if(EXISTS "${prefix}/bin/kpmap-scale")
     endif()
   endforeach()
   run_step("kpmap-scale --help" "${prefix}/bin/kpmap-scale" --help)
+  run_step("kpmap-plot --help" "${prefix}/bin/kpmap-plot" --help)
 endif()
 run_step("configure" ${CMAKE_COMMAND} -S "${SOURCE_DIR}/${PROJECT}" -B "${WORK_DIR}/build"
          -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${CXX_COMPILER}

@@ -18,13 +18,9 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace kpmap {
 
@@ -245,87 +241,13 @@ int write_result(nlohmann::ordered_json& result, const fs::path& path, int stopp
   return stopped_by ? exit_code::stopped : exit_code::success;
 }
 
-namespace {
 std::string shell_quoted(const std::string& s) {
   std::string out = "'";
   for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
-// Runs `command` with /bin/sh in a process group of its own; past `limit`
-// seconds the whole group is killed. "" on exit status 0, else what happened.
-std::string run_with_limit(const std::string& command, double limit) {
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
-  pid_t pid = -1;
-  const int err =
-      ::posix_spawn(&pid, "/bin/sh", nullptr, &attr, const_cast<char* const*>(argv), environ);
-  posix_spawnattr_destroy(&attr);
-  if (err != 0) return std::string("could not be started: ") + std::strerror(err);
-  const double deadline = MPI_Wtime() + limit;
-  int status = 0;
-  for (;;) {
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) return "was lost: " + std::string(std::strerror(errno));
-    if (MPI_Wtime() > deadline) {
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      char text[96];
-      std::snprintf(text, sizeof text,
-                    "did not finish in %g s and was stopped; KPMAP_PLOT_TIMEOUT sets the limit",
-                    limit);
-      return text;
-    }
-    ::usleep(20000);
-  }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "could not run them";
-}
 
-}  // namespace
-
-void make_plots(const std::string& kind, const fs::path& dir, bool root) {
-  if (!root) return;
-  if (const char* plots = std::getenv("KPMAP_PLOTS");
-      plots != nullptr && (std::string(plots) == "0" || std::string(plots) == "off")) {
-    return;
-  }
-  // The kpmap Python package: the source tree's python/ from a build, else the
-  // installed share/kpmap/python.
-  std::string package_dir;
-  std::istringstream candidates(KPMAP_PYTHON_DIRS);
-  for (std::string c; std::getline(candidates, c, ':');) {
-    std::error_code ec;
-    if (fs::is_regular_file(fs::path(c) / "kpmap" / "plot.py", ec)) {
-      package_dir = c;
-      break;
-    }
-  }
-  if (package_dir.empty()) {
-    std::printf(
-        "kpmap: no plots (the kpmap Python package is neither in the source tree nor "
-        "installed)\n");
-    return;
-  }
-  const char* env_python = std::getenv("KPMAP_PYTHON");
-  const std::string python =
-      env_python != nullptr && *env_python != '\0' ? env_python : KPMAP_PLOT_PYTHON;
-  const std::string command = "PYTHONPATH=" + shell_quoted(package_dir) +
-                              "${PYTHONPATH:+:$PYTHONPATH} " + shell_quoted(python) +
-                              " -m kpmap.plot " + kind + " " + shell_quoted(dir.string());
-  std::fflush(stdout);
-  double limit = 120;  // seconds: the plots of a finished run never hold it up longer
-  if (const char* t = std::getenv("KPMAP_PLOT_TIMEOUT"); t != nullptr && *t != '\0') {
-    char* end = nullptr;
-    const double v = std::strtod(t, &end);
-    if (end != t && *end == '\0' && v > 0) limit = v;
-  }
-  const std::string outcome = run_with_limit(command, limit);
-  if (!outcome.empty()) std::printf("kpmap: no plots (%s %s)\n", python.c_str(), outcome.c_str());
-  std::fflush(stdout);
-}
+std::string plot_command(const fs::path& dir) { return "kpmap-plot " + shell_quoted(dir.string()); }
 
 Progress::Progress(long long first, long long last)
     : first_(first), last_(last), start_(MPI_Wtime()) {}

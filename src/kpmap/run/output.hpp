@@ -105,11 +105,14 @@ class CsvTable {
 int write_result(nlohmann::ordered_json& result, const std::filesystem::path& path, int stopped_by,
                  const std::string& checkpoint, const PhaseTimes::Report& report, bool root);
 
-/// \brief On rank 0, draws the run's plots into `dir` with kpmap.plot (python/kpmap)
-/// (`kind` "train": loss.png; "heat": field.png), unless KPMAP_PLOTS=0. Without
-/// Python or matplotlib it prints a one-line notice; it never fails a run.
-/// The interpreter is Debian's python3, or KPMAP_PYTHON.
-void make_plots(const std::string& kind, const std::filesystem::path& dir, bool root);
+/// \brief `s` quoted for a POSIX shell: pasted into a terminal, it is one word.
+std::string shell_quoted(const std::string& s);
+
+/// \brief The command that draws a run's plots from what it left in `dir`
+/// (kpmap-plot, a step of its own: no process is forked from an MPI rank,
+/// which is unsafe with registered or CUDA memory). A run names it in its
+/// last lines.
+std::string plot_command(const std::filesystem::path& dir);
 
 /// \brief Elapsed time and a linear estimate of the time left, for progress lines.
 class Progress {
