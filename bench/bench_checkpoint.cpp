@@ -12,6 +12,7 @@
 
 #include <kpmap/checkpoint.hpp>
 #include <kpmap/pmap.hpp>
+#include <kpmap/runtime.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -13,6 +13,7 @@
 #include "support/mpi_benchmark.hpp"
 
 #include <kpmap/collectives.hpp>
+#include <kpmap/runtime.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -12,7 +12,7 @@
 #include "schema.hpp"
 
 #include <kpmap/checkpoint.hpp>
-#include <kpmap/detail/checked.hpp>
+#include <kpmap/collectives/checked.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/kpmap.hpp>
 #include <kpmap/run/output.hpp>

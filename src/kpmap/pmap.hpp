@@ -9,8 +9,8 @@
 /// by the device count. Every function here is collective over its axis.
 
 #include <kpmap/collectives.hpp>
+#include <kpmap/collectives/checked.hpp>
 #include <kpmap/detail/backend.hpp>
-#include <kpmap/detail/checked.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/detail/view_utils.hpp>
 #include <kpmap/mesh.hpp>

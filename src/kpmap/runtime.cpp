@@ -1,6 +1,7 @@
 #include <kpmap/runtime.hpp>
 #include <kpmap/trace.hpp>
 
+#include <kpmap/detail/finalize.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -17,11 +18,6 @@ namespace kpmap {
 namespace {
 
 Runtime* g_runtime = nullptr;
-std::vector<std::function<void()>>& finalize_hooks() {
-  static std::vector<std::function<void()>> hooks;
-  return hooks;
-}
-
 int world_rank_or_minus_one() {
   int initialized = 0;
   int finalized = 0;
@@ -350,12 +346,7 @@ Runtime::~Runtime() {
     // collective with this one, and MPI_Finalize could hang. End the job.
     abort("an exception propagated out of the scope of kpmap::Runtime", exit_code::failure);
   }
-  auto& hooks = finalize_hooks();
-  while (!hooks.empty()) {
-    auto hook = std::move(hooks.back());
-    hooks.pop_back();
-    hook();
-  }
+  detail::run_finalize_hooks();
   g_runtime = nullptr;
   if (owns_kokkos_) Kokkos::finalize();
   if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
@@ -370,9 +361,7 @@ Runtime& Runtime::current() {
   return *g_runtime;
 }
 
-void Runtime::at_finalize(std::function<void()> hook) {
-  finalize_hooks().push_back(std::move(hook));
-}
+void Runtime::at_finalize(std::function<void()> hook) { detail::at_finalize(std::move(hook)); }
 
 bool Runtime::active() noexcept { return g_runtime != nullptr; }
 

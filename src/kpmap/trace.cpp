@@ -1,6 +1,6 @@
+#include <kpmap/detail/finalize.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/files.hpp>
-#include <kpmap/runtime.hpp>
 #include <kpmap/trace.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
@@ -148,7 +148,7 @@ void start(const std::string& path, MPI_Comm comm) {
   MPI_Barrier(g_comm);  // the ranks' clocks start together
   g_t0 = MPI_Wtime();
   detail::g_enabled = true;
-  Runtime::at_finalize([] { finish(); });
+  kpmap::detail::at_finalize([] { finish(); });
 }
 
 void begin(const std::string& name, Track track) { g_open.push_back({name, track, MPI_Wtime()}); }

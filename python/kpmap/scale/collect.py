@@ -15,26 +15,16 @@ import math
 import shlex
 import socket
 import statistics
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from kpmap import PHASES
 from kpmap.scale import RunFailed
 from kpmap.scale.launch import usable_cores
-from kpmap.scale.plan import Study, started, toml_text
+from kpmap.scale.plan import Sample, Study, started, toml_text
 
 # Communication: the share of the wall time a weak or strong study watches grow.
 COMM_PHASES = ("halo_s", "collectives_s")
-
-
-@dataclass
-class Sample:
-    """The timings of one run, in seconds."""
-
-    wall_s: float
-    phases: Dict[str, Optional[float]]
-    directory: str
 
 
 def number(value: Any) -> Optional[float]:

@@ -10,13 +10,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from kpmap.scale import UsageError
 from kpmap.scale.launch import usable_cores
 
-if TYPE_CHECKING:
-    from kpmap.scale.collect import Sample
+
+@dataclass
+class Sample:
+    """The timings of one run, in seconds (collect reads them, a Point keeps them)."""
+
+    wall_s: float
+    phases: Dict[str, Optional[float]]
+    directory: str
+
 
 @dataclass(frozen=True)
 class Kind:

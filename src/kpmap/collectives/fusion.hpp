@@ -9,8 +9,8 @@
 /// in place. Every function here is collective over its axis.
 
 #include <kpmap/collectives/buffers.hpp>
+#include <kpmap/collectives/checked.hpp>
 #include <kpmap/collectives/tree.hpp>
-#include <kpmap/detail/checked.hpp>
 #include <kpmap/detail/mpi_datatype.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/mesh.hpp>

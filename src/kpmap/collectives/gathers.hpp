@@ -8,8 +8,8 @@
 /// (checked mode verifies this).
 
 #include <kpmap/collectives/buffers.hpp>
+#include <kpmap/collectives/checked.hpp>
 #include <kpmap/collectives/request.hpp>
-#include <kpmap/detail/checked.hpp>
 #include <kpmap/detail/mpi_datatype.hpp>
 #include <kpmap/detail/view_utils.hpp>
 #include <kpmap/error.hpp>

@@ -9,10 +9,10 @@
 /// run on the one that owns the data's memory.
 
 #include <kpmap/collectives/buffers.hpp>
+#include <kpmap/collectives/checked.hpp>
 #include <kpmap/collectives/fusion.hpp>
 #include <kpmap/collectives/request.hpp>
 #include <kpmap/collectives/tree.hpp>
-#include <kpmap/detail/checked.hpp>
 #include <kpmap/detail/mpi_datatype.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/mesh.hpp>

@@ -2,8 +2,8 @@
 // Internal helpers shared by the parallel HDF5 readers and writers
 // (checkpoints, training data). Not part of the public API.
 
+#include <kpmap/detail/mpi_util.hpp>
 #include <kpmap/error.hpp>
-#include <kpmap/transport/mpi_ops.hpp>
 
 #include <hdf5.h>
 #include <mpi.h>
@@ -40,7 +40,7 @@ inline void agree(MPI_Comm comm, const std::string& error, int code,
   MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
   if (first == size) return;
   std::string message = error;
-  transport::bcast_string(message, first, comm);
+  bcast_string(message, first, comm);
   throw Error(message, code, scope);
 }
 

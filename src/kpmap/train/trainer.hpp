@@ -22,7 +22,7 @@
 
 #include <kpmap/checkpoint.hpp>
 #include <kpmap/collectives.hpp>
-#include <kpmap/detail/checked.hpp>
+#include <kpmap/collectives/checked.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/profiling.hpp>
 #include <kpmap/run/control.hpp>

@@ -10,8 +10,8 @@
 /// nothing. Not thread-safe: collectives are issued from one thread
 /// (MPI_THREAD_FUNNELED).
 
+#include <kpmap/detail/finalize.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
-#include <kpmap/runtime.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -71,7 +71,7 @@ class BufferPool {
     static BufferPool* pool = [] {
       auto* p = new BufferPool();
       // The slabs belong to Kokkos: free them before Kokkos is finalised.
-      Runtime::at_finalize([p] { p->release(); });
+      detail::at_finalize([p] { p->release(); });
       return p;
     }();
     return *pool;

@@ -75,14 +75,6 @@ struct Described {
 std::size_t max_count() noexcept { return g_max_count; }
 void set_max_count(std::size_t n) noexcept { g_max_count = std::clamp<std::size_t>(n, 1, INT_MAX); }
 
-void check_mpi(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw Error(std::string(what) + " failed: " + std::string(text, static_cast<std::size_t>(len)));
-}
-
 void allreduce(const void* send, void* recv, std::size_t count, MPI_Datatype type, MPI_Op op,
                MPI_Comm comm, Pending* pending) {
   const bool in_place = send == MPI_IN_PLACE;
@@ -312,13 +304,6 @@ bool test_all(Pending& pending) {
       "MPI_Testall");
   if (done) pending.clear();
   return done != 0;
-}
-
-void bcast_string(std::string& text, int root, MPI_Comm comm) {
-  int length = static_cast<int>(text.size());
-  check_mpi(MPI_Bcast(&length, 1, MPI_INT, root, comm), "MPI_Bcast (string length)");
-  text.resize(static_cast<std::size_t>(length));
-  check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, root, comm), "MPI_Bcast (string)");
 }
 
 }  // namespace kpmap::transport

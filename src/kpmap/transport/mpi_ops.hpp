@@ -9,6 +9,8 @@
 /// starts are appended to `*pending` and the caller waits on them.
 /// The buffers must stay valid and untouched until the requests complete.
 
+#include <kpmap/detail/mpi_util.hpp>
+
 #include <mpi.h>
 
 #include <cstddef>
@@ -63,16 +65,14 @@ void reduce_scatter_block(const void* send, void* recv, std::size_t count, MPI_D
 void sendrecv(const void* send, void* recv, std::size_t count, MPI_Datatype type, int dest,
               int source, int tag, MPI_Comm comm, Pending* pending);
 
-/// Collective over `comm`, blocking: every rank's `text` becomes `root`'s
-/// (the way one rank's error message reaches every rank).
-void bcast_string(std::string& text, int root, MPI_Comm comm);
+// One rank's string to all, and MPI errors as exceptions: leaf helpers of
+// detail/mpi_util.hpp, which the layers below transport use too.
+using detail::bcast_string;
+using detail::check_mpi;
 
 /// \brief Waits for all requests; MPI errors become kpmap::Error.
 void wait_all(Pending& pending);
 /// \brief True (and `pending` emptied) when all requests have completed.
 bool test_all(Pending& pending);
-
-/// \brief Throws kpmap::Error naming `what` when `rc` is not MPI_SUCCESS.
-void check_mpi(int rc, const char* what);
 
 }  // namespace kpmap::transport

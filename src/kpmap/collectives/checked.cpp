@@ -1,4 +1,4 @@
-#include <kpmap/detail/checked.hpp>
+#include <kpmap/collectives/checked.hpp>
 
 #include <kpmap/error.hpp>
 #include <kpmap/transport/mpi_ops.hpp>

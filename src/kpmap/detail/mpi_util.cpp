@@ -1,0 +1,24 @@
+#include <kpmap/detail/mpi_util.hpp>
+
+#include <kpmap/error.hpp>
+
+#include <cstddef>
+
+namespace kpmap::detail {
+
+void check_mpi(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error(std::string(what) + " failed: " + std::string(text, static_cast<std::size_t>(len)));
+}
+
+void bcast_string(std::string& text, int root, MPI_Comm comm) {
+  int length = static_cast<int>(text.size());
+  check_mpi(MPI_Bcast(&length, 1, MPI_INT, root, comm), "MPI_Bcast (string length)");
+  text.resize(static_cast<std::size_t>(length));
+  check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, root, comm), "MPI_Bcast (string)");
+}
+
+}  // namespace kpmap::detail
