@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 using Catch::Matchers::ContainsSubstring;
@@ -49,6 +50,8 @@ ck::Metadata meta(long long step = 7) {
   m.deck = "[model]\nkind = \"mlp\"\n";
   m.decomposition = std::to_string(world_size()) + " ranks, rows in blocks";
   m.rng_state = "philox:42:1000";
+  // int64 extremes and a value beyond 32 bits survive as typed attributes.
+  m.integers = {{"epoch", 3}, {"optimizer_steps", (1LL << 40) + 7}, {"low", INT64_MIN}};
   return m;
 }
 
@@ -139,6 +142,12 @@ TEST_CASE("distributed 1-D, 2-D and 3-D Views round-trip exactly", "[checkpoint]
   CHECK(r.metadata().ranks == P);
   CHECK(r.metadata().deck == meta().deck);
   CHECK(r.metadata().rng_state == "philox:42:1000");
+  CHECK(r.integer("epoch") == std::optional<std::int64_t>(3));
+  CHECK(r.integer("optimizer_steps") == std::optional<std::int64_t>((1LL << 40) + 7));
+  CHECK(r.integer("low") == std::optional<std::int64_t>(INT64_MIN));
+  CHECK_FALSE(r.integer("batch").has_value());
+  // A root attribute that is no integer (here the time, a float64) is an input error.
+  CHECK_THROWS_AS(r.integer("time"), kpmap::InputError);
   CHECK(r.shape("c") == std::vector<std::size_t>{2, 7, 4});
 
   Kokkos::View<double*, Exec> a2("a2", a.extent(0));

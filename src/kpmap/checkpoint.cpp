@@ -308,6 +308,9 @@ Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
   write_string_attr(impl_->file, "decomposition", meta.decomposition);
   write_string_attr(impl_->file, "deck", meta.deck);
   write_string_attr(impl_->file, "rng_state", meta.rng_state);
+  for (const auto& [name, value] : meta.integers) {
+    write_scalar_attr(impl_->file, name.c_str(), H5T_NATIVE_INT64, value);
+  }
 }
 
 void Writer::Impl::reserve(std::uint64_t end) {
@@ -541,6 +544,27 @@ Reader::~Reader() {
 }
 
 const Metadata& Reader::metadata() const noexcept { return impl_->meta; }
+
+std::optional<std::int64_t> Reader::integer(const std::string& name) const {
+  Quiet quiet;
+  if (H5Aexists(impl_->file, name.c_str()) <= 0) return std::nullopt;
+  hid_t attr = H5Aopen(impl_->file, name.c_str(), H5P_DEFAULT);
+  hid_t type = attr >= 0 ? H5Aget_type(attr) : -1;
+  hid_t space = attr >= 0 ? H5Aget_space(attr) : -1;
+  const bool integral = type >= 0 && H5Tget_class(type) == H5T_INTEGER && space >= 0 &&
+                        H5Sget_simple_extent_npoints(space) == 1;
+  std::int64_t value = 0;
+  const bool ok = integral && H5Aread(attr, H5T_NATIVE_INT64, &value) >= 0;
+  if (space >= 0) H5Sclose(space);
+  if (type >= 0) H5Tclose(type);
+  if (attr >= 0) H5Aclose(attr);
+  if (!ok) {
+    throw InputError("restart file " + impl_->path + ": attribute " + name +
+                         " holds no integer (a damaged file?)",
+                     ErrorScope::all_ranks);
+  }
+  return value;
+}
 
 std::vector<std::size_t> Reader::shape(const std::string& name) const {
   Quiet quiet;

@@ -26,8 +26,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kpmap::checkpoint {
@@ -55,6 +57,10 @@ struct Metadata {
   std::string deck;           ///< the resolved deck text
   std::string decomposition;  ///< e.g. "3 ranks, rows split in blocks"
   std::string rng_state;      ///< serialised RNG state, where there is one
+  /// An application's own integers (kpmap-train's position: epoch, batch,
+  /// optimizer steps, seed), written as int64 root attributes of these names
+  /// and read back with Reader::integer.
+  std::vector<std::pair<std::string, std::int64_t>> integers;
   int ranks = 0;              ///< rank count of the writer (filled in on write)
   std::string kpmap_version;  ///< filled in on write
 };
@@ -340,6 +346,11 @@ class Reader {
   enum class Values { any, finite, positive, non_negative };
 
   const Metadata& metadata() const noexcept;
+  /// \brief The integer root attribute `name` (Metadata::integers), or
+  /// nothing when the file has none of that name. Collective (every rank reads
+  /// it). \throws InputError (all ranks) naming the file when the attribute
+  /// holds no integer.
+  std::optional<std::int64_t> integer(const std::string& name) const;
   /// \brief Global extents of dataset `name`. \throws InputError if absent.
   std::vector<std::size_t> shape(const std::string& name) const;
 

@@ -107,22 +107,23 @@ def main():
             at = set_element(path, name, np.nan)
             return [f"dataset '{name}': element [{', '.join(map(str, at))}] is nan"]
 
-        def rng(text, expect):
+        def position(name, value, expect):
             def damage(path):
-                with h5py.File(path, "r") as f:
-                    state = f.attrs["rng_state"]
-                    state = state.decode() if isinstance(state, bytes) else str(state)
-                key, _, value = text.partition("=")
-                parts = [f"{key}={value}" if s.startswith(key + "=") else s for s in state.split()]
-                set_attr(path, "rng_state", " ".join(parts))
+                with h5py.File(path, "r+") as f:
+                    del f.attrs[name]
+                    f.attrs[name] = value
                 return [expect]
             return damage
         cases += [
             ("nan parameter", nan_param),
-            ("epoch at odds with step", rng("epoch=7", "gives another epoch than attribute step")),
-            ("too few optimizer steps", rng("optimizer_steps=1", "optimizer steps, fewer than")),
-            ("optimizer steps not a number", rng("optimizer_steps=12x",
-                                                 "has a value of optimizer_steps that is no number")),
+            ("epoch at odds with step",
+             position("epoch", np.int64(7), "gives another epoch than attribute step")),
+            ("too few optimizer steps",
+             position("optimizer_steps", np.int64(1), "optimizer steps, fewer than")),
+            ("optimizer steps not a number",
+             position("optimizer_steps", np.float64(12.5),
+                      "attribute optimizer_steps holds no integer")),
+            ("negative batch", position("batch", np.int64(-2), "gives a negative batch position")),
         ]
     cases += [
         ("negative step", lambda path: (set_attr(path, "step", -5), ["attribute step is -5"])[1]),

@@ -6,7 +6,8 @@ usage: check_stop.py --launcher "mpiexec -n {n}" --app APP --deck DECK
                      --ranks N [--restart-ranks M] --work DIR --result FILE
                      --key KEY [--key KEY ...] [--set key=value ...] [--rtol R]
                      [--stop-set key=value ...]
-                     (--inject RANK:STEP | --signal SIG --to launcher|rank --after REGEX)
+                     (--inject RANK:STEP | --signal SIG --to launcher|rank --after REGEX
+                      | --given CHECKPOINT)
 
 1. runs the deck uninterrupted on N ranks into WORK/full;
 2. runs it again into WORK/stopped and stops it: with --inject through
@@ -17,6 +18,8 @@ usage: check_stop.py --launcher "mpiexec -n {n}" --app APP --deck DECK
    (result.json or summary.json) a checkpoint that exists. --stop-set
    settings apply to this run only: a later end (more epochs or steps) keeps
    a run that outpaces the signal's delivery from finishing before it lands;
+   With --given, no run is stopped: CHECKPOINT (one kept under tests/, in the
+   format of an earlier kpmap) is copied into WORK/stopped instead;
 3. restarts from that checkpoint on M ranks (default N) into the same folder;
 4. compares each KEY of FILE (dotted for nested objects) with the
    uninterrupted run: equal bit for bit, or within relative RTOL.
@@ -117,9 +120,10 @@ def main():
     p.add_argument("--signal", choices=["TERM", "INT", "USR1"])
     p.add_argument("--to", choices=["launcher", "rank"], default="launcher")
     p.add_argument("--after")
+    p.add_argument("--given")
     a = p.parse_args()
-    if bool(a.inject) == bool(a.signal and a.after):
-        p.error("give either --inject or both --signal and --after")
+    if (bool(a.inject) + bool(a.signal and a.after) + bool(a.given)) != 1:
+        p.error("give one of --inject, --given, or both --signal and --after")
 
     work = Path(a.work)
     shutil.rmtree(work, ignore_errors=True)  # no files of an earlier run
@@ -131,20 +135,26 @@ def main():
     expected = load(full_dir / a.result)
 
     stop_dir = work / "stopped"
-    stop_sets = [x for s in a.stop_set for x in ("--set", s)]
-    code, out = stop_run(a, base + stop_sets + ["--output", str(stop_dir)])
-    if code != STOPPED:
-        print(out[-4000:])
-        fail(f"the stopped run exited with {code}, expected {STOPPED}")
-    if "received: stopped" not in out:
-        print(out[-4000:])
-        fail("the stopped run did not say which signal stopped it")
-    stopped = load(stop_dir / a.result)
-    checkpoint = stopped.get("checkpoint", "")
-    if not stopped.get("stopped_by") or not checkpoint or not Path(checkpoint).is_file():
-        fail(f"{a.result} of the stopped run: stopped_by {stopped.get('stopped_by')!r}, "
-             f"checkpoint {checkpoint!r} (must exist)")
-    print(f"stopped by {stopped['stopped_by']}; checkpoint {checkpoint}")
+    if a.given:
+        stop_dir.mkdir(parents=True)
+        checkpoint = str(stop_dir / Path(a.given).name)
+        shutil.copyfile(a.given, checkpoint)
+        print(f"restarting from the given checkpoint {a.given}")
+    else:
+        stop_sets = [x for s in a.stop_set for x in ("--set", s)]
+        code, out = stop_run(a, base + stop_sets + ["--output", str(stop_dir)])
+        if code != STOPPED:
+            print(out[-4000:])
+            fail(f"the stopped run exited with {code}, expected {STOPPED}")
+        if "received: stopped" not in out:
+            print(out[-4000:])
+            fail("the stopped run did not say which signal stopped it")
+        stopped = load(stop_dir / a.result)
+        checkpoint = stopped.get("checkpoint", "")
+        if not stopped.get("stopped_by") or not checkpoint or not Path(checkpoint).is_file():
+            fail(f"{a.result} of the stopped run: stopped_by {stopped.get('stopped_by')!r}, "
+                 f"checkpoint {checkpoint!r} (must exist)")
+        print(f"stopped by {stopped['stopped_by']}; checkpoint {checkpoint}")
 
     run(a.launcher, a.restart_ranks or a.ranks,
         base + ["--output", str(stop_dir), "--restart", checkpoint])

@@ -149,32 +149,15 @@ class Trainer {
     checkpoint::Reader r(file, axis_->comm(), c_.meta.app);
     for_each_saved(
         [&](const std::string& name, const auto& v) { r.read_replicated(model_.exec(), name, v); });
-    const std::string& s = r.metadata().rng_state;
-    auto damaged = [&](const std::string& what) {
-      throw InputError("restart file " + file + ": attribute rng_state ('" + s + "') " + what +
-                           " (a damaged file?)",
-                       ErrorScope::all_ranks);
-    };
-    const long long steps = field_of(s, "optimizer_steps", -1, damaged);
-    if (steps < 0) damaged("has no optimizer state (optimizer_steps)");
-    const long long epoch = r.metadata().step;
-    const long long batch = field_of(s, "batch", 0, damaged);
-    // The position is stored twice (attribute step, rng_state's epoch) and
-    // bounds the step count: every epoch has a step at least.
-    if (field_of(s, "epoch", epoch, damaged) != epoch) {
-      damaged("gives another epoch than attribute step (" + std::to_string(epoch) + ")");
-    }
-    if (batch < 0) damaged("gives a negative batch position");
-    if (steps < epoch + batch) {
-      damaged("counts " + std::to_string(steps) + " optimizer steps, fewer than epoch " +
-              std::to_string(epoch) + " and batch " + std::to_string(batch) + " took");
-    }
-    const long long seed = field_of(s, "train.seed", static_cast<long long>(c_.seed), damaged);
-    if (batch > 0 && static_cast<std::uint64_t>(seed) != c_.seed) {
+    const SavedPosition saved = saved_position(r, file);
+    const long long epoch = saved.epoch;
+    const long long batch = saved.batch;
+    const long long steps = saved.optimizer_steps;
+    if (batch > 0 && static_cast<std::uint64_t>(saved.seed) != c_.seed) {
       throw InputError("restart file " + file + " stopped in the middle of epoch " +
                            std::to_string(epoch + 1) +
-                           " with train.seed = " + std::to_string(seed) + ", and the deck gives " +
-                           std::to_string(c_.seed) +
+                           " with train.seed = " + std::to_string(saved.seed) +
+                           ", and the deck gives " + std::to_string(c_.seed) +
                            ": the rest of the epoch would follow another order; restart it "
                            "with its own seed",
                        ErrorScope::all_ranks);
@@ -432,10 +415,10 @@ class Trainer {
         [&](const std::string& file) {
           checkpoint::Metadata meta = c_.meta;
           meta.step = at.epoch;
-          meta.rng_state = "train.seed=" + std::to_string(c_.seed) +
-                           " epoch=" + std::to_string(at.epoch) +
-                           " batch=" + std::to_string(at.step) +
-                           " optimizer_steps=" + std::to_string(opt_.steps());
+          meta.integers = {{"train_seed", static_cast<std::int64_t>(c_.seed)},
+                           {"epoch", static_cast<std::int64_t>(at.epoch)},
+                           {"batch", static_cast<std::int64_t>(at.step)},
+                           {"optimizer_steps", static_cast<std::int64_t>(opt_.steps())}};
           checkpoint::Writer w(file, axis_->comm(), meta);
           for_each_saved([&](const std::string& n, const auto& v) {
             w.write_replicated(model_.exec(), n, v);
@@ -450,7 +433,54 @@ class Trainer {
     times_.add(Phase::checkpoint, MPI_Wtime() - t0);
   }
 
-  // The whole number after "key=" in `state` (fallback without one);
+  // Where a checkpoint stands: the deck's train.seed, epochs done, optimizer
+  // steps of the next, optimizer steps in all.
+  struct SavedPosition {
+    long long seed = 0, epoch = 0, batch = 0, optimizer_steps = 0;
+  };
+
+  // The position of checkpoint `r`: the int64 attributes train_seed, epoch,
+  // batch and optimizer_steps, or, in a checkpoint written before they
+  // existed, the text of attribute rng_state ("train.seed=S epoch=E batch=B
+  // optimizer_steps=N"). \throws InputError (all ranks) naming the file when
+  // it is missing, no number, or at odds with itself.
+  SavedPosition saved_position(const checkpoint::Reader& r, const std::string& file) const {
+    const long long step = r.metadata().step;
+    const std::string& text = r.metadata().rng_state;
+    const bool typed = r.integer("optimizer_steps").has_value();
+    const std::string where = typed ? "the training position (attributes train_seed, epoch, "
+                                      "batch, optimizer_steps)"
+                                    : "attribute rng_state ('" + text + "')";
+    auto damaged = [&](const std::string& what) {
+      throw InputError("restart file " + file + ": " + where + " " + what + " (a damaged file?)",
+                       ErrorScope::all_ranks);
+    };
+    auto field = [&](const char* typed_name, const char* text_name, long long fallback) {
+      if (typed) return static_cast<long long>(r.integer(typed_name).value_or(fallback));
+      return field_of(text, text_name, fallback, damaged);
+    };
+    SavedPosition p;
+    p.optimizer_steps = field("optimizer_steps", "optimizer_steps", -1);
+    if (p.optimizer_steps < 0) damaged("has no optimizer state (optimizer_steps)");
+    p.epoch = step;
+    p.batch = field("batch", "batch", 0);
+    // The position is stored twice (attribute step, and the position's epoch)
+    // and bounds the step count: every epoch has a step at least.
+    if (field("epoch", "epoch", step) != step) {
+      damaged("gives another epoch than attribute step (" + std::to_string(step) + ")");
+    }
+    if (p.batch < 0) damaged("gives a negative batch position");
+    if (p.optimizer_steps < p.epoch + p.batch) {
+      damaged("counts " + std::to_string(p.optimizer_steps) +
+              " optimizer steps, fewer than epoch " + std::to_string(p.epoch) + " and batch " +
+              std::to_string(p.batch) + " took");
+    }
+    p.seed = field("train_seed", "train.seed", static_cast<long long>(c_.seed));
+    return p;
+  }
+
+  // The whole number after "key=" in `state` (fallback without one): the
+  // position as checkpoints before the typed attributes wrote it.
   // `damaged(what)` throws when it is not a whole number.
   template <class Damaged>
   static long long field_of(const std::string& state, const std::string& key, long long fallback,
