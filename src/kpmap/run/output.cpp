@@ -241,6 +241,22 @@ int write_result(nlohmann::ordered_json& result, const fs::path& path, int stopp
   return stopped_by ? exit_code::stopped : exit_code::success;
 }
 
+std::string short_list(const std::vector<double>& v, int digits) {
+  constexpr std::size_t shown = 8;  // at each end
+  std::ostringstream s;
+  s.precision(digits);
+  s << "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v.size() > 2 * shown && i == shown) {
+      s << ", ... " << v.size() - 2 * shown << " more ...";
+      i = v.size() - shown - 1;
+      continue;
+    }
+    s << (i ? ", " : "") << v[i];
+  }
+  return s.str() + "]";
+}
+
 std::string shell_quoted(const std::string& s) {
   std::string out = "'";
   for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);

@@ -71,6 +71,11 @@ std::string checkpoint_file_name(long long epoch, long long step);
 /// same double; NaN (no value) is an empty cell.
 std::string csv_number(double x);
 
+/// \brief "[a, b, ...]" for the terminal, `digits` significant digits: the
+/// first and last 8 values of a longer list, with the count of those left out
+/// (result.json holds every value).
+std::string short_list(const std::vector<double>& v, int digits = 6);
+
 /// \brief The per-step (or per-epoch) CSV table of a run, kept by rank 0:
 /// each row is written and flushed at once (a killed run keeps every row it
 /// reported), and a row that cannot be written (a full disk) is an error

@@ -158,6 +158,31 @@ struct Shard {
 };
 
 namespace detail {
+/// Kernel of count_bad_labels: 1 for a target that is no class index in [0, classes).
+template <class T, class M>
+struct BadLabels {
+  Kokkos::View<T*, M> y;
+  double classes;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i, std::size_t& bad) const {
+    const double v = static_cast<double>(y(i));
+    if (!(v >= 0 && v < classes && v == static_cast<double>(static_cast<long long>(v)))) ++bad;
+  }
+};
+}  // namespace detail
+
+/// \brief How many of this rank's targets in `shard` are no class index in
+/// [0, classes), counted on the device of M (one reduction). Not collective.
+template <class T, class M>
+std::size_t count_bad_labels(const Shard<T, M>& shard, std::size_t classes) {
+  std::size_t bad = 0;
+  using Exec = typename M::execution_space;
+  Kokkos::parallel_reduce("kpmap::train::check_labels",
+                          Kokkos::RangePolicy<Exec>(0, shard.y.extent(0)),
+                          detail::BadLabels<T, M>{shard.y, static_cast<double>(classes)}, bad);
+  return bad;
+}
+
+namespace detail {
 /// Kernel of generate_shard: rows [offset + begin, offset + begin + n) of a generator.
 template <class T, class M, class Gen>
 struct GenerateRows {

@@ -1,0 +1,440 @@
+#include <kpmap/train/config.hpp>
+
+#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/error.hpp>
+#include <kpmap/memory.hpp>
+#include <kpmap/train/sequential.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace kpmap::train {
+
+deck::Schema train_schema() {
+  using deck::Range;
+  deck::Schema s("kpmap-train");
+  s.string("model.kind", "linear", {"linear", "mlp", "sequential"},
+           "linear: y ~ X w + b; mlp: dense layers with an activation; sequential: the "
+           "layers of model.layers");
+  s.integer_list("model.hidden", std::vector<long long>{32, 32}, Range{1, 1 << 20}, "",
+                 "mlp: widths of the hidden layers (empty list: softmax/linear regression)");
+  s.string("model.layers.#.type", std::nullopt, layer_types(),
+           "sequential: one layer (model.layers = [{ type = ... }, ...], first to last)");
+  s.integer("model.layers.#.units", 0, Range{0, 1 << 24}, "", "dense: outputs");
+  s.integer("model.layers.#.filters", 0, Range{0, 1 << 16}, "", "conv2d: output channels");
+  s.integer("model.layers.#.kernel", 3, Range{1, 1024}, "pixels", "conv2d: kernel x kernel window");
+  s.integer("model.layers.#.stride", 1, Range{1, 1024}, "pixels", "conv2d: step between windows");
+  s.string("model.layers.#.padding", "valid", {"valid", "same"},
+           "conv2d: valid (whole windows only) or same (zero padding, ceil(input / stride) "
+           "outputs)");
+  s.integer("model.layers.#.size", 2, Range{1, 255}, "pixels",
+            "maxpool2d, avgpool2d: size x size windows, stride size");
+  s.string("model.activation", "relu", {"relu", "tanh"}, "mlp: activation of the hidden layers");
+  s.string("model.loss", "mse", {"mse", "cross_entropy"},
+           "mean squared error (regression) or softmax cross-entropy (classification)");
+  s.string("model.precision", "double", {"double", "float", "mixed"},
+           "scalar type of data, parameters and arithmetic; mixed (mlp, sequential): "
+           "parameters, gradient reduction and optimizer in float, forward and backward in "
+           "16-bit half_t (a Kokkos built for CUDA, HIP or SYCL)");
+  s.real("model.loss_scale", 1024, Range{1, 16777216}, "",
+         "mixed: factor of the loss gradient, divided out before the reduction, so small "
+         "gradients do not flush to zero in 16 bits (a power of two rounds nothing)");
+  s.string("data.kind", "synthetic", {"synthetic", "images", "idx", "hdf5"},
+           "synthetic: generated from the sample index; images: synthetic images (class "
+           "patterns and noise); idx: IDX image and label files (MNIST format, .gz or not); "
+           "hdf5: read from data.path");
+  s.string("data.path", "", {}, "hdf5: the data file; idx: the training images");
+  s.string("data.labels", "", {}, "idx: the training labels");
+  s.string("data.test_path", "", {},
+           "idx: test images (the validation set; data.validation_fraction must be 0)");
+  s.string("data.test_labels", "", {}, "idx: test labels");
+  s.integer_list("data.image", std::vector<long long>{12, 12, 1}, Range{1, 1 << 16}, "pixels",
+                 "images: height, width, channels of the synthetic images");
+  s.real_list("data.mean", std::vector<double>{}, Range{-1e6, 1e6}, "",
+              "idx, hdf5 byte images: per-channel mean subtracted after scaling bytes to [0, 1] "
+              "(empty: none)");
+  s.real_list("data.std", std::vector<double>{}, Range{1e-12, 1e6}, "",
+              "idx, hdf5 byte images: per-channel standard deviation divided by (as many as "
+              "data.mean)");
+  s.string("data.x", "x", {},
+           "hdf5: features dataset: samples x features, or images samples x height x width "
+           "(x channels), unsigned bytes (scaled to [0, 1]) or any number type");
+  s.string("data.y", "y", {}, "hdf5: targets dataset (samples): values, or class indices");
+  s.integer("data.samples", 400, Range{1, 1e12}, "", "synthetic: samples in the whole data set");
+  s.integer("data.features", 5, Range{1, 1 << 24}, "", "synthetic: features per sample");
+  s.integer("data.classes", 4, Range{2, 1 << 20}, "",
+            "cross_entropy: number of classes (labels 0 .. classes-1)");
+  s.real("data.noise", 0.1, Range{0, 1e6}, "",
+         "synthetic regression and images: std. dev. of the noise");
+  s.integer("data.seed", 0, Range{0, 9.2e18}, "", "synthetic: seed of the data set");
+  s.real("data.validation_fraction", 0.0, Range{0, 0.9}, "",
+         "share of the samples held out for validation (the last rows of the set)");
+  s.string("optimizer.kind", "gd", {"gd", "sgd", "momentum", "adam"},
+           "gd: full-batch gradient descent; sgd: plain minibatch steps; momentum; adam");
+  // The library's default rate, so that a deck and a program agree.
+  s.real("optimizer.learning_rate", OptimizerConfig{}.learning_rate, Range{0, 1e6}, "",
+         "step size (the peak, after warm-up and before decay)");
+  s.boolean("optimizer.scale_lr_with_batch", false,
+            "use learning_rate x train.batch_size / optimizer.base_batch (the linear scaling "
+            "rule: learning_rate is tuned for base_batch)");
+  s.integer("optimizer.base_batch", 256, Range{1, 1e12}, "",
+            "scale_lr_with_batch: the global batch learning_rate is tuned for");
+  s.integer("optimizer.warmup_steps", 0, Range{0, 1e15}, "",
+            "the rate climbs linearly from 0 to learning_rate over the first N steps");
+  s.string("optimizer.schedule", "constant", {"constant", "cosine", "step"},
+           "after the warm-up: constant; cosine decay to 0 over decay_steps; step: times "
+           "decay_factor every decay_steps");
+  s.integer("optimizer.decay_steps", 0, Range{0, 1e15}, "",
+            "cosine: steps of the decay (0: the rest of the run); step: steps between decays");
+  s.real("optimizer.decay_factor", 0.1, Range{0, 1}, "", "step: factor of each decay");
+  s.real("optimizer.momentum", 0.9, Range{0, 1}, "", "momentum: v = momentum v + g");
+  s.real("optimizer.beta1", 0.9, Range{0, 0.999999}, "", "adam: first-moment decay");
+  s.real("optimizer.beta2", 0.999, Range{0, 0.999999999}, "", "adam: second-moment decay");
+  s.real("optimizer.epsilon", 1e-8, Range{0, 1}, "", "adam: denominator guard");
+  s.integer("train.epochs", 50, Range{1, 1e9}, "", "passes over the training set");
+  s.integer("train.max_steps", 0, Range{0, 1e15}, "",
+            "end the run after this many optimizer steps in all (0: no limit); a run cut "
+            "short mid-epoch reports that part of the epoch and checkpoints its position");
+  s.integer("train.log_every", 0, Range{0, 1e15}, "",
+            "print the step's loss, accuracy and samples/s every N steps on rank 0 (0: never)");
+  s.integer("train.accumulate_steps", 1, Range{1, 1 << 20}, "",
+            "mlp, sequential: each step's batch in this many micro-batches, their gradients "
+            "added before one reduction and update (the same step in 1/N of the memory)");
+  s.integer("train.batch_size", 0, Range{0, 1e12}, "",
+            "global batch (over all ranks); 0: the whole training set");
+  s.integer("train.seed", 0, Range{0, 9.2e18}, "", "seed of the initial weights and the shuffle");
+  s.string("output.dir", "kpmap-train-out", {}, "folder for result.json, history.csv, checkpoints");
+  s.integer("output.checkpoint_every", 0, Range{0, 1e9}, "epochs",
+            "write a checkpoint every N epochs (0: only at the end)");
+  s.integer("output.keep", 3, Range{1, 1000}, "", "checkpoints kept (older ones are deleted)");
+  return s;
+}
+
+namespace {
+
+using deck::Deck;
+
+[[noreturn]] void bad(const Deck& d, const std::string& what) {
+  throw kpmap::InputError(d.source() + ": " + what, kpmap::ErrorScope::all_ranks);
+}
+
+// A value the deck holds at `key` is refused: the message cites its line.
+[[noreturn]] void bad(const Deck& d, const std::string& key, const std::string& what) {
+  throw kpmap::InputError(d.where(key) + "key " + d.named(key) + ": " + what,
+                          kpmap::ErrorScope::all_ranks);
+}
+
+// The data set's size and the shape of one sample, from the generator's
+// keys or the files' headers.
+void read_data_shape(TrainConfig& c, const Deck& d, MPI_Comm comm) {
+  c.input = Shape::flat(c.features);
+  if (c.data_kind == "hdf5") {
+    if (c.path.empty()) bad(d, "data.path", "data.kind = \"hdf5\" needs the data file");
+    const auto shape = hdf5_data_shape(c.path, c.x_name, c.y_name, comm);
+    c.samples = shape.samples;
+    c.features = shape.features;
+    const auto& e = shape.sample;
+    c.input = e.size() == 1 ? Shape::flat(e[0]) : Shape::hwc(e[0], e[1], e.size() == 3 ? e[2] : 1);
+    c.hdf5_bytes = shape.bytes && c.input.image;
+  } else if (c.data_kind == "images") {
+    const auto& e = d.integer_list("data.image");
+    if (e.size() != 3) {
+      throw kpmap::InputError(d.where("data.image") + "key 'data.image': expected [height, " +
+                                  "width, channels], found " + std::to_string(e.size()) +
+                                  " numbers",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    c.input = Shape::hwc(std::size_t(e[0]), std::size_t(e[1]), std::size_t(e[2]));
+    c.features = c.input.size();
+  } else if (c.data_kind == "idx") {
+    for (const char* key : {"data.path", "data.labels"}) {
+      if (d.string(key).empty()) {
+        bad(d, key, "data.kind = \"idx\" needs it");
+      }
+    }
+    c.train_images = idx_info(c.path, "data.path", comm);
+    c.train_labels = idx_info(c.labels, "data.labels", comm);
+    const auto& dims = c.train_images.dims;
+    if (dims.size() < 3 || dims.size() > 4) {
+      bad(d, "data.path",
+          c.path + " holds " + std::to_string(dims.size()) +
+              "-D data; images are N x height x width (x channels)");
+    }
+    if (c.train_labels.dims.size() != 1 || c.train_labels.dims[0] != dims[0]) {
+      bad(d, "data.labels",
+          c.labels + " does not hold one label for each of the " + std::to_string(dims[0]) +
+              " images of " + c.path);
+    }
+    c.input = Shape::hwc(dims[1], dims[2], dims.size() == 4 ? dims[3] : 1);
+    c.features = c.input.size();
+    c.samples = dims[0];
+    if (!c.test_path.empty() || !c.test_labels.empty()) {
+      if (c.test_path.empty() || c.test_labels.empty()) {
+        bad(d, "keys 'data.test_path' and 'data.test_labels': give both, or neither");
+      }
+      if (c.fraction > 0) {
+        bad(d, "data.validation_fraction",
+            "the test files are the validation set; set "
+            "it to 0");
+      }
+      c.test_images = idx_info(c.test_path, "data.test_path", comm);
+      c.test_labels_info = idx_info(c.test_labels, "data.test_labels", comm);
+      const auto& t = c.test_images.dims;
+      if (t.size() != dims.size() || !std::equal(t.begin() + 1, t.end(), dims.begin() + 1)) {
+        bad(d, "data.test_path",
+            "the test images of " + c.test_path + " are not the shape of the training images of " +
+                c.path);
+      }
+      if (c.test_labels_info.dims.size() != 1 || c.test_labels_info.dims[0] != t[0]) {
+        bad(d, "data.test_labels",
+            c.test_labels + " does not hold one label for each of the " + std::to_string(t[0]) +
+                " images of " + c.test_path);
+      }
+      c.test_set = true;
+      c.validation = t[0];
+      c.samples += t[0];
+    }
+  }
+  if (c.scaling.mean.size() != c.scaling.std.size() ||
+      (!c.scaling.mean.empty() && c.scaling.mean.size() != c.input.channels)) {
+    bad(d, "keys 'data.mean' and 'data.std': give one value per channel (" +
+               std::to_string(c.input.channels) + ") in each, or leave both empty");
+  }
+  if (c.input.image && c.loss != "cross_entropy" && c.model == "linear") {
+    bad(d, "model.kind", "images need model.kind = \"sequential\" (or \"mlp\")");
+  }
+}
+
+// model.layers (sequential) or model.hidden (mlp) as layer specs, built
+// once here so that shapes that do not chain are refused before any work.
+void read_layers(TrainConfig& c, const Deck& d) {
+  const std::vector<int> at = d.indices("model.layers");
+  if (c.model != "sequential") {
+    if (!at.empty()) {
+      throw kpmap::InputError(d.where("model.layers.1") +
+                                  "key 'model.layers': layers are read "
+                                  "for model.kind = \"sequential\", and model.kind is \"" +
+                                  c.model + "\"",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    if (c.model == "mlp") {
+      std::vector<std::size_t> widths{c.input.size()};
+      widths.insert(widths.end(), c.hidden.begin(), c.hidden.end());
+      widths.push_back(c.loss == "cross_entropy" ? c.classes : 1);
+      c.layers = mlp_specs(widths, c.activation);
+      if (c.input.image) c.layers.insert(c.layers.begin(), LayerSpec{"flatten"});
+    }
+  } else if (at.empty()) {
+    bad(d, "model.layers", "model.kind = \"sequential\" needs its layers");
+  }
+  if (c.model == "linear") return;
+  for (int i : at) {
+    const std::string k = "model.layers." + std::to_string(i) + ".";
+    LayerSpec s;
+    s.type = d.string(k + "type");
+    s.units = std::size_t(d.integer(k + "units"));
+    s.filters = std::size_t(d.integer(k + "filters"));
+    s.kernel = std::size_t(d.integer(k + "kernel"));
+    s.stride = std::size_t(d.integer(k + "stride"));
+    s.same = d.string(k + "padding") == "same";
+    s.size = std::size_t(d.integer(k + "size"));
+    const char* needs = s.type == "dense" ? "units" : s.type == "conv2d" ? "filters" : nullptr;
+    if (needs != nullptr && d.integer(k + needs) == 0) {
+      throw kpmap::InputError(d.where(k.substr(0, k.size() - 1)) + "key '" + k + needs + "': a " +
+                                  s.type + " layer needs " + needs + " (at least 1)",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    c.layers.push_back(s);
+  }
+  try {
+    using Net = Sequential<double, Kokkos::HostSpace>;
+    const auto layers = build_layers<double, Kokkos::HostSpace>(c.input, c.layers);
+    Net::check(c.input, layers, c.loss == "mse" ? Loss::mse : Loss::cross_entropy);
+    const std::size_t scores = layers.back()->output_shape().channels;
+    if (c.loss == "cross_entropy" && scores != c.classes) {
+      throw ShapeError("the last layer gives " + std::to_string(scores) +
+                           " class scores and data.classes is " + std::to_string(c.classes),
+                       c.layers.size());
+    }
+    c.parameters = double(Net::parameter_count(layers));
+    c.work_per_sample = Net::work_bytes_per_sample(c.input, layers) / sizeof(double);
+  } catch (const ShapeError& e) {
+    const std::string path =
+        e.layer() > 0 ? "model.layers." + std::to_string(at[e.layer() - 1]) : "model.layers.1";
+    throw kpmap::InputError(d.where(path) + "key 'model.layers': " + e.what() + " (the data " +
+                                "gives a " + c.input.str() + " per sample)",
+                            kpmap::ErrorScope::all_ranks);
+  }
+}
+
+}  // namespace
+
+TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
+  TrainConfig c;
+  c.source = d.source();
+  c.model = d.string("model.kind");
+  c.activation = d.string("model.activation");
+  c.loss = d.string("model.loss");
+  c.precision = d.string("model.precision");
+  for (long long w : d.integer_list("model.hidden")) c.hidden.push_back(std::size_t(w));
+  c.data_kind = d.string("data.kind");
+  c.path = d.string("data.path");
+  c.x_name = d.string("data.x");
+  c.y_name = d.string("data.y");
+  c.samples = std::size_t(d.integer("data.samples"));
+  c.features = std::size_t(d.integer("data.features"));
+  c.classes = c.loss == "cross_entropy" ? std::size_t(d.integer("data.classes")) : 1;
+  c.noise = d.real("data.noise");
+  c.data_seed = std::uint64_t(d.integer("data.seed"));
+  c.fraction = d.real("data.validation_fraction");
+  c.optimizer.kind = optimizer_kind(d.string("optimizer.kind"));
+  c.optimizer.learning_rate = d.real("optimizer.learning_rate");
+  c.optimizer.momentum = d.real("optimizer.momentum");
+  c.optimizer.beta1 = d.real("optimizer.beta1");
+  c.optimizer.beta2 = d.real("optimizer.beta2");
+  c.optimizer.epsilon = d.real("optimizer.epsilon");
+  c.optimizer.warmup_steps = d.integer("optimizer.warmup_steps");
+  c.optimizer.schedule = schedule_kind(d.string("optimizer.schedule"));
+  c.optimizer.decay_steps = d.integer("optimizer.decay_steps");
+  c.optimizer.decay_factor = d.real("optimizer.decay_factor");
+  c.epochs = d.integer("train.epochs");
+  c.max_steps = d.integer("train.max_steps");
+  c.log_every = d.integer("train.log_every");
+  c.accumulate = std::size_t(d.integer("train.accumulate_steps"));
+  c.batch = std::size_t(d.integer("train.batch_size"));
+  c.train_seed = std::uint64_t(d.integer("train.seed"));
+  c.output = d.string("output.dir");
+  c.checkpoint_every = d.integer("output.checkpoint_every");
+  c.keep = int(d.integer("output.keep"));
+
+  c.labels = d.string("data.labels");
+  c.test_path = d.string("data.test_path");
+  c.test_labels = d.string("data.test_labels");
+  c.scaling.mean = d.real_list("data.mean");
+  c.scaling.std = d.real_list("data.std");
+  read_data_shape(c, d, comm);
+  read_layers(c, d);
+
+  if (c.model == "linear" && c.accumulate > 1) {
+    throw kpmap::InputError(d.where("train.accumulate_steps") +
+                                "key 'train.accumulate_steps': the linear model reads its whole "
+                                "batch in one pass; accumulation is for mlp and sequential models",
+                            kpmap::ErrorScope::all_ranks);
+  }
+  if (c.precision == "mixed") {
+    if (c.model == "linear") {
+      throw kpmap::InputError(d.where("model.precision") +
+                                  "key 'model.precision': \"mixed\" is for mlp and sequential "
+                                  "models (the linear model has no layers to run in 16 bits); "
+                                  "use \"float\" or \"double\"",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    if (!kpmap::detail::has_half_type) {
+      throw kpmap::InputError(
+          d.where("model.precision") +
+              "key 'model.precision': \"mixed\" needs a 16-bit floating-point type, and this "
+              "Kokkos build (" +
+              kpmap::detail::kokkos_version_string() + ", " +
+              Kokkos::DefaultExecutionSpace::name() +
+              ") has none: Kokkos::Experimental::half_t is float unless Kokkos is built for "
+              "CUDA, HIP or SYCL. Use \"float\" here, or a GPU build of Kokkos",
+          kpmap::ErrorScope::all_ranks);
+    }
+  }
+  c.loss_scale = d.real("model.loss_scale");
+  if (c.model == "linear" && c.loss != "mse") {
+    bad(d, "model.loss",
+        "a linear model is fitted by mse; for softmax regression use "
+        "model.kind = \"mlp\" with model.hidden = []");
+  }
+  if (c.data_kind == "synthetic" && c.loss == "cross_entropy") {
+    // Each label is the best of `classes` scores over `classes` hidden units
+    // of `features` inputs: samples x classes^2 x features multiply-adds
+    // (about 70 ns each on one core, the truth matrices being drawn as they
+    // are used). Refused where that would run for minutes without a word.
+    int ranks = 1;
+    MPI_Comm_size(comm, &ranks);
+    const double per_rank = std::ceil(double(c.samples) / ranks) * double(c.classes) *
+                            double(c.classes) * double(c.features);
+    constexpr double limit = 2e9;
+    if (per_rank > limit) {
+      const double fit = std::floor(
+          std::sqrt(limit / (std::ceil(double(c.samples) / ranks) * double(c.features))));
+      char text[400];
+      std::snprintf(text, sizeof text,
+                    "key 'data.classes': the labels of a synthetic set of %zu samples, %zu "
+                    "features and %zu classes cost %.3g multiply-adds per rank (samples x "
+                    "classes^2 x features; minutes to hours): use at most %.0f classes here, "
+                    "fewer samples or features, more ranks, or data from a file",
+                    c.samples, c.features, c.classes, per_rank, std::max(2.0, fit));
+      throw kpmap::InputError(d.where("data.classes") + text, kpmap::ErrorScope::all_ranks);
+    }
+  }
+  c.validation =
+      c.test_set ? c.validation : std::size_t(std::floor(c.fraction * double(c.samples)));
+  if (c.samples - c.validation < 1) bad(d, "no training samples are left after the split");
+  const std::size_t train_rows = c.samples - c.validation;
+  const std::size_t global_batch = c.batch == 0 || c.batch > train_rows ? train_rows : c.batch;
+  if (d.boolean("optimizer.scale_lr_with_batch")) {
+    c.optimizer.learning_rate *= double(global_batch) / double(d.integer("optimizer.base_batch"));
+  }
+  if (c.optimizer.schedule != OptimizerConfig::Schedule::constant && c.optimizer.decay_steps == 0) {
+    if (c.optimizer.schedule == OptimizerConfig::Schedule::step) {
+      throw kpmap::InputError(d.where("optimizer.decay_steps") +
+                                  "key 'optimizer.decay_steps': optimizer.schedule = \"step\" "
+                                  "needs the steps between decays (at least 1)",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    // Cosine over the rest of the run.
+    const long long per_epoch =
+        static_cast<long long>((train_rows + global_batch - 1) / global_batch);
+    const long long total =
+        c.max_steps > 0 ? std::min(c.max_steps, c.epochs * per_epoch) : c.epochs * per_epoch;
+    c.optimizer.decay_steps = std::max(1LL, total - c.optimizer.warmup_steps);
+  }
+  if (c.optimizer.kind == OptimizerConfig::Kind::gd && c.batch != 0 && c.batch < train_rows) {
+    bad(d, "train.batch_size",
+        "optimizer.kind = \"gd\" is full-batch gradient descent "
+        "(train.batch_size = 0); use \"sgd\", \"momentum\" or \"adam\" for minibatches");
+  }
+  return c;
+}
+
+std::size_t work_capacity(const TrainConfig& c, std::size_t batch_rows, std::size_t val_rows) {
+  const std::size_t micro = (batch_rows + c.accumulate - 1) / c.accumulate;
+  const bool conv = std::any_of(c.layers.begin(), c.layers.end(),
+                                [](const auto& l) { return l.type == "conv2d"; });
+  return conv ? micro : std::max(micro, std::min<std::size_t>(val_rows, 4096));
+}
+
+double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
+                       std::string& breakdown) {
+  const double n_train = double(c.samples - c.validation);
+  const double rows = std::ceil(n_train / ranks) + std::ceil(double(c.validation) / ranks);
+  double data =
+      rows * double(c.features + 1) * double(value_bytes) + std::ceil(n_train / ranks) * 8.0;
+  if (c.data_kind == "hdf5") data += std::ceil(n_train / ranks) * double(c.features + 1) * 8.0;
+  const double params = c.model == "linear" ? double(c.features + 1) : c.parameters;
+  const int moments = c.optimizer.kind == OptimizerConfig::Kind::adam       ? 2
+                      : c.optimizer.kind == OptimizerConfig::Kind::momentum ? 1
+                                                                            : 0;
+  const double model = params * (2 + moments) * double(value_bytes);
+  double work = 0;
+  if (c.model != "linear") {
+    const auto batch_rows =
+        std::size_t(c.batch == 0 ? std::ceil(n_train / ranks) : std::min(double(c.batch), n_train));
+    const auto val_rows = std::size_t(std::ceil(double(c.validation) / ranks));
+    work = double(work_capacity(c, batch_rows, val_rows)) *
+           (c.work_per_sample * double(value_bytes) + 8.0);
+  }
+  breakdown = "data " + kpmap::format_bytes(data) + ", parameters with gradients and optimizer " +
+              "state " + kpmap::format_bytes(model) + ", work arrays " + kpmap::format_bytes(work);
+  return data + model + work;
+}
+
+}  // namespace kpmap::train
