@@ -328,3 +328,18 @@ void check_same_on_one_rank(const std::vector<double>& theta, Train&& train_on, 
   MPI_Barrier(MPI_COMM_WORLD);
 }
 }  // namespace
+
+TEST_CASE("a target that is no class index is counted on the device", "[train]") {
+  // Class indices for 3 classes are 0, 1 and 2: a 3, a fraction, a negative
+  // value and a NaN are not; the counts are independent of where they sit.
+  const std::vector<double> targets = {0, 1, 2, 3, 2.5, -1, std::nan(""), 1, 0};
+  kpmap::train::Shard<double, Mem> shard;
+  shard.y = Kokkos::View<double*, Mem>("y", targets.size());
+  auto h = Kokkos::create_mirror_view(shard.y);
+  for (std::size_t i = 0; i < targets.size(); ++i) h(i) = targets[i];
+  Kokkos::deep_copy(shard.y, h);
+  CHECK(kpmap::train::count_bad_labels(shard, 3) == 4);
+  CHECK(kpmap::train::count_bad_labels(shard, 4) == 3);  // 3 is a class of 4
+  shard.y = Kokkos::View<double*, Mem>("empty", 0);
+  CHECK(kpmap::train::count_bad_labels(shard, 3) == 0);
+}
