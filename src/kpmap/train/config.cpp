@@ -252,8 +252,11 @@ void read_layers(TrainConfig& c, const Deck& d) {
     c.layers.push_back(s);
   }
   try {
-    using Net = Sequential<double, Kokkos::HostSpace>;
-    const auto layers = build_layers<double, Kokkos::HostSpace>(c.input, c.layers);
+    // The stack the model builds (in the default memory space, as the run's
+    // double-precision model: no other instantiation of the layers' kernels),
+    // without its arrays: a layer allocates in reserve(), which is not called.
+    using Net = Sequential<double>;
+    const auto layers = build_layers<double>(c.input, c.layers);
     Net::check(c.input, layers, c.loss == "mse" ? Loss::mse : Loss::cross_entropy);
     const std::size_t scores = layers.back()->output_shape().channels;
     if (c.loss == "cross_entropy" && scores != c.classes) {
@@ -263,6 +266,8 @@ void read_layers(TrainConfig& c, const Deck& d) {
     }
     c.parameters = double(Net::parameter_count(layers));
     c.work_per_sample = Net::work_bytes_per_sample(c.input, layers) / sizeof(double);
+    c.large_work =
+        std::any_of(layers.begin(), layers.end(), [](const auto& l) { return l->large_work(); });
   } catch (const ShapeError& e) {
     const std::string path =
         e.layer() > 0 ? "model.layers." + std::to_string(at[e.layer() - 1]) : "model.layers.1";
@@ -407,9 +412,7 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
 
 std::size_t work_capacity(const TrainConfig& c, std::size_t batch_rows, std::size_t val_rows) {
   const std::size_t micro = (batch_rows + c.accumulate - 1) / c.accumulate;
-  const bool conv = std::any_of(c.layers.begin(), c.layers.end(),
-                                [](const auto& l) { return l.type == "conv2d"; });
-  return conv ? micro : std::max(micro, std::min<std::size_t>(val_rows, 4096));
+  return c.large_work ? micro : std::max(micro, std::min<std::size_t>(val_rows, 4096));
 }
 
 double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,

@@ -41,6 +41,7 @@ struct TrainConfig {
   bool hdf5_bytes = false;     // hdf5: the features are pixel bytes, scaled like IDX images
   double parameters = 0;       // mlp, sequential: trainable numbers
   double work_per_sample = 0;  // mlp, sequential: work array elements per sample of capacity
+  bool large_work = false;     // a layer declares large work arrays: chunks of the micro-batch
   std::size_t samples = 0, features = 0, classes = 0, validation = 0;
   double noise = 0, fraction = 0;
   std::uint64_t data_seed = 0, train_seed = 0;

@@ -175,6 +175,7 @@ class Conv2D final : public Weighted<T, M> {
   double work_bytes_per_sample() const override {
     return double(pixels()) * double(patch() + 1) * sizeof(T);
   }
+  bool large_work() const override { return true; }
   double forward_flops() const override {
     return double(pixels()) * double(patch()) * double(filters_);
   }

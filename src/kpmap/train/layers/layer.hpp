@@ -126,6 +126,10 @@ class Layer {
 
   /// \brief Bytes of work arrays reserve() allocates per sample of capacity.
   virtual double work_bytes_per_sample() const { return 0; }
+  /// \brief Whether the work arrays are large enough per sample that a
+  /// model holding this layer evaluates in chunks of its micro-batch rather
+  /// than of up to 4096 rows (a convolution's patch matrix).
+  virtual bool large_work() const { return false; }
   /// \brief Whether backward adds the parameter gradients to what the
   /// gradient arrays hold (micro-batches of one step) or overwrites them.
   void accumulate_gradients(bool on) { grad_beta_ = on ? T(1) : T(0); }
