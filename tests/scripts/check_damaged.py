@@ -59,6 +59,91 @@ def run(cmd, timeout=10):
     return p.returncode, p.stdout + p.stderr, time.monotonic() - start
 
 
+def damage_chunk(path, name):
+    """Flips a byte in the middle of dataset `name`'s first chunk on disk."""
+    with h5py.File(path, "r") as f:
+        info = f[name].id.get_chunk_info(0)
+    with open(path, "r+b") as f:
+        f.seek(info.byte_offset + info.size // 2)
+        byte = f.read(1)[0]
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte ^ 0xFF]))
+
+
+def damaged_data(a, ranks, launch):
+    """Training data files that cannot be read: exit 2 within 10 s at every
+    rank count (no rank left waiting in a collective read), naming the file,
+    the dataset, the deck key and why."""
+    rng_ = np.random.default_rng(1)
+    x = rng_.normal(size=(400, 3))
+
+    def write(path, nan=False, **features):
+        with h5py.File(path, "w") as f:
+            data = x.copy()
+            if nan:
+                data[17, 2] = np.nan
+            if features.pop("zero", False):
+                data = np.zeros((400, 0))
+            f.create_dataset("features", data=data, **features)
+            f["targets"] = x[:, 0]
+
+    def external(path):
+        raw = path + ".bin"
+        x.astype("<f8").tofile(raw)
+        with h5py.File(path, "w") as f:
+            f.create_dataset("features", shape=x.shape, dtype="<f8",
+                             external=[(raw, 0, x.nbytes)])
+            f["targets"] = x[:, 0]
+
+    def chunk(**kw):
+        def make(path):
+            write(path, chunks=(50, 3), **kw)
+            damage_chunk(path, "features")
+        return make
+
+    where = "dataset 'features' (data.x): samples 0 to "
+    cases = [
+        # (name, write(path), expected text)
+        ("nan in the data", lambda p: write(p, nan=True),
+         "dataset 'features': sample 17, feature 2 is nan"),
+        ("bad fletcher32 checksum", chunk(fletcher32=True),
+         where + "{last} cannot be read: data error detected by Fletcher32 checksum"),
+        ("corrupt gzip chunk", chunk(compression="gzip"),
+         where + "{last} cannot be read: inflate() failed"),
+        # h5py's own LZF filter is not in the C library kpmap links.
+        ("filter not available", lambda p: write(p, compression="lzf"),
+         "dataset 'features' is compressed with filter 32000 (lzf), which this HDF5 library "
+         "does not have (data.x)"),
+        ("external storage", external,
+         "dataset 'features' keeps its data in external files, which parallel HDF5 does not read"),
+        ("no features", lambda p: write(p, zero=True),
+         "features dataset 'features' is 400 x 0: its samples have no features (data.x)"),
+    ]
+    hdf5_deck = os.path.join(os.path.dirname(a.deck), "train_linear_hdf5_ci.toml")
+    failures = []
+    for name, make, text in cases:
+        data = os.path.join(a.work, name.replace(" ", "_") + "_data.h5")
+        make(data)
+        for n in ranks:
+            cmd = launch(n) + [a.app, hdf5_deck, "--set", f"data.path={data}", "--output",
+                               os.path.join(a.work, "out_data")]
+            code, out, secs = run(cmd)
+            # Rank 0 reads the first block of samples, which holds the damaged chunk.
+            expect = [f"data file {data}", text.format(last=-(-400 // n) - 1)]
+            what = f"{name}, {n} rank(s)"
+            missing = [t for t in expect if t not in out]
+            if code is None:
+                failures.append(f"{what}: still running after 10 s")
+            elif code != 2 or missing:
+                print(out[-2000:])
+                failures.append(f"{what}: exit code {code}, lacks {missing}")
+            elif out.count(expect[1]) != 1:
+                failures.append(f"{what}: the message is printed {out.count(expect[1])} times")
+            else:
+                print(f"ok: {what}: exit 2 after {secs:.1f} s")
+    return failures
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("app_kind", choices=["heat", "train"])
@@ -152,25 +237,7 @@ def main():
                 print(f"ok: {what}: exit 2 after {secs:.1f} s: {expect[0]}")
 
     if a.app_kind == "train":
-        # A NaN in the training data itself.
-        data = os.path.join(a.work, "nan_data.h5")
-        rng_ = np.random.default_rng(1)
-        x = rng_.normal(size=(40, 3))
-        x[17, 2] = np.nan
-        with h5py.File(data, "w") as f:
-            f["features"] = x
-            f["targets"] = x[:, 0]
-        hdf5_deck = os.path.join(os.path.dirname(a.deck), "train_linear_hdf5_ci.toml")
-        for n in ranks:
-            cmd = launch(n) + [a.app, hdf5_deck, "--set", f"data.path={data}", "--output",
-                               os.path.join(a.work, "out_data")]
-            code, out, secs = run(cmd)
-            text = f"dataset 'features': sample 17, feature 2 is nan"
-            if code != 2 or text not in out:
-                print(out[-2000:])
-                failures.append(f"nan in the data, {n} rank(s): exit code {code}, lacks {text!r}")
-            else:
-                print(f"ok: nan in the data, {n} rank(s): exit 2 after {secs:.1f} s")
+        failures += damaged_data(a, ranks, launch)
 
     for f in failures:
         print("FAIL: " + f)

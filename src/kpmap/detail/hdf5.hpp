@@ -25,6 +25,20 @@ struct Quiet {
   Quiet& operator=(const Quiet&) = delete;
 };
 
+/// The most specific message on HDF5's error stack ("data error detected by
+/// Fletcher32 checksum", "inflate() failed"), or "" when the stack is empty.
+/// Call it right after the failing call: the next HDF5 call clears the stack.
+inline std::string error_reason() {
+  std::string reason;
+  auto innermost = [](unsigned n, const H5E_error2_t* e, void* out) -> herr_t {
+    auto& r = *static_cast<std::string*>(out);
+    if (n == 0 && e != nullptr && e->desc != nullptr) r = e->desc;
+    return 0;
+  };
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, &reason);
+  return reason;
+}
+
 /// Collective over `comm`: every rank passes its error ("" when fine); when
 /// any rank failed, every rank throws the lowest failing rank's message, so
 /// all ranks leave together (`scope`: ErrorScope::all_ranks, or

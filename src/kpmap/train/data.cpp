@@ -13,6 +13,19 @@ namespace {
 
 using kpmap::detail::h5::agree;
 
+// An open data file, closed on every rank when it goes out of scope. Every
+// failure after the open is agreed by all ranks (h5::agree) before anyone
+// leaves, so all ranks reach H5Fclose, which is collective.
+struct DataFile {
+  hid_t id = -1;
+  explicit DataFile(hid_t file) : id(file) {}
+  ~DataFile() {
+    if (id >= 0) H5Fclose(id);
+  }
+  DataFile(const DataFile&) = delete;
+  DataFile& operator=(const DataFile&) = delete;
+};
+
 // Opens `path` read-only over `comm`, or throws the same InputError everywhere.
 hid_t open_data_file(const std::string& path, MPI_Comm comm) {
   int rank = 0;
@@ -34,6 +47,33 @@ hid_t open_data_file(const std::string& path, MPI_Comm comm) {
   return file;
 }
 
+// Why dataset `d`'s storage cannot be read here ("" when it can): a filter
+// this HDF5 build lacks, or data kept in external files.
+std::string storage_problem(hid_t d) {
+  hid_t dcpl = H5Dget_create_plist(d);
+  std::string why;
+  const int filters = H5Pget_nfilters(dcpl);
+  for (int i = 0; i < filters && why.empty(); ++i) {
+    unsigned flags = 0;
+    std::size_t n = 0;
+    char name[128] = {};
+    unsigned config = 0;
+    const H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &n, nullptr,
+                                           sizeof name, name, &config);
+    if (id >= 0 && H5Zfilter_avail(id) <= 0) {
+      why = "is compressed with filter " + std::to_string(id) + (name[0] ? " (" : "") + name +
+            (name[0] ? ")" : "") + ", which this HDF5 library does not have";
+    }
+  }
+  if (why.empty() && H5Pget_external_count(dcpl) > 0) {
+    why =
+        "keeps its data in external files, which parallel HDF5 does not read (copy it into "
+        "the file: h5repack)";
+  }
+  H5Pclose(dcpl);
+  return why;
+}
+
 // Extents of dataset `name`, or an error message naming it.
 std::string dataset_extents(hid_t file, const std::string& path, const std::string& name,
                             const char* key, std::vector<hsize_t>& dims, bool* bytes = nullptr) {
@@ -52,12 +92,15 @@ std::string dataset_extents(hid_t file, const std::string& path, const std::stri
     *bytes = H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 &&
              H5Tget_sign(type) == H5T_SGN_NONE;
   }
+  const std::string storage = storage_problem(d);
   H5Tclose(type);
   H5Sclose(space);
   H5Dclose(d);
   if (!numeric) {
     return "data file " + path + ": dataset '" + name + "' is not numeric (" + key + ")";
   }
+  if (!storage.empty())
+    return "data file " + path + ": dataset '" + name + "' " + storage + " (" + key + ")";
   return "";
 }
 
@@ -86,12 +129,20 @@ std::string check_shape(hid_t file, const std::string& path, const std::string& 
   shape.sample.assign(dx.begin() + 1, dx.end());
   shape.features = 1;
   for (std::size_t d : shape.sample) shape.features *= d;
+  if (shape.features == 0) {
+    std::string extents;
+    for (hsize_t d : dx) extents += (extents.empty() ? "" : " x ") + std::to_string(d);
+    return "data file " + path + ": features dataset '" + x_name + "' is " + extents +
+           ": its samples have no features (data.x)";
+  }
   return "";
 }
 
-// Reads rows [begin, begin + rows) of `name` (its first dimension) as doubles, collectively.
-bool read_rows(hid_t file, const std::string& name, std::size_t begin, std::size_t rows,
-               double* out) {
+// Reads rows [begin, begin + rows) of `name` (its first dimension) as doubles,
+// collectively; returns why that failed, naming file, dataset, key and rows,
+// or "".
+std::string read_rows(hid_t file, const std::string& path, const std::string& name, const char* key,
+                      std::size_t begin, std::size_t rows, double* out) {
   hid_t d = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
   hid_t space = H5Dget_space(d);
   const int ndims = H5Sget_simple_extent_ndims(space);
@@ -109,11 +160,16 @@ bool read_rows(hid_t file, const std::string& name, std::size_t begin, std::size
   if (rows == 0) H5Sselect_none(mem);
   hid_t dxpl = kpmap::detail::h5::collective_transfer();
   const herr_t st = H5Dread(d, H5T_NATIVE_DOUBLE, mem, space, dxpl, out);
+  const std::string reason = st < 0 ? kpmap::detail::h5::error_reason() : "";
   H5Pclose(dxpl);
   H5Sclose(mem);
   H5Sclose(space);
   H5Dclose(d);
-  return st >= 0;
+  if (st >= 0) return "";
+  return "data file " + path + ", dataset '" + name + "' (" + key + "): samples " +
+         std::to_string(begin) + " to " + std::to_string(begin + rows - 1) +
+         " cannot be read: " + (reason.empty() ? "HDF5 gives no reason" : reason) +
+         " (a damaged file?)";
 }
 
 }  // namespace
@@ -121,11 +177,9 @@ bool read_rows(hid_t file, const std::string& name, std::size_t begin, std::size
 HdfDataShape hdf5_data_shape(const std::string& path, const std::string& x_name,
                              const std::string& y_name, MPI_Comm comm) {
   kpmap::detail::h5::Quiet quiet;
-  hid_t file = open_data_file(path, comm);
+  DataFile file(open_data_file(path, comm));
   HdfDataShape shape;
-  const std::string e = check_shape(file, path, x_name, y_name, shape);
-  H5Fclose(file);
-  agree(comm, e, exit_code::bad_input);
+  agree(comm, check_shape(file.id, path, x_name, y_name, shape), exit_code::bad_input);
   return shape;
 }
 
@@ -133,23 +187,28 @@ HostRows read_hdf5_rows(const std::string& path, const std::string& x_name,
                         const std::string& y_name, std::size_t begin, std::size_t rows,
                         MPI_Comm comm) {
   kpmap::detail::h5::Quiet quiet;
-  hid_t file = open_data_file(path, comm);
-  HdfDataShape shape;
-  std::string e = check_shape(file, path, x_name, y_name, shape);
-  agree(comm, e, exit_code::bad_input);
-  if (begin + rows > shape.samples) e = "data file " + path + ": rows past the end of the data set";
-  agree(comm, e, exit_code::bad_input);
   HostRows h;
-  h.features = shape.features;
-  h.x.resize(rows * h.features);
-  h.y.resize(rows);
-  const bool ok = read_rows(file, x_name, begin, rows, h.x.data()) &&
-                  read_rows(file, y_name, begin, rows, h.y.data());
-  H5Fclose(file);
-  agree(comm, ok ? "" : "data file " + path + ": reading the data failed", exit_code::bad_input);
+  {
+    DataFile file(open_data_file(path, comm));
+    HdfDataShape shape;
+    std::string e = check_shape(file.id, path, x_name, y_name, shape);
+    agree(comm, e, exit_code::bad_input);
+    if (begin + rows > shape.samples)
+      e = "data file " + path + ": rows past the end of the data set";
+    agree(comm, e, exit_code::bad_input);
+    h.features = shape.features;
+    h.x.resize(rows * h.features);
+    h.y.resize(rows);
+    // Each read is collective: a rank whose read failed (a damaged chunk)
+    // must not leave the others waiting in the next read; all agree first.
+    agree(comm, read_rows(file.id, path, x_name, "data.x", begin, rows, h.x.data()),
+          exit_code::bad_input);
+    agree(comm, read_rows(file.id, path, y_name, "data.y", begin, rows, h.y.data()),
+          exit_code::bad_input);
+  }
+  std::string e;
   // A NaN or an Inf in the data is bad input, found here rather than as a
   // loss that diverges later.
-  e.clear();
   for (std::size_t k = 0; k < h.x.size() && e.empty(); ++k) {
     if (!std::isfinite(h.x[k])) {
       e = "data file " + path + ", dataset '" + x_name + "': sample " +
