@@ -329,17 +329,23 @@ void check_same_on_one_rank(const std::vector<double>& theta, Train&& train_on, 
 }
 }  // namespace
 
-TEST_CASE("a target that is no class index is counted on the device", "[train]") {
+TEST_CASE("the first target that is no class index is found on the device", "[train]") {
   // Class indices for 3 classes are 0, 1 and 2: a 3, a fraction, a negative
-  // value and a NaN are not; the counts are independent of where they sit.
+  // value and a NaN are not.
+  const auto first = [](const std::vector<double>& targets, std::size_t classes) {
+    kpmap::train::Shard<double, Mem> shard;
+    shard.y = Kokkos::View<double*, Mem>("y", targets.size());
+    auto h = Kokkos::create_mirror_view(shard.y);
+    for (std::size_t i = 0; i < targets.size(); ++i) h(i) = targets[i];
+    Kokkos::deep_copy(shard.y, h);
+    return kpmap::train::first_bad_label(shard, classes);
+  };
   const std::vector<double> targets = {0, 1, 2, 3, 2.5, -1, std::nan(""), 1, 0};
-  kpmap::train::Shard<double, Mem> shard;
-  shard.y = Kokkos::View<double*, Mem>("y", targets.size());
-  auto h = Kokkos::create_mirror_view(shard.y);
-  for (std::size_t i = 0; i < targets.size(); ++i) h(i) = targets[i];
-  Kokkos::deep_copy(shard.y, h);
-  CHECK(kpmap::train::count_bad_labels(shard, 3) == 4);
-  CHECK(kpmap::train::count_bad_labels(shard, 4) == 3);  // 3 is a class of 4
-  shard.y = Kokkos::View<double*, Mem>("empty", 0);
-  CHECK(kpmap::train::count_bad_labels(shard, 3) == 0);
+  CHECK(first(targets, 3) == 3);
+  CHECK(first(targets, 4) == 4);  // 3 is a class of 4
+  CHECK(first({0, 1, 2, 1, 0, 2.5}, 3) == 5);
+  CHECK(first({0, 1, -1}, 3) == 2);
+  CHECK(first({0, 1, std::nan("")}, 3) == 2);
+  CHECK(first({0, 1, 2, 1}, 3) == 4);  // none: the row count
+  CHECK(first({}, 3) == 0);
 }

@@ -144,6 +144,93 @@ def damaged_data(a, ranks, launch):
     return failures
 
 
+def idx_bytes(shape, data):
+    """An IDX file of unsigned bytes: the header claims `shape`, `data` follows."""
+    header = bytes([0, 0, 8, len(shape)]) + b"".join(int(d).to_bytes(4, "big") for d in shape)
+    return header + bytes(data)
+
+
+def damaged_idx(a, ranks, launch):
+    """IDX images and labels whose header, length, gzip stream or labels are
+    wrong: exit 2 within 10 s at every rank count, naming the file and its key
+    once."""
+    import gzip
+    deck = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "decks",
+                        "cnn_file_images.toml")
+    rng_ = np.random.default_rng(3)
+    n = 60
+    images = rng_.integers(0, 255, (n, 10, 10)).astype(np.uint8)
+    labels = rng_.integers(0, 3, n).astype(np.uint8)
+    good_labels = os.path.join(a.work, "labels.idx")
+    with open(good_labels, "wb") as f:
+        f.write(idx_bytes(labels.shape, labels.tobytes()))
+
+    def raw(shape, data):
+        def make(path):
+            with open(path, "wb") as f:
+                f.write(idx_bytes(shape, data))
+        return make
+
+    def damaged_gz(path):
+        with gzip.open(path, "wb") as f:
+            f.write(idx_bytes(images.shape, images.tobytes()))
+        with open(path, "r+b") as f:
+            size = os.path.getsize(path)
+            f.seek(size // 2)
+            byte = f.read(1)[0]
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte ^ 0xFF]))
+
+    pixels = images.tobytes()
+    # (name, write(images path), labels path or None (the good ones), expected texts)
+    bad_label = labels.copy()
+    bad_label[41] = 7
+    bad_labels = os.path.join(a.work, "bad_labels.idx")
+    with open(bad_labels, "wb") as f:
+        f.write(idx_bytes(bad_label.shape, bad_label.tobytes()))
+    cases = [
+        # 240 x 2097156 x 2284 x 3851171736 = 2^64 + 128: read as 128-pixel images before.
+        ("header product overflows", raw((240, 2097156, 2284, 3851171736), bytes(128)), None,
+         ["(data.path) has an IDX header of 240 x 2097156 x 2284 x 3851171736 elements, more "
+          "than 2^64 bytes"]),
+        ("images cut short", raw(images.shape, pixels[:-250]), None,
+         ["(data.path) has an IDX header of 60 x 10 x 10 = 6000 bytes of data, but 5750 follow "
+          "it (a truncated file?)"]),
+        ("trailing bytes", raw(images.shape, pixels + bytes(10)), None,
+         ["6000 bytes of data, but 6010 follow it (trailing bytes"]),
+        # A header claiming 2^32 - 1 images is the image file's fault, not the labels'.
+        ("too many images claimed", raw((2**32 - 1, 10, 10), pixels), None,
+         ["(data.path) has an IDX header of 4294967295 x 10 x 10"]),
+        ("damaged gzip stream", damaged_gz, None, ["(data.path) cannot be read: incorrect data check (a damaged .gz file?)"]),
+        ("label out of range", raw(images.shape, pixels), bad_labels,
+         [f"data file {bad_labels} (data.labels): sample 41 has label 7, which is no class "
+          "index in [0, 3)"]),
+    ]
+    failures = []
+    for name, make, label_file, texts in cases:
+        path = os.path.join(a.work, name.replace(" ", "_") + ".idx")
+        make(path)
+        for n_ranks in ranks:
+            cmd = launch(n_ranks) + [
+                a.app, deck, "--set", "data.kind=idx", "--set", f"data.path={path}",
+                "--set", f"data.labels={label_file or good_labels}",
+                "--output", os.path.join(a.work, "out_idx")]
+            code, out, secs = run(cmd)
+            what = f"IDX {name}, {n_ranks} rank(s)"
+            where = f"data file {label_file or path}"
+            missing = [t for t in [where] + texts if t not in out]
+            if code is None:
+                failures.append(f"{what}: still running after 10 s")
+            elif code != 2 or missing:
+                print(out[-2000:])
+                failures.append(f"{what}: exit code {code}, lacks {missing}")
+            elif out.count(texts[0]) != 1:
+                failures.append(f"{what}: the message is printed {out.count(texts[0])} times")
+            else:
+                print(f"ok: {what}: exit 2 after {secs:.1f} s")
+    return failures
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("app_kind", choices=["heat", "train"])
@@ -238,6 +325,7 @@ def main():
 
     if a.app_kind == "train":
         failures += damaged_data(a, ranks, launch)
+        failures += damaged_idx(a, ranks, launch)
 
     for f in failures:
         print("FAIL: " + f)

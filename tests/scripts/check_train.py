@@ -119,7 +119,8 @@ def write_idx(path: str, a: np.ndarray) -> None:
 
 
 def cmd_images(args) -> None:
-    """The same byte images as HDF5 and as gzipped IDX train the same network."""
+    """The same byte images as HDF5 and as gzipped IDX (labels shaped (N) or
+    (N, 1)) train the same network."""
     os.makedirs(args.work, exist_ok=True)
     rng = np.random.default_rng(7)
     n = 480
@@ -134,11 +135,13 @@ def cmd_images(args) -> None:
         f["labels"] = labels.astype(np.uint8)
     write_idx(os.path.join(args.work, "images.idx.gz"), img)
     write_idx(os.path.join(args.work, "labels.idx.gz"), labels)
+    write_idx(os.path.join(args.work, "labels_column.idx.gz"), labels[:, None])
     out = {}
+    idx = ["data.kind=idx", f"data.path={os.path.join(args.work, 'images.idx.gz')}"]
     for kind, sets in (("hdf5", [f"data.path={h5}"]),
-                       ("idx", ["data.kind=idx",
-                                f"data.path={os.path.join(args.work, 'images.idx.gz')}",
-                                f"data.labels={os.path.join(args.work, 'labels.idx.gz')}"])):
+                       ("idx", idx + [f"data.labels={os.path.join(args.work, 'labels.idx.gz')}"]),
+                       ("idx_column", idx + ["data.labels=" +
+                                             os.path.join(args.work, "labels_column.idx.gz")])):
         out[kind] = os.path.join(args.work, kind)
         cmd = [args.app, args.deck, "--output", out[kind]]
         for s in sets:
@@ -149,7 +152,8 @@ def cmd_images(args) -> None:
     if not r["test_accuracy"] >= 0.9:
         fail("the network did not learn the bars")
     same_checkpoints(final_checkpoint(out["hdf5"]), final_checkpoint(out["idx"]), 0.0)
-    print("OK: HDF5 and IDX images train to the same parameters, bit for bit")
+    same_checkpoints(final_checkpoint(out["hdf5"]), final_checkpoint(out["idx_column"]), 0.0)
+    print("OK: HDF5 and IDX images (labels N and N x 1) train to the same parameters, bit for bit")
 
 
 def cmd_same(args) -> None:

@@ -39,24 +39,9 @@ inline std::string error_reason() {
   return reason;
 }
 
-/// Collective over `comm`: every rank passes its error ("" when fine); when
-/// any rank failed, every rank throws the lowest failing rank's message, so
-/// all ranks leave together (`scope`: ErrorScope::all_ranks, or
-/// all_ranks_abort where the file cannot be closed after the failure).
-inline void agree(MPI_Comm comm, const std::string& error, int code,
-                  ErrorScope scope = ErrorScope::all_ranks) {
-  int rank = 0;
-  int size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  const int mine = error.empty() ? size : rank;
-  int first = size;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (first == size) return;
-  std::string message = error;
-  bcast_string(message, first, comm);
-  throw Error(message, code, scope);
-}
+/// Every failure of a collective read or write is agreed across ranks
+/// before anyone closes the file (H5Fclose is collective).
+using kpmap::detail::agree;
 
 /// A dataset transfer property list for collective MPI-IO.
 inline hid_t collective_transfer() {

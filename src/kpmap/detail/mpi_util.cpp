@@ -21,4 +21,18 @@ void bcast_string(std::string& text, int root, MPI_Comm comm) {
   check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, root, comm), "MPI_Bcast (string)");
 }
 
+void agree(MPI_Comm comm, const std::string& error, int code, ErrorScope scope) {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int mine = error.empty() ? size : rank;
+  int first = size;
+  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (agree)");
+  if (first == size) return;
+  std::string message = error;
+  bcast_string(message, first, comm);
+  throw Error(message, code, scope);
+}
+
 }  // namespace kpmap::detail

@@ -119,6 +119,12 @@ namespace {
 
 using deck::Deck;
 
+// An IDX label file holds `n` labels: shaped (n), or (n, 1) as HDF5 targets may be.
+bool one_label_each(const IdxInfo& labels, std::size_t n) {
+  const auto& d = labels.dims;
+  return (d.size() == 1 || (d.size() == 2 && d[1] == 1)) && d[0] == n;
+}
+
 [[noreturn]] void bad(const Deck& d, const std::string& what) {
   throw kpmap::InputError(d.source() + ": " + what, kpmap::ErrorScope::all_ranks);
 }
@@ -165,10 +171,11 @@ void read_data_shape(TrainConfig& c, const Deck& d, MPI_Comm comm) {
           c.path + " holds " + std::to_string(dims.size()) +
               "-D data; images are N x height x width (x channels)");
     }
-    if (c.train_labels.dims.size() != 1 || c.train_labels.dims[0] != dims[0]) {
+    if (!one_label_each(c.train_labels, dims[0])) {
       bad(d, "data.labels",
-          c.labels + " does not hold one label for each of the " + std::to_string(dims[0]) +
-              " images of " + c.path);
+          c.labels + " holds " + std::to_string(c.train_labels.dims[0]) + " labels (" +
+              std::to_string(c.train_labels.dims.size()) + "-D), not one for each of the " +
+              std::to_string(dims[0]) + " images of " + c.path);
     }
     c.input = Shape::hwc(dims[1], dims[2], dims.size() == 4 ? dims[3] : 1);
     c.features = c.input.size();
@@ -190,10 +197,11 @@ void read_data_shape(TrainConfig& c, const Deck& d, MPI_Comm comm) {
             "the test images of " + c.test_path + " are not the shape of the training images of " +
                 c.path);
       }
-      if (c.test_labels_info.dims.size() != 1 || c.test_labels_info.dims[0] != t[0]) {
+      if (!one_label_each(c.test_labels_info, t[0])) {
         bad(d, "data.test_labels",
-            c.test_labels + " does not hold one label for each of the " + std::to_string(t[0]) +
-                " images of " + c.test_path);
+            c.test_labels + " holds " + std::to_string(c.test_labels_info.dims[0]) + " labels (" +
+                std::to_string(c.test_labels_info.dims.size()) + "-D), not one for each of the " +
+                std::to_string(t[0]) + " images of " + c.test_path);
       }
       c.test_set = true;
       c.validation = t[0];

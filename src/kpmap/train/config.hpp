@@ -17,6 +17,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <iomanip>
+#include <limits>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,6 +96,43 @@ std::size_t work_capacity(const TrainConfig& c, std::size_t batch_rows, std::siz
 double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
                        std::string& breakdown);
 
+/// \brief Throws InputError (all ranks) naming the file, key and sample of the
+/// first target in `set` that is no class index in [0, c.classes); the set's
+/// row 0 is the file's item `offset` (`held_out`: the validation set, read
+/// from the test files where the deck gives them). Collective over `axis`.
+template <class T, class M>
+void check_labels(const TrainConfig& c, const Shard<T, M>& set, std::size_t offset, bool held_out,
+                  const AxisRef& axis) {
+  const std::size_t none = std::numeric_limits<std::size_t>::max();
+  const std::size_t local = first_bad_label(set, c.classes);
+  const std::size_t first = kpmap::pmin(local < set.rows() ? set.begin + local : none, axis);
+  if (first == none) return;
+  // Its label, from the rank that holds it (the others add 0).
+  double mine = 0;
+  if (local < set.rows() && set.begin + local == first) {
+    T v{};
+    Kokkos::deep_copy(v, Kokkos::subview(set.y, local));
+    mine = static_cast<double>(v);
+  }
+  const double label = kpmap::psum(mine, axis);
+  std::ostringstream where;
+  if (c.data_kind == "idx") {
+    const bool test = held_out && c.test_set;
+    where << "data file " << (test ? c.test_labels : c.labels) << " ("
+          << (test ? "data.test_labels" : "data.labels") << ")";
+  } else if (c.data_kind == "hdf5") {
+    where << "data file " << c.path << ", dataset '" << c.y_name << "' (data.y)";
+  } else {
+    where << c.source << ": the " << c.data_kind << " data";
+  }
+  std::ostringstream value;
+  value << std::setprecision(17) << label;
+  throw InputError(where.str() + ": sample " + std::to_string(offset + first) + " has label " +
+                       value.str() + ", which is no class index in [0, " +
+                       std::to_string(c.classes) + ") (" + c.source + ": key 'data.classes')",
+                   ErrorScope::all_ranks);
+}
+
 /// \brief The training and held-out shards of run `c` (its data.kind: a
 /// generator, images, IDX files or HDF5) over `axis`'s ranks, in memory space
 /// M, values of type T. Collective over the axis. \throws InputError (all
@@ -104,14 +144,12 @@ std::pair<Shard<T, M>, Shard<T, M>> load_data(const TrainConfig& c, const AxisRe
   std::pair<Shard<T, M>, Shard<T, M>> sets;
   auto& [train_set, val_set] = sets;
   if (c.data_kind == "idx") {
-    train_set = read_idx_shard<T, M>(c.path, c.train_images, c.labels, c.train_labels, 0, n_train,
-                                     c.input.channels, c.scaling, axis);
-    val_set =
-        c.test_set
-            ? read_idx_shard<T, M>(c.test_path, c.test_images, c.test_labels, c.test_labels_info, 0,
-                                   c.validation, c.input.channels, c.scaling, axis)
-            : read_idx_shard<T, M>(c.path, c.train_images, c.labels, c.train_labels, n_train,
-                                   c.validation, c.input.channels, c.scaling, axis);
+    train_set = read_idx_shard<T, M>(c.train_images, c.train_labels, 0, n_train, c.input.channels,
+                                     c.scaling, axis);
+    val_set = c.test_set ? read_idx_shard<T, M>(c.test_images, c.test_labels_info, 0, c.validation,
+                                                c.input.channels, c.scaling, axis)
+                         : read_idx_shard<T, M>(c.train_images, c.train_labels, n_train,
+                                                c.validation, c.input.channels, c.scaling, axis);
   } else if (c.data_kind == "images") {
     const SyntheticImages g(c.samples, c.input.height, c.input.width, c.input.channels, c.classes,
                             c.data_seed, c.noise);
@@ -133,14 +171,10 @@ std::pair<Shard<T, M>, Shard<T, M>> load_data(const TrainConfig& c, const AxisRe
     val_set = generate_shard<T, M>(g, n_train, c.validation, axis);
   }
   if (c.loss == "cross_entropy") {
-    // Targets must be class indices: counted on every rank's rows, agreed by all.
-    const std::size_t bad =
-        count_bad_labels(train_set, c.classes) + count_bad_labels(val_set, c.classes);
-    if (kpmap::pmax(bad > 0 ? 1 : 0, axis) != 0) {
-      throw InputError(c.source + ": key 'data.classes': a target is not a class index in [0, " +
-                           std::to_string(c.classes) + ")",
-                       ErrorScope::all_ranks);
-    }
+    // Targets must be class indices: found on every rank's rows, agreed by
+    // all; the message names the file, the sample and its label.
+    check_labels(c, train_set, 0, false, axis);
+    check_labels(c, val_set, c.test_set ? 0 : n_train, true, axis);
   }
   return sets;
 }

@@ -9,6 +9,7 @@
 /// blocks (BlockPartition), so every rank holds a balanced part of both.
 
 #include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/detail/mpi_util.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/mesh.hpp>
 #include <kpmap/pmap.hpp>
@@ -158,28 +159,32 @@ struct Shard {
 };
 
 namespace detail {
-/// Kernel of count_bad_labels: 1 for a target that is no class index in [0, classes).
+/// Kernel of first_bad_label: the lowest row whose target is no class index
+/// in [0, classes).
 template <class T, class M>
-struct BadLabels {
+struct FirstBadLabel {
   Kokkos::View<T*, M> y;
   double classes;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i, std::size_t& bad) const {
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i, std::size_t& first) const {
     const double v = static_cast<double>(y(i));
-    if (!(v >= 0 && v < classes && v == static_cast<double>(static_cast<long long>(v)))) ++bad;
+    const bool index = v >= 0 && v < classes && v == static_cast<double>(static_cast<long long>(v));
+    if (!index && i < first) first = i;
   }
 };
 }  // namespace detail
 
-/// \brief How many of this rank's targets in `shard` are no class index in
-/// [0, classes), counted on the device of M (one reduction). Not collective.
+/// \brief The first of this rank's rows in `shard` whose target is no class
+/// index in [0, classes), or shard.rows() when there is none; found on the
+/// device of M (one reduction). Not collective.
 template <class T, class M>
-std::size_t count_bad_labels(const Shard<T, M>& shard, std::size_t classes) {
-  std::size_t bad = 0;
+std::size_t first_bad_label(const Shard<T, M>& shard, std::size_t classes) {
   using Exec = typename M::execution_space;
-  Kokkos::parallel_reduce("kpmap::train::check_labels",
-                          Kokkos::RangePolicy<Exec>(0, shard.y.extent(0)),
-                          detail::BadLabels<T, M>{shard.y, static_cast<double>(classes)}, bad);
-  return bad;
+  const std::size_t rows = shard.y.extent(0);
+  std::size_t first = rows;
+  Kokkos::parallel_reduce("kpmap::train::check_labels", Kokkos::RangePolicy<Exec>(0, rows),
+                          detail::FirstBadLabel<T, M>{shard.y, static_cast<double>(classes)},
+                          Kokkos::Min<std::size_t>(first));
+  return first < rows ? first : rows;
 }
 
 namespace detail {
@@ -292,38 +297,47 @@ Shard<T, M> read_shard(const std::string& path, const std::string& x_name,
 /// first dimension counts the items), gzip-compressed or not.
 struct IdxInfo {
   std::vector<std::size_t> dims;  ///< items, then the item's dimensions
+  std::string path;               ///< the file
+  std::string key;                ///< the deck key that names it
   std::size_t item_size() const {
     std::size_t n = 1;
     for (std::size_t d = 1; d < dims.size(); ++d) n *= dims[d];
     return n;
   }
+  /// "data file PATH (KEY)", how messages name the file.
+  std::string where() const { return "data file " + path + " (" + key + ")"; }
 };
 
-/// \brief Reads the header of `path` on rank 0 of `comm` and shares it.
-/// `key` names the deck key in messages. \throws InputError (all ranks)
-/// naming the file when it is missing, not IDX, or not of unsigned bytes.
+/// \brief Reads the header of `path` on rank 0 of `comm` and shares it. Rank
+/// 0 also reads the whole file once: the header's dimensions must multiply
+/// without overflow to exactly the bytes that follow it, and a gzip stream
+/// must be intact. `key` names the deck key in messages. \throws InputError
+/// (all ranks, printed once) naming the file and key when it is missing, not
+/// IDX, not of unsigned bytes, damaged, cut short or longer than its header.
 IdxInfo idx_info(const std::string& path, const std::string& key, MPI_Comm comm);
 
 /// \brief Items [begin, begin + count) of an IDX file of unsigned bytes, as
-/// doubles. \throws InputError naming the file when it is cut short.
-std::vector<double> read_idx_items(const std::string& path, const IdxInfo& info, std::size_t begin,
-                                   std::size_t count);
+/// doubles, into `out`. Returns why they cannot be read (naming the file, its
+/// key and the items), or "". Not collective.
+std::string read_idx_items(const IdxInfo& info, std::size_t begin, std::size_t count,
+                           std::vector<double>& out);
 
 /// \brief This rank's block of the global items [offset, offset + rows) of
-/// an IDX image file and its IDX label file, scaled. Collective over `axis`
-/// only in that every rank must call it alike; each rank reads its own rows.
+/// an IDX image file and its IDX label file, scaled. Collective over `axis`:
+/// each rank reads its own rows, and a file that cannot be read is an
+/// InputError on every rank, naming it once.
 template <class T, class M>
-Shard<T, M> read_idx_shard(const std::string& images, const IdxInfo& image_info,
-                           const std::string& labels, const IdxInfo& label_info, std::size_t offset,
+Shard<T, M> read_idx_shard(const IdxInfo& images, const IdxInfo& labels, std::size_t offset,
                            std::size_t rows, std::size_t channels, const PixelScaling& scaling,
                            AxisRef axis) {
   const BlockPartition part(rows, axis);
   const std::size_t begin = part.begin(axis->index());
   const std::size_t n = part.count(axis->index());
   HostRows h;
-  h.features = image_info.item_size();
-  h.x = read_idx_items(images, image_info, offset + begin, n);
-  h.y = read_idx_items(labels, label_info, offset + begin, n);
+  h.features = images.item_size();
+  std::string e = read_idx_items(images, offset + begin, n, h.x);
+  if (e.empty()) e = read_idx_items(labels, offset + begin, n, h.y);
+  kpmap::detail::agree(axis->comm(), e, exit_code::bad_input);
   scaling.apply(h.x, channels);
   return to_shard<T, M>(h, rows, begin);
 }
