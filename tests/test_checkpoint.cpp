@@ -314,7 +314,7 @@ TEST_CASE("every kind of bad restart file is a clear error on every rank", "[che
       },
       "dataset 'field': checksum mismatch");
   expect_input_error([&] { ck::Reader(good, MPI_COMM_WORLD, "kpmap-heat"); },
-                     "was written by kpmap-test, not by kpmap-heat");
+                     "was written by 'kpmap-test', not by kpmap-heat");
   expect_input_error(
       [&] {
         read_field(good, {12, 3});

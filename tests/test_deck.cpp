@@ -193,6 +193,9 @@ TEST_CASE("malformed decks get their own clear message with file, line and key",
       {"non-ASCII in a string", "[model]\nkind = \"ml\xc3\xa9\"\n[time]\nend = 1\n",
        "deck.toml:2:11: syntax error: non-ASCII character; decks are ASCII outside comments "
        "(write \\uXXXX in a string"},
+      {"NUL in a string", head + "[output]\ndir = \"out\\u0000/x\"\n",
+       "key 'output.dir': holds a NUL character (\\u0000) at position 3; everything after it "
+       "would be lost"},
       {"empty file", "", "deck.toml: the deck is empty"},
       {"comments only", "# nothing here\n\n# at all\n", "deck.toml: the deck is empty"},
       {"tea.in text given as TOML", "*tea\nstate 1 density=100.0\n*endtea\n",
@@ -221,6 +224,12 @@ TEST_CASE("integers are held to their range in integer arithmetic", "[deck]") {
         9200000000000000000LL);
   CHECK(deck::parse(s, "big = 9223372036854775807\n", "deck.toml").integer("big") ==
         9223372036854775807LL);
+}
+
+TEST_CASE("a UTF-8 byte-order mark is skipped", "[deck]") {
+  const auto d = deck::parse(schema(), std::string("\xEF\xBB\xBF") + valid, "deck.toml");
+  CHECK(d.integer("train.epochs") == 5);
+  CHECK(d.line("train.epochs") == 7);
 }
 
 TEST_CASE("keys are read as TOML defines them", "[deck]") {
@@ -372,4 +381,48 @@ TEST_CASE("numbered tables: errors name the instance", "[deck]") {
       ContainsSubstring("missing required key states.2.density"));
   CHECK_THROWS_WITH(deck::Schema("x").real("a.#.#.b", 1.0, {}, "", "two indices"),
                     ContainsSubstring("may hold one '#' segment"));
+}
+
+TEST_CASE("a deck is compared with the resolved deck of an earlier run", "[deck]") {
+  const std::string text =
+      "[mesh]\ncells = 4\n"
+      "[states.1]\ndensity = 1.5\n"
+      "[states.3]\ndensity = 2\nlower = [0.5, 1]\n";
+  const auto d = deck::parse(numbered(), text, "deck.toml");
+  const std::string saved = d.to_toml();
+  const std::vector<std::string> paths = {"mesh.cells", "states"};
+  CHECK(deck::first_difference(d, saved, paths).empty());
+  // Numbers compare as numbers: 2 and 2.0 are one value.
+  CHECK(deck::first_difference(d,
+                               "[mesh]\ncells = 4.0\n[states.1]\ndensity = 1.5\n"
+                               "geometry = \"rectangle\"\nlower = []\n[states.3]\ndensity = 2\n"
+                               "geometry = \"rectangle\"\nlower = [0.5, 1.0]\n",
+                               paths)
+            .empty());
+  const auto changed = [&](const std::vector<std::string>& set) {
+    return deck::first_difference(deck::parse(numbered(), text, "deck.toml", set), saved, paths);
+  };
+  CHECK(changed({"mesh.cells=5"}) ==
+        "--set mesh.cells=5: key 'mesh.cells' is 5 here and 4 in the checkpoint");
+  CHECK(changed({"states.3.lower=[0.5, 2]"}) ==
+        "--set states.3.lower=[0.5, 2]: key 'states.3.lower' is [0.5, 2.0] here and [0.5, 1.0] "
+        "in the checkpoint");
+  CHECK(changed({"states.3.geometry=\"circle\""}) ==
+        "--set states.3.geometry=\"circle\": key 'states.3.geometry' is \"circle\" here and "
+        "\"rectangle\" in the checkpoint");
+  // A state the earlier run did not have, and one it had that is gone.
+  CHECK_THAT(changed({"states.4.density=1"}),
+             StartsWith("--set states.4.density=1: key 'states.4.density' is 1.0 here, and the "
+                        "checkpoint has no [states.4]"));
+  const auto fewer =
+      deck::parse(numbered(), "[mesh]\ncells = 4\n[states.1]\ndensity = 1.5\n", "deck.toml");
+  CHECK_THAT(deck::first_difference(fewer, saved, paths),
+             ContainsSubstring("key 'states.3.density' is 2.0 in the checkpoint and not given"));
+  // Keys outside `paths` are not compared; a key newer than the checkpoint is not either.
+  CHECK(changed({"output.dir=\"elsewhere\""}).empty());
+  CHECK(deck::first_difference(d,
+                               "[mesh]\ncells = 4\n[states.1]\ndensity = 1.5\n"
+                               "[states.3]\ndensity = 2.0\nlower = [0.5, 1.0]\n",
+                               paths)
+            .empty());
 }

@@ -247,30 +247,33 @@ TEST_CASE("malformed TeaLeaf decks are refused with file, line and key", "[tea]"
       {"state without number", head + "state\n", "tea.in:3: 'state' needs a state number"},
       {"state number 0", head + "state 0 density=1 energy=1\n",
        "tea.in:3: 'state 0': a state number is an integer from 1 to 9999"},
-      {"state without geometry", head + "state 2 density=1 energy=1 xmin=1\n",
+      {"state without geometry", head + "state 2 density=1 energy=1 xmin=1\n*endtea\n",
        "tea.in:3: state 2 needs a geometry"},
-      {"states with a gap", head + "state 3 density=1 energy=1 geometry=rectangle\n",
+      {"states with a gap", head + "state 3 density=1 energy=1 geometry=rectangle\n*endtea\n",
        "tea.in: states are numbered 1, 2, 3, ... without gaps; states.2 is missing"},
       {"no states", "*tea\nx_cells 10\n*endtea\n", "tea.in: no states"},
       {"another section", head + "*hydro\n",
        "tea.in:3: '*hydro': kpmap-heat reads the *tea ... *endtea block"},
-      {"lower above upper", head + "xmin 10 xmax 0\n",
+      {"lower above upper", head + "xmin 10 xmax 0\n*endtea\n",
        "tea.in:3: key 'xmax' (mesh.upper[0]): must exceed the lower corner (mesh.lower) in every "
        "dimension; dimension 0 has lower 10 and upper 0"},
-      {"bound on its own line", head + "xmin 0 xmax 10\nymin 5\nymax 1\n",
+      {"bound on its own line", head + "xmin 0 xmax 10\nymin 5\nymax 1\n*endtea\n",
        "tea.in:5: key 'ymax' (mesh.upper[1]): must exceed the lower corner"},
       // Checks across keys name the TeaLeaf keys the deck wrote, and their line.
       {"state box inside out",
-       head + "state 2 density=1 energy=1 geometry=rectangle xmin=5 xmax=1 ymin=0 ymax=1\n",
+       head +
+           "state 2 density=1 energy=1 geometry=rectangle xmin=5 xmax=1 ymin=0 ymax=1\n*endtea\n",
        "tea.in:3: key 'state 2 xmax/ymax' (states.2.upper): must exceed 'state 2 xmin/ymin' "
        "(states.2.lower) in every dimension"},
-      {"state density not positive", head + "state 2 density=-1 energy=1 geometry=point\n",
+      {"state density not positive", head + "state 2 density=-1 energy=1 geometry=point\n*endtea\n",
        "tea.in:3: key 'state 2 density' (states.2.density) is out of range: must be >= 0"},
-      {"circle without radius", head + "state 2 density=1 energy=1 geometry=circle xmin=1\n",
+      {"circle without radius",
+       head + "state 2 density=1 energy=1 geometry=circle xmin=1\n*endtea\n",
        "tea.in:3: key 'state 2 radius' (states.2.radius): a circle needs a positive radius"},
-      {"zero time step", head + "\n\ninitial_timestep 0\n",
+      {"zero time step", head + "\n\ninitial_timestep 0\n*endtea\n",
        "tea.in:5: key 'initial_timestep' (time.dt): must be positive, found 0"},
-      {"cells over lines", head + "x_cells 4000000000\n\ny_cells 4000000000 z_cells 4000000000\n",
+      {"cells over lines",
+       head + "x_cells 4000000000\n\ny_cells 4000000000 z_cells 4000000000\n*endtea\n",
        "tea.in:3: key 'x_cells/y_cells/z_cells' (mesh.cells): the mesh has more cells"},
       {"implementation key without its number", head + "tiles_per_task many\n",
        "tea.in:3: key 'tiles_per_task': expected an integer, found 'many'"},
@@ -279,6 +282,18 @@ TEST_CASE("malformed TeaLeaf decks are refused with file, line and key", "[tea]"
        "tea.in:4: key 'x_cells' is given twice (first at tea.in:3)"},
       {"switch twice", head + "tl_use_cg\ntl_use_cg\n",
        "tea.in:4: key 'tl_use_cg' is given twice (first at tea.in:3)"},
+      // The block's bounds: one block, closed (a cut-off deck would run on
+      // defaults; a second block's keys would be ignored, as TeaLeaf does).
+      {"no *endtea", head + "x_cells 10\n",
+       "tea.in:1: the '*tea' block that begins here has no end: close it with '*endtea'"},
+      {"second *tea block", head + "*endtea\n*tea\nx_cells 10\n*endtea\n",
+       "tea.in:4: a second '*tea' block (the first ends at tea.in:3)"},
+      {"second block after TeaLeaf3D's closing *tea", head + "*tea\n*tea\nx_cells 10\n*tea\n",
+       "tea.in:4: a second '*tea' block (the first ends at tea.in:3)"},
+      {"no *tea line", "! a TeaLeaf deck\nstate 1 density=100.0 energy=0.0001\n*endtea\n",
+       "tea.in:3: '*endtea' without '*tea'"},
+      {"no *tea line nor *endtea", "! a TeaLeaf deck\nx_cells 10\n",
+       "tea.in: no '*tea' line: a TeaLeaf deck holds its keys between '*tea' and '*endtea'"},
       {"control character", head + "x_cells=1\x01\n",
        "tea.in:3: a control character (U+0001) in column 10; a deck is plain text"},
   };
@@ -297,7 +312,8 @@ TEST_CASE("malformed TeaLeaf decks are refused with file, line and key", "[tea]"
 TEST_CASE("meshes and process grids beyond what the indices count are refused", "[tea]") {
   const std::string head = "*tea\nstate 1 density=1 energy=2\ntl_use_ppcg\n";
   // 2^63 - 1 cells and less: TeaLeaf's PPCG guess, 4 (cells)^(1/4), still fits an int.
-  const auto c = sim::from_deck(load_text(head + "x_cells 3037000499 y_cells 3037000499\n"));
+  const auto c =
+      sim::from_deck(load_text(head + "x_cells 3037000499 y_cells 3037000499\n*endtea\n"));
   CHECK(c.solver.ppcg_inner_steps == 4 * 55108);
   // More is refused; the second mesh also overflowed the PPCG guess (4 x 6.8e8 > 2^31).
   for (const std::string cells :
@@ -305,7 +321,7 @@ TEST_CASE("meshes and process grids beyond what the indices count are refused", 
         "x_cells 600000000000 y_cells 600000000000 z_cells 600000000000"}) {
     CAPTURE(cells);
     CHECK_THROWS_WITH(
-        sim::from_deck(load_text(head + cells + "\n")),
+        sim::from_deck(load_text(head + cells + "\n*endtea\n")),
         ContainsSubstring(
             "tea.in:4: key 'x_cells/y_cells/z_cells' (mesh.cells): the mesh has more cells than "
             "a 64-bit integer counts"));

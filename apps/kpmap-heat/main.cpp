@@ -67,6 +67,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
                        {"summary.json", "summary.csv", "deck.toml", "field.png", "checkpoint_*"},
                        {opts.deck, opts.restart}, comm);
   kpmap::apps::start_trace(opts, comm);
+  if (!opts.restart.empty()) sim::check_restart(deck, opts.restart, comm);
   sim::Simulation s(c);
   sim::TimeLoop loop(s, {out, deck.to_toml(), opts.restart}, times);
   loop.start();

@@ -60,6 +60,7 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
   const auto tc = kpmap::train::trainer_config(c, out, deck.to_toml(), rt.size());
   kpmap::train::Trainer<Model> trainer(model, c.optimizer, tc, "devices");
   if (!opts.restart.empty()) {
+    kpmap::train::check_restart(deck, opts.restart, rt.comm());
     trainer.restart(opts.restart);
     if (root) {
       const auto& at = trainer.position();

@@ -229,6 +229,10 @@ class BadArguments(Decks, unittest.TestCase):
         self.check(["--ranks", "1", *strong, "--set", "novalue"], "expected KEY=VALUE")
         self.check(["--ranks", "1", *strong, "--launcher", "mpiexec -n {rank}"],
                    "unknown placeholder {rank}")
+        self.check(["--ranks", "1", *strong, "--launcher", "mpiexec -n {ranks"],
+                   "an unmatched '{'")
+        self.check(["--ranks", "1", *strong, "--launcher", "mpiexec -n ranks}"],
+                   "an unmatched '}'")
         self.check(["--ranks", "1", *strong, "--launcher", "srun -N {nodes} -n {ranks}"],
                    "give --ranks-per-node too")
         self.check(["--ranks", "1", *strong, "--timeout", "0"], "positive number of seconds")

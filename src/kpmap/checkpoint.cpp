@@ -152,12 +152,19 @@ bool read_string_attr(hid_t obj, const char* name, std::string& out) {
   return ok;
 }
 
+// One value of the class of `type` (an integer attribute for an integer, not
+// a float HDF5 would round into one).
 template <class T>
 bool read_scalar_attr(hid_t obj, const char* name, hid_t type, T& out) {
   if (H5Aexists(obj, name) <= 0) return false;
   hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
   if (attr < 0) return false;
-  const bool ok = H5Aread(attr, type, &out) >= 0;
+  hid_t ftype = H5Aget_type(attr);
+  hid_t space = H5Aget_space(attr);
+  const bool ok = H5Tget_class(ftype) == H5Tget_class(type) &&
+                  H5Sget_simple_extent_npoints(space) == 1 && H5Aread(attr, type, &out) >= 0;
+  H5Sclose(space);
+  H5Tclose(ftype);
   H5Aclose(attr);
   return ok;
 }
@@ -505,22 +512,26 @@ Reader::Reader(const std::string& path, MPI_Comm comm, const std::string& expect
   auto& m = impl_->meta;
   std::int64_t step = 0;
   std::int32_t ranks = 0;
-  const bool ok = read_string_attr(impl_->file, "app", m.app) &&
-                  read_string_attr(impl_->file, "kpmap_version", m.kpmap_version) &&
-                  read_scalar_attr(impl_->file, "step", H5T_NATIVE_INT64, step) &&
-                  read_scalar_attr(impl_->file, "time", H5T_NATIVE_DOUBLE, m.time) &&
-                  read_scalar_attr(impl_->file, "ranks", H5T_NATIVE_INT32, ranks) &&
-                  read_string_attr(impl_->file, "decomposition", m.decomposition) &&
-                  read_string_attr(impl_->file, "deck", m.deck) &&
-                  read_string_attr(impl_->file, "rng_state", m.rng_state);
+  // The first root attribute that is missing or of another type.
+  const char* bad = nullptr;
+  const auto need = [&bad](bool ok, const char* name) {
+    if (!ok && bad == nullptr) bad = name;
+  };
+  need(read_string_attr(impl_->file, "app", m.app), "app");
+  need(read_string_attr(impl_->file, "kpmap_version", m.kpmap_version), "kpmap_version");
+  need(read_scalar_attr(impl_->file, "step", H5T_NATIVE_INT64, step), "step (an integer)");
+  need(read_scalar_attr(impl_->file, "time", H5T_NATIVE_DOUBLE, m.time), "time (a number)");
+  need(read_scalar_attr(impl_->file, "ranks", H5T_NATIVE_INT32, ranks), "ranks (an integer)");
+  need(read_string_attr(impl_->file, "decomposition", m.decomposition), "decomposition");
+  need(read_string_attr(impl_->file, "deck", m.deck), "deck");
+  need(read_string_attr(impl_->file, "rng_state", m.rng_state), "rng_state");
   m.step = step;
   m.ranks = ranks;
-  if (!ok) {
-    error = "restart file " + path +
-            " is not a kpmap checkpoint (its root attributes app, step, time, ... are missing "
-            "or damaged)";
+  if (bad != nullptr) {
+    error = "restart file " + path + " is not a kpmap checkpoint: its root attribute " + bad +
+            " is missing or of another type (a damaged file, or another program's)";
   } else if (m.app != expected_app) {
-    error = "restart file " + path + " was written by " + m.app + ", not by " + expected_app;
+    error = "restart file " + path + " was written by '" + m.app + "', not by " + expected_app;
   } else if (step < 0) {
     error = "restart file " + path + ": attribute step is " + std::to_string(step) +
             " (a damaged file: a step is never negative)";

@@ -138,6 +138,9 @@ class Deck {
   /// the schema without `#`, true for `states.2.density` when the deck has
   /// the instance `states.2`.
   bool has(std::string_view path) const;
+  /// \brief Whether the user's text or a `--set` gave `path` (false for a
+  /// default the schema filled in).
+  bool given(std::string_view path) const;
   /// \brief The indices of the instances of the numbered tables `group`
   /// (e.g. "states" for keys `states.#.*`), in increasing order.
   std::vector<int> indices(std::string_view group) const;
@@ -183,6 +186,17 @@ class Deck {
   std::map<std::string, int, std::less<>> lines_;
   std::map<std::string, Origin, std::less<>> origins_;  // keys a Translator or a --set gave
 };
+
+/// \brief How `deck` differs from `saved`, the resolved deck of an earlier
+/// run (Deck::to_toml(), as a checkpoint stores it), at `paths`: each a key
+/// ("mesh.upper") or a table ("states": every key under it). Returns "" when
+/// they agree, else a message on the first difference that begins with
+/// where() and names the key and both values. Numbers compare as numbers,
+/// lists element by element. A key the saved text lacks differs only when
+/// its whole table is new (a state the earlier run did not have): a key
+/// added to the schema after the checkpoint was written is not compared.
+std::string first_difference(const Deck& deck, std::string_view saved,
+                             const std::vector<std::string>& paths);
 
 /// \brief Parses and validates deck text. `source` names it in messages.
 /// `overrides` are "section.key=value" strings (from --set), applied after

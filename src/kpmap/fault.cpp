@@ -17,7 +17,7 @@ bool g_write_fails = false;
 [[noreturn]] void bad(const std::string& value, const std::string& why) {
   throw InputError(
       "environment variable KPMAP_FAULT_INJECT='" + value + "': " + why +
-          " (expected RANK:STEP[:KIND], KIND one of error, exit, hang, signal, nan, io; "
+          " (expected RANK:STEP[:KIND], KIND one of error, exit, kill, hang, signal, nan, io; "
           "see docs/reliability.md)",
       ErrorScope::all_ranks);
 }
@@ -49,6 +49,8 @@ Injection parse(const std::string& value) {
       in.kind = Kind::error;
     } else if (kind == "exit") {
       in.kind = Kind::exit;
+    } else if (kind == "kill") {
+      in.kind = Kind::kill;
     } else if (kind == "hang") {
       in.kind = Kind::hang;
     } else if (kind == "signal") {
@@ -73,6 +75,15 @@ const std::optional<Injection>& planned() {
   return plan;
 }
 
+void check_ranks(int ranks) {
+  const auto& plan = planned();
+  if (plan && plan->rank >= ranks) {
+    bad(plan->text, "RANK " + std::to_string(plan->rank) + " is not a rank of this job of " +
+                        std::to_string(ranks) + " rank" + (ranks == 1 ? "" : "s") + " (0 to " +
+                        std::to_string(ranks - 1) + ")");
+  }
+}
+
 bool at_step(long long step, int rank) {
   const auto& plan = planned();
   if (!plan || plan->rank != rank || plan->step != step) return false;
@@ -88,6 +99,14 @@ bool at_step(long long step, int rank) {
           "kpmap: rank " + std::to_string(rank) + ": injected exit at " + where + "\n";
       [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
       std::_Exit(exit_code::failure);
+    }
+    case Kind::kill: {
+      // As the OOM killer or a scheduler's memory limit ends a process.
+      const std::string line =
+          "kpmap: rank " + std::to_string(rank) + ": injected SIGKILL at " + where + "\n";
+      [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+      std::raise(SIGKILL);
+      return false;
     }
     case Kind::hang:
       // Alive but stuck, as in a hung file system: the other ranks wait in

@@ -11,6 +11,7 @@
 /// |----------|-----------------------------------------------------------------------|
 /// | `error`  | the rank throws kpmap::Error (the default): the job must end promptly |
 /// | `exit`   | the rank exits at once without finalising MPI, as a crashed process   |
+/// | `kill`   | the rank sends itself SIGKILL, as the OOM killer or `kill -9` would    |
 /// | `hang`   | the rank stops making progress forever (KPMAP_WATCHDOG ends the job)  |
 /// | `signal` | the rank sends itself SIGTERM: the job must stop gracefully           |
 /// | `nan`    | at_step() returns true and the app puts a NaN into its state          |
@@ -24,7 +25,7 @@
 
 namespace kpmap::fault {
 
-enum class Kind { error, exit, hang, signal, nan, io };
+enum class Kind { error, exit, kill, hang, signal, nan, io };
 
 /// \brief A fault to inject, as parsed from KPMAP_FAULT_INJECT.
 struct Injection {
@@ -41,6 +42,11 @@ Injection parse(const std::string& value);
 /// \brief The injection KPMAP_FAULT_INJECT asks for (read once per process).
 /// \throws kpmap::InputError (all ranks: every rank reads the same value) on a bad value.
 const std::optional<Injection>& planned();
+
+/// \brief Checks the planned injection against a job of `ranks` ranks.
+/// \throws kpmap::InputError (all ranks) when its RANK is none of the job's,
+/// so a test that means to inject a fault never passes by doing nothing.
+void check_ranks(int ranks);
 
 /// \brief Called by an app on every rank at the start of step `step`. Acts
 /// on the `error`, `exit`, `hang`, `signal` and `io` kinds when this rank and step

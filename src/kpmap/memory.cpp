@@ -15,6 +15,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+
+#include <sys/resource.h>
+#include <unistd.h>
 #include <sstream>
 
 namespace kpmap {
@@ -59,6 +62,18 @@ double cgroup_room() {
   }
   if (limit < 0) return -1;
   return std::max(0.0, limit - std::max(0.0, used));
+}
+
+// What this process's address-space limit (RLIMIT_AS, `ulimit -v`) leaves
+// it beyond its present size, or -1 when unlimited. Per process, not shared.
+double address_space_room() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return -1;
+  std::ifstream in("/proc/self/statm");
+  double pages = 0;
+  if (!(in >> pages)) pages = 0;
+  const double size = pages * static_cast<double>(sysconf(_SC_PAGESIZE));
+  return std::max(0.0, static_cast<double>(lim.rlim_cur) - size);
 }
 
 // Ranks of `comm` on this node (and, with `color` >= 0, with the same color).
@@ -148,17 +163,31 @@ MemoryBudget memory_budget(MPI_Comm comm) {
   const int sharing = ranks_sharing(comm, -1);
   const double available = mem_available();
   const double room = cgroup_room();
-  if (available < 0 && room < 0) {
+  const double own = address_space_room();
+  if (available < 0 && room < 0 && own < 0) {
     b.source = "unknown (no /proc/meminfo)";
     return b;
   }
-  if (room >= 0 && (available < 0 || room < available)) {
-    b.bytes = room / sharing;
-    b.source = format_bytes(room) + " left under the cgroup's memory limit" +
-               shared_by(sharing, "on this node");
-  } else {
-    b.bytes = available / sharing;
-    b.source = "MemAvailable " + format_bytes(available) + shared_by(sharing, "on this node");
+  // The tightest of: the node's MemAvailable and the cgroup's room, each
+  // shared by the node's ranks; this process's own address-space limit.
+  b.bytes = -1;
+  const auto consider = [&b](double bytes, std::string source) {
+    if (bytes >= 0 && (b.bytes < 0 || bytes < b.bytes)) {
+      b.bytes = bytes;
+      b.source = std::move(source);
+    }
+  };
+  if (available >= 0) {
+    consider(available / sharing,
+             "MemAvailable " + format_bytes(available) + shared_by(sharing, "on this node"));
+  }
+  if (room >= 0) {
+    consider(room / sharing, format_bytes(room) + " left under the cgroup's memory limit" +
+                                 shared_by(sharing, "on this node"));
+  }
+  if (own >= 0) {
+    consider(own, format_bytes(own) +
+                      " left under this process's address-space limit (ulimit -v, RLIMIT_AS)");
   }
   return b;
 }

@@ -380,4 +380,11 @@ void Runtime::abort_together(const std::string& message, int code) const {
   std::_Exit(code);
 }
 
+namespace detail {
+bool allocation_failed(const std::exception& e) noexcept {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+  return std::string_view(e.what()).find("failed to allocate memory") != std::string_view::npos;
+}
+}  // namespace detail
+
 }  // namespace kpmap

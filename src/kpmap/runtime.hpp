@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -178,6 +179,13 @@ class Runtime {
 ///   `kpmap: rank R: message`, so no rank waits forever on the one that failed.
 ///
 /// Collective over MPI_COMM_WORLD.
+namespace detail {
+/// \brief Whether `e` says an allocation failed: std::bad_alloc (Kokkos 4's
+/// RawMemoryAllocationFailure is one), or Kokkos 3's runtime_error "Kokkos
+/// failed to allocate memory ...".
+bool allocation_failed(const std::exception& e) noexcept;
+}  // namespace detail
+
 template <class Body>
 int run(int& argc, char**& argv, Body&& body, RuntimeOptions options = {}) {
   Runtime runtime(argc, argv, options);
@@ -194,6 +202,15 @@ int run(int& argc, char**& argv, Body&& body, RuntimeOptions options = {}) {
     }
     return e.code();
   } catch (const std::exception& e) {
+    // A run too big for what this rank may allocate (ulimit -v, the cgroup,
+    // the device) is bad input, as the estimate's refusal is.
+    if (detail::allocation_failed(e)) {
+      runtime.abort(std::string("out of memory: ") + e.what() +
+                        " (the run needs more memory than this rank may allocate: use more "
+                        "ranks or a smaller problem; KPMAP_MEMORY_LIMIT makes kpmap's "
+                        "estimate refuse it up front)",
+                    exit_code::bad_input);
+    }
     runtime.abort(e.what(), exit_code::failure);
   } catch (...) {
     runtime.abort("unknown exception", exit_code::failure);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -126,6 +127,22 @@ std::string unwritable(const std::string& path) {
 
 }  // namespace
 
+// KPMAP_TRACE_MAX_EVENTS: a whole number in range, or an error naming it.
+long long max_events(const std::string& value) {
+  // Under 2 GiB of events for MPI_Gatherv.
+  constexpr long long most = 5'000'000;
+  long long n = -1;
+  const char* end = value.data() + value.size();
+  const auto [ptr, ec] = std::from_chars(value.data(), end, n);
+  if (ec != std::errc() || ptr != end || n < 0 || n > most) {
+    throw InputError("environment variable KPMAP_TRACE_MAX_EVENTS='" + value +
+                         "': expected a whole number of events from 0 to " + std::to_string(most) +
+                         " (the events each rank keeps)",
+                     ErrorScope::all_ranks);
+  }
+  return n;
+}
+
 void start(const std::string& path, MPI_Comm comm) {
   if (detail::g_enabled || path.empty()) return;
   // Refused up front, not after the run: a trace that cannot be written
@@ -143,7 +160,7 @@ void start(const std::string& path, MPI_Comm comm) {
   g_path = path;
   g_events.reserve(1 << 14);
   if (const char* m = std::getenv("KPMAP_TRACE_MAX_EVENTS"); m != nullptr && *m != '\0') {
-    g_max_events = std::clamp(std::atoll(m), 0LL, 5000000LL);  // under 2 GiB for MPI_Gatherv
+    g_max_events = max_events(m);
   }
   MPI_Barrier(g_comm);  // the ranks' clocks start together
   g_t0 = MPI_Wtime();

@@ -49,6 +49,22 @@ def set_attr(path, name, value):
             f.attrs[name] = np.array(value, dtype=np.asarray(old).dtype)
 
 
+def retype_attr(path, name, value):
+    """Replaces root attribute `name` by `value`, of value's own type."""
+    with h5py.File(path, "r+") as f:
+        del f.attrs[name]
+        f.attrs[name] = value
+
+
+def text_record(path, text):
+    """Makes the checkpoint's position the text record of older checkpoints."""
+    with h5py.File(path, "r+") as f:
+        for name in ("train_seed", "epoch", "batch", "optimizer_steps"):
+            if name in f.attrs:
+                del f.attrs[name]
+        f.attrs["rng_state"] = np.bytes_(text)
+
+
 def run(cmd, timeout=10):
     start = time.monotonic()
     try:
@@ -271,6 +287,15 @@ def main():
             ("negative energy", field("fields/energy", -2.5, "it must not be negative")),
             ("inf eigenvalue", field("solver/eigenvalues", np.inf,
                                      "a checkpoint holds finite numbers only")),
+            # The deck at odds with the checkpoint: the volume would jump mid-run.
+            ("another domain",
+             lambda path: (["key 'mesh.upper' is [20.0, 20.0] here and [10.0, 10.0] in the "
+                            "checkpoint: restart file " + path + " holds another problem"],
+                           ["--set", "mesh.upper=[20, 20]"])),
+            ("other cells", lambda path: (["key 'mesh.cells' is [12, 12] here"],
+                                          ["--set", "mesh.cells=[12, 12]"])),
+            ("another state", lambda path: (["key 'states.2.density' is 7.0 here and 0.1 in"],
+                                            ["--set", "states.2.density=7"])),
         ]
     else:
         def nan_param(path):
@@ -296,11 +321,37 @@ def main():
              position("optimizer_steps", np.float64(12.5),
                       "attribute optimizer_steps holds no integer")),
             ("negative batch", position("batch", np.int64(-2), "gives a negative batch position")),
+            ("optimizer steps that would overflow",
+             position("optimizer_steps", np.int64(2**63 - 1),
+                      "9223372036854775807 optimizer steps, more than 1000000000000000")),
+            ("unknown field in a text record",
+             lambda path: (text_record(path, "train.seed=1 epoch=2 batch=0 optimizer_steps=40 "
+                                             "speed=3"), ["has an unknown field 'speed=3'"])[1]),
+            ("field given twice in a text record",
+             lambda path: (text_record(path, "epoch=2 batch=0 optimizer_steps=40 batch=1"),
+                           ["gives batch twice"])[1]),
+            # The deck at odds with the checkpoint (nothing damaged).
+            ("another optimizer",
+             lambda path: (["key 'optimizer.kind' is \"momentum\" here and \"adam\" in the "
+                            "checkpoint: restart file " + path + " was written with other "
+                            "optimizer settings"], ["--set", "optimizer.kind=momentum"])),
+            ("another learning rate",
+             lambda path: (["key 'optimizer.learning_rate' is 0.5 here"],
+                           ["--set", "optimizer.learning_rate=0.5"])),
+            ("restart beyond train.max_steps",
+             lambda path: (["train.max_steps is 3: nothing left to do"],
+                           ["--set", "train.max_steps=3"])),
         ]
     cases += [
         ("negative step", lambda path: (set_attr(path, "step", -5), ["attribute step is -5"])[1]),
         ("nan time", lambda path: (set_attr(path, "time", np.nan), ["attribute time is nan"])[1]),
         ("no ranks", lambda path: (set_attr(path, "ranks", 0), ["attribute ranks is 0"])[1]),
+        ("step not an integer", lambda path: (retype_attr(path, "step", np.float64(2.5)),
+                                              ["its root attribute step (an integer) is missing "
+                                               "or of another type"])[1]),
+        ("app with a stray space", lambda path: (set_attr(path, "app", f"kpmap-{a.app_kind} "),
+                                                 [f"was written by 'kpmap-{a.app_kind} ', not by "
+                                                  f"kpmap-{a.app_kind}"])[1]),
     ]
 
     failures = []
@@ -308,9 +359,12 @@ def main():
         bad = os.path.join(a.work, name.replace(" ", "_") + ".h5")
         shutil.copyfile(source, bad)
         expect = damage(bad)
+        extra = []
+        if isinstance(expect, tuple):  # (texts, extra arguments): a deck at odds with the file
+            expect, extra = expect
         for n in ranks:
             cmd = launch(n) + [a.app, a.deck, "--restart", bad, "--output",
-                               os.path.join(a.work, "out")]
+                               os.path.join(a.work, "out")] + extra
             code, out, secs = run(cmd)
             what = f"{name}, {n} rank(s)"
             if code is None:

@@ -34,6 +34,13 @@ def check_template(template: str, ranks_per_node: Optional[int]) -> List[str]:
         if name not in PLACEHOLDERS:
             raise UsageError(f"--launcher {template!r}: unknown placeholder {{{name}}} "
                              "(known: {ranks}, {nodes}, {app})")
+    # What is left once the placeholders are out holds no brace: an unclosed
+    # '{ranks' would reach the launcher as it is, and fail only at run time.
+    rest = re.sub(r"\{[^{}]*\}", "", template)
+    for brace in "{}":
+        if brace in rest:
+            raise UsageError(f"--launcher {template!r}: an unmatched '{brace}' "
+                             f"(a placeholder is {{ranks}}, {{nodes}} or {{app}})")
     if "{nodes}" in template and ranks_per_node is None:
         raise UsageError("--launcher uses {nodes}: give --ranks-per-node too")
     if any("{app}" in w and w != "{app}" for w in words):

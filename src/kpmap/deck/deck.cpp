@@ -11,6 +11,10 @@ using namespace detail;
 
 bool Deck::has(std::string_view path) const { return values_.find(path) != values_.end(); }
 
+bool Deck::given(std::string_view path) const {
+  return lines_.find(path) != lines_.end() || origins_.find(path) != origins_.end();
+}
+
 std::vector<int> Deck::indices(std::string_view group) const {
   std::vector<int> out;
   const std::string stem = std::string(group) + ".";

@@ -24,6 +24,9 @@ class Parser {
   Deck run(std::string_view text, const std::vector<std::string>& overrides) {
     deck_.app_ = schema_.app();
     deck_.source_ = source_;
+    // A UTF-8 byte-order mark (editors on Windows write one) says only that
+    // the text is UTF-8: skipped, as TOML allows, not an invisible error at 1:1.
+    if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
     screen(text);
     toml::table root;
     try {
@@ -340,6 +343,11 @@ class Parser {
       case Type::string:
         if (auto v = n.as_string()) {
           const std::string s = v->get();
+          if (s.find('\0') != std::string::npos) {
+            // C strings and paths end at a NUL: the rest would be dropped unseen.
+            throw InputError(where + what + ": holds a NUL character (\\u0000) at position " +
+                             std::to_string(s.find('\0')) + "; everything after it would be lost");
+          }
           if (!k.choices.empty() &&
               std::find(k.choices.begin(), k.choices.end(), s) == k.choices.end()) {
             throw InputError(where + what + ": must be " + format_range(k) + ", found " + quote(s));

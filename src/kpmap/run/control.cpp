@@ -11,7 +11,10 @@ namespace kpmap {
 namespace {
 int rank_of(MPI_Comm comm) {
   int r = 0;
+  int size = 1;
   MPI_Comm_rank(comm, &r);
+  MPI_Comm_size(comm, &size);
+  fault::check_ranks(size);  // an injection aimed at no rank is refused, not ignored
   return r;
 }
 }  // namespace
@@ -34,12 +37,14 @@ std::string RunControl::checkpoint(const std::string& name, const std::string& w
                                    bool rotate, long long newest) {
   const ProfilingRegion region("kpmap::checkpoint");
   const std::string path = (std::filesystem::path(dir_) / name).string();
+  watchdog_.alive();  // a checkpoint is progress: it gets a whole limit of its own
   try {
     write(path);
   } catch (const Error& e) {
     throw Error(what + ": the checkpoint failed: " + e.what() + last_good_note(), e.code(),
                 e.scope());
   }
+  watchdog_.alive();
   last_good_ = path;
   if (rotate && rank_ == 0) checkpoint::keep_last(dir_, "checkpoint", keep_, newest);
   return path;

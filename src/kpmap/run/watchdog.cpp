@@ -14,6 +14,9 @@ namespace kpmap {
 
 namespace {
 
+// The running watchdog of this process (one at a time: a run's), for heartbeat().
+std::atomic<Watchdog*> g_active{nullptr};
+
 double now() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
@@ -24,10 +27,15 @@ double now() {
 Watchdog::Watchdog(double seconds, int rank, std::string what)
     : seconds_(seconds), rank_(rank), what_(std::move(what)) {
   last_.store(now());
-  if (seconds_ > 0) thread_ = std::thread([this] { watch(); });
+  if (seconds_ > 0) {
+    thread_ = std::thread([this] { watch(); });
+    g_active.store(this);
+  }
 }
 
 Watchdog::~Watchdog() {
+  Watchdog* self = this;
+  g_active.compare_exchange_strong(self, nullptr);
   if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -53,6 +61,12 @@ double Watchdog::from_environment() {
 void Watchdog::beat(long long step) noexcept {
   step_.store(step, std::memory_order_relaxed);
   last_.store(now(), std::memory_order_relaxed);
+}
+
+void Watchdog::alive() noexcept { last_.store(now(), std::memory_order_relaxed); }
+
+void heartbeat() noexcept {
+  if (Watchdog* w = g_active.load(std::memory_order_acquire)) w->alive();
 }
 
 void Watchdog::watch() {

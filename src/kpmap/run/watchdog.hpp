@@ -42,6 +42,10 @@ class Watchdog {
   /// \brief Records progress: `step` is about to start. Cheap (two atomic stores).
   void beat(long long step) noexcept;
 
+  /// \brief Records progress within the current step: a chunk of an
+  /// evaluation, a checkpoint about to be written. Cheap (one atomic store).
+  void alive() noexcept;
+
   double seconds() const noexcept { return seconds_; }
 
  private:
@@ -56,5 +60,11 @@ class Watchdog {
   bool stop_ = false;
   std::thread thread_;
 };
+
+/// \brief Records progress on this process's running watchdog, if there is
+/// one (Watchdog::alive): for work inside a step that does not know the run
+/// it belongs to, such as a model evaluating a held-out set chunk by chunk.
+/// Cheap (two atomic operations); does nothing without KPMAP_WATCHDOG.
+void heartbeat() noexcept;
 
 }  // namespace kpmap

@@ -320,4 +320,16 @@ void Simulation<Exec>::write_checkpoint(const std::string& path, const std::stri
 KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
 #undef KPMAP_SIM_INSTANTIATE
 
+void check_restart(const deck::Deck& d, const std::string& file, MPI_Comm comm) {
+  const checkpoint::Reader r(file, comm, "kpmap-heat");
+  const std::string diff = deck::first_difference(
+      d, r.metadata().deck, {"mesh.lower", "mesh.upper", "mesh.cells", "states"});
+  if (!diff.empty()) {
+    throw InputError(diff + ": restart file " + file +
+                         " holds another problem; a restart continues the same domain, cells "
+                         "and states (its deck.toml)",
+                     ErrorScope::all_ranks);
+  }
+}
+
 }  // namespace kpmap::sim

@@ -14,6 +14,7 @@
 /// says otherwise.
 
 #include <kpmap/checkpoint.hpp>
+#include <kpmap/deck.hpp>
 #include <kpmap/halo.hpp>
 #include <kpmap/mesh.hpp>
 #include <kpmap/sim/config.hpp>
@@ -138,5 +139,12 @@ class Simulation {
   bool assembled_ = false;
   double stable_dt_ = 0.0;
 };
+
+/// \brief Refuses a restart from checkpoint `file` written for another
+/// problem than deck `d` describes: another domain (mesh.lower, mesh.upper),
+/// other cells (mesh.cells) or other states. Collective over `comm`.
+/// \throws InputError (all ranks) naming the file, the key with its line and
+/// both values.
+void check_restart(const deck::Deck& d, const std::string& file, MPI_Comm comm);
 
 }  // namespace kpmap::sim

@@ -1,5 +1,7 @@
 #include <kpmap/train/config.hpp>
 
+#include <map>
+
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/memory.hpp>
@@ -208,6 +210,15 @@ void read_data_shape(TrainConfig& c, const Deck& d, MPI_Comm comm) {
       c.samples += t[0];
     }
   }
+  if ((!c.scaling.mean.empty() || !c.scaling.std.empty()) && c.data_kind != "idx" &&
+      !c.hdf5_bytes) {
+    bad(d, !c.scaling.mean.empty() ? "data.mean" : "data.std",
+        "it scales byte images (data.kind = \"idx\", or HDF5 images of unsigned bytes), and " +
+            (c.data_kind == "hdf5"
+                 ? "the features of " + c.path + " are not bytes; they are used as they are"
+                 : "data.kind = \"" + c.data_kind + "\" makes its own values") +
+            ": it would have no effect");
+  }
   if (c.scaling.mean.size() != c.scaling.std.size() ||
       (!c.scaling.mean.empty() && c.scaling.mean.size() != c.input.channels)) {
     bad(d, "keys 'data.mean' and 'data.std': give one value per channel (" +
@@ -241,10 +252,37 @@ void read_layers(TrainConfig& c, const Deck& d) {
     bad(d, "model.layers", "model.kind = \"sequential\" needs its layers");
   }
   if (c.model == "linear") return;
+  for (std::size_t n = 0; n < at.size(); ++n) {
+    if (at[n] != static_cast<int>(n) + 1) {
+      bad(d, "model.layers." + std::to_string(at[n]) + ".type",
+          "layers are numbered 1, 2, 3, ... without gaps (first to last), model.layers." +
+              std::to_string(n + 1) + " is missing");
+    }
+  }
+  // The keys each layer type reads besides `type`: any other given is refused.
+  static const std::map<std::string, std::vector<std::string>, std::less<>> reads = {
+      {"dense", {"units"}},
+      {"conv2d", {"filters", "kernel", "stride", "padding"}},
+      {"maxpool2d", {"size"}},
+      {"avgpool2d", {"size"}}};
   for (int i : at) {
     const std::string k = "model.layers." + std::to_string(i) + ".";
     LayerSpec s;
     s.type = d.string(k + "type");
+    const auto it = reads.find(s.type);
+    for (const char* key : {"units", "filters", "kernel", "stride", "padding", "size"}) {
+      const bool used = it != reads.end() &&
+                        std::find(it->second.begin(), it->second.end(), key) != it->second.end();
+      if (!used && d.given(k + key)) {
+        std::string keys;
+        if (it != reads.end()) {
+          for (const auto& r : it->second) keys += (keys.empty() ? "" : ", ") + r;
+        }
+        bad(d, k + key,
+            "a " + s.type + " layer has no " + key + ", it would have no effect (a " + s.type +
+                " layer reads " + (keys.empty() ? "only its type" : "type, " + keys) + ")");
+      }
+    }
     s.units = std::size_t(d.integer(k + "units"));
     s.filters = std::size_t(d.integer(k + "filters"));
     s.kernel = std::size_t(d.integer(k + "kernel"));
@@ -446,6 +484,18 @@ double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
   breakdown = "data " + kpmap::format_bytes(data) + ", parameters with gradients and optimizer " +
               "state " + kpmap::format_bytes(model) + ", work arrays " + kpmap::format_bytes(work);
   return data + model + work;
+}
+
+void check_restart(const deck::Deck& d, const std::string& file, MPI_Comm comm) {
+  const checkpoint::Reader r(file, comm, "kpmap-train");
+  const std::string diff = deck::first_difference(d, r.metadata().deck, {"optimizer"});
+  if (!diff.empty()) {
+    throw InputError(diff + ": restart file " + file +
+                         " was written with other optimizer settings, and its state "
+                         "(velocity, moments, step count) continues only under them; "
+                         "restart with the checkpoint's settings (its deck.toml)",
+                     ErrorScope::all_ranks);
+  }
 }
 
 }  // namespace kpmap::train

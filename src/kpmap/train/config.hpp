@@ -96,6 +96,14 @@ std::size_t work_capacity(const TrainConfig& c, std::size_t batch_rows, std::siz
 double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
                        std::string& breakdown);
 
+/// \brief Refuses a restart from checkpoint `file` written with other
+/// optimizer settings than deck `d` gives (any optimizer.* key: the kind, the
+/// learning rate and its schedule, the moments' decay): the optimizer's state
+/// (velocity, moments, step count) continues only under the settings that
+/// made it. Collective over `comm`. \throws InputError (all ranks) naming
+/// the file, the key with its line, and both values.
+void check_restart(const deck::Deck& d, const std::string& file, MPI_Comm comm);
+
 /// \brief Throws InputError (all ranks) naming the file, key and sample of the
 /// first target in `set` that is no class index in [0, c.classes); the set's
 /// row 0 is the file's item `offset` (`held_out`: the validation set, read

@@ -19,6 +19,7 @@
 #include <kpmap/collectives/request.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/profiling.hpp>
+#include <kpmap/run/watchdog.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/layer.hpp>
 #include <kpmap/train/loss.hpp>
@@ -381,6 +382,7 @@ class Sequential {
       read_sums();
       local[0] += sums_host_(0);
       local[1] += sums_host_(1);
+      kpmap::heartbeat();  // a long validation pass is progress, chunk by chunk
     }
     Evaluation e;
     const double count = static_cast<double>(data.global_rows);

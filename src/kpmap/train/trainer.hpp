@@ -35,6 +35,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -178,6 +179,12 @@ class Trainer {
                            ": nothing left to do",
                        ErrorScope::all_ranks);
     }
+    if (c_.max_steps > 0 && steps >= c_.max_steps) {
+      throw InputError("restart file " + file + " has taken " + std::to_string(steps) +
+                           " optimizer steps, train.max_steps is " + std::to_string(c_.max_steps) +
+                           ": nothing left to do",
+                       ErrorScope::all_ranks);
+    }
     restart_file_ = file;
     times_.add(Phase::checkpoint, MPI_Wtime() - t0);
   }
@@ -204,6 +211,7 @@ class Trainer {
       const double t0 = MPI_Wtime();
       const auto plan = plan_epoch(model_.exec(), n, train.begin, train.rows(), c_.batch, c_.seed,
                                    static_cast<std::uint64_t>(epoch));
+      kpmap::heartbeat();  // the epoch's order is progress (the watchdog's limit is per step)
       res.steps_per_epoch = plan.batches;
       const bool resumed = epoch == first_epoch && at_.step > 0;
       if (resumed && static_cast<std::size_t>(at_.step) >= plan.batches) {
@@ -433,6 +441,9 @@ class Trainer {
     times_.add(Phase::checkpoint, MPI_Wtime() - t0);
   }
 
+  // The most optimizer steps a checkpoint may count (train.max_steps' largest value).
+  static constexpr long long max_optimizer_steps = 1'000'000'000'000'000;
+
   // Where a checkpoint stands: the deck's train.seed, epochs done, optimizer
   // steps of the next, optimizer steps in all.
   struct SavedPosition {
@@ -459,6 +470,7 @@ class Trainer {
       if (typed) return static_cast<long long>(r.integer(typed_name).value_or(fallback));
       return field_of(text, text_name, fallback, damaged);
     };
+    if (!typed) check_record(text, damaged);
     SavedPosition p;
     p.optimizer_steps = field("optimizer_steps", "optimizer_steps", -1);
     if (p.optimizer_steps < 0) damaged("has no optimizer state (optimizer_steps)");
@@ -470,6 +482,12 @@ class Trainer {
       damaged("gives another epoch than attribute step (" + std::to_string(step) + ")");
     }
     if (p.batch < 0) damaged("gives a negative batch position");
+    // No run takes more steps than train.max_steps allows (1e15): a count
+    // beyond that would overflow as the run goes on.
+    if (p.optimizer_steps > max_optimizer_steps) {
+      damaged("counts " + std::to_string(p.optimizer_steps) + " optimizer steps, more than " +
+              std::to_string(max_optimizer_steps) + " (train.max_steps' largest value)");
+    }
     if (p.optimizer_steps < p.epoch + p.batch) {
       damaged("counts " + std::to_string(p.optimizer_steps) +
               " optimizer steps, fewer than epoch " + std::to_string(p.epoch) + " and batch " +
@@ -477,6 +495,31 @@ class Trainer {
     }
     p.seed = field("train_seed", "train.seed", static_cast<long long>(c_.seed));
     return p;
+  }
+
+  // The text record holds "key=value" fields separated by single spaces, each
+  // of train.seed, epoch, batch and optimizer_steps at most once; `damaged`
+  // throws naming the first that is not.
+  template <class Damaged>
+  static void check_record(const std::string& state, Damaged&& damaged) {
+    static const std::array<std::string_view, 4> known = {"train.seed", "epoch", "batch",
+                                                          "optimizer_steps"};
+    std::array<bool, 4> seen{};
+    std::size_t start = 0;
+    while (start < state.size()) {
+      std::size_t stop = state.find(' ', start);
+      if (stop == std::string::npos) stop = state.size();
+      const std::string_view item(state.data() + start, stop - start);
+      const std::size_t eq = item.find('=');
+      const auto it = std::find(known.begin(), known.end(), item.substr(0, eq));
+      if (eq == std::string_view::npos || it == known.end()) {
+        damaged("has an unknown field '" + std::string(item) + "'");
+      }
+      const auto k = static_cast<std::size_t>(it - known.begin());
+      if (seen[k]) damaged("gives " + std::string(known[k]) + " twice");
+      seen[k] = true;
+      start = stop + 1;
+    }
   }
 
   // The whole number after "key=" in `state` (fallback without one): the

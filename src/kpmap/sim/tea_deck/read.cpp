@@ -42,6 +42,8 @@ TeaTranslation Translator::run(const std::string& text, std::vector<std::string>
   int line_no = 0;
   bool inside = false;
   bool seen_block = false;
+  std::string opened;  // "tea.in:3", where the block began
+  std::string closed;  // where it ended
   while (std::getline(in, raw)) {
     ++line_no;
     const Where where{path_ + ":" + std::to_string(line_no), line_no, ""};
@@ -61,14 +63,29 @@ TeaTranslation Translator::run(const std::string& text, std::vector<std::string>
     if (words[0][0] == '*') {
       const std::string& w = words[0];
       if (w == "*tea") {
-        if (inside) break;  // TeaLeaf3D's decks close the block with a second *tea
+        if (inside) {  // TeaLeaf3D's decks close the block with a second *tea
+          inside = false;
+          closed = where.text;
+          continue;
+        }
+        if (seen_block) {
+          throw InputError(where.at() + "a second '*tea' block (the first ends at " + closed +
+                           "): TeaLeaf reads only the first, so its keys would be ignored; "
+                           "put them in one block");
+        }
         inside = true;
         seen_block = true;
+        opened = where.text;
         continue;
       }
       if (w == "*endtea") {
-        if (!inside) throw InputError(where.at() + "'*endtea' without '*tea'");
-        break;
+        if (!inside) {
+          throw InputError(where.at() + "'*endtea' without '*tea'" +
+                           (seen_block ? " (the block ended at " + closed + ")" : ""));
+        }
+        inside = false;
+        closed = where.text;
+        continue;
       }
       throw InputError(where.at() + "'" + w +
                        "': kpmap-heat reads the *tea ... *endtea block of a TeaLeaf deck only");
@@ -76,7 +93,16 @@ TeaTranslation Translator::run(const std::string& text, std::vector<std::string>
     if (!inside) continue;  // TeaLeaf ignores lines outside the block
     read_line(words, where, line_no);
   }
-  if (!seen_block) throw InputError(path_ + ": no '*tea' line: not a TeaLeaf deck");
+  if (!seen_block) {
+    throw InputError(path_ +
+                     ": no '*tea' line: a TeaLeaf deck holds its keys between '*tea' "
+                     "and '*endtea'");
+  }
+  if (inside) {
+    throw InputError(opened +
+                     ": the '*tea' block that begins here has no end: close it with "
+                     "'*endtea' (a cut-off deck would run on defaults)");
+  }
   // TeaLeaf keys given with --set come after the deck's own lines.
   std::vector<std::string> kept;
   for (const auto& o : overrides) {

@@ -152,9 +152,28 @@ TeaTranslation translate_tea_deck(const std::string& text, const std::string& pa
   return tea::Translator(path).run(text, overrides);
 }
 
+namespace {
+// A line that begins with '!' (TeaLeaf's comment) or '*' (its block
+// markers) is never TOML: such text is a TeaLeaf deck, whatever it lacks.
+bool has_tea_lines(std::string_view text) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first != std::string_view::npos && (line[first] == '!' || line[first] == '*')) return true;
+  }
+  return false;
+}
+}  // namespace
+
 deck::Translation heat_deck_translator(const std::string& text, const std::string& path,
                                        std::vector<std::string>& overrides) {
-  if (!is_tea_deck(text)) return {text, {}};
+  // A TeaLeaf deck without its '*tea' line is named as one, not given TOML's
+  // error about a '!'.
+  if (!is_tea_deck(text) && !has_tea_lines(text)) return {text, {}};
   auto t = translate_tea_deck(text, path, overrides);
   for (const auto& n : t.notes) std::cout << "kpmap-heat: " << n << "\n";
   std::cout << std::flush;
