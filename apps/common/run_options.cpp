@@ -7,6 +7,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
 
 namespace kpmap::apps {
@@ -72,6 +74,17 @@ deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm c
     if (schema.find("output.dir") == nullptr) {
       throw InputError("--output: " + schema.app() + " has no output.dir key",
                        ErrorScope::all_ranks);
+    }
+    // Named as --output, not as the --set it becomes.
+    const auto control = std::find_if(o.output.begin(), o.output.end(),
+                                      [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+    if (control != o.output.end()) {
+      char code[8];
+      std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned char>(*control));
+      throw InputError(
+          std::string("--output: a control character (") + code + ") in the path at position " +
+              std::to_string(control - o.output.begin()) + "; give a folder name without one",
+          ErrorScope::all_ranks);
     }
     overrides.push_back("output.dir=" + deck::toml_quoted(o.output));
   }

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #if defined(__linux__)
@@ -345,6 +346,21 @@ void Writer::Impl::reserve(std::uint64_t end) {
       std::remove(tmp.c_str());
     }
 #endif
+  }
+  // A file size limit (ulimit -f) would fail the write of whichever rank
+  // writes past it, inside a collective write the others then wait in for
+  // ever (Open MPI's OMPIO): every rank checks its own limit first.
+  rlimit fsize{};
+  if (error.empty() && getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+      end > std::uint64_t(fsize.rlim_cur)) {
+    error = "writing checkpoint " + tmp + ": it needs about " + std::to_string(end) +
+            " bytes, past this process's file size limit (ulimit -f: " +
+            std::to_string(fsize.rlim_cur) + " bytes)";
+    if (fd >= 0) {
+      ::close(fd);
+      fd = -1;
+    }
+    if (rank == 0) std::remove(tmp.c_str());
   }
   // HDF5 has written nothing it could not leave behind, but closing the file
   // would flush its metadata onto the full disk: the job ends without it.

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -32,6 +33,14 @@ std::string write_failure_reason(const std::string& path, int err) {
            (left == UINT64_MAX ? std::string("free space unknown")
                                : std::to_string(left) + " bytes are free") +
            ")";
+  }
+  // A file size limit (ulimit -f): EFBIG, or an error HDF5 reported without errno.
+  rlimit fsize{};
+  if ((err == EFBIG || err == 0) && getrlimit(RLIMIT_FSIZE, &fsize) == 0 &&
+      fsize.rlim_cur != RLIM_INFINITY) {
+    return std::string(err == EFBIG ? "the file would pass" : "perhaps it reached") +
+           " this process's file size limit (ulimit -f: " + std::to_string(fsize.rlim_cur) +
+           " bytes)";
   }
   return err != 0 ? std::strerror(err) : "an I/O error";
 }

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 #include <charconv>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -82,6 +83,9 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   const bool early = options.device_before_mpi ||
                      (before != nullptr && *before != '\0' && std::string_view(before) != "0");
   std::string error;
+  // A write past the file size limit (ulimit -f) fails with EFBIG, which the
+  // writers report, instead of killing the rank with SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (early) init_before_mpi(argc, argv, error);
   init_mpi(argc, argv, options);
   std::set_terminate(terminate_handler);

@@ -21,8 +21,8 @@ STEP (the failure left it intact), no --absent FILE may exist, and each
 --png FILE (removed before the command runs) must be a PNG image.
 --symlink makes LINK (and its folder) point at TARGET before the command
 runs: e.g. an output file at /dev/full, whose every write fails as on a
-full disk. --address-space KIB limits the command's address space as `ulimit -v KIB`
-does. --fifo makes PATH a named pipe that nothing writes to (a
+full disk. --address-space KIB and --file-size KIB limit the command's address space
+and the size of the files it writes as `ulimit -v KIB` and `ulimit -f KIB` do. --fifo makes PATH a named pipe that nothing writes to (a
 program that opens it for reading blocks for ever). An argument "{empty}"
 of the command is passed as an empty string (which CMake cannot pass).
 """
@@ -66,6 +66,7 @@ def main():
     p.add_argument("--symlink", action="append", default=[])
     p.add_argument("--fifo", action="append", default=[])
     p.add_argument("--address-space", type=int)
+    p.add_argument("--file-size", type=int)
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -92,13 +93,15 @@ def main():
         if os.path.lexists(path):
             os.remove(path)
     start = time.monotonic()
-    limit = None
-    if a.address_space is not None:  # as `ulimit -v KIB` would, for the command only
-        def limit():
-            kib = a.address_space * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (kib, kib))
+    limits = [(resource.RLIMIT_AS, a.address_space), (resource.RLIMIT_FSIZE, a.file_size)]
+    limits = [(which, kib * 1024) for which, kib in limits if kib is not None]
+
+    def limit():  # as `ulimit -v KIB` and `ulimit -f KIB` would, for the command only
+        for which, size in limits:
+            resource.setrlimit(which, (size, size))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, env=env, preexec_fn=limit)
+                            text=True, start_new_session=True, env=env,
+                            preexec_fn=limit if limits else None)
 
     # ctest ends a test past its timeout with SIGTERM to this script alone:
     # the command, in a session of its own, must not outlive it.

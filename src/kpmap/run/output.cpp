@@ -33,7 +33,13 @@ fs::path prepare_output_dir(const std::string& dir, MPI_Comm comm) {
   if (rank == 0) {
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) {
+    const auto link = fs::symlink_status(dir);
+    if (ec && fs::is_symlink(link) && !fs::exists(dir)) {
+      // create_directories says only "File exists" for a dangling link.
+      std::error_code read;
+      problem = "it is a symbolic link to " + fs::read_symlink(dir, read).string() +
+                ", which does not exist; create that folder, or give another --output";
+    } else if (ec) {
       problem = "cannot create it: " + ec.message();
     } else if (!fs::is_directory(dir, ec)) {
       problem = "it exists and is not a folder";

@@ -159,6 +159,7 @@ HeatConfig from_deck(const deck::Deck& d) {
     }
   }
   c.halo_depth = static_cast<int>(d.integer("mesh.halo_depth"));
+  if (d.given("mesh.ranks")) c.ranks_key = d.where("mesh.ranks") + "key " + d.named("mesh.ranks");
   for (long long r : d.integer_list("mesh.ranks")) {
     if (r > std::numeric_limits<int>::max()) {
       throw bad("mesh.ranks",
@@ -249,6 +250,13 @@ HeatConfig from_deck(const deck::Deck& d) {
   c.solver.check_result = d.boolean("solver.check_result");
   c.solver.coefficient = d.string("solver.coefficient") == "density" ? Coefficient::density
                                                                      : Coefficient::inverse_density;
+  if (d.given("solver.check_every") && c.solver.check_every > c.solver.max_iters) {
+    throw bad("solver.check_every",
+              std::to_string(c.solver.check_every) + " is above solver.max_iters (" +
+                  std::to_string(c.solver.max_iters) +
+                  "): no residual would be computed before the solve gives up, which would "
+                  "then report a solve that did not converge");
+  }
   if (c.solver.preconditioner == Preconditioner::jac_block && c.halo_depth > 1) {
     throw bad("solver.preconditioner",
               "jac_block works with mesh.halo_depth = 1 only (as in TeaLeaf), found " +

@@ -73,6 +73,7 @@ struct HeatConfig {
   std::array<double, 3> upper{1, 1, 1};
   int halo_depth = 1;
   std::vector<int> ranks;  ///< process grid, x first; empty or 0 entries: chosen
+  std::string ranks_key;   ///< "deck.toml:5: key 'mesh.ranks'" where the deck gave the grid
   // states
   std::vector<State> states;
   // time

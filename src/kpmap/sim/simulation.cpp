@@ -52,6 +52,20 @@ std::vector<std::size_t> cells_of(const HeatConfig& c) {
   return cells;
 }
 
+// The layout of `config` over `comm`: a process grid the deck gave that does
+// not fit the job names the deck's key and line.
+CartesianLayout layout_of(const HeatConfig& config, MPI_Comm comm) {
+  try {
+    return CartesianLayout(cells_of(config), config.halo_depth, config.ranks, comm);
+  } catch (const InputError& e) {
+    if (config.ranks_key.empty()) throw;
+    std::string what = e.what();
+    const std::string prefix = "kpmap::CartesianLayout: ";
+    if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
+    throw InputError(config.ranks_key + ": " + what, e.scope());
+  }
+}
+
 std::string sci(double v) {
   std::ostringstream s;
   s.precision(6);
@@ -111,9 +125,7 @@ double Simulation<Exec>::memory_estimate(const HeatConfig& c, const CartesianLay
 
 template <class Exec>
 Simulation<Exec>::Simulation(const HeatConfig& config, MPI_Comm comm, const Exec& exec)
-    : config_(config),
-      layout_(cells_of(config), config.halo_depth, config.ranks, comm),
-      exec_(exec) {
+    : config_(config), layout_(layout_of(config, comm)), exec_(exec) {
   {
     std::string breakdown;
     const double bytes = memory_estimate(config_, layout_, &breakdown);
