@@ -75,6 +75,23 @@ def run(cmd, timeout=10):
     return p.returncode, p.stdout + p.stderr, time.monotonic() - start
 
 
+def refused_once(what, cmd, message, also=()):
+    """Runs `cmd`, which must end with exit 2 within 10 s printing `message`
+    exactly once (not once per rank) and every text of `also`; returns the
+    failures."""
+    code, out, secs = run(cmd)
+    missing = [t for t in [message, *also] if t not in out]
+    if code is None:
+        return [f"{what}: still running after 10 s"]
+    if code != 2 or missing:
+        print(out[-2000:])
+        return [f"{what}: exit code {code}, lacks {missing}"]
+    if out.count(message) != 1:
+        return [f"{what}: the message is printed {out.count(message)} times"]
+    print(f"ok: {what}: exit 2 after {secs:.1f} s")
+    return []
+
+
 def damage_chunk(path, name):
     """Flips a byte in the middle of dataset `name`'s first chunk on disk."""
     with h5py.File(path, "r") as f:
@@ -143,20 +160,9 @@ def damaged_data(a, ranks, launch):
         for n in ranks:
             cmd = launch(n) + [a.app, hdf5_deck, "--set", f"data.path={data}", "--output",
                                os.path.join(a.work, "out_data")]
-            code, out, secs = run(cmd)
             # Rank 0 reads the first block of samples, which holds the damaged chunk.
-            expect = [f"data file {data}", text.format(last=-(-400 // n) - 1)]
-            what = f"{name}, {n} rank(s)"
-            missing = [t for t in expect if t not in out]
-            if code is None:
-                failures.append(f"{what}: still running after 10 s")
-            elif code != 2 or missing:
-                print(out[-2000:])
-                failures.append(f"{what}: exit code {code}, lacks {missing}")
-            elif out.count(expect[1]) != 1:
-                failures.append(f"{what}: the message is printed {out.count(expect[1])} times")
-            else:
-                print(f"ok: {what}: exit 2 after {secs:.1f} s")
+            failures += refused_once(f"{name}, {n} rank(s)", cmd, text.format(
+                last=-(-400 // n) - 1), [f"data file {data}"])
     return failures
 
 
@@ -231,19 +237,8 @@ def damaged_idx(a, ranks, launch):
                 a.app, deck, "--set", "data.kind=idx", "--set", f"data.path={path}",
                 "--set", f"data.labels={label_file or good_labels}",
                 "--output", os.path.join(a.work, "out_idx")]
-            code, out, secs = run(cmd)
-            what = f"IDX {name}, {n_ranks} rank(s)"
-            where = f"data file {label_file or path}"
-            missing = [t for t in [where] + texts if t not in out]
-            if code is None:
-                failures.append(f"{what}: still running after 10 s")
-            elif code != 2 or missing:
-                print(out[-2000:])
-                failures.append(f"{what}: exit code {code}, lacks {missing}")
-            elif out.count(texts[0]) != 1:
-                failures.append(f"{what}: the message is printed {out.count(texts[0])} times")
-            else:
-                print(f"ok: {what}: exit 2 after {secs:.1f} s")
+            failures += refused_once(f"IDX {name}, {n_ranks} rank(s)", cmd, texts[0],
+                                     [f"data file {label_file or path}"] + texts[1:])
     return failures
 
 
