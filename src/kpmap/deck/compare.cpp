@@ -3,6 +3,7 @@
 
 #include "text.hpp"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <string>
