@@ -93,35 +93,43 @@ FORK = re.compile(r"(?<![\w.>])(?:std::|::)?(system|popen|fork|vfork|posix_spawn
 STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
-def check_cpp(root, rows):
-    checked = 0
-    for top in ("src", "apps", "examples"):
+def layered_files(root, tops, suffixes, rows, table):
+    """(path, repository path, layer) of every file under `tops` ending in one
+    of `suffixes`; a file no row of `table` holds is a failure, not yielded."""
+    for top in tops:
         for folder, _, names in os.walk(os.path.join(root, top)):
             for name in sorted(names):
-                if not name.endswith((".hpp", ".cpp", ".hpp.in")):
+                if not name.endswith(suffixes):
                     continue
                 path = os.path.join(folder, name)
                 rel = os.path.relpath(path, root)
                 mine = layer_of(rel, rows)
                 if mine is None:
-                    fail(f"{rel}: no layer of CONTRIBUTING.md holds it (add it to a row)")
+                    fail(f"{rel}: no {table} of CONTRIBUTING.md holds it (add it to a row)")
                     continue
-                checked += 1
-                for n, text in code_lines(path):
-                    m = INCLUDE.match(text)
-                    if m:
-                        target = "src/" + m.group(1)
-                        theirs = layer_of(target, rows)
-                        if theirs is None:
-                            fail(f"{rel}:{n}: includes <{m.group(1)}>, which no layer holds")
-                        elif theirs[0] > mine[0]:
-                            fail(f"{rel}:{n}: layer '{mine[1]}' includes <{m.group(1)}> of "
-                                 f"layer '{theirs[1]}' above it")
-                    if top in ("src", "apps"):
-                        f = FORK.search(STRING.sub('""', text))
-                        if f:
-                            fail(f"{rel}:{n}: calls {f.group(1)}(): no process is forked from "
-                                 "an MPI rank (plots and other helpers are steps of their own)")
+                yield path, rel, mine
+
+
+def check_cpp(root, rows):
+    checked = 0
+    for path, rel, mine in layered_files(root, ("src", "apps", "examples"),
+                                         (".hpp", ".cpp", ".hpp.in"), rows, "layer"):
+        checked += 1
+        for n, text in code_lines(path):
+            m = INCLUDE.match(text)
+            if m:
+                target = "src/" + m.group(1)
+                theirs = layer_of(target, rows)
+                if theirs is None:
+                    fail(f"{rel}:{n}: includes <{m.group(1)}>, which no layer holds")
+                elif theirs[0] > mine[0]:
+                    fail(f"{rel}:{n}: layer '{mine[1]}' includes <{m.group(1)}> of "
+                         f"layer '{theirs[1]}' above it")
+            if rel.startswith(("src/", "apps/")):
+                f = FORK.search(STRING.sub('""', text))
+                if f:
+                    fail(f"{rel}:{n}: calls {f.group(1)}(): no process is forked from "
+                         "an MPI rank (plots and other helpers are steps of their own)")
     return checked
 
 
@@ -138,41 +146,33 @@ def module_path(root, module):
 
 def check_python(root, rows):
     checked = 0
-    for folder, _, names in os.walk(os.path.join(root, "python", "kpmap")):
-        for name in sorted(names):
-            if not name.endswith(".py"):
-                continue
-            path = os.path.join(folder, name)
-            rel = os.path.relpath(path, root)
-            mine = layer_of(rel, rows)
-            if mine is None:
-                fail(f"{rel}: no Python layer of CONTRIBUTING.md holds it (add it to a row)")
-                continue
-            checked += 1
-            with open(path, encoding="utf-8") as f:
-                for n, line in enumerate(f, 1):
-                    m = IMPORT.match(line)
-                    if not m:
+    for path, rel, mine in layered_files(root, (os.path.join("python", "kpmap"),), (".py",),
+                                         rows, "Python layer"):
+        checked += 1
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                m = IMPORT.match(line)
+                if not m:
+                    continue
+                targets = []
+                if m.group(3):
+                    targets.append(m.group(3))
+                else:
+                    # from kpmap.scale import plan: a module if there is one, else names.
+                    for item in re.split(r"[,\s()]+", m.group(2)):
+                        sub = m.group(1) + "." + item
+                        if item and os.path.exists(os.path.join(root, module_path(root, sub))):
+                            targets.append(sub)
+                    targets.append(m.group(1))
+                for t in targets:
+                    target = module_path(root, t)
+                    theirs = layer_of(target, rows)
+                    if target == rel:
                         continue
-                    targets = []
-                    if m.group(3):
-                        targets.append(m.group(3))
-                    else:
-                        # from kpmap.scale import plan: a module if there is one, else names.
-                        for item in re.split(r"[,\s()]+", m.group(2)):
-                            sub = m.group(1) + "." + item
-                            if item and os.path.exists(os.path.join(root, module_path(root, sub))):
-                                targets.append(sub)
-                        targets.append(m.group(1))
-                    for t in targets:
-                        target = module_path(root, t)
-                        theirs = layer_of(target, rows)
-                        if target == rel:
-                            continue
-                        if theirs is None:
-                            fail(f"{rel}:{n}: imports {t}, which no Python layer holds")
-                        elif theirs[0] > mine[0]:
-                            fail(f"{rel}:{n}: '{mine[1]}' imports {t} of '{theirs[1]}' above it")
+                    if theirs is None:
+                        fail(f"{rel}:{n}: imports {t}, which no Python layer holds")
+                    elif theirs[0] > mine[0]:
+                        fail(f"{rel}:{n}: '{mine[1]}' imports {t} of '{theirs[1]}' above it")
     return checked
 
 
