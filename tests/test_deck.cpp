@@ -426,3 +426,51 @@ TEST_CASE("a deck is compared with the resolved deck of an earlier run", "[deck]
                                paths)
             .empty());
 }
+
+TEST_CASE("pieces' own keys merge into a schema, and a key two pieces share means one thing",
+          "[deck]") {
+  deck::Schema a("a");
+  a.real("omega", 1.0, {0.0, 2.0}, "", "weight").integer("sweeps", 2, {1, 10}, "", "sweeps");
+  deck::Schema b("b");
+  b.real("omega", 1.0, {0.0, 2.0}, "", "relaxation");
+  deck::Schema s("app");
+  s.string("solver.method", "a", {"a", "b"}, "method");
+  s.merge("solver.", "a", a).merge("solver.", "b", b);
+  REQUIRE(s.find("solver.omega") != nullptr);
+  CHECK(s.find("solver.omega")->description == "a: weight; b: relaxation");
+  CHECK(s.find("solver.sweeps")->description == "a: sweeps");
+  // Checked as strictly as any key of the schema: range, type, did-you-mean.
+  CHECK_THROWS_WITH(deck::parse(s, "[solver]\nomega = 3.0\n", "d.toml"),
+                    StartsWith("d.toml:2") && ContainsSubstring("solver.omega"));
+  CHECK_THROWS_WITH(deck::parse(s, "[solver]\nomgea = 1.5\n", "d.toml"),
+                    ContainsSubstring("did you mean 'solver.omega'"));
+  const auto d = deck::parse(s, "[solver]\nomega = 1.5\n", "d.toml");
+  CHECK(d.real("solver.omega") == 1.5);
+  CHECK(std::get<double>(d.value("solver.omega")) == 1.5);
+  // The same name with another default (or type, range, unit) is refused.
+  deck::Schema c("c");
+  c.real("omega", 0.5, {0.0, 2.0}, "", "other");
+  CHECK_THROWS_WITH(s.merge("solver.", "c", c),
+                    ContainsSubstring("'solver.omega' is declared by a, b and by c"));
+  // A piece's key may not take the name of the schema's own.
+  deck::Schema m("m");
+  m.string("method", "a", {"a"}, "clash");
+  CHECK_THROWS_WITH(s.merge("solver.", "m", m),
+                    ContainsSubstring("key 'solver.method' of m is a key of app itself"));
+}
+
+TEST_CASE("settings give a piece its keys' values, else their defaults", "[deck]") {
+  deck::Schema keys("weighted_jacobi");
+  keys.real("omega", 0.8, {0.0, 2.0}, "", "weight")
+      .string("order", "lex", {"lex", "red_black"}, "sweep order");
+  deck::Settings s(keys);
+  CHECK(s.real("omega") == 0.8);
+  s.set("omega", 1.25);
+  CHECK(s.real("omega") == 1.25);
+  CHECK(s.string("order") == "lex");
+  CHECK_THROWS_WITH(s.set("omgea", 1.0),
+                    ContainsSubstring("no key 'omgea' is declared by weighted_jacobi"));
+  CHECK_THROWS_WITH(s.set("omega", std::string("fast")), ContainsSubstring("'omega' is a"));
+  CHECK_THROWS_WITH(s.integer("omega"), ContainsSubstring("no integer key 'omega'"));
+  CHECK_THROWS(deck::Settings().real("omega"));
+}

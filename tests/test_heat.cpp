@@ -12,6 +12,7 @@
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/loops.hpp>
 #include <kpmap/sim/simulation.hpp>
+#include <kpmap/sim/solvers/cg.hpp>
 #include <kpmap/sim/solvers/solver.hpp>
 #include <kpmap/sim/stencil.hpp>
 
@@ -26,6 +27,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <set>
 #include <string>
@@ -380,22 +383,108 @@ TEST_CASE("every solver and preconditioner reaches the same solution", "[heat][s
   CHECK(rel(s.summary().u, u_ref) < 1e-9);
 }
 
-TEST_CASE("every method a deck can name has a registered solver", "[heat][solver]") {
-  // A Method with a deck name (sim/config.hpp) but no line in the registry
-  // would pass the schema and fail only when a run starts.
-  REQUIRE(sim::registered_solvers().size() == std::size(sim::method_names));
-  for (std::size_t i = 0; i < std::size(sim::method_names); ++i) {
-    const auto method = static_cast<sim::Method>(i);
-    CAPTURE(sim::method_names[i]);
-    CHECK(sim::solver_info(method).method == method);
-    CHECK(std::string(sim::to_string(method)) == sim::method_names[i]);
-    CHECK(config_of(tea_deck(16, std::string("method = \"") + sim::method_names[i] + "\""))
-              .solver.method == method);
+// A program's own solver (the mechanism examples/11_custom_solver.cpp uses):
+// CG under another name, with a key of its own that it reads.
+template <class Exec>
+class KeyedCg final : public sim::solvers::Cg<Exec> {
+ public:
+  explicit KeyedCg(const sim::SolverContext<Exec>& context)
+      : sim::solvers::Cg<Exec>(context), weight_(context.options.settings.real("weight")) {}
+  double weight() const { return weight_; }
+
+ private:
+  double weight_;
+};
+KPMAP_SIM_REGISTER_SOLVER(KeyedCg, {"keyed_cg", "CG with a key", 3, 1,
+                                    kpmap::deck::Schema("solver").real("weight", 1.0, {0.0, 2.0},
+                                                                       "", "a number it reads")});
+
+TEST_CASE("a program's own solver is named by decks, and its keys are checked", "[heat][solver]") {
+  using Catch::Matchers::ContainsSubstring;
+  using Catch::Matchers::StartsWith;
+  const auto schema = sim::heat_schema();
+  REQUIRE(schema.find("solver.weight") != nullptr);
+  CHECK(schema.find("solver.weight")->description == "keyed_cg: a number it reads");
+  // Its key: the default, a value, a value out of range (file and line), a
+  // misspelling, and the key under a method that does not read it.
+  auto c = config_of(tea_deck(16, "method = \"keyed_cg\""));
+  CHECK(c.solver.method == "keyed_cg");
+  CHECK(c.solver.settings.real("weight") == 1.0);
+  c = config_of(tea_deck(16, "method = \"keyed_cg\"\nweight = 1.5"));
+  CHECK(c.solver.settings.real("weight") == 1.5);
+  CHECK_THROWS_WITH(config_of(tea_deck(16, "method = \"keyed_cg\"\nweight = 2.5")),
+                    StartsWith("test.toml:") && ContainsSubstring("solver.weight"));
+  CHECK_THROWS_WITH(config_of(tea_deck(16, "method = \"keyed_cg\"\nwieght = 1.5")),
+                    ContainsSubstring("did you mean 'solver.weight'"));
+  CHECK_THROWS_WITH(config_of(tea_deck(16, "method = \"cg\"\nweight = 1.5")),
+                    ContainsSubstring("solver.method = \"cg\" reads no weight, it would have no "
+                                      "effect (weight is read by keyed_cg)"));
+  CHECK_THROWS_WITH(config_of(tea_deck(16, "method = \"keyed_gc\"")),
+                    ContainsSubstring("keyed_cg"));
+  // It solves: the solution of the built-in CG, which it is.
+  c = config_of(tea_deck(16, "method = \"keyed_cg\"\neps = 1e-15"));
+  auto reference = config_of(tea_deck(16, "method = \"cg\"\neps = 1e-15"));
+  sim::Simulation mine(c), theirs(reference);
+  mine.initialise();
+  theirs.initialise();
+  for (int n = 0; n < 3; ++n) {
+    CHECK(mine.step().solve.iterations == theirs.step().solve.iterations);
   }
+  CHECK(mine.summary().u == theirs.summary().u);
+  CHECK(sim::solver_fields(sim::Scheme::implicit, c.solver) == 3);
+  // A name given twice, a key without a default, a name that is no deck word.
+  CHECK_THROWS_WITH(sim::register_solver<KeyedCg>({"keyed_cg", "again", 3, 1}),
+                    ContainsSubstring("a solver named 'keyed_cg' is registered already"));
+  CHECK_THROWS_WITH(
+      sim::register_solver<KeyedCg>(
+          {"keyed_cg2", "", 3, 1,
+           kpmap::deck::Schema("solver").real("weight", std::nullopt, {}, "", "required")}),
+      ContainsSubstring("key 'weight' of solver 'keyed_cg2' has no default"));
+  CHECK_THROWS_WITH(sim::register_solver<KeyedCg>(
+                        {"keyed_cg3", "", 3, 1,
+                         kpmap::deck::Schema("solver").real("weight", 0.5, {}, "", "other")}),
+                    ContainsSubstring("declared by keyed_cg and by keyed_cg3"));
+  CHECK_THROWS_WITH(sim::register_solver<KeyedCg>({"Keyed CG", "", 3, 1}),
+                    ContainsSubstring("is not a deck word"));
+  CHECK(sim::registered_solvers().size() == 5);
+}
+
+TEST_CASE("every built-in solver file registers its solver, and decks name each",
+          "[heat][solver]") {
+  // The KPMAP_SIM_BUILTIN_SOLVER lines of src/kpmap/sim/solvers/, read here
+  // from the source: a file the linker left out of the program would be
+  // missing from the registry (nothing refers to it but the registry).
+  std::set<std::string> in_files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/sim/solvers")) {
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      const std::string macro = "KPMAP_SIM_BUILTIN_SOLVER(";
+      if (line.rfind(macro, 0) == 0) {
+        in_files.insert(line.substr(macro.size(), line.find(',') - macro.size()));
+      }
+    }
+  }
+  REQUIRE(in_files.size() >= 4);
+  // This program registers one more (keyed_cg, above).
+  std::set<std::string> registered;
+  for (const sim::SolverInfo* s : sim::registered_solvers()) registered.insert(s->name);
+  in_files.insert("keyed_cg");
+  CHECK(registered == in_files);
+  const auto schema = sim::heat_schema();
+  const auto& choices = schema.find("solver.method")->choices;
+  CHECK(std::set<std::string>(choices.begin(), choices.end()) == in_files);
+  for (const std::string& name : in_files) {
+    CAPTURE(name);
+    CHECK(sim::solver_info(name).name == name);
+    CHECK(config_of(tea_deck(16, "method = \"" + name + "\"")).solver.method == name);
+  }
+  CHECK_THROWS_WITH(sim::solver_info("gmres"),
+                    Catch::Matchers::ContainsSubstring("no solver is registered as 'gmres'"));
   // The explicit step reads the step's start from u0: no fields of its own.
   sim::SolverOptions options;
   CHECK(sim::solver_fields(sim::Scheme::explicit_ftcs, options) == 0);
-  options.method = sim::Method::ppcg;
+  options.method = "ppcg";
   options.preconditioner = sim::Preconditioner::jac_diag;
   CHECK(sim::solver_fields(sim::Scheme::implicit, options) == 9);
 }

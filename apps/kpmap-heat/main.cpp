@@ -46,7 +46,7 @@ std::string cells_text(const sim::HeatConfig& c) {
 
 std::string method_text(const sim::HeatConfig& c) {
   if (c.scheme == sim::Scheme::explicit_ftcs) return "explicit FTCS";
-  std::string s = sim::to_string(c.solver.method);
+  std::string s = c.solver.method;
   if (c.solver.preconditioner != sim::Preconditioner::none) {
     s += std::string(" + ") + sim::to_string(c.solver.preconditioner);
   }
@@ -103,7 +103,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   j["dimensions"] = c.ndim;
   j["cells"] = std::vector<long long>(c.cells.begin(), c.cells.begin() + c.ndim);
   j["scheme"] = sim::to_string(c.scheme);
-  j["solver"] = c.scheme == sim::Scheme::implicit ? sim::to_string(c.solver.method) : "ftcs";
+  j["solver"] = c.scheme == sim::Scheme::implicit ? c.solver.method : "ftcs";
   j["preconditioner"] = sim::to_string(c.solver.preconditioner);
   j["step"] = s.step_count();
   j["steps_run"] = s.step_count() - first;
@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("kpmap-heat ") + KPMAP_VERSION_STRING);
     kpmap::apps::RunOptions opts;
     kpmap::apps::add_run_options(app, opts);
-    const auto& schema = sim::heat_schema();
+    const auto schema = sim::heat_schema();
     if (auto code = kpmap::apps::parse_run_command_line(app, opts, schema, argc, argv, rt)) {
       return *code;
     }

@@ -8,6 +8,10 @@
 
 namespace kpmap::bench {
 
+/// \brief The built-in linear solvers in the order the benchmarks number
+/// them (their argument 0 to 3; 4 is the explicit step).
+inline const char* const solver_names[] = {"cg", "jacobi", "chebyshev", "ppcg"};
+
 inline sim::HeatConfig tea_benchmark(int dims, std::size_t n) {
   sim::HeatConfig c;
   c.ndim = dims;

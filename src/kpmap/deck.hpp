@@ -93,6 +93,14 @@ class Schema {
   /// \brief The known key closest to `path` (for "did you mean"), or "".
   std::string closest(std::string_view path) const;
 
+  /// \brief Adds the keys of `keys` under `prefix` ("solver." puts `omega`
+  /// at `solver.omega`), as the keys of `owner` (a solver, a layer type):
+  /// their descriptions begin with the owner's name. A key another owner
+  /// added already is shared when both declare the same type, default,
+  /// range, choices and unit; the description then names both owners.
+  /// \throws Error when the declarations differ, naming both owners.
+  Schema& merge(const std::string& prefix, const std::string& owner, const Schema& keys);
+
   /// \brief Plain text for `--help-deck`: every key with type, default, range and description.
   std::string help() const;
   /// \brief The same as Markdown tables, one per section, for docs/decks.md.
@@ -102,6 +110,33 @@ class Schema {
   Schema& add(Key key);
   std::string app_;
   std::vector<Key> keys_;
+  std::map<std::string, std::string, std::less<>> owners_;  // merged key -> "a, b"
+};
+
+/// \brief The values of the keys a piece declares for itself (a solver's
+/// `omega`, a layer's `slope`): what the deck gave, else the declared
+/// default. Built by the piece's reader from a Deck, or by a program.
+class Settings {
+ public:
+  Settings() = default;
+  /// \brief Values for `keys`, a piece's own Schema (its paths without prefix).
+  explicit Settings(const Schema& keys) : keys_(&keys) {}
+  /// \brief Sets `name`. \throws Error for a name `keys` does not declare,
+  /// or a value of another type.
+  Settings& set(const std::string& name, Value value);
+  bool boolean(std::string_view name) const;
+  long long integer(std::string_view name) const;
+  double real(std::string_view name) const;
+  const std::string& string(std::string_view name) const;
+  const std::vector<long long>& integer_list(std::string_view name) const;
+  const std::vector<double>& real_list(std::string_view name) const;
+  /// \brief The keys these values are for (nullptr for none).
+  const Schema* keys() const noexcept { return keys_; }
+
+ private:
+  const Value& at(std::string_view name, Type type) const;
+  const Schema* keys_ = nullptr;
+  std::map<std::string, Value, std::less<>> values_;
 };
 
 /// \brief Where the user's own text set a key of the schema, when a
@@ -150,6 +185,8 @@ class Deck {
   const std::string& string(std::string_view path) const;
   const std::vector<long long>& integer_list(std::string_view path) const;
   const std::vector<double>& real_list(std::string_view path) const;
+  /// \brief The value at `path`, of whichever type the schema gives it.
+  const Value& value(std::string_view path) const { return at(path); }
   /// \brief The fully resolved deck as TOML, defaults included, in schema
   /// order: printed at start-up and stored in every output, so any result can
   /// be reproduced by running this text as a deck.

@@ -14,12 +14,23 @@
 #include <kpmap/deck.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/sim/config.hpp>
+#include <kpmap/sim/solvers/info.hpp>
 #include <kpmap/sim/tea_deck.hpp>
 
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+// The built-in solvers' registrations without their kernels (this target
+// has no Kokkos): their names, which TeaLeaf's tl_use_* keys select, and
+// keys of their own (none).
+namespace kpmap::sim::detail {
+void register_builtin_solvers();
+void register_builtin_solvers() {
+  for (const char* name : {"cg", "chebyshev", "jacobi", "ppcg"}) add_solver({name, name, 0, 0});
+}
+}  // namespace kpmap::sim::detail
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);

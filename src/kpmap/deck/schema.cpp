@@ -3,6 +3,7 @@
 
 #include "text.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -77,6 +78,80 @@ const Key* Schema::find(std::string_view path) const {
     if (k.path.find('#') != std::string::npos && matches(k.path, path, false)) return &k;
   }
   return nullptr;
+}
+
+Schema& Schema::merge(const std::string& prefix, const std::string& owner, const Schema& keys) {
+  for (const Key& k : keys.keys()) {
+    Key key = k;
+    key.path = prefix + k.path;
+    key.description = owner + ": " + k.description;
+    auto same =
+        std::find_if(keys_.begin(), keys_.end(), [&](const Key& e) { return e.path == key.path; });
+    if (same == keys_.end()) {
+      owners_[key.path] = owner;
+      add(std::move(key));
+      continue;
+    }
+    const auto by = owners_.find(key.path);
+    if (by == owners_.end()) {
+      throw Error("kpmap::deck::Schema: key '" + key.path + "' of " + owner + " is a key of " +
+                  app_ + " itself; give it another name");
+    }
+    const bool agree = same->type == k.type && same->fallback == k.fallback &&
+                       same->range.min == k.range.min && same->range.max == k.range.max &&
+                       same->choices == k.choices && same->unit == k.unit;
+    if (!agree) {
+      throw Error("kpmap::deck::Schema: key '" + key.path + "' is declared by " + by->second +
+                  " and by " + owner +
+                  " with another type, default, range, choices or unit; a key that several "
+                  "declare must mean one thing (or give it another name)");
+    }
+    same->description += "; " + key.description;
+    owners_[key.path] += ", " + owner;
+  }
+  return *this;
+}
+
+Settings& Settings::set(const std::string& name, Value value) {
+  const Key* k = keys_ != nullptr ? keys_->find(name) : nullptr;
+  if (k == nullptr) {
+    throw Error("kpmap::deck::Settings: no key '" + name + "' is declared" +
+                (keys_ != nullptr ? " by " + keys_->app() : std::string()));
+  }
+  if (value.index() != static_cast<std::size_t>(k->type)) {
+    throw Error("kpmap::deck::Settings: key '" + name + "' is " + expected_phrase(k->type));
+  }
+  values_[name] = std::move(value);
+  return *this;
+}
+
+const Value& Settings::at(std::string_view name, Type type) const {
+  const Key* k = keys_ != nullptr ? keys_->find(name) : nullptr;
+  if (k == nullptr || k->type != type) {
+    throw Error("kpmap::deck::Settings: no " + std::string(type_word(type)) + " key '" +
+                std::string(name) + "' is declared" +
+                (keys_ != nullptr ? " by " + keys_->app() : std::string()));
+  }
+  if (auto it = values_.find(name); it != values_.end()) return it->second;
+  if (!k->fallback) {
+    throw Error("kpmap::deck::Settings: key '" + std::string(name) + "' has no value");
+  }
+  return *k->fallback;
+}
+
+bool Settings::boolean(std::string_view n) const { return std::get<bool>(at(n, Type::boolean)); }
+long long Settings::integer(std::string_view n) const {
+  return std::get<long long>(at(n, Type::integer));
+}
+double Settings::real(std::string_view n) const { return std::get<double>(at(n, Type::real)); }
+const std::string& Settings::string(std::string_view n) const {
+  return std::get<std::string>(at(n, Type::string));
+}
+const std::vector<long long>& Settings::integer_list(std::string_view n) const {
+  return std::get<std::vector<long long>>(at(n, Type::integer_list));
+}
+const std::vector<double>& Settings::real_list(std::string_view n) const {
+  return std::get<std::vector<double>>(at(n, Type::real_list));
 }
 
 std::string Schema::help() const {

@@ -1,6 +1,7 @@
 #include <kpmap/sim/config.hpp>
 
 #include <kpmap/error.hpp>
+#include <kpmap/sim/solvers/info.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -41,8 +42,13 @@ deck::Schema build_schema() {
       .integer("time.end_step", 0, {0, none}, "", "stop after this many steps (0: no limit)")
       .string("time.scheme", "implicit", {"implicit", "explicit"},
               "backward Euler with a linear solve, or explicit FTCS (refuses an unstable dt)");
-  s.string("solver.method", "cg", {std::begin(method_names), std::end(method_names)},
-           "linear solver")
+  std::vector<std::string> methods;
+  std::string described;
+  for (const SolverInfo* m : registered_solvers()) {
+    methods.push_back(m->name);
+    described += (described.empty() ? "" : "; ") + m->name + ": " + m->description;
+  }
+  s.string("solver.method", "cg", methods, "linear solver (" + described + ")")
       .string("solver.preconditioner", "none", {"none", "jac_diag", "jac_block"},
               "preconditioner of CG, Chebyshev and PPCG")
       .real("solver.eps", 1e-10, {0.0, 1.0}, "",
@@ -61,6 +67,7 @@ deck::Schema build_schema() {
                "recompute the true residual after each solve and report it")
       .string("solver.coefficient", "density", {"density", "inverse_density"},
               "conductivity: mean of 1/density (TeaLeaf's default) or of density");
+  for (const SolverInfo* m : registered_solvers()) s.merge("solver.", m->name, m->keys);
   s.string("output.dir", "heat_out", {}, "where summaries, checkpoints and fields go")
       .integer("output.summary_every", 10, {0, none}, "",
                "print the field summary every this many steps, and at the start and end (0: "
@@ -100,14 +107,38 @@ std::array<double, 3> vec3(const deck::Deck& d, const std::string& path, int wan
   return out;
 }
 
-}  // namespace
-
-const deck::Schema& heat_schema() {
-  static const deck::Schema s = build_schema();
-  return s;
+// The method's own keys into options.settings; a key only other methods
+// read is refused where the deck gives it.
+void read_solver_keys(const deck::Deck& d, SolverOptions& options) {
+  const SolverInfo& mine = solver_info(options.method);
+  options.settings = deck::Settings(mine.keys);
+  for (const SolverInfo* m : registered_solvers()) {
+    for (const deck::Key& k : m->keys.keys()) {
+      const std::string path = "solver." + k.path;
+      if (!d.given(path)) continue;
+      if (mine.keys.find(k.path) == nullptr) {
+        std::string readers;
+        for (const SolverInfo* r : registered_solvers()) {
+          if (r->keys.find(k.path) != nullptr) readers += (readers.empty() ? "" : ", ") + r->name;
+        }
+        throw InputError(d.where(path) + "key " + d.named(path) + ": solver.method = \"" +
+                             options.method + "\" reads no " + k.path +
+                             ", it would have no effect (" + k.path + " is read by " + readers +
+                             ")",
+                         ErrorScope::all_ranks);
+      }
+    }
+  }
+  for (const deck::Key& k : mine.keys.keys()) {
+    if (d.given("solver." + k.path)) {
+      options.settings.set(k.path, d.value("solver." + k.path));
+    }
+  }
 }
 
-const char* to_string(Method m) { return method_names[static_cast<int>(m)]; }
+}  // namespace
+
+deck::Schema heat_schema() { return build_schema(); }
 
 const char* to_string(Preconditioner p) {
   switch (p) {
@@ -233,10 +264,8 @@ HeatConfig from_deck(const deck::Deck& d) {
   }
   c.scheme = d.string("time.scheme") == "explicit" ? Scheme::explicit_ftcs : Scheme::implicit;
 
-  const std::string& m = d.string("solver.method");
-  for (std::size_t i = 0; i < std::size(method_names); ++i) {
-    if (m == method_names[i]) c.solver.method = static_cast<Method>(i);
-  }
+  c.solver.method = d.string("solver.method");
+  read_solver_keys(d, c.solver);
   const std::string& pc = d.string("solver.preconditioner");
   c.solver.preconditioner = pc == "none"       ? Preconditioner::none
                             : pc == "jac_diag" ? Preconditioner::jac_diag

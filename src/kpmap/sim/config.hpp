@@ -44,15 +44,13 @@ enum class Coefficient {
 };
 
 enum class Scheme { implicit, explicit_ftcs };
-/// \brief The linear solvers (sim/solvers/, one file each).
-enum class Method { cg, jacobi, chebyshev, ppcg };
-/// \brief The deck's names of the methods (solver.method), in Method's order.
-inline constexpr const char* method_names[] = {"cg", "jacobi", "chebyshev", "ppcg"};
 enum class Preconditioner { none, jac_diag, jac_block };
 
 /// \brief The linear solver of each backward-Euler step.
 struct SolverOptions {
-  Method method = Method::cg;
+  /// The linear solver, by its registered name (sim/solvers/solver.hpp):
+  /// cg, jacobi, chebyshev, ppcg or a program's own.
+  std::string method = "cg";
   Preconditioner preconditioner = Preconditioner::none;
   double eps = 1e-10;         ///< stop when sqrt(|rho|) < eps * ||r0|| (TeaLeaf's rule)
   long max_iters = 1000;      ///< a solve that has not converged after this many iterations fails
@@ -62,6 +60,9 @@ struct SolverOptions {
   int check_every = 10;       ///< Chebyshev computes its residual every this many iterations
   bool check_result = false;  ///< recompute the true residual after each solve
   Coefficient coefficient = Coefficient::density;
+  /// The method's own deck keys (SolverInfo::keys): the deck's values, else
+  /// their defaults. Empty for a method that declares none.
+  deck::Settings settings;
 };
 
 /// \brief A whole run.
@@ -95,8 +96,10 @@ struct HeatConfig {
   double spacing(int d) const { return (upper[d] - lower[d]) / static_cast<double>(cells[d]); }
 };
 
-/// \brief The kpmap-heat deck schema: sections mesh, states.#, time, solver, output.
-const deck::Schema& heat_schema();
+/// \brief The kpmap-heat deck schema: sections mesh, states.#, time, solver,
+/// output; solver.method's choices and the solvers' own keys come from the
+/// solvers registered when it is called.
+deck::Schema heat_schema();
 
 /// \brief The run a validated deck describes. Checks what the schema cannot
 /// express (list lengths, lower < upper, states numbered 1..N, regions a
@@ -105,7 +108,6 @@ const deck::Schema& heat_schema();
 /// same deck (deck::load) and so raises the same error.
 HeatConfig from_deck(const deck::Deck& d);
 
-const char* to_string(Method m);
 const char* to_string(Preconditioner p);
 const char* to_string(Scheme s);
 

@@ -9,8 +9,7 @@
 namespace kpmap::sim::solvers {
 
 template <class Exec>
-Cg<Exec>::Cg(const SolverContext<Exec>& context, Method method)
-    : LinearSolverBase<Exec>(context, method) {
+Cg<Exec>::Cg(const SolverContext<Exec>& context) : LinearSolverBase<Exec>(context) {
   const bool pre = options_.preconditioner != Preconditioner::none;
   p_ = layout_.template allocate<double, Memory>("kpmap::sim::" + name_ + "::p");
   w_ = layout_.template allocate<double, Memory>("kpmap::sim::" + name_ + "::w");
@@ -71,17 +70,10 @@ double Cg<Exec>::operator_dot(const Operator& A, const char* label, long n, Solv
   return 0.0;
 }
 
-template <class Exec>
-std::unique_ptr<Solver<Exec>> make_cg(const SolverContext<Exec>& context) {
-  return std::make_unique<Cg<Exec>>(context);
-}
-
 // r, p, w; z with a preconditioner.
-extern const SolverInfo cg_solver{Method::cg, 3, 1};
+KPMAP_SIM_BUILTIN_SOLVER(cg, Cg, {"cg", "conjugate gradients", 3, 1})
 
-#define KPMAP_SIM_INSTANTIATE(E) \
-  template class Cg<E>;          \
-  template std::unique_ptr<Solver<E>> make_cg(const SolverContext<E>&);
+#define KPMAP_SIM_INSTANTIATE(E) template class Cg<E>;
 KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
 #undef KPMAP_SIM_INSTANTIATE
 

@@ -16,7 +16,7 @@ namespace kpmap::sim::solvers {
 template <class Exec>
 class Cg : public LinearSolverBase<Exec> {
  public:
-  explicit Cg(const SolverContext<Exec>& context, Method method = Method::cg);
+  explicit Cg(const SolverContext<Exec>& context);
 
  protected:
   KPMAP_SIM_USE_LINEAR_SOLVER_BASE(LinearSolverBase<Exec>);

@@ -18,8 +18,7 @@ class Chebyshev final : public PolynomialSolver<Exec> {
   KPMAP_SIM_USE_POLYNOMIAL_BASE(PolynomialSolver<Exec>);
 
  public:
-  explicit Chebyshev(const SolverContext<Exec>& context)
-      : PolynomialSolver<Exec>(context, Method::chebyshev) {}
+  explicit Chebyshev(const SolverContext<Exec>& context) : PolynomialSolver<Exec>(context) {}
 
  private:
   void phase(const Operator& A, long first, SolveResult& res) override;
@@ -70,17 +69,9 @@ void Chebyshev<Exec>::phase(const Operator& A, long first, SolveResult& res) {
 
 }  // namespace
 
-template <class Exec>
-std::unique_ptr<Solver<Exec>> make_chebyshev(const SolverContext<Exec>& context) {
-  return std::make_unique<Chebyshev<Exec>>(context);
-}
-
 // As CG: r, p (the Chebyshev direction d), w; z with a preconditioner.
-extern const SolverInfo chebyshev_solver{Method::chebyshev, 3, 1};
-
-#define KPMAP_SIM_INSTANTIATE(E) \
-  template std::unique_ptr<Solver<E>> make_chebyshev(const SolverContext<E>&);
-KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
-#undef KPMAP_SIM_INSTANTIATE
+KPMAP_SIM_BUILTIN_SOLVER(chebyshev, Chebyshev,
+                         {"chebyshev", "Chebyshev iteration after CG estimates the eigenvalues", 3,
+                          1})
 
 }  // namespace kpmap::sim::solvers

@@ -18,15 +18,15 @@ std::string sci(double v) {
 }
 
 template <class Exec>
-LinearSolverBase<Exec>::LinearSolverBase(const SolverContext<Exec>& context, Method method)
+LinearSolverBase<Exec>::LinearSolverBase(const SolverContext<Exec>& context)
     : layout_(context.layout),
       options_(context.options),
       x_(context.x),
       b_(context.b),
-      r_(context.layout.template allocate<double, Memory>(std::string("kpmap::sim::") +
-                                                          to_string(method) + "::r")),
+      r_(context.layout.template allocate<double, Memory>("kpmap::sim::" + context.options.method +
+                                                          "::r")),
       timings_(context.timings),
-      name_(to_string(method)),
+      name_(context.options.method),
       sums_("kpmap::sim::" + name_ + "::local_sums"),
       axis_(context.axis),
       residual_label_("kpmap::sim::" + name_ + "::residual"),

@@ -30,8 +30,9 @@ class LinearSolverBase : public Solver<Exec> {
   SolveResult solve(const Operator& A) final;
 
  protected:
-  /// Collective (builds x's halo plan). Labels and messages name the method.
-  LinearSolverBase(const SolverContext<Exec>& context, Method method);
+  /// Collective (builds x's halo plan). Labels and messages name the method
+  /// (context.options.method).
+  explicit LinearSolverBase(const SolverContext<Exec>& context);
 
   /// \brief The method's iterations, from r = b - A x with
   /// res.initial_residual = ||r|| (finite, above zero).

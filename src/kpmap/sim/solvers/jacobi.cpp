@@ -22,7 +22,7 @@ class Jacobi final : public LinearSolverBase<Exec> {
 
  public:
   explicit Jacobi(const SolverContext<Exec>& context)
-      : LinearSolverBase<Exec>(context, Method::jacobi),
+      : LinearSolverBase<Exec>(context),
         xold_(layout_.template allocate<double, Memory>("kpmap::sim::jacobi::x_old")),
         halo_xold_(
             std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{xold_})) {}
@@ -55,17 +55,7 @@ void Jacobi<Exec>::iterate(const Operator& A, SolveResult& res) {
 
 }  // namespace
 
-template <class Exec>
-std::unique_ptr<Solver<Exec>> make_jacobi(const SolverContext<Exec>& context) {
-  return std::make_unique<Jacobi<Exec>>(context);
-}
-
 // r (the first residual), x_old.
-extern const SolverInfo jacobi_solver{Method::jacobi, 2, 0};
-
-#define KPMAP_SIM_INSTANTIATE(E) \
-  template std::unique_ptr<Solver<E>> make_jacobi(const SolverContext<E>&);
-KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
-#undef KPMAP_SIM_INSTANTIATE
+KPMAP_SIM_BUILTIN_SOLVER(jacobi, Jacobi, {"jacobi", "Jacobi iteration", 2, 0})
 
 }  // namespace kpmap::sim::solvers

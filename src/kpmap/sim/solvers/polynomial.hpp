@@ -42,7 +42,7 @@ class PolynomialSolver : public Cg<Exec> {
  protected:
   KPMAP_SIM_USE_CG_BASE(Cg<Exec>);
 
-  PolynomialSolver(const SolverContext<Exec>& context, Method method) : Cg<Exec>(context, method) {}
+  explicit PolynomialSolver(const SolverContext<Exec>& context) : Cg<Exec>(context) {}
 
   void iterate(const Operator& A, SolveResult& res) override;
   bool take_over(const Operator& A, long n, double error, SolveResult& res) override;

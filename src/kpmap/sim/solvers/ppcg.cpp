@@ -42,8 +42,7 @@ class Ppcg final : public PolynomialSolver<Exec> {
 };
 
 template <class Exec>
-Ppcg<Exec>::Ppcg(const SolverContext<Exec>& context)
-    : PolynomialSolver<Exec>(context, Method::ppcg) {
+Ppcg<Exec>::Ppcg(const SolverContext<Exec>& context) : PolynomialSolver<Exec>(context) {
   const auto& l = layout_;
   rold_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::r_old");
   sd_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::sd");
@@ -152,17 +151,8 @@ void Ppcg<Exec>::phase(const Operator& A, long first, SolveResult& res) {
 
 }  // namespace
 
-template <class Exec>
-std::unique_ptr<Solver<Exec>> make_ppcg(const SolverContext<Exec>& context) {
-  return std::make_unique<Ppcg<Exec>>(context);
-}
-
 // CG's r, p, w (and z), and r_old, sd, rtemp, utemp (and zt with a preconditioner).
-extern const SolverInfo ppcg_solver{Method::ppcg, 7, 2};
-
-#define KPMAP_SIM_INSTANTIATE(E) \
-  template std::unique_ptr<Solver<E>> make_ppcg(const SolverContext<E>&);
-KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
-#undef KPMAP_SIM_INSTANTIATE
+KPMAP_SIM_BUILTIN_SOLVER(ppcg, Ppcg,
+                         {"ppcg", "CG with a Chebyshev polynomial preconditioner", 7, 2})
 
 }  // namespace kpmap::sim::solvers

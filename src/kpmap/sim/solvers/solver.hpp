@@ -21,14 +21,18 @@
 /// sqrt(|rho|) < eps ||r0||; one that has not after max_iters iterations, or
 /// meets a NaN, fails.
 ///
-/// Adding a solver: one file in this folder that defines a Solver<Exec>, its
-/// `SolverInfo` (work fields) and its factory template, instantiated for
-/// every space of sim/spaces.hpp; a value of sim::Method and its deck name
-/// (sim/config.hpp); and its line in registry.cpp.
+/// Adding a solver is one file: a class template over the execution space
+/// derived from Solver<Exec> (usually solvers::LinearSolverBase<Exec>), and
+/// its registration (register_solver: its name, description, work fields
+/// and its own deck keys). In this folder that is KPMAP_SIM_BUILTIN_SOLVER;
+/// in a program's own file, KPMAP_SIM_REGISTER_SOLVER
+/// (examples/11_custom_solver.cpp).
 
 #include <kpmap/mesh.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/operator.hpp>
+#include <kpmap/sim/solvers/info.hpp>
+#include <kpmap/sim/spaces.hpp>
 
 #include <memory>
 #include <optional>
@@ -89,18 +93,32 @@ struct SolverContext {
 template <class Exec>
 using SolverFactory = std::unique_ptr<Solver<Exec>> (*)(const SolverContext<Exec>&);
 
-/// \brief A linear solver as the registry knows it.
-struct SolverInfo {
-  Method method;              ///< its name: to_string(method), the deck's `solver.method`
-  int work_fields;            ///< whole fields a solve allocates without a preconditioner
-  int preconditioned_fields;  ///< ... and in addition with one
-};
+namespace detail {
+template <class Exec>
+void add_solver_factory(const std::string& name, SolverFactory<Exec> make);
+}  // namespace detail
 
-/// \brief Every linear solver.
-const std::vector<const SolverInfo*>& registered_solvers();
-
-/// \brief The registry's entry for `method`.
-const SolverInfo& solver_info(Method method);
+/// \brief Registers the linear solver S (a class template over the
+/// execution space, derived from Solver<Exec> and constructed from a
+/// SolverContext<Exec>; its kernels are compiled here for every space of
+/// sim/spaces.hpp) under `info.name`, for decks, --help-deck and
+/// make_solver(). Call it before the deck is read: from main(), or at
+/// namespace scope with KPMAP_SIM_REGISTER_SOLVER in the program's own
+/// source file. Returns true. \throws Error for a name registered already,
+/// a key without a default, or a key another solver declares otherwise.
+template <template <class> class S>
+bool register_solver(SolverInfo info) {
+  const std::string name = info.name;
+  detail::add_solver(std::move(info));
+#define KPMAP_SIM_ADD_FACTORY_(E)                                                             \
+  detail::add_solver_factory<E>(name,                                                         \
+                                [](const SolverContext<E>& c) -> std::unique_ptr<Solver<E>> { \
+                                  return std::make_unique<S<E>>(c);                           \
+                                });
+  KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_ADD_FACTORY_)
+#undef KPMAP_SIM_ADD_FACTORY_
+  return true;
+}
 
 /// \brief The solver that advances a step of `scheme`: the explicit FTCS
 /// update, or the linear solver `context.options.method`. Collective (builds
@@ -124,3 +142,21 @@ Eigenvalues cg_eigenvalue_estimates(const std::vector<double>& alphas,
                                     const std::vector<double>& betas);
 
 }  // namespace kpmap::sim
+
+/// \brief At namespace scope in a program's source file: registers solver
+/// template S (an unqualified name) with a SolverInfo before main() runs (as
+/// register_solver<S>(info)). The object file of a program's own source is
+/// always linked, so the registration cannot be dropped; in a static
+/// library of your own, call register_solver from main() instead.
+#define KPMAP_SIM_REGISTER_SOLVER(S, ...)                          \
+  [[maybe_unused]] static const bool kpmap_sim_registered_##S##_ = \
+      ::kpmap::sim::register_solver<S>(__VA_ARGS__)
+
+/// \brief In a solver file of src/kpmap/sim/solvers/ (namespace
+/// kpmap::sim::solvers): the registration of the built-in solver `name`.
+/// The build finds this line in each file of the folder and calls every
+/// built-in's registration from the registry itself (a generated
+/// builtin_solvers.cpp), so the linker cannot drop one from libkpmap.a.
+#define KPMAP_SIM_BUILTIN_SOLVER(name, S, ...) \
+  void register_##name();                      \
+  void register_##name() { ::kpmap::sim::register_solver<S>(__VA_ARGS__); }

@@ -277,7 +277,8 @@ void Translator::set_value(const ValueKey& k, const std::string& v, const Where&
     toml = "0";  // TeaLeaf's "choose for me"
     number = 0;
   }
-  if (const deck::Key* key = heat_schema().find(target)) {
+  const deck::Schema schema = heat_schema();
+  if (const deck::Key* key = schema.find(target)) {
     const bool low = key->range.min && number < *key->range.min;
     const bool high = key->range.max && number > *key->range.max;
     if (low || high) {

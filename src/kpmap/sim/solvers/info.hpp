@@ -1,0 +1,48 @@
+#pragma once
+/// \file
+/// \brief The registry's side that needs no kernels: each registered linear
+/// solver's name, description, work fields and own deck keys (what the deck
+/// schema, --help-deck and the memory estimate read). The solvers and their
+/// factories: solvers/solver.hpp.
+
+#include <kpmap/deck.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kpmap::sim {
+
+/// \brief A linear solver as a registration declares it.
+struct SolverInfo {
+  SolverInfo(std::string name_, std::string description_, int work, int preconditioned,
+             deck::Schema keys_ = deck::Schema("solver"))
+      : name(std::move(name_)),
+        description(std::move(description_)),
+        work_fields(work),
+        preconditioned_fields(preconditioned),
+        keys(std::move(keys_)) {}
+
+  std::string name;               ///< the deck's `solver.method` (letters, digits, '_')
+  std::string description;        ///< a few words, for --help-deck
+  int work_fields = 0;            ///< whole fields a solve allocates without a preconditioner
+  int preconditioned_fields = 0;  ///< ... and in addition with one
+  /// Its own deck keys, each with a default, read from [solver] (`omega`
+  /// is `solver.omega`) for this method only: a deck that gives one with
+  /// another method is refused. The solver reads their values from
+  /// SolverOptions::settings.
+  deck::Schema keys;
+};
+
+namespace detail {
+/// \brief Adds a registration (register_solver's checks and record).
+void add_solver(SolverInfo info);
+}  // namespace detail
+
+/// \brief Every registered linear solver, by name.
+std::vector<const SolverInfo*> registered_solvers();
+
+/// \brief The registration of method `name`. \throws Error for none.
+const SolverInfo& solver_info(const std::string& name);
+
+}  // namespace kpmap::sim
