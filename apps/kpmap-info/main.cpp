@@ -6,7 +6,7 @@
 // the MPI library, the rank and node counts, each rank's host and device, and
 // whether MPI gets device pointers directly (GPU-aware) and how that was decided.
 
-#include "../common/cli.hpp"
+#include <kpmap/apps/cli.hpp>
 
 #include <kpmap/detail/backend.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>

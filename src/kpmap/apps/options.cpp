@@ -1,6 +1,6 @@
-#include "run_options.hpp"
+#include <kpmap/apps/options.hpp>
 
-#include "cli.hpp"
+#include <kpmap/apps/cli.hpp>
 
 #include <kpmap/error.hpp>
 #include <kpmap/trace.hpp>

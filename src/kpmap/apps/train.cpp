@@ -1,0 +1,245 @@
+// kpmap-train: data-parallel regression and classification training.
+//
+//   mpiexec -n 4 kpmap-train inputs/train_linear.toml
+//
+// The model is replicated on every rank, each global batch is split over the
+// ranks, every rank computes the gradient of its samples, one psum (fused,
+// or layer by layer overlapping the backward pass) makes it the batch mean,
+// and every rank applies the same update. Results, history and checkpoints
+// go to output.dir.
+
+#include <kpmap/apps/train.hpp>
+
+#include <kpmap/apps/options.hpp>
+
+#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/kpmap.hpp>
+#include <kpmap/run/output.hpp>
+#include <kpmap/train/config.hpp>
+#include <kpmap/train/epoch_log.hpp>
+#include <kpmap/train/layers/registry.hpp>
+#include <kpmap/train/linear.hpp>
+#include <kpmap/train/sequential.hpp>
+#include <kpmap/version.hpp>
+
+#include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using kpmap::deck::Deck;
+using Mem = Kokkos::DefaultExecutionSpace::memory_space;
+using kpmap::Phase;
+
+template <class V>
+std::vector<double> to_vector(const V& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  std::vector<double> out(h.size());
+  for (std::size_t i = 0; i < h.size(); ++i) out[i] = double(h.data()[i]);
+  return out;
+}
+
+// What a run reports besides checkpoints: history.csv, the progress line,
+// result.json. The loop itself is the library's Trainer.
+template <class Model>
+int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
+                 const kpmap::apps::RunOptions& opts, const kpmap::Runtime& rt, Model& model,
+                 const kpmap::train::Shard<typename Model::value_type, Mem>& train_set,
+                 const kpmap::train::Shard<typename Model::value_type, Mem>& val_set,
+                 kpmap::PhaseTimes& times, double t_start, const fs::path& out) {
+  const bool root = rt.rank() == 0;
+  const std::size_t n_train = c.samples - c.validation;
+  const auto tc = kpmap::train::trainer_config(c, out, deck.to_toml(), rt.size());
+  kpmap::train::Trainer<Model> trainer(model, c.optimizer, tc, "devices");
+  if (!opts.restart.empty()) {
+    kpmap::train::check_restart(deck, opts.restart, rt.comm());
+    trainer.restart(opts.restart);
+    if (root) {
+      const auto& at = trainer.position();
+      std::printf("kpmap-train: restarting from %s after epoch %lld", opts.restart.c_str(),
+                  at.epoch);
+      if (at.step > 0) std::printf(" and %lld steps of the next", at.step);
+      std::printf("\n");
+    }
+  }
+  const long long first_epoch = trainer.position().epoch;
+  if (root) {
+    std::printf(
+        "kpmap-train: %s model (%zu parameters, %s), %zu training + %zu validation samples "
+        "on %d ranks, batch %s, optimizer %s, lr %g\n",
+        c.model.c_str(), model.parameter_count(), c.precision.c_str(), n_train, c.validation,
+        rt.size(), c.batch == 0 ? "full" : std::to_string(c.batch).c_str(),
+        deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
+    std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
+  }
+
+  const bool classes = c.loss == "cross_entropy";
+  kpmap::train::EpochLog log(out, first_epoch, c.epochs, !opts.restart.empty(), classes,
+                             c.validation > 0, root);
+  const kpmap::train::FitResult res =
+      trainer.fit(train_set, val_set, [&](const kpmap::train::EpochReport& r) { log(r); });
+  if (root && res.stopped_by != 0) {
+    if (res.mid_epoch) {
+      std::printf("kpmap-train: %s received: stopped after step %lld of %zu in epoch %lld\n",
+                  kpmap::StopSignals::name(res.stopped_by).c_str(), res.step, res.steps_per_epoch,
+                  res.epoch + 1);
+    } else {
+      std::printf("kpmap-train: %s received: stopped after epoch %lld\n",
+                  kpmap::StopSignals::name(res.stopped_by).c_str(), res.epoch);
+    }
+  } else if (root && res.max_steps_reached && res.mid_epoch) {
+    std::printf(
+        "kpmap-train: train.max_steps = %lld reached after step %lld of %zu in epoch %lld\n",
+        c.max_steps, res.step, res.steps_per_epoch, res.epoch + 1);
+  }
+  times += trainer.times();
+
+  // ---- result.json --------------------------------------------------------------
+  // NaN (null in result.json) until an epoch completes.
+  const double nan = std::nan("");
+  const auto& r = res.last;
+  const auto report = times.reduce(MPI_Wtime() - t_start, rt.comm());
+  nlohmann::ordered_json j;
+  j["app"] = "kpmap-train";
+  j["kpmap_version"] = KPMAP_VERSION_STRING;
+  j["deck"] = deck.source();
+  j["ranks"] = rt.size();
+  j["model"] = c.model;
+  j["precision"] = c.precision;
+  j["parameters"] = model.parameter_count();
+  j["train_samples"] = n_train;
+  j["validation_samples"] = c.validation;
+  j["epochs"] = c.epochs;
+  j["train_loss"] = res.has_report ? r.train_loss : nan;
+  j["val_loss"] = res.has_report && c.validation > 0 ? r.held_out.loss : nan;
+  j["samples_per_second"] = res.samples_per_second;
+  if (classes) {
+    j["accuracy"] = res.has_report ? log.accuracy(r) : nan;
+    j["train_accuracy"] = res.has_report ? r.train_accuracy : nan;
+    if (c.validation > 0) {
+      // The held-out set's metrics: the test files', or the validation split's.
+      j["test_accuracy"] = res.has_report ? r.held_out.accuracy : nan;
+      j["test_loss"] = res.has_report ? r.held_out.loss : nan;
+      j["test_set"] = c.test_set ? c.test_path : "validation split";
+      j["confusion"] =
+          std::vector<long long>(r.held_out.confusion.begin(), r.held_out.confusion.end());
+    }
+  }
+  if constexpr (std::is_same_v<Model, kpmap::train::LinearModel<typename Model::value_type, Mem>>) {
+    const auto w = to_vector(model.params().w);
+    const auto b = to_vector(model.params().b);
+    j["params"] = {{"w", w}, {"b", b[0]}};
+    if (c.data_kind == "synthetic") {
+      const kpmap::train::SyntheticRegression g{c.samples, c.features, c.data_seed, c.noise};
+      std::vector<double> tw(c.features);
+      for (std::size_t i = 0; i < c.features; ++i) tw[i] = g.true_w(i);
+      j["true_params"] = {{"w", tw}, {"b", g.true_b()}};
+      if (root) {
+        std::printf("learned w = %s  b = %.6g\n   true w = %s  b = %.6g\n",
+                    kpmap::short_list(w).c_str(), b[0], kpmap::short_list(tw).c_str(), g.true_b());
+      }
+    }
+  }
+  const int code =
+      kpmap::write_result(j, out / "result.json", res.stopped_by, res.checkpoint, report, root);
+  if (root) {
+    std::printf("kpmap-train: done in %s; results in %s\nkpmap-train: %s",
+                kpmap::Progress::format(report.wall).c_str(), (out / "result.json").c_str(),
+                kpmap::phase_table(report).c_str());
+    std::printf("kpmap-train: plots (loss.png): %s\n", kpmap::plot_command(out).c_str());
+    if (res.stopped_by) {
+      std::printf("kpmap-train: continue with --restart %s\n", res.checkpoint.c_str());
+    }
+  }
+  return code;
+}
+
+// T: data, parameters and optimizer; C: what the layers compute in.
+template <class T, class C = T>
+int train_in(const kpmap::train::TrainConfig& c, const Deck& deck,
+             const kpmap::apps::RunOptions& opts, const kpmap::Runtime& rt) {
+  const MPI_Comm comm = rt.comm();
+  kpmap::PhaseTimes times;
+  const double t_start = MPI_Wtime();
+  const fs::path out = kpmap::prepare_output_dir(c.output, comm);
+  const kpmap::OutputLock lock(out, comm);  // one run per folder
+  kpmap::check_outputs(out, {"result.json", "history.csv", "loss.png", "checkpoint_*"},
+                       {opts.deck, opts.restart}, comm);
+  kpmap::apps::start_trace(opts, comm);
+  const std::size_t n_train = c.samples - c.validation;
+  {
+    std::string breakdown;
+    const double bytes = kpmap::train::memory_estimate(c, rt.size(), sizeof(T), breakdown);
+    kpmap::require_memory(bytes,
+                          deck.source() + " (" + std::to_string(c.samples) + " samples of " +
+                              std::to_string(c.features) + " features)",
+                          breakdown, comm);
+  }
+
+  // ---- data -----------------------------------------------------------------
+  kpmap::train::Shard<T, Mem> train_set, val_set;
+  {
+    auto t = times.scope(Phase::io);
+    std::tie(train_set, val_set) = kpmap::train::load_data<T, Mem>(c, kpmap::AxisRef("devices"));
+  }
+
+  // ---- model, then the training loop ----------------------------------------------
+  // A rank may hold all of a batch.
+  const std::size_t batch_rows =
+      c.batch == 0 ? std::max<std::size_t>(train_set.rows(), 1) : std::min(c.batch, n_train);
+  const std::size_t capacity = kpmap::train::work_capacity(c, batch_rows, val_set.rows());
+  if (c.model == "linear") {
+    kpmap::train::LinearModel<T, Mem> model(c.features, capacity);
+    return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
+  }
+  kpmap::train::Sequential<T, Mem, C> model(
+      c.input, kpmap::train::build_layers<C, Mem>(c.input, c.layers),
+      c.loss == "mse" ? kpmap::train::Loss::mse : kpmap::train::Loss::cross_entropy, capacity);
+  model.set_loss_scale(c.loss_scale);
+  model.initialize(c.train_seed);
+  return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
+}
+
+}  // namespace
+
+int kpmap::apps::train_main(int argc, char** argv) {
+  return kpmap::run(argc, argv, [&](kpmap::Runtime& rt) {
+    CLI::App app{"kpmap-train: data-parallel training of linear models and MLPs on every rank"};
+    app.footer(
+        "Examples:\n"
+        "  mpiexec -n 4 kpmap-train inputs/train_linear.toml\n"
+        "  mpiexec -n 2 kpmap-train inputs/train_mlp_classification.toml --set train.epochs=5\n"
+        "  mpiexec -n 3 kpmap-train inputs/train_linear.toml --restart "
+        "kpmap-train-out/checkpoint_000050.h5 --set train.epochs=100\n"
+        "Exit codes: 0 success, 1 an unexpected error, 2 bad input, 3 training diverged (NaN or "
+        "Inf loss), 4 stopped by SIGTERM, SIGINT or SIGUSR1 after writing a checkpoint (see "
+        "docs/reliability.md).");
+    app.set_version_flag("--version", std::string("kpmap-train ") + KPMAP_VERSION_STRING);
+    kpmap::apps::RunOptions opts;
+    kpmap::apps::add_run_options(app, opts);
+    const auto schema = kpmap::train::train_schema();
+    if (auto code = kpmap::apps::parse_run_command_line(app, opts, schema, argc, argv, rt)) {
+      return *code;
+    }
+    const Deck deck = kpmap::apps::load_deck(schema, opts, rt.comm());
+    const kpmap::train::TrainConfig c = kpmap::train::from_deck(deck, rt.comm());
+    if (c.precision == "mixed") {
+      // configure() refused "mixed" where half_t is float.
+      if constexpr (kpmap::detail::has_half_type) {
+        return train_in<float, kpmap::detail::half>(c, deck, opts, rt);
+      }
+    }
+    return c.precision == "float" ? train_in<float>(c, deck, opts, rt)
+                                  : train_in<double>(c, deck, opts, rt);
+  });
+}
