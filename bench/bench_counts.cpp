@@ -158,12 +158,9 @@ void BM_model_step(benchmark::State& state) {
   } else {
     state.SetLabel("cnn");
     input = Shape::hwc(28, 28, 1);
-    LayerSpec conv1{"conv2d"}, conv2{"conv2d"}, pool{"maxpool2d"}, dense{"dense"};
-    conv1.filters = 32;
-    conv1.same = true;
-    conv2.filters = 64;
-    conv2.same = true;
-    dense.units = 10;
+    const LayerSpec conv1{"conv2d", {{"filters", 32LL}, {"padding", std::string("same")}}};
+    const LayerSpec conv2{"conv2d", {{"filters", 64LL}, {"padding", std::string("same")}}};
+    const LayerSpec pool{"maxpool2d"}, dense{"dense", {{"units", 10LL}}};
     specs = {conv1, LayerSpec{"relu"},    pool, conv2, LayerSpec{"relu"},
              pool,  LayerSpec{"flatten"}, dense};
   }

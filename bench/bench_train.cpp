@@ -188,14 +188,10 @@ void BM_cnn_step(benchmark::State& state) {
   const SyntheticImages gen(batch, 28, 28, 1, 10, 3, 0.2);
   const Shard<float, Mem> data = generate_shard<float, Mem>(gen, 0, batch, "devices");
   const std::size_t local = data.rows();
-  auto conv = [](std::size_t filters) {
-    LayerSpec s{"conv2d"};
-    s.filters = filters;
-    s.same = true;
-    return s;
+  auto conv = [](long long filters) {
+    return LayerSpec{"conv2d", {{"filters", filters}, {"padding", std::string("same")}}};
   };
-  LayerSpec pool{"maxpool2d"}, dense{"dense"};
-  dense.units = 10;
+  const LayerSpec pool{"maxpool2d"}, dense{"dense", {{"units", 10LL}}};
   const std::vector<LayerSpec> specs{
       conv(32), LayerSpec{"relu"},    pool, conv(64), LayerSpec{"relu"},
       pool,     LayerSpec{"flatten"}, dense};

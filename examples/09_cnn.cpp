@@ -23,11 +23,10 @@ int main(int argc, char** argv) {
     const auto train = generate_shard<float, Mem>(images, 0, 1600, "devices");
     const auto test = generate_shard<float, Mem>(images, 1600, 400, "devices");
 
-    LayerSpec conv{"conv2d"}, pool{"maxpool2d"}, dense{"dense"};
-    conv.filters = 8;
-    conv.kernel = 3;
-    conv.same = true;
-    dense.units = 4;
+    // Each layer by its deck name, with its own keys (the rest take defaults).
+    const LayerSpec conv{"conv2d",
+                         {{"filters", 8LL}, {"kernel", 3LL}, {"padding", std::string("same")}}};
+    const LayerSpec pool{"maxpool2d"}, dense{"dense", {{"units", 4LL}}};
     const Shape input = Shape::hwc(16, 16, 1);
     const std::size_t batch = 64;  // global: split over the ranks
     Sequential<float, Mem> model(input,

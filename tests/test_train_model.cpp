@@ -7,6 +7,8 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/mesh.hpp>
+#include <kpmap/train/config.hpp>
+#include <kpmap/train/layers/maxpool2d.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
@@ -18,6 +20,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace {
@@ -39,23 +46,16 @@ void nudge(const Kokkos::View<double*, Mem>& v, std::size_t index, double delta)
 }
 
 LayerSpec conv(std::size_t filters, std::size_t kernel, std::size_t stride, bool same) {
-  LayerSpec s{"conv2d"};
-  s.filters = filters;
-  s.kernel = kernel;
-  s.stride = stride;
-  s.same = same;
-  return s;
+  return {"conv2d",
+          {{"filters", static_cast<long long>(filters)},
+           {"kernel", static_cast<long long>(kernel)},
+           {"stride", static_cast<long long>(stride)},
+           {"padding", std::string(same ? "same" : "valid")}}};
 }
 LayerSpec pool(const char* type, std::size_t size) {
-  LayerSpec s{type};
-  s.size = size;
-  return s;
+  return {type, {{"size", static_cast<long long>(size)}}};
 }
-LayerSpec dense(std::size_t units) {
-  LayerSpec s{"dense"};
-  s.units = units;
-  return s;
-}
+LayerSpec dense(std::size_t units) { return {"dense", {{"units", static_cast<long long>(units)}}}; }
 
 // The gradient of the model's loss on the whole data set (one global batch)
 // against central differences in every parameter.
@@ -457,4 +457,126 @@ TEST_CASE(
     CHECK(std::abs(mixed.evaluate(data, axis).loss - ref.evaluate(data, axis).loss) <=
           1e-5 * last.loss);
   }
+}
+
+// ---- a program's own layer ------------------------------------------------------
+// The mechanism examples/10_custom_layer.cpp uses: a layer defined and
+// registered in this file, with a key of its own.
+namespace {
+
+template <class T, class M>
+struct ScaleKernel {
+  Kokkos::View<T**, Kokkos::LayoutRight, M> a;
+  T factor;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const { a.data()[i] *= factor; }
+};
+
+// y = factor x, in place (so backward scales the gradient the same way).
+template <class T, class M>
+class Scale final : public Layer<T, M> {
+ public:
+  using typename Layer<T, M>::Batch;
+  using typename Layer<T, M>::Exec;
+  Scale(Shape input, const kpmap::deck::Settings& keys)
+      : Layer<T, M>(input), factor_(static_cast<T>(keys.real("factor"))) {}
+  std::string type() const override { return "scale"; }
+  Shape output_shape() const override { return this->input_; }
+  bool in_place() const override { return true; }
+  void forward(const Exec& exec, const Batch& in, const Batch&) override {
+    Kokkos::parallel_for("test::scale::forward", Kokkos::RangePolicy<Exec>(exec, 0, in.size()),
+                         ScaleKernel<T, M>{in, factor_});
+  }
+  void backward(const Exec& exec, const Batch&, const Batch&, const Batch& dout,
+                const Batch& din) override {
+    if (din.data() == nullptr) return;
+    Kokkos::parallel_for("test::scale::backward", Kokkos::RangePolicy<Exec>(exec, 0, dout.size()),
+                         ScaleKernel<T, M>{dout, factor_});
+  }
+
+ private:
+  T factor_;
+};
+
+KPMAP_TRAIN_REGISTER_LAYER(Scale, {"scale", "y = factor x",
+                                   kpmap::deck::Schema("scale").real("factor", 1.0, {-10.0, 10.0},
+                                                                     "", "the factor")});
+
+kpmap::deck::Deck train_deck(const std::string& layers) {
+  return kpmap::deck::parse(
+      train_schema(), "[model]\nkind = \"sequential\"\nlayers = [" + layers + "]\n", "test.toml");
+}
+
+}  // namespace
+
+TEST_CASE("a program's own layer is named by decks, its keys checked, its gradient right",
+          "[train][layers]") {
+  using Catch::Matchers::ContainsSubstring;
+  using Catch::Matchers::StartsWith;
+  const auto schema = train_schema();
+  REQUIRE(schema.find("model.layers.1.factor") != nullptr);
+  CHECK(schema.find("model.layers.1.factor")->description == "scale: the factor");
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  auto c = from_deck(train_deck("{type = \"dense\", units = 3}, {type = \"scale\", factor = -0.5},"
+                                " {type = \"dense\", units = 1}"),
+                     comm);
+  REQUIRE(c.layers.size() == 3);
+  CHECK(std::get<double>(c.layers[1].keys.at("factor")) == -0.5);
+  // The default, a value out of range (file and line), a misspelling, the
+  // key on a layer that does not read it, and a required key left out.
+  c = from_deck(train_deck("{type = \"scale\"}, {type = \"dense\", units = 1}"), comm);
+  CHECK(std::get<double>(c.layers[0].keys.at("factor")) == 1.0);
+  CHECK_THROWS_WITH(from_deck(train_deck("{type = \"scale\", factor = 11.0}"), comm),
+                    StartsWith("test.toml:") && ContainsSubstring("model.layers.1.factor"));
+  CHECK_THROWS_WITH(from_deck(train_deck("{type = \"scale\", factr = 2.0}"), comm),
+                    ContainsSubstring("did you mean 'model.layers.1.factor'"));
+  CHECK_THROWS_WITH(
+      from_deck(train_deck("{type = \"relu\", factor = 2.0}, {type = \"dense\", units = 1}"), comm),
+      ContainsSubstring("a relu layer has no factor, it would have no effect"));
+  CHECK_THROWS_WITH(from_deck(train_deck("{type = \"scale\"}, {type = \"dense\"}"), comm),
+                    ContainsSubstring("key 'model.layers.2.units': a dense layer needs units"));
+  // Built by name, its backward pass against finite differences.
+  const LayerSpec scale{"scale", {{"factor", -0.7}}};
+  check_gradient(SyntheticRegression{23, 3, 4, 0.1}, Shape::flat(3),
+                 {dense(4), scale, LayerSpec{"tanh"}, dense(1)}, Loss::mse);
+  // A key it does not declare, a name given twice, a key without a default,
+  // a key declared otherwise by another layer, a name that is no deck word.
+  const std::vector<LayerSpec> misspelt{{"scale", {{"factr", 1.0}}}};
+  CHECK_THROWS_WITH((build_layers<double, Mem>(Shape::flat(2), misspelt)),
+                    ContainsSubstring("layer 1 (scale)") && ContainsSubstring("factr"));
+  CHECK_THROWS_WITH(register_layer<Scale>({"scale", "again"}),
+                    ContainsSubstring("a layer named 'scale' is registered already"));
+  CHECK_THROWS_WITH(register_layer<Scale>({"scale2", "",
+                                           kpmap::deck::Schema("scale2").real(
+                                               "factor", std::nullopt, {}, "", "required")}),
+                    ContainsSubstring("key 'factor' of layer 'scale2' has no default"));
+  CHECK_THROWS_WITH(
+      register_layer<Scale>(
+          {"scale3", "", kpmap::deck::Schema("scale3").real("factor", 2.0, {}, "", "other")}),
+      ContainsSubstring("declared by scale and by scale3"));
+  CHECK_THROWS_WITH(register_layer<Scale>({"Scale 4", ""}), ContainsSubstring("not a deck word"));
+}
+
+TEST_CASE("every built-in layer header registers its layer, and decks name each",
+          "[train][layers]") {
+  // The KPMAP_TRAIN_BUILTIN_LAYER lines of src/kpmap/train/layers/, read
+  // here from the headers: one the registry missed would pass no deck.
+  std::set<std::string> in_files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/train/layers")) {
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string macro = "\nKPMAP_TRAIN_BUILTIN_LAYER(";
+    for (auto at = text.find(macro); at != std::string::npos; at = text.find(macro, at + 1)) {
+      auto name = text.find_first_not_of(" \n", at + macro.size());
+      in_files.insert(text.substr(name, text.find(',', name) - name));
+    }
+  }
+  REQUIRE(in_files.size() >= 7);
+  in_files.insert("scale");  // this program's own, above
+  std::set<std::string> registered;
+  for (const LayerInfo* l : registered_layers()) registered.insert(l->name);
+  CHECK(registered == in_files);
+  const auto schema = train_schema();
+  const auto& choices = schema.find("model.layers.1.type")->choices;
+  CHECK(std::set<std::string>(choices.begin(), choices.end()) == in_files);
 }

@@ -1,7 +1,5 @@
 #include <kpmap/train/config.hpp>
 
-#include <map>
-
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/memory.hpp>
@@ -25,17 +23,14 @@ deck::Schema train_schema() {
            "layers of model.layers");
   s.integer_list("model.hidden", std::vector<long long>{32, 32}, Range{1, 1 << 20}, "",
                  "mlp: widths of the hidden layers (empty list: softmax/linear regression)");
-  s.string("model.layers.#.type", std::nullopt, layer_types(),
-           "sequential: one layer (model.layers = [{ type = ... }, ...], first to last)");
-  s.integer("model.layers.#.units", 0, Range{0, 1 << 24}, "", "dense: outputs");
-  s.integer("model.layers.#.filters", 0, Range{0, 1 << 16}, "", "conv2d: output channels");
-  s.integer("model.layers.#.kernel", 3, Range{1, 1024}, "pixels", "conv2d: kernel x kernel window");
-  s.integer("model.layers.#.stride", 1, Range{1, 1024}, "pixels", "conv2d: step between windows");
-  s.string("model.layers.#.padding", "valid", {"valid", "same"},
-           "conv2d: valid (whole windows only) or same (zero padding, ceil(input / stride) "
-           "outputs)");
-  s.integer("model.layers.#.size", 2, Range{1, 255}, "pixels",
-            "maxpool2d, avgpool2d: size x size windows, stride size");
+  std::string described;
+  for (const LayerInfo* l : registered_layers()) {
+    described += (described.empty() ? "" : "; ") + l->name + ": " + l->description;
+  }
+  s.string(
+      "model.layers.#.type", std::nullopt, layer_types(),
+      "sequential: one layer (model.layers = [{ type = ... }, ...], first to last): " + described);
+  for (const LayerInfo* l : registered_layers()) s.merge("model.layers.#.", l->name, l->keys);
   s.string("model.activation", "relu", {"relu", "tanh"}, "mlp: activation of the hidden layers");
   s.string("model.loss", "mse", {"mse", "cross_entropy"},
            "mean squared error (regression) or softmax cross-entropy (classification)");
@@ -259,42 +254,33 @@ void read_layers(TrainConfig& c, const Deck& d) {
               std::to_string(n + 1) + " is missing");
     }
   }
-  // The keys each layer type reads besides `type`: any other given is refused.
-  static const std::map<std::string, std::vector<std::string>, std::less<>> reads = {
-      {"dense", {"units"}},
-      {"conv2d", {"filters", "kernel", "stride", "padding"}},
-      {"maxpool2d", {"size"}},
-      {"avgpool2d", {"size"}}};
+  // Each layer's own keys (its registration's); a key only other types
+  // declare is refused where the deck gives it, one it requires where the
+  // deck does not.
   for (int i : at) {
     const std::string k = "model.layers." + std::to_string(i) + ".";
-    LayerSpec s;
-    s.type = d.string(k + "type");
-    const auto it = reads.find(s.type);
-    for (const char* key : {"units", "filters", "kernel", "stride", "padding", "size"}) {
-      const bool used = it != reads.end() &&
-                        std::find(it->second.begin(), it->second.end(), key) != it->second.end();
-      if (!used && d.given(k + key)) {
-        std::string keys;
-        if (it != reads.end()) {
-          for (const auto& r : it->second) keys += (keys.empty() ? "" : ", ") + r;
+    LayerSpec s{d.string(k + "type")};
+    const LayerInfo& mine = *find_layer(s.type);  // the schema's choices
+    std::string reads;
+    for (const deck::Key& key : mine.keys.keys()) reads += ", " + key.path;
+    for (const LayerInfo* other : registered_layers()) {
+      for (const deck::Key& key : other->keys.keys()) {
+        if (d.given(k + key.path) && mine.keys.find(key.path) == nullptr) {
+          bad(d, k + key.path,
+              "a " + s.type + " layer has no " + key.path + ", it would have no effect (a " +
+                  s.type + " layer reads " + (reads.empty() ? "only its type" : "type" + reads) +
+                  ")");
         }
-        bad(d, k + key,
-            "a " + s.type + " layer has no " + key + ", it would have no effect (a " + s.type +
-                " layer reads " + (keys.empty() ? "only its type" : "type, " + keys) + ")");
       }
     }
-    s.units = std::size_t(d.integer(k + "units"));
-    s.filters = std::size_t(d.integer(k + "filters"));
-    s.kernel = std::size_t(d.integer(k + "kernel"));
-    s.stride = std::size_t(d.integer(k + "stride"));
-    s.same = d.string(k + "padding") == "same";
-    s.size = std::size_t(d.integer(k + "size"));
-    const char* needs = s.type == "dense" ? "units" : s.type == "conv2d" ? "filters" : nullptr;
-    if (needs != nullptr && d.integer(k + needs) == 0) {
-      throw kpmap::InputError(d.where(k.substr(0, k.size() - 1)) + "key '" + k + needs + "': a " +
-                                  s.type + " layer needs " + needs + " (at least 1)",
-                              kpmap::ErrorScope::all_ranks);
+    for (const std::string& key : mine.required) {
+      if (!d.given(k + key)) {
+        throw kpmap::InputError(d.where(k.substr(0, k.size() - 1)) + "key '" + k + key + "': a " +
+                                    s.type + " layer needs " + key,
+                                kpmap::ErrorScope::all_ranks);
+      }
     }
+    for (const deck::Key& key : mine.keys.keys()) s.keys[key.path] = d.value(k + key.path);
     c.layers.push_back(s);
   }
   try {

@@ -3,6 +3,7 @@
 /// \brief Average pooling over size x size windows.
 
 #include <kpmap/train/layers/pooling.hpp>
+#include <kpmap/train/layers/registry.hpp>
 
 namespace kpmap::train {
 
@@ -52,6 +53,9 @@ class AvgPool2D final : public Pool2D<T, M> {
   using typename Layer<T, M>::Exec;
 
   AvgPool2D(Shape input, std::size_t size) : Base(input, size, "avgpool2d") {}
+  /// From its deck keys: size.
+  AvgPool2D(Shape input, const deck::Settings& keys)
+      : AvgPool2D(input, static_cast<std::size_t>(keys.integer("size"))) {}
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
     Kokkos::parallel_for("kpmap::train::avgpool2d::forward",
                          Kokkos::RangePolicy<Exec>(exec, 0, out.size() / this->g_.c),
@@ -66,5 +70,11 @@ class AvgPool2D final : public Pool2D<T, M> {
                          detail::AvgPoolBackward<T, M>{dout, din, this->g_});
   }
 };
+
+KPMAP_TRAIN_BUILTIN_LAYER(avgpool2d, AvgPool2D,
+                          {"avgpool2d", "the mean of each window, per channel",
+                           deck::Schema("avgpool2d")
+                               .integer("size", 2, {1, 255}, "pixels",
+                                        "size x size windows, stride size")})
 
 }  // namespace kpmap::train

@@ -7,6 +7,7 @@
 /// one large KokkosBlas::gemm instead of many small loops.
 
 #include <kpmap/detail/blas.hpp>
+#include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/layers/weighted.hpp>
 
 namespace kpmap::train {
@@ -131,6 +132,12 @@ class Conv2D final : public Weighted<T, M> {
     ay_ = ConvAxis::make(input.height, kernel, stride, same);
     ax_ = ConvAxis::make(input.width, kernel, stride, same);
   }
+  /// From its deck keys: filters, kernel, stride, padding.
+  Conv2D(Shape input, const deck::Settings& keys)
+      : Conv2D(input, static_cast<std::size_t>(keys.integer("filters")),
+               static_cast<std::size_t>(keys.integer("kernel")),
+               static_cast<std::size_t>(keys.integer("stride")), keys.string("padding") == "same") {
+  }
 
   std::string type() const override { return "conv2d"; }
   std::string describe() const override {
@@ -188,5 +195,17 @@ class Conv2D final : public Weighted<T, M> {
   ConvAxis ay_, ax_;
   Kokkos::View<T*, M> cols_;
 };
+
+KPMAP_TRAIN_BUILTIN_LAYER(
+    conv2d, Conv2D,
+    {"conv2d",
+     "2-D convolution over all input channels",
+     deck::Schema("conv2d")
+         .integer("filters", 0, {0, 1 << 16}, "", "output channels")
+         .integer("kernel", 3, {1, 1024}, "pixels", "kernel x kernel window")
+         .integer("stride", 1, {1, 1024}, "pixels", "step between windows")
+         .string("padding", "valid", {"valid", "same"},
+                 "valid (whole windows only) or same (zero padding, ceil(input / stride) outputs)"),
+     {"filters"}})
 
 }  // namespace kpmap::train

@@ -3,6 +3,7 @@
 /// \brief Dense (fully connected) layer: out = in W^T + b, W is units x inputs.
 
 #include <kpmap/detail/blas.hpp>
+#include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/layers/weighted.hpp>
 
 namespace kpmap::train {
@@ -24,6 +25,9 @@ class Dense final : public Weighted<T, M> {
     }
     if (units == 0) throw ShapeError("dense: units must be at least 1");
   }
+  /// From its deck keys: units.
+  Dense(Shape input, const deck::Settings& keys)
+      : Dense(input, static_cast<std::size_t>(keys.integer("units"))) {}
 
   std::string type() const override { return "dense"; }
   std::string describe() const override { return "dense " + std::to_string(this->outputs_); }
@@ -44,5 +48,11 @@ class Dense final : public Weighted<T, M> {
   double work_bytes_per_sample() const override { return sizeof(T); }
   double forward_flops() const override { return double(this->outputs_) * double(this->fan_in_); }
 };
+
+KPMAP_TRAIN_BUILTIN_LAYER(dense, Dense,
+                          {"dense",
+                           "fully connected, out = in W^T + b",
+                           deck::Schema("dense").integer("units", 0, {0, 1 << 24}, "", "outputs"),
+                           {"units"}})
 
 }  // namespace kpmap::train

@@ -4,6 +4,7 @@
 /// features, in NHWC order. The storage is shared, so it moves no data.
 
 #include <kpmap/train/layers/layer.hpp>
+#include <kpmap/train/layers/registry.hpp>
 
 namespace kpmap::train {
 
@@ -22,5 +23,9 @@ class Flatten final : public Layer<T, M> {
   void forward(const Exec&, const Batch&, const Batch&) override {}
   void backward(const Exec&, const Batch&, const Batch&, const Batch&, const Batch&) override {}
 };
+
+KPMAP_TRAIN_BUILTIN_LAYER(flatten, Flatten,
+                          {"flatten",
+                           "an image as height x width x channels features (moves no data)"})
 
 }  // namespace kpmap::train

@@ -4,6 +4,7 @@
 /// maxima, the first in row-major order takes the gradient (as in PyTorch).
 
 #include <kpmap/train/layers/pooling.hpp>
+#include <kpmap/train/layers/registry.hpp>
 
 #include <cstdint>
 
@@ -84,6 +85,9 @@ class MaxPool2D final : public Pool2D<T, M> {
   MaxPool2D(Shape input, std::size_t size) : Base(input, size, "maxpool2d") {
     if (size > 255) throw ShapeError("maxpool2d: size must be at most 255");
   }
+  /// From its deck keys: size.
+  MaxPool2D(Shape input, const deck::Settings& keys)
+      : MaxPool2D(input, static_cast<std::size_t>(keys.integer("size"))) {}
   void reserve(std::size_t capacity) override {
     where_ = Kokkos::View<std::uint16_t*, M>(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::maxpool2d::where"),
@@ -109,5 +113,11 @@ class MaxPool2D final : public Pool2D<T, M> {
  private:
   Kokkos::View<std::uint16_t*, M> where_;
 };
+
+KPMAP_TRAIN_BUILTIN_LAYER(maxpool2d, MaxPool2D,
+                          {"maxpool2d", "the largest value of each window, per channel",
+                           deck::Schema("maxpool2d")
+                               .integer("size", 2, {1, 255}, "pixels",
+                                        "size x size windows, stride size")})
 
 }  // namespace kpmap::train

@@ -1,90 +1,183 @@
 #pragma once
 /// \file
-/// \brief The layers a deck can name, and building a chain of them.
+/// \brief The layers a deck can name: each registers itself, with its own
+/// deck keys, and build_layers() makes a chain of them by name.
 ///
-/// Adding a layer: write its header in this folder (a class derived from
-/// Layer), include it here, and add one line to `registry()` with its deck
-/// name and how it is built from a LayerSpec.
+/// Adding a layer is one file: a class template `L<T, M>` derived from
+/// Layer<T, M>, constructed from its input Shape and, when it has deck keys,
+/// a `const deck::Settings&` holding them; and its registration (its name, a
+/// description, its keys). In this folder that is a KPMAP_TRAIN_BUILTIN_LAYER
+/// line in the layer's header; in a program's own file,
+/// KPMAP_TRAIN_REGISTER_LAYER (examples/10_custom_layer.cpp). Either way its
+/// keys become `model.layers.N.<key>` in kpmap-train's deck, checked, listed
+/// by --help-deck and refused under another layer type.
 
-#include <kpmap/train/layers/avgpool2d.hpp>
-#include <kpmap/train/layers/conv2d.hpp>
-#include <kpmap/train/layers/dense.hpp>
-#include <kpmap/train/layers/flatten.hpp>
+#include <kpmap/deck.hpp>
+#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/error.hpp>
 #include <kpmap/train/layers/layer.hpp>
-#include <kpmap/train/layers/maxpool2d.hpp>
-#include <kpmap/train/layers/relu.hpp>
-#include <kpmap/train/layers/tanh.hpp>
 
-#include <algorithm>
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+// A device backend makes host memory a second space layers are built in.
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL) || \
+    defined(KOKKOS_ENABLE_OPENMPTARGET)
+#define KPMAP_TRAIN_HOST_MEMORY_(X) X(double, Kokkos::HostSpace) X(float, Kokkos::HostSpace)
+#else
+#define KPMAP_TRAIN_HOST_MEMORY_(X)
+#endif
+// half_t is a type of its own only where it is 16 bits (else it is float).
+#if defined(KOKKOS_HALF_T_IS_FLOAT) && !KOKKOS_HALF_T_IS_FLOAT
+#define KPMAP_TRAIN_HALF_(X) X(::kpmap::detail::half, Kokkos::DefaultExecutionSpace::memory_space)
+#else
+#define KPMAP_TRAIN_HALF_(X)
+#endif
+
+/// \brief Expands X(T, M) for every value type and memory space a registered
+/// layer is built for: double and float in the default memory space (and
+/// 16-bit half_t there where it exists), double and float in host memory
+/// beside a device.
+#define KPMAP_TRAIN_FOR_EACH_LAYER_TYPE(X)               \
+  X(double, Kokkos::DefaultExecutionSpace::memory_space) \
+  X(float, Kokkos::DefaultExecutionSpace::memory_space)  \
+  KPMAP_TRAIN_HALF_(X)                                   \
+  KPMAP_TRAIN_HOST_MEMORY_(X)
+
 namespace kpmap::train {
 
-/// \brief A layer as a deck describes it; each type reads the fields it needs.
+/// \brief A layer type as its registration declares it.
+struct LayerInfo {
+  LayerInfo(std::string name_, std::string description_, deck::Schema keys_ = deck::Schema("layer"),
+            std::vector<std::string> required_ = {})
+      : name(std::move(name_)),
+        description(std::move(description_)),
+        keys(std::move(keys_)),
+        required(std::move(required_)) {}
+
+  std::string name;         ///< the deck's `model.layers.N.type` (letters, digits, '_')
+  std::string description;  ///< a few words, for --help-deck
+  /// Its own deck keys, each with a default, read from its entry of
+  /// model.layers (`slope` is `model.layers.N.slope`) for this type only: a
+  /// deck that gives one to a layer of another type is refused. Keys that
+  /// several types declare alike (pooling's `size`) are shared.
+  deck::Schema keys;
+  /// Keys of `keys` a deck must give for this type (dense's `units`).
+  std::vector<std::string> required;
+};
+
+/// \brief A layer as a deck or a program describes it: its type and the
+/// values of those of its own keys that are set (the others take their
+/// declared defaults).
 struct LayerSpec {
-  std::string type;         ///< a registry name
-  std::size_t units = 0;    ///< dense
-  std::size_t filters = 0;  ///< conv2d
-  std::size_t kernel = 3;   ///< conv2d: kernel x kernel window
-  std::size_t stride = 1;   ///< conv2d
-  bool same = false;        ///< conv2d: padding "same" (else "valid")
-  std::size_t size = 2;     ///< maxpool2d, avgpool2d: window and stride
+  using Keys = std::map<std::string, deck::Value, std::less<>>;
+  LayerSpec() = default;
+  /// `LayerSpec{"dense", {{"units", 10LL}}}`, `LayerSpec{"relu"}`.
+  LayerSpec(std::string type_, Keys keys_ = {}) : type(std::move(type_)), keys(std::move(keys_)) {}
+  std::string type;  ///< a registered name
+  Keys keys;         ///< its own keys that are set, by name
 };
 
 template <class T, class M>
-using LayerFactory = std::unique_ptr<Layer<T, M>> (*)(const LayerSpec&, const Shape&);
+using LayerFactory = std::unique_ptr<Layer<T, M>> (*)(const Shape&, const deck::Settings&);
 
-/// \brief Deck name -> how to build the layer for an input shape.
-template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
-const std::vector<std::pair<std::string, LayerFactory<T, M>>>& registry() {
-  using P = std::unique_ptr<Layer<T, M>>;
-  using S = const LayerSpec&;
-  using I = const Shape&;
-  static const std::vector<std::pair<std::string, LayerFactory<T, M>>> table{
-      {"dense", [](S s, I in) -> P { return std::make_unique<Dense<T, M>>(in, s.units); }},
-      {"conv2d",
-       [](S s, I in) -> P {
-         return std::make_unique<Conv2D<T, M>>(in, s.filters, s.kernel, s.stride, s.same);
-       }},
-      {"maxpool2d", [](S s, I in) -> P { return std::make_unique<MaxPool2D<T, M>>(in, s.size); }},
-      {"avgpool2d", [](S s, I in) -> P { return std::make_unique<AvgPool2D<T, M>>(in, s.size); }},
-      {"relu", [](S, I in) -> P { return std::make_unique<ReLU<T, M>>(in); }},
-      {"tanh", [](S, I in) -> P { return std::make_unique<Tanh<T, M>>(in); }},
-      {"flatten", [](S, I in) -> P { return std::make_unique<Flatten<T, M>>(in); }},
-  };
-  return table;
+namespace detail {
+/// \brief Adds a registration (register_layer's checks and record).
+void add_layer(LayerInfo info);
+template <class T, class M>
+void add_layer_factory(const std::string& name, LayerFactory<T, M> make);
+template <class T, class M>
+LayerFactory<T, M> layer_factory(const std::string& name);
+
+template <class T, class M>
+struct LayerBuilt : std::false_type {};
+#define KPMAP_TRAIN_BUILT_(T, M) \
+  template <>                    \
+  struct LayerBuilt<T, M> : std::true_type {};
+KPMAP_TRAIN_FOR_EACH_LAYER_TYPE(KPMAP_TRAIN_BUILT_)
+#undef KPMAP_TRAIN_BUILT_
+}  // namespace detail
+
+/// \brief Every registered layer type, in registration order (the library's
+/// own first).
+std::vector<const LayerInfo*> registered_layers();
+
+/// \brief The registration of layer type `name`, or nullptr for none.
+const LayerInfo* find_layer(const std::string& name);
+
+/// \brief Registers layer L (a class template `L<T, M>` derived from
+/// Layer<T, M>, constructed from `(const Shape&, const deck::Settings&)`,
+/// or from `(const Shape&)` alone when it has no keys; built here for every
+/// type of KPMAP_TRAIN_FOR_EACH_LAYER_TYPE) under `info.name`, for decks,
+/// --help-deck and build_layers(). Call it before the deck is read: from
+/// main(), or at namespace scope with KPMAP_TRAIN_REGISTER_LAYER in the
+/// program's own source file. Returns true. \throws Error for a name
+/// registered already, a key without a default, a required key it does not
+/// declare, or a key another layer declares otherwise.
+template <template <class, class> class L>
+bool register_layer(LayerInfo info) {
+  const std::string name = info.name;
+  detail::add_layer(std::move(info));
+#define KPMAP_TRAIN_ADD_FACTORY_(T, M)                                                         \
+  detail::add_layer_factory<T, M>(                                                             \
+      name, [](const Shape& in, const deck::Settings& s) -> std::unique_ptr<Layer<T, M>> {     \
+        if constexpr (std::is_constructible_v<L<T, M>, const Shape&, const deck::Settings&>) { \
+          return std::make_unique<L<T, M>>(in, s);                                             \
+        } else {                                                                               \
+          (void)s;                                                                             \
+          return std::make_unique<L<T, M>>(in);                                                \
+        }                                                                                      \
+      });
+  KPMAP_TRAIN_FOR_EACH_LAYER_TYPE(KPMAP_TRAIN_ADD_FACTORY_)
+#undef KPMAP_TRAIN_ADD_FACTORY_
+  return true;
 }
 
 /// \brief The deck names of every layer type.
 inline std::vector<std::string> layer_types() {
   std::vector<std::string> names;
-  for (const auto& entry : registry<double>()) names.push_back(entry.first);
+  for (const LayerInfo* l : registered_layers()) names.push_back(l->name);
   return names;
 }
 
 /// \brief Builds `specs` in order, each for the previous one's output shape
 /// (the first for `input`). \throws ShapeError naming the layer (1-based),
-/// its type and both shapes when one does not fit.
+/// its type and both shapes when one does not fit, or its type when no layer
+/// is registered under it; Error for a key its type does not declare.
 template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
 std::vector<std::unique_ptr<Layer<T, M>>> build_layers(const Shape& input,
                                                        const std::vector<LayerSpec>& specs) {
+  static_assert(detail::LayerBuilt<T, M>::value,
+                "kpmap::train layers are built for double and float in the default memory "
+                "space (and host memory beside a device): see KPMAP_TRAIN_FOR_EACH_LAYER_TYPE");
   std::vector<std::unique_ptr<Layer<T, M>>> layers;
   Shape shape = input;
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const auto& table = registry<T, M>();
-    auto it = std::find_if(table.begin(), table.end(),
-                           [&](const auto& e) { return e.first == specs[i].type; });
-    if (it == table.end()) {
-      throw ShapeError("layer " + std::to_string(i + 1) + ": unknown type '" + specs[i].type + "'",
+    const std::string at = "layer " + std::to_string(i + 1);
+    const LayerInfo* info = find_layer(specs[i].type);
+    if (info == nullptr) {
+      std::string known;
+      for (const auto& n : layer_types()) known += (known.empty() ? "" : ", ") + n;
+      throw ShapeError(at + ": unknown type '" + specs[i].type + "' (registered: " + known + ")",
                        i + 1);
     }
+    deck::Settings settings(info->keys);
     try {
-      layers.push_back(it->second(specs[i], shape));
+      for (const auto& [key, value] : specs[i].keys) settings.set(key, value);
+    } catch (const Error& e) {
+      throw Error(at + " (" + specs[i].type + "): " + e.what());
+    }
+    try {
+      layers.push_back(detail::layer_factory<T, M>(info->name)(shape, settings));
     } catch (const ShapeError& e) {
-      throw ShapeError("layer " + std::to_string(i + 1) + " (" + e.what() + ")", i + 1);
+      throw ShapeError(at + " (" + e.what() + ")", i + 1);
     }
     shape = layers.back()->output_shape();
   }
@@ -97,13 +190,29 @@ inline std::vector<LayerSpec> mlp_specs(const std::vector<std::size_t>& widths,
                                         const std::string& activation) {
   std::vector<LayerSpec> specs;
   for (std::size_t l = 1; l < widths.size(); ++l) {
-    LayerSpec d;
-    d.type = "dense";
-    d.units = widths[l];
-    specs.push_back(d);
-    if (l + 1 < widths.size()) specs.push_back(LayerSpec{activation});
+    specs.push_back(LayerSpec{"dense", {{"units", static_cast<long long>(widths[l])}}});
+    if (l + 1 < widths.size()) specs.push_back(LayerSpec{activation, {}});
   }
   return specs;
 }
 
 }  // namespace kpmap::train
+
+/// \brief At namespace scope in a program's source file: registers layer
+/// template L (an unqualified name) with a LayerInfo before main() runs (as
+/// register_layer<L>(info)). The object file of a program's own source is
+/// always linked, so the registration cannot be dropped; in a static
+/// library of your own, call register_layer from main() instead.
+#define KPMAP_TRAIN_REGISTER_LAYER(L, ...)                           \
+  [[maybe_unused]] static const bool kpmap_train_registered_##L##_ = \
+      ::kpmap::train::register_layer<L>(__VA_ARGS__)
+
+/// \brief In a layer header of src/kpmap/train/layers/ (namespace
+/// kpmap::train, at its end): the registration of the built-in layer
+/// `name`. The build finds this line in each header of the folder and calls
+/// every built-in's registration from the registry itself (a generated
+/// builtin_layers.cpp), so none can be left out of a program's link.
+#define KPMAP_TRAIN_BUILTIN_LAYER(name, L, ...)                                     \
+  namespace builtin {                                                               \
+  inline void register_##name() { ::kpmap::train::register_layer<L>(__VA_ARGS__); } \
+  }

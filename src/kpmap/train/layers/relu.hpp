@@ -3,6 +3,7 @@
 /// \brief ReLU: max(x, 0), slope 1 where the output is positive, else 0.
 
 #include <kpmap/train/layers/activation.hpp>
+#include <kpmap/train/layers/registry.hpp>
 
 namespace kpmap::train {
 
@@ -15,5 +16,7 @@ struct ReluOp {
 
 template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
 using ReLU = Elementwise<T, M, ReluOp<T>>;
+
+KPMAP_TRAIN_BUILTIN_LAYER(relu, ReLU, {"relu", "max(x, 0), elementwise"})
 
 }  // namespace kpmap::train

@@ -4,6 +4,7 @@
 
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/train/layers/activation.hpp>
+#include <kpmap/train/layers/registry.hpp>
 
 #include <type_traits>
 
@@ -22,5 +23,7 @@ struct TanhOp {
 
 template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
 using Tanh = Elementwise<T, M, TanhOp<T>>;
+
+KPMAP_TRAIN_BUILTIN_LAYER(tanh, Tanh, {"tanh", "tanh(x), elementwise"})
 
 }  // namespace kpmap::train
