@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Check that every ```cpp block of a document is a marked block of a program.
 
-usage: check_doc_snippets.py DOC.md PROGRAM.cpp
+usage: check_doc_snippets.py DOC.md PROGRAM.cpp [PROGRAM.cpp ...]
 
 PROGRAM marks blocks with a line `// [name]` and ends them with `// [end]`.
-Each ```cpp block in DOC must equal one marked block (indentation removed),
+Each ```cpp block in DOC must equal one marked block of one of the programs (indentation removed),
 so the document cannot drift from code that ctest compiles and runs.
 """
 import re
@@ -20,9 +20,13 @@ def blocks_of_program(text):
 
 
 def main():
-    doc_path, program_path = sys.argv[1], sys.argv[2]
+    doc_path, program_paths = sys.argv[1], sys.argv[2:]
     doc = open(doc_path, encoding="utf-8").read()
-    program = blocks_of_program(open(program_path, encoding="utf-8").read())
+    program = {}
+    for path in program_paths:
+        for name, block in blocks_of_program(open(path, encoding="utf-8").read()).items():
+            program[f"{path}:{name}"] = block
+    program_path = " or ".join(program_paths)
     snippets = [textwrap.dedent(s).strip() for s in re.findall(r"```cpp\n(.*?)```", doc, re.S)]
     if not snippets:
         print(f"FAIL: {doc_path} has no ```cpp blocks")

@@ -150,8 +150,23 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
       }
     }
   }
-  const int code =
+  bool check_failed = false;
+  if (!c.expect_val_loss.empty() && res.stopped_by == 0) {
+    // The deck's own check: the final validation loss in [low, high].
+    const double low = c.expect_val_loss[0], high = c.expect_val_loss[1];
+    const double loss = res.has_report ? r.held_out.loss : nan;
+    const bool passed = loss >= low && loss <= high;  // false for NaN
+    check_failed = !passed;
+    j["expect_val_loss"] = {{"low", low}, {"high", high}, {"val_loss", loss}, {"passed", passed}};
+    if (root) {
+      std::printf("kpmap-train: validation loss %.6g, expected in [%g, %g]: %s\n", loss, low, high,
+                  passed ? "PASSED" : "FAILED");
+    }
+  }
+  int code =
       kpmap::write_result(j, out / "result.json", res.stopped_by, res.checkpoint, report, root);
+  // A run that finished with a wrong answer has not succeeded.
+  if (code == kpmap::exit_code::success && check_failed) code = kpmap::exit_code::check_failed;
   if (root) {
     std::printf("kpmap-train: done in %s; results in %s\nkpmap-train: %s",
                 kpmap::Progress::format(report.wall).c_str(), (out / "result.json").c_str(),

@@ -109,6 +109,9 @@ deck::Schema train_schema() {
   s.integer("output.checkpoint_every", 0, Range{0, 1e9}, "epochs",
             "write a checkpoint every N epochs (0: only at the end)");
   s.integer("output.keep", 3, Range{1, 1000}, "", "checkpoints kept (older ones are deleted)");
+  s.real_list("output.expect_val_loss", std::vector<double>{}, Range{0, 1e300}, "",
+              "[low, high]: the run's check; it fails with exit code 5 unless the final "
+              "validation loss lies in this range (empty: no check)");
   return s;
 }
 
@@ -348,6 +351,7 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.output = d.string("output.dir");
   c.checkpoint_every = d.integer("output.checkpoint_every");
   c.keep = int(d.integer("output.keep"));
+  c.expect_val_loss = d.real_list("output.expect_val_loss");
 
   c.labels = d.string("data.labels");
   c.test_path = d.string("data.test_path");
@@ -433,6 +437,17 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
     const long long total =
         c.max_steps > 0 ? std::min(c.max_steps, c.epochs * per_epoch) : c.epochs * per_epoch;
     c.optimizer.decay_steps = std::max(1LL, total - c.optimizer.warmup_steps);
+  }
+  if (!c.expect_val_loss.empty()) {
+    const auto& e = c.expect_val_loss;
+    if (e.size() != 2 || e[0] > e[1]) {
+      bad(d, "output.expect_val_loss", "expected [low, high] with low <= high");
+    }
+    if (c.validation == 0) {
+      bad(d, "output.expect_val_loss",
+          "it checks the validation loss, and this run holds out no samples (set "
+          "data.validation_fraction, or data.test_path for IDX images)");
+    }
   }
   if (c.optimizer.kind == OptimizerConfig::Kind::gd && c.batch != 0 && c.batch < train_rows) {
     bad(d, "train.batch_size",

@@ -52,6 +52,7 @@ struct TrainConfig {
   long long epochs = 0, checkpoint_every = 0, max_steps = 0, log_every = 0;
   std::size_t accumulate = 1;  // micro-batches per step
   int keep = 3;
+  std::vector<double> expect_val_loss;  ///< [low, high] the final validation loss must lie in
   std::size_t batch = 0;
   std::string output;
   std::string source;  ///< the deck, for messages
