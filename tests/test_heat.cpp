@@ -419,6 +419,12 @@ TEST_CASE("a program's own solver is named by decks, and its keys are checked", 
   CHECK_THROWS_WITH(config_of(tea_deck(16, "method = \"cg\"\nweight = 1.5")),
                     ContainsSubstring("solver.method = \"cg\" reads no weight, it would have no "
                                       "effect (weight is read by keyed_cg)"));
+  // A resolved deck (deck.toml: every key with its value, weight's default
+  // under cg included) reads back as the run it came from.
+  const auto resolved =
+      kpmap::deck::parse(sim::heat_schema(), tea_deck(16, "method = \"cg\""), "test.toml")
+          .to_toml();
+  CHECK(config_of(resolved).solver.method == "cg");
   CHECK_THROWS_WITH(config_of(tea_deck(16, "method = \"keyed_gc\"")),
                     ContainsSubstring("keyed_cg"));
   // It solves: the solution of the built-in CG, which it is.

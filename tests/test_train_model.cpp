@@ -532,6 +532,17 @@ TEST_CASE("a program's own layer is named by decks, its keys checked, its gradie
   CHECK_THROWS_WITH(
       from_deck(train_deck("{type = \"relu\", factor = 2.0}, {type = \"dense\", units = 1}"), comm),
       ContainsSubstring("a relu layer has no factor, it would have no effect"));
+  // A resolved deck (deck.toml: every layer with every key, the defaults of
+  // other types' keys included) reads back as the run it came from.
+  const std::string resolved =
+      train_deck(
+          "{type = \"dense\", units = 3}, {type = \"scale\", factor = -0.5},"
+          " {type = \"dense\", units = 1}")
+          .to_toml();
+  c = from_deck(kpmap::deck::parse(schema, resolved, "deck.toml"), comm);
+  REQUIRE(c.layers.size() == 3);
+  CHECK(std::get<long long>(c.layers[0].keys.at("units")) == 3);
+  CHECK(std::get<double>(c.layers[1].keys.at("factor")) == -0.5);
   CHECK_THROWS_WITH(from_deck(train_deck("{type = \"scale\"}, {type = \"dense\"}"), comm),
                     ContainsSubstring("key 'model.layers.2.units': a dense layer needs units"));
   // Built by name, its backward pass against finite differences.

@@ -108,14 +108,15 @@ std::array<double, 3> vec3(const deck::Deck& d, const std::string& path, int wan
 }
 
 // The method's own keys into options.settings; a key only other methods
-// read is refused where the deck gives it.
+// read is refused where the deck gives it a value other than its default.
 void read_solver_keys(const deck::Deck& d, SolverOptions& options) {
   const SolverInfo& mine = solver_info(options.method);
   options.settings = deck::Settings(mine.keys);
   for (const SolverInfo* m : registered_solvers()) {
     for (const deck::Key& k : m->keys.keys()) {
       const std::string path = "solver." + k.path;
-      if (!d.given(path)) continue;
+      // A resolved deck (deck.toml) writes every key's default: not a change.
+      if (!d.given(path) || d.value(path) == *k.fallback) continue;
       if (mine.keys.find(k.path) == nullptr) {
         std::string readers;
         for (const SolverInfo* r : registered_solvers()) {

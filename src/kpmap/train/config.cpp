@@ -258,8 +258,9 @@ void read_layers(TrainConfig& c, const Deck& d) {
     }
   }
   // Each layer's own keys (its registration's); a key only other types
-  // declare is refused where the deck gives it, one it requires where the
-  // deck does not.
+  // declare is refused where the deck gives it a value other than its
+  // default (a resolved deck, deck.toml, writes every key's), one it
+  // requires where the deck does not give it.
   for (int i : at) {
     const std::string k = "model.layers." + std::to_string(i) + ".";
     LayerSpec s{d.string(k + "type")};
@@ -268,7 +269,8 @@ void read_layers(TrainConfig& c, const Deck& d) {
     for (const deck::Key& key : mine.keys.keys()) reads += ", " + key.path;
     for (const LayerInfo* other : registered_layers()) {
       for (const deck::Key& key : other->keys.keys()) {
-        if (d.given(k + key.path) && mine.keys.find(key.path) == nullptr) {
+        if (d.given(k + key.path) && mine.keys.find(key.path) == nullptr &&
+            d.value(k + key.path) != *key.fallback) {
           bad(d, k + key.path,
               "a " + s.type + " layer has no " + key.path + ", it would have no effect (a " +
                   s.type + " layer reads " + (reads.empty() ? "only its type" : "type" + reads) +
