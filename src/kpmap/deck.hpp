@@ -139,6 +139,17 @@ class Settings {
   std::map<std::string, Value, std::less<>> values_;
 };
 
+/// \brief The checks every registry of pieces with deck keys (solvers,
+/// layers, optimizers) makes of a new one: `name` is a deck word (lower-case
+/// letters, digits, '_') that none of `others` has, each of its `keys` has a
+/// default (a piece's keys are optional in a deck), and a key that one of
+/// `others` (name, keys) declares too is declared alike. \throws Error
+/// beginning with `who` ("kpmap::sim::register_solver") and naming the
+/// piece as a `kind` ("solver").
+void check_registration(const std::string& who, const std::string& kind, const std::string& name,
+                        const Schema& keys,
+                        const std::vector<std::pair<std::string, const Schema*>>& others);
+
 /// \brief Where the user's own text set a key of the schema, when a
 /// Translator wrote the TOML the schema reads: the line of the deck file (0
 /// for a `--set`), the name the user wrote (`xmax/ymax` for `mesh.upper`)

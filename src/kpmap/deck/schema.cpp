@@ -4,6 +4,7 @@
 #include "text.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 #include <string>
 
@@ -110,6 +111,33 @@ Schema& Schema::merge(const std::string& prefix, const std::string& owner, const
     owners_[key.path] += ", " + owner;
   }
   return *this;
+}
+
+void check_registration(const std::string& who, const std::string& kind, const std::string& name,
+                        const Schema& keys,
+                        const std::vector<std::pair<std::string, const Schema*>>& others) {
+  const bool word = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::islower(c) || std::isdigit(c) || c == '_';
+  });
+  if (!word) {
+    throw Error(who + ": the name '" + name +
+                "' is not a deck word (lower-case letters, digits and '_')");
+  }
+  for (const auto& other : others) {
+    if (other.first == name) {
+      throw Error(who + ": a " + kind + " named '" + name + "' is registered already");
+    }
+  }
+  for (const Key& k : keys.keys()) {
+    if (!k.fallback) {
+      throw Error(who + ": key '" + k.path + "' of " + kind + " '" + name + "' has no default (a " +
+                  kind + "'s keys are optional in a deck)");
+    }
+  }
+  // A key this piece shares with another must be declared alike.
+  Schema all(kind);
+  for (const auto& other : others) all.merge("", other.first, *other.second);
+  all.merge("", name, keys);
 }
 
 Settings& Settings::set(const std::string& name, Value value) {

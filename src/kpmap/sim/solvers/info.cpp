@@ -5,8 +5,6 @@
 
 #include <kpmap/error.hpp>
 
-#include <algorithm>
-#include <cctype>
 #include <deque>
 #include <mutex>
 
@@ -39,30 +37,9 @@ void with_builtins() {
 namespace detail {
 
 void add_solver(SolverInfo info) {
-  const std::string& name = info.name;
-  const bool word = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
-    return std::islower(c) || std::isdigit(c) || c == '_';
-  });
-  if (!word) {
-    throw Error("kpmap::sim::register_solver: the name '" + name +
-                "' is not a deck word (lower-case letters, digits and '_')");
-  }
-  for (const SolverInfo& s : infos()) {
-    if (s.name == name) {
-      throw Error("kpmap::sim::register_solver: a solver named '" + name +
-                  "' is registered already");
-    }
-  }
-  for (const deck::Key& k : info.keys.keys()) {
-    if (!k.fallback) {
-      throw Error("kpmap::sim::register_solver: key '" + k.path + "' of solver '" + name +
-                  "' has no default (a solver's keys are optional in a deck)");
-    }
-  }
-  // A key this solver shares with another must be declared alike.
-  deck::Schema all("solver");
-  for (const SolverInfo& s : infos()) all.merge("", s.name, s.keys);
-  all.merge("", name, info.keys);
+  std::vector<std::pair<std::string, const deck::Schema*>> others;
+  for (const SolverInfo& s : infos()) others.emplace_back(s.name, &s.keys);
+  deck::check_registration("kpmap::sim::register_solver", "solver", info.name, info.keys, others);
   infos().push_back(std::move(info));
 }
 

@@ -6,8 +6,6 @@
 
 #include <kpmap/error.hpp>
 
-#include <algorithm>
-#include <cctype>
 #include <deque>
 #include <mutex>
 
@@ -51,31 +49,17 @@ namespace detail {
 
 void add_layer(LayerInfo info) {
   const std::string& name = info.name;
-  const bool word = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
-    return std::islower(c) || std::isdigit(c) || c == '_';
-  });
-  if (!word) {
-    refuse("the name '" + name + "' is not a deck word (lower-case letters, digits and '_')");
-  }
-  for (const LayerInfo& l : infos()) {
-    if (l.name == name) refuse("a layer named '" + name + "' is registered already");
-  }
-  for (const deck::Key& k : info.keys.keys()) {
-    if (k.path == "type") refuse("layer '" + name + "' declares a key 'type', which is the deck's");
-    if (!k.fallback) {
-      refuse("key '" + k.path + "' of layer '" + name +
-             "' has no default (list it in LayerInfo::required to make a deck give it)");
-    }
+  std::vector<std::pair<std::string, const deck::Schema*>> others;
+  for (const LayerInfo& l : infos()) others.emplace_back(l.name, &l.keys);
+  deck::check_registration("kpmap::train::register_layer", "layer", name, info.keys, others);
+  if (info.keys.find("type") != nullptr) {
+    refuse("layer '" + name + "' declares a key 'type', which is the deck's");
   }
   for (const std::string& r : info.required) {
     if (info.keys.find(r) == nullptr) {
       refuse("layer '" + name + "' requires key '" + r + "', which it does not declare");
     }
   }
-  // A key this layer shares with another must be declared alike.
-  deck::Schema all("layer");
-  for (const LayerInfo& l : infos()) all.merge("", l.name, l.keys);
-  all.merge("", name, info.keys);
   infos().push_back(std::move(info));
 }
 
