@@ -129,7 +129,7 @@ void model_steps(benchmark::State& state, Model& model, Opt& opt,
   report(state, total);
 }
 
-OptimizerConfig optimizer(OptimizerConfig::Kind kind) {
+OptimizerConfig optimizer(const std::string& kind) {
   OptimizerConfig c;
   c.kind = kind;
   c.learning_rate = 1e-3;
@@ -145,8 +145,7 @@ void BM_model_step(benchmark::State& state) {
     const auto data =
         generate_shard<double, Mem>(SyntheticRegression{batch, f, 1, 0.1}, 0, batch, "devices");
     LinearModel<double, Mem> model(f, data.rows());
-    Optimizer<double, Mem, LinearParams<double, Mem>> opt(optimizer(OptimizerConfig::Kind::sgd),
-                                                          model.params());
+    Optimizer<double, Mem, LinearParams<double, Mem>> opt(optimizer("sgd"), model.params());
     model_steps(state, model, opt, data, batch);
     return;
   }
@@ -170,8 +169,7 @@ void BM_model_step(benchmark::State& state) {
   Sequential<float, Mem> model(input, build_layers<float, Mem>(input, specs), Loss::cross_entropy,
                                std::max<std::size_t>(data.rows(), 1));
   model.initialize(1);
-  Optimizer<float, Mem, FlatParams<float, Mem>> opt(optimizer(OptimizerConfig::Kind::adam),
-                                                    model.params());
+  Optimizer<float, Mem, FlatParams<float, Mem>> opt(optimizer("adam"), model.params());
   model_steps(state, model, opt, data, batch);
 }
 

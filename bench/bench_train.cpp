@@ -106,7 +106,7 @@ void BM_linear_batch(benchmark::State& state) {
   auto &p = m.p, &g = m.g;
   auto& loss = m.loss;
   OptimizerConfig config;
-  config.kind = OptimizerConfig::Kind::sgd;
+  config.kind = "sgd";
   Optimizer<double, Mem, LinearParams<double, Mem>> opt(config, p);
   const auto plan = plan_epoch(Exec(), n, data.begin, data.rows(), batch, 7, 0);
   const LinearWorkspace<double, Mem> ws(data.rows(), f);
@@ -131,7 +131,7 @@ void BM_linear_batch(benchmark::State& state) {
 template <class Model>
 auto adam_steps(Model& model, const Shard<float, Mem>& data, std::size_t batch) {
   OptimizerConfig config;
-  config.kind = OptimizerConfig::Kind::adam;
+  config.kind = "adam";
   config.learning_rate = 1e-3;
   return [&model, &data, batch,
           opt = std::make_shared<Optimizer<float, Mem, FlatParams<float, Mem>>>(config,

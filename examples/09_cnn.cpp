@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     run.output_dir = "09_cnn_np" + std::to_string(rt.size());  // checkpoints
     run.meta.app = "09_cnn";
     OptimizerConfig adam;
-    adam.kind = OptimizerConfig::Kind::adam;
+    adam.kind = "adam";
     adam.learning_rate = 0.01;
     Trainer<Sequential<float, Mem>> trainer(model, adam, run, "devices");
     const FitResult result = trainer.fit(train, test, [&](const EpochReport& r) {

@@ -182,7 +182,7 @@ TEST_CASE("a CNN trained on every rank equals the same CNN trained on one rank",
                                      LayerSpec{"flatten"},
                                      dense(3)};
   OptimizerConfig config;
-  config.kind = OptimizerConfig::Kind::adam;
+  config.kind = "adam";
   config.learning_rate = 1e-2;
   auto train = [&](kpmap::AxisRef axis) {
     const auto data = generate_shard<double, Mem>(gen, 0, gen.samples, axis);
@@ -240,7 +240,7 @@ TEST_CASE("layers that do not fit their input are refused with both shapes", "[t
 
 TEST_CASE("optimizer updates follow their closed forms", "[train]") {
   using Params = FlatParams<double, Mem>;
-  auto run = [&](OptimizerConfig::Kind kind, const std::vector<std::vector<double>>& grads) {
+  auto run = [&](const std::string& kind, const std::vector<std::vector<double>>& grads) {
     Params p{Kokkos::View<double*, Mem>("p", 9)};
     Params g{Kokkos::View<double*, Mem>("g", 9)};
     auto h = Kokkos::create_mirror_view(p.all);
@@ -250,7 +250,7 @@ TEST_CASE("optimizer updates follow their closed forms", "[train]") {
     OptimizerConfig c;
     c.kind = kind;
     c.learning_rate = 0.1;
-    c.momentum = 0.5;
+    if (kind == "momentum") c.keys["momentum"] = 0.5;
     Optimizer<double, Mem, Params> opt(c, p);
     for (const auto& step : grads) {
       auto hg = Kokkos::create_mirror_view(g.all);
@@ -267,18 +267,18 @@ TEST_CASE("optimizer updates follow their closed forms", "[train]") {
     g2[i] = 0.7 - 0.2 * double(i);
   }
   {  // gd: p - lr g
-    auto [p0, p1] = run(OptimizerConfig::Kind::gd, {g1});
+    auto [p0, p1] = run("gd", {g1});
     for (std::size_t i = 0; i < n; ++i) CHECK(std::abs(p1[i] - (p0[i] - 0.1 * g1[i])) < 1e-15);
   }
   {  // momentum: v1 = g1, v2 = 0.5 g1 + g2; p2 = p0 - lr (v1 + v2)
-    auto [p0, p2] = run(OptimizerConfig::Kind::momentum, {g1, g2});
+    auto [p0, p2] = run("momentum", {g1, g2});
     for (std::size_t i = 0; i < n; ++i) {
       CHECK(std::abs(p2[i] - (p0[i] - 0.1 * (g1[i] + 0.5 * g1[i] + g2[i]))) < 1e-14);
     }
   }
   {  // adam, first step: the bias-corrected moments are g and g^2, so the
      // step is lr g / (|g| + eps)
-    auto [p0, p1] = run(OptimizerConfig::Kind::adam, {g1});
+    auto [p0, p1] = run("adam", {g1});
     for (std::size_t i = 0; i < n; ++i) {
       const double expected = p0[i] - 0.1 * g1[i] / (std::abs(g1[i]) + 1e-8);
       CHECK(std::abs(p1[i] - expected) < 1e-13);
@@ -308,7 +308,7 @@ TEST_CASE("learning-rate schedules follow their closed forms", "[train]") {
   FlatParams<double, Mem> g{Kokkos::View<double*, Mem>("g", 1)};
   Kokkos::deep_copy(g.all, 1.0);
   OptimizerConfig gd;
-  gd.kind = OptimizerConfig::Kind::gd;
+  gd.kind = "gd";
   gd.learning_rate = 0.4;
   gd.warmup_steps = 4;
   Optimizer<double, Mem, FlatParams<double, Mem>> opt(gd, p);
@@ -425,7 +425,7 @@ TEST_CASE(
 
   SECTION("training updates the master copy, and each step computes with it") {
     OptimizerConfig config;
-    config.kind = OptimizerConfig::Kind::sgd;
+    config.kind = "sgd";
     config.learning_rate = 0.5;
     Optimizer<double, Mem, FlatParams<double, Mem>> opt_ref(config, ref.params());
     Optimizer<double, Mem, FlatParams<double, Mem>> opt_mixed(config, mixed.params());
@@ -590,4 +590,119 @@ TEST_CASE("every built-in layer header registers its layer, and decks name each"
   const auto schema = train_schema();
   const auto& choices = schema.find("model.layers.1.type")->choices;
   CHECK(std::set<std::string>(choices.begin(), choices.end()) == in_files);
+}
+
+// ---- a program's own optimizer --------------------------------------------------
+namespace {
+
+template <class T, class M>
+struct AccumulateKernel {
+  kpmap::detail::flat_view_t<T, M> p;
+  kpmap::detail::flat_view_t<const T, M> g;
+  kpmap::detail::flat_view_t<T, M> s;
+  T step;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    s(i) += g(i);
+    p(i) -= step * s(i);
+  }
+};
+
+// s += g; p -= lr gain s: a state array ("s") and a key ("gain") of its own.
+template <class T, class M>
+class Accumulate final : public UpdateRule<T, M> {
+ public:
+  using typename UpdateRule<T, M>::Exec;
+  using typename UpdateRule<T, M>::Flat;
+  using typename UpdateRule<T, M>::ConstFlat;
+  explicit Accumulate(const kpmap::deck::Settings& keys)
+      : gain_(static_cast<T>(keys.real("gain"))) {}
+  void apply(const Exec& exec, long long, T lr, const Flat& p, const ConstFlat& g,
+             const Flat* state) const override {
+    Kokkos::parallel_for("test::accumulate", Kokkos::RangePolicy<Exec>(exec, 0, p.size()),
+                         AccumulateKernel<T, M>{p, g, state[0], lr * gain_});
+  }
+
+ private:
+  T gain_;
+};
+
+KPMAP_TRAIN_REGISTER_OPTIMIZER(
+    Accumulate,
+    {"accumulate",
+     "s += g, p -= lr gain s",
+     kpmap::deck::Schema("accumulate").real("gain", 1.0, {0.0, 10.0}, "", "the factor of s"),
+     {"s"}});
+
+kpmap::deck::Deck optimizer_deck(const std::string& keys) {
+  return kpmap::deck::parse(train_schema(), "[optimizer]\n" + keys + "\n", "test.toml");
+}
+
+}  // namespace
+
+TEST_CASE("a program's own optimizer is named by decks, its keys checked, its update applied",
+          "[train][optimizer]") {
+  using Catch::Matchers::ContainsSubstring;
+  using Catch::Matchers::StartsWith;
+  const auto schema = train_schema();
+  REQUIRE(schema.find("optimizer.gain") != nullptr);
+  CHECK(schema.find("optimizer.gain")->description == "accumulate: the factor of s");
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  auto c = from_deck(optimizer_deck("kind = \"accumulate\"\ngain = 2.5"), comm);
+  CHECK(c.optimizer.kind == "accumulate");
+  CHECK(std::get<double>(c.optimizer.keys.at("gain")) == 2.5);
+  CHECK_THROWS_WITH(from_deck(optimizer_deck("kind = \"accumulate\"\ngain = 12.0"), comm),
+                    StartsWith("test.toml:") && ContainsSubstring("optimizer.gain"));
+  CHECK_THROWS_WITH(from_deck(optimizer_deck("kind = \"adam\"\ngain = 2.0"), comm),
+                    ContainsSubstring("optimizer.kind = \"adam\" reads no gain, it would have no "
+                                      "effect (gain is read by accumulate)"));
+  CHECK_THROWS_WITH(from_deck(optimizer_deck("kind = \"sgd\"\nmomentum = 0.5"), comm),
+                    ContainsSubstring("(momentum is read by momentum)"));
+  // A resolved deck (every kind's keys at their defaults) reads back.
+  c = from_deck(kpmap::deck::parse(schema, optimizer_deck("kind = \"adam\"\nbeta1 = 0.8").to_toml(),
+                                   "deck.toml"),
+                comm);
+  CHECK(c.optimizer.kind == "adam");
+  CHECK(std::get<double>(c.optimizer.keys.at("beta1")) == 0.8);
+  CHECK(c.optimizer.keys.count("gain") == 0);
+  // Two steps against the closed form: p2 = p0 - lr gain (2 g1 + g2).
+  using Params = FlatParams<double, Mem>;
+  Params p{Kokkos::View<double*, Mem>("p", 3)}, g{Kokkos::View<double*, Mem>("g", 3)};
+  Kokkos::deep_copy(p.all, 1.0);
+  OptimizerConfig config;
+  config.kind = "accumulate";
+  config.keys["gain"] = 2.0;
+  config.learning_rate = 0.1;
+  Optimizer<double, Mem, Params> opt(config, p);
+  REQUIRE(opt.state().size() == 1);
+  CHECK(opt.state()[0].first == "s");
+  const double g1 = 0.5, g2 = -1.5;
+  Kokkos::deep_copy(g.all, g1);
+  opt.step(p, g);
+  Kokkos::deep_copy(g.all, g2);
+  opt.step(p, g);
+  for (double v : to_host(p.all)) CHECK(std::abs(v - (1.0 - 0.1 * 2.0 * (2 * g1 + g2))) < 1e-15);
+  // A key it does not declare; registration errors as for layers.
+  config.keys["gian"] = 1.0;
+  CHECK_THROWS_WITH((Optimizer<double, Mem, Params>(config, p)), ContainsSubstring("gian"));
+  CHECK_THROWS_WITH(register_optimizer<Accumulate>({"accumulate", "again"}),
+                    ContainsSubstring("an optimizer named 'accumulate' is registered already"));
+}
+
+TEST_CASE("every built-in optimizer header registers its optimizer", "[train][optimizer]") {
+  std::set<std::string> in_files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/train/optimizers")) {
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string macro = "\nKPMAP_TRAIN_BUILTIN_OPTIMIZER(";
+    for (auto at = text.find(macro); at != std::string::npos; at = text.find(macro, at + 1)) {
+      auto name = text.find_first_not_of(" \n", at + macro.size());
+      in_files.insert(text.substr(name, text.find(',', name) - name));
+    }
+  }
+  REQUIRE(in_files.size() >= 4);
+  in_files.insert("accumulate");  // this program's own, above
+  std::set<std::string> registered;
+  for (const OptimizerInfo* o : registered_optimizers()) registered.insert(o->name);
+  CHECK(registered == in_files);
 }

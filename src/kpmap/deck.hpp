@@ -150,6 +150,19 @@ void check_registration(const std::string& who, const std::string& kind, const s
                         const Schema& keys,
                         const std::vector<std::pair<std::string, const Schema*>>& others);
 
+class Deck;
+
+/// \brief The values deck `d` gives the own keys of piece `mine` (its keys
+/// are under `section`, "solver."; `selector` is the key that chose it,
+/// "solver.method"), from `all` pieces (name, keys) that put keys there. A
+/// key only other pieces read is refused where the deck gives it a value
+/// other than its default (a resolved deck writes every key's default).
+/// \throws InputError (all ranks) naming the file, line and key, the piece
+/// chosen and those that read the key.
+std::map<std::string, Value, std::less<>> own_keys(
+    const Deck& d, const std::string& section, const std::string& selector, const std::string& mine,
+    const std::vector<std::pair<std::string, const Schema*>>& all);
+
 /// \brief Where the user's own text set a key of the schema, when a
 /// Translator wrote the TOML the schema reads: the line of the deck file (0
 /// for a `--set`), the name the user wrote (`xmax/ymax` for `mesh.upper`)

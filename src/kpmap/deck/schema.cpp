@@ -123,15 +123,17 @@ void check_registration(const std::string& who, const std::string& kind, const s
     throw Error(who + ": the name '" + name +
                 "' is not a deck word (lower-case letters, digits and '_')");
   }
+  const std::string a =
+      !kind.empty() && std::string("aeiou").find(kind[0]) != std::string::npos ? "an " : "a ";
   for (const auto& other : others) {
     if (other.first == name) {
-      throw Error(who + ": a " + kind + " named '" + name + "' is registered already");
+      throw Error(who + ": " + a + kind + " named '" + name + "' is registered already");
     }
   }
   for (const Key& k : keys.keys()) {
     if (!k.fallback) {
-      throw Error(who + ": key '" + k.path + "' of " + kind + " '" + name + "' has no default (a " +
-                  kind + "'s keys are optional in a deck)");
+      throw Error(who + ": key '" + k.path + "' of " + kind + " '" + name + "' has no default (" +
+                  a + kind + "'s keys are optional in a deck)");
     }
   }
   // A key this piece shares with another must be declared alike.

@@ -107,33 +107,15 @@ std::array<double, 3> vec3(const deck::Deck& d, const std::string& path, int wan
   return out;
 }
 
-// The method's own keys into options.settings; a key only other methods
-// read is refused where the deck gives it a value other than its default.
+// The method's own keys into options.settings (deck::own_keys: a key only
+// other methods read is refused).
 void read_solver_keys(const deck::Deck& d, SolverOptions& options) {
-  const SolverInfo& mine = solver_info(options.method);
-  options.settings = deck::Settings(mine.keys);
-  for (const SolverInfo* m : registered_solvers()) {
-    for (const deck::Key& k : m->keys.keys()) {
-      const std::string path = "solver." + k.path;
-      // A resolved deck (deck.toml) writes every key's default: not a change.
-      if (!d.given(path) || d.value(path) == *k.fallback) continue;
-      if (mine.keys.find(k.path) == nullptr) {
-        std::string readers;
-        for (const SolverInfo* r : registered_solvers()) {
-          if (r->keys.find(k.path) != nullptr) readers += (readers.empty() ? "" : ", ") + r->name;
-        }
-        throw InputError(d.where(path) + "key " + d.named(path) + ": solver.method = \"" +
-                             options.method + "\" reads no " + k.path +
-                             ", it would have no effect (" + k.path + " is read by " + readers +
-                             ")",
-                         ErrorScope::all_ranks);
-      }
-    }
-  }
-  for (const deck::Key& k : mine.keys.keys()) {
-    if (d.given("solver." + k.path)) {
-      options.settings.set(k.path, d.value("solver." + k.path));
-    }
+  std::vector<std::pair<std::string, const deck::Schema*>> all;
+  for (const SolverInfo* m : registered_solvers()) all.emplace_back(m->name, &m->keys);
+  options.settings = deck::Settings(solver_info(options.method).keys);
+  for (const auto& [key, value] :
+       deck::own_keys(d, "solver.", "solver.method", options.method, all)) {
+    options.settings.set(key, value);
   }
 }
 

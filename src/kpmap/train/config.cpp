@@ -71,8 +71,13 @@ deck::Schema train_schema() {
   s.integer("data.seed", 0, Range{0, 9.2e18}, "", "synthetic: seed of the data set");
   s.real("data.validation_fraction", 0.0, Range{0, 0.9}, "",
          "share of the samples held out for validation (the last rows of the set)");
-  s.string("optimizer.kind", "gd", {"gd", "sgd", "momentum", "adam"},
-           "gd: full-batch gradient descent; sgd: plain minibatch steps; momentum; adam");
+  std::vector<std::string> kinds;
+  std::string kinds_described;
+  for (const OptimizerInfo* o : registered_optimizers()) {
+    kinds.push_back(o->name);
+    kinds_described += (kinds_described.empty() ? "" : "; ") + o->name + ": " + o->description;
+  }
+  s.string("optimizer.kind", "gd", kinds, "the update rule (" + kinds_described + ")");
   // The library's default rate, so that a deck and a program agree.
   s.real("optimizer.learning_rate", OptimizerConfig{}.learning_rate, Range{0, 1e6}, "",
          "step size (the peak, after warm-up and before decay)");
@@ -89,10 +94,7 @@ deck::Schema train_schema() {
   s.integer("optimizer.decay_steps", 0, Range{0, 1e15}, "",
             "cosine: steps of the decay (0: the rest of the run); step: steps between decays");
   s.real("optimizer.decay_factor", 0.1, Range{0, 1}, "", "step: factor of each decay");
-  s.real("optimizer.momentum", 0.9, Range{0, 1}, "", "momentum: v = momentum v + g");
-  s.real("optimizer.beta1", 0.9, Range{0, 0.999999}, "", "adam: first-moment decay");
-  s.real("optimizer.beta2", 0.999, Range{0, 0.999999999}, "", "adam: second-moment decay");
-  s.real("optimizer.epsilon", 1e-8, Range{0, 1}, "", "adam: denominator guard");
+  for (const OptimizerInfo* o : registered_optimizers()) s.merge("optimizer.", o->name, o->keys);
   s.integer("train.epochs", 50, Range{1, 1e9}, "", "passes over the training set");
   s.integer("train.max_steps", 0, Range{0, 1e15}, "",
             "end the run after this many optimizer steps in all (0: no limit); a run cut "
@@ -334,12 +336,14 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.noise = d.real("data.noise");
   c.data_seed = std::uint64_t(d.integer("data.seed"));
   c.fraction = d.real("data.validation_fraction");
-  c.optimizer.kind = optimizer_kind(d.string("optimizer.kind"));
+  c.optimizer.kind = d.string("optimizer.kind");
+  {
+    // Its own keys (a key only other kinds read is refused).
+    std::vector<std::pair<std::string, const deck::Schema*>> all;
+    for (const OptimizerInfo* o : registered_optimizers()) all.emplace_back(o->name, &o->keys);
+    c.optimizer.keys = deck::own_keys(d, "optimizer.", "optimizer.kind", c.optimizer.kind, all);
+  }
   c.optimizer.learning_rate = d.real("optimizer.learning_rate");
-  c.optimizer.momentum = d.real("optimizer.momentum");
-  c.optimizer.beta1 = d.real("optimizer.beta1");
-  c.optimizer.beta2 = d.real("optimizer.beta2");
-  c.optimizer.epsilon = d.real("optimizer.epsilon");
   c.optimizer.warmup_steps = d.integer("optimizer.warmup_steps");
   c.optimizer.schedule = schedule_kind(d.string("optimizer.schedule"));
   c.optimizer.decay_steps = d.integer("optimizer.decay_steps");
@@ -451,10 +455,14 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
           "data.validation_fraction, or data.test_path for IDX images)");
     }
   }
-  if (c.optimizer.kind == OptimizerConfig::Kind::gd && c.batch != 0 && c.batch < train_rows) {
+  if (find_optimizer(c.optimizer.kind)->full_batch && c.batch != 0 && c.batch < train_rows) {
+    std::string minibatch;
+    for (const OptimizerInfo* o : registered_optimizers()) {
+      if (!o->full_batch) minibatch += (minibatch.empty() ? "\"" : ", \"") + o->name + "\"";
+    }
     bad(d, "train.batch_size",
-        "optimizer.kind = \"gd\" is full-batch gradient descent "
-        "(train.batch_size = 0); use \"sgd\", \"momentum\" or \"adam\" for minibatches");
+        "optimizer.kind = \"" + c.optimizer.kind + "\" takes whole-batch steps " +
+            "(train.batch_size = 0); use " + minibatch + " for minibatches");
   }
   return c;
 }
@@ -472,9 +480,7 @@ double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
       rows * double(c.features + 1) * double(value_bytes) + std::ceil(n_train / ranks) * 8.0;
   if (c.data_kind == "hdf5") data += std::ceil(n_train / ranks) * double(c.features + 1) * 8.0;
   const double params = c.model == "linear" ? double(c.features + 1) : c.parameters;
-  const int moments = c.optimizer.kind == OptimizerConfig::Kind::adam       ? 2
-                      : c.optimizer.kind == OptimizerConfig::Kind::momentum ? 1
-                                                                            : 0;
+  const auto moments = find_optimizer(c.optimizer.kind)->state.size();
   const double model = params * (2 + moments) * double(value_bytes);
   double work = 0;
   if (c.model != "linear") {

@@ -1,27 +1,42 @@
 #pragma once
 /// \file
-/// \brief Optimizers for replicated parameters: gradient descent, SGD with
-/// momentum, and Adam (bias-corrected). Every rank applies the same update
-/// to the same values with the same reduced gradient, so the replicas stay
-/// identical without any communication.
+/// \brief Optimizers for replicated parameters, by name: each registers
+/// itself with its own deck keys (the library's: gd and sgd, momentum, Adam,
+/// in optimizers/). Every rank applies the same update to the same values
+/// with the same reduced gradient, so the replicas stay identical without
+/// any communication.
+///
+/// Adding an optimizer is one file: a class template `R<T, M>` derived from
+/// UpdateRule<T, M> and its registration (name, description, keys, state
+/// arrays). In optimizers/ that is a KPMAP_TRAIN_BUILTIN_OPTIMIZER line in
+/// its header; in a program's own file, KPMAP_TRAIN_REGISTER_OPTIMIZER.
 
+#include <kpmap/deck.hpp>
 #include <kpmap/detail/view_utils.hpp>
 #include <kpmap/error.hpp>
+#include <kpmap/train/types.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kpmap::train {
 
-/// \brief Which update rule, its constants, and the learning rate's schedule.
+/// \brief Which optimizer, its own keys, and the learning rate's schedule.
 struct OptimizerConfig {
-  enum class Kind { gd, sgd, momentum, adam };
   enum class Schedule { constant, cosine, step };
-  Kind kind = Kind::gd;
+  /// A registered optimizer: "gd", "sgd", "momentum", "adam" or a program's own.
+  std::string kind = "gd";
+  /// Its own keys that are set, by name (e.g. {"beta1", 0.8}); the rest take
+  /// the defaults its registration declares.
+  std::map<std::string, deck::Value, std::less<>> keys;
   double learning_rate = 0.01;  ///< the peak rate (after warm-up, before decay)
   long long warmup_steps = 0;   ///< the rate climbs linearly to learning_rate over these
   Schedule schedule = Schedule::constant;
@@ -29,10 +44,6 @@ struct OptimizerConfig {
   /// cosine period; constant 0 after); step: steps between decays.
   long long decay_steps = 0;
   double decay_factor = 0.1;  ///< step: the rate is multiplied by this every decay_steps
-  double momentum = 0.9;      ///< momentum: v = momentum v + g; p -= lr v
-  double beta1 = 0.9;         ///< adam
-  double beta2 = 0.999;       ///< adam
-  double epsilon = 1e-8;      ///< adam
 
   /// \brief The learning rate of update number `t` (1, 2, ...).
   double rate(long long t) const {
@@ -60,57 +71,128 @@ inline OptimizerConfig::Schedule schedule_kind(const std::string& name) {
   throw Error("unknown learning-rate schedule '" + name + "'");
 }
 
-/// \brief "gd", "sgd", "momentum" or "adam". \throws Error otherwise.
-inline OptimizerConfig::Kind optimizer_kind(const std::string& name) {
-  if (name == "gd") return OptimizerConfig::Kind::gd;
-  if (name == "sgd") return OptimizerConfig::Kind::sgd;
-  if (name == "momentum") return OptimizerConfig::Kind::momentum;
-  if (name == "adam") return OptimizerConfig::Kind::adam;
-  throw Error("unknown optimizer '" + name + "'");
-}
+/// \brief An optimizer's update of one parameter array, for values T in
+/// memory space M: what a registered optimizer implements.
+template <class T, class M>
+class UpdateRule {
+ public:
+  using Exec = typename M::execution_space;
+  using Flat = kpmap::detail::flat_view_t<T, M>;
+  using ConstFlat = kpmap::detail::flat_view_t<const T, M>;
+  virtual ~UpdateRule() = default;
+  /// \brief p -= update(g), enqueued on `exec` (one kernel, not waited for,
+  /// allocating nothing). `state` points at the array's state arrays, one
+  /// for each name of the registration's `state`, each of p's size (zero
+  /// at the start); `t` is the update's number (1, 2, ...) and `lr` its
+  /// learning rate.
+  virtual void apply(const Exec& exec, long long t, T lr, const Flat& p, const ConstFlat& g,
+                     const Flat* state) const = 0;
+};
 
-namespace detail {
-/// The three update rules the kinds come to (gd and sgd differ only in batches).
-enum class UpdateRule { plain, momentum, adam };
+/// \brief An optimizer as its registration declares it.
+struct OptimizerInfo {
+  OptimizerInfo(std::string name_, std::string description_,
+                deck::Schema keys_ = deck::Schema("optimizer"),
+                std::vector<std::string> state_ = {}, bool full_batch_ = false)
+      : name(std::move(name_)),
+        description(std::move(description_)),
+        keys(std::move(keys_)),
+        state(std::move(state_)),
+        full_batch(full_batch_) {}
+
+  std::string name;         ///< the deck's `optimizer.kind` (letters, digits, '_')
+  std::string description;  ///< a few words, for --help-deck
+  /// Its own deck keys, each with a default, read from [optimizer] (`beta1`
+  /// is `optimizer.beta1`) for this kind only: a deck that gives one another
+  /// value under another kind is refused.
+  deck::Schema keys;
+  /// The names of its state arrays, each the size of the parameters
+  /// (momentum's velocity "m"; Adam's moments "m", "v"): checkpoints hold
+  /// them as optimizer.NAME.PARAMETER, and the memory estimate counts them.
+  std::vector<std::string> state;
+  /// Whether it takes whole-batch steps only (gd: train.batch_size = 0).
+  bool full_batch = false;
+};
 
 template <class T, class M>
-struct OptimizerKernel {
-  kpmap::detail::flat_view_t<T, M> p;
-  kpmap::detail::flat_view_t<const T, M> g;
-  kpmap::detail::flat_view_t<T, M> m;  // momentum velocity or Adam's first moment
-  kpmap::detail::flat_view_t<T, M> v;  // Adam's second moment
-  UpdateRule rule;
-  T lr, mu, beta1, beta2, eps, c1, c2;  // c1, c2: Adam's bias corrections
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    if (rule == UpdateRule::plain) {
-      p(i) -= lr * g(i);
-    } else if (rule == UpdateRule::momentum) {
-      m(i) = mu * m(i) + g(i);
-      p(i) -= lr * m(i);
-    } else {
-      m(i) = beta1 * m(i) + (T(1) - beta1) * g(i);
-      v(i) = beta2 * v(i) + (T(1) - beta2) * g(i) * g(i);
-      using namespace kpmap::detail;
-      p(i) -= lr * (m(i) / c1) / (math::sqrt(v(i) / c2) + eps);
-    }
-  }
-};
+using UpdateRuleFactory = std::unique_ptr<UpdateRule<T, M>> (*)(const deck::Settings&);
+
+namespace detail {
+/// \brief Adds a registration (register_optimizer's checks and record).
+void add_optimizer(OptimizerInfo info);
+template <class T, class M>
+void add_optimizer_factory(const std::string& name, UpdateRuleFactory<T, M> make);
+template <class T, class M>
+UpdateRuleFactory<T, M> optimizer_factory(const std::string& name);
 }  // namespace detail
 
+/// \brief Every registered optimizer, in registration order.
+std::vector<const OptimizerInfo*> registered_optimizers();
+
+/// \brief The registration of optimizer `name`, or nullptr for none.
+const OptimizerInfo* find_optimizer(const std::string& name);
+
+/// \brief Registers optimizer R (a class template `R<T, M>` derived from
+/// UpdateRule<T, M>, constructed from `const deck::Settings&`, or by default
+/// when it has no keys; built here for every type of
+/// KPMAP_TRAIN_FOR_EACH_VALUE_TYPE) under `info.name`, for decks,
+/// --help-deck and Optimizer. Call it before the deck is read: from main(),
+/// or at namespace scope with KPMAP_TRAIN_REGISTER_OPTIMIZER in the
+/// program's own source file. Returns true. \throws Error for a name
+/// registered already, a key without a default, or a key another optimizer
+/// declares otherwise.
+template <template <class, class> class R>
+bool register_optimizer(OptimizerInfo info) {
+  const std::string name = info.name;
+  detail::add_optimizer(std::move(info));
+#define KPMAP_TRAIN_ADD_RULE_(T, M)                                              \
+  detail::add_optimizer_factory<T, M>(                                           \
+      name, [](const deck::Settings& s) -> std::unique_ptr<UpdateRule<T, M>> {   \
+        if constexpr (std::is_constructible_v<R<T, M>, const deck::Settings&>) { \
+          return std::make_unique<R<T, M>>(s);                                   \
+        } else {                                                                 \
+          (void)s;                                                               \
+          return std::make_unique<R<T, M>>();                                    \
+        }                                                                        \
+      });
+  KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(KPMAP_TRAIN_ADD_RULE_)
+#undef KPMAP_TRAIN_ADD_RULE_
+  return true;
+}
+
+/// \brief The registration of `config.kind` and the values of its keys
+/// (`config.keys` over its defaults). \throws Error for an unregistered
+/// kind, or a key it does not declare.
+std::pair<const OptimizerInfo*, deck::Settings> optimizer_settings(const OptimizerConfig& config);
+
 /// \brief An optimizer over the parameter tree `P` (LinearParams or
-/// FlatParams): its state has the shapes of the parameters.
+/// FlatParams): the update rule of `config.kind`, and its state arrays in
+/// the shapes of the parameters.
 template <class T, class M, class P>
 class Optimizer {
  public:
+  /// \brief A state array kind ("m") and its arrays, one per View of P.
+  using State = std::pair<std::string, std::vector<Kokkos::View<T*, M>>>;
+
   Optimizer(const OptimizerConfig& config, const P& params) : config_(config) {
-    params.for_each_view([&](const auto& v) {
-      const std::size_t n = v.size();
-      const bool first = config.kind == OptimizerConfig::Kind::momentum ||
-                         config.kind == OptimizerConfig::Kind::adam;
-      const bool second = config.kind == OptimizerConfig::Kind::adam;
-      m_.push_back(Kokkos::View<T*, M>("kpmap::train::optimizer::m", first ? n : 0));
-      v_.push_back(Kokkos::View<T*, M>("kpmap::train::optimizer::v", second ? n : 0));
-    });
+    static_assert(detail::IsValueType<T, M>::value,
+                  "kpmap::train optimizers are built for double and float in the default memory "
+                  "space (and host memory beside a device): see KPMAP_TRAIN_FOR_EACH_VALUE_TYPE");
+    const auto [info, settings] = optimizer_settings(config);
+    rule_ = detail::optimizer_factory<T, M>(info->name)(settings);
+    for (const std::string& name : info->state) {
+      State s{name, {}};
+      params.for_each_view([&](const auto& v) {
+        s.second.push_back(Kokkos::View<T*, M>("kpmap::train::optimizer::" + name, v.size()));
+      });
+      state_.push_back(std::move(s));
+    }
+    // The rule's view of the state: array t's states at [t * kinds, (t + 1) * kinds).
+    const std::size_t views = state_.empty() ? 0 : state_.front().second.size();
+    for (std::size_t t = 0; t < views; ++t) {
+      for (const State& s : state_)
+        flat_state_.emplace_back(s.second[t].data(), s.second[t].size());
+    }
   }
 
   /// \brief p -= update(g), for every View of the trees, enqueued on `exec`
@@ -126,29 +208,17 @@ class Optimizer {
     gs.clear();
     params.for_each_view([&](const auto& v) { ps.emplace_back(v.data(), v.size()); });
     grads.for_each_view([&](const auto& v) { gs.emplace_back(v.data(), v.size()); });
-    if (ps.size() != m_.size() || gs.size() != m_.size()) {
+    const std::size_t kinds = state_.size();
+    if (gs.size() != ps.size() || (kinds > 0 && ps.size() * kinds != flat_state_.size())) {
       throw Error("kpmap::train::Optimizer::step: the parameter tree has " +
                   std::to_string(ps.size()) + " Views and the gradient " +
                   std::to_string(gs.size()) + "; the optimizer was built for " +
-                  std::to_string(m_.size()));
+                  std::to_string(kinds > 0 ? flat_state_.size() / kinds : gs.size()));
     }
     ++steps_;
-    const auto& c = config_;
-    using detail::UpdateRule;
-    const UpdateRule rule = c.kind == OptimizerConfig::Kind::adam       ? UpdateRule::adam
-                            : c.kind == OptimizerConfig::Kind::momentum ? UpdateRule::momentum
-                                                                        : UpdateRule::plain;
-    const double c1 = 1.0 - std::pow(c.beta1, static_cast<double>(steps_));
-    const double c2 = 1.0 - std::pow(c.beta2, static_cast<double>(steps_));
-    using Flat = kpmap::detail::flat_view_t<T, M>;
+    const T lr = static_cast<T>(config_.rate(steps_));
     for (std::size_t t = 0; t < ps.size(); ++t) {
-      Kokkos::parallel_for(
-          "kpmap::train::optimizer::step", Kokkos::RangePolicy<Exec>(exec, 0, ps[t].size()),
-          detail::OptimizerKernel<T, M>{
-              ps[t], gs[t], Flat(m_[t].data(), m_[t].size()), Flat(v_[t].data(), v_[t].size()),
-              rule, static_cast<T>(c.rate(steps_)), static_cast<T>(c.momentum),
-              static_cast<T>(c.beta1), static_cast<T>(c.beta2), static_cast<T>(c.epsilon),
-              static_cast<T>(c1), static_cast<T>(c2)});
+      rule_->apply(exec, steps_, lr, ps[t], gs[t], kinds > 0 ? &flat_state_[t * kinds] : nullptr);
     }
   }
 
@@ -158,18 +228,34 @@ class Optimizer {
   /// \brief Updates taken so far (Adam's t).
   long long steps() const { return steps_; }
   void set_steps(long long s) { steps_ = s; }
-  /// \brief The state Views (for checkpoints): first moments, then second
-  /// moments, one per parameter View; empty Views where the rule keeps none.
-  const std::vector<Kokkos::View<T*, M>>& first_moments() const { return m_; }
-  const std::vector<Kokkos::View<T*, M>>& second_moments() const { return v_; }
+  /// \brief The state arrays (for checkpoints), by the names the
+  /// optimizer's registration gives them; none for a rule that keeps none.
+  const std::vector<State>& state() const { return state_; }
 
  private:
   OptimizerConfig config_;
+  std::unique_ptr<UpdateRule<T, M>> rule_;
   long long steps_ = 0;
-  std::vector<Kokkos::View<T*, M>> m_;
-  std::vector<Kokkos::View<T*, M>> v_;
+  std::vector<State> state_;
+  std::vector<kpmap::detail::flat_view_t<T, M>> flat_state_;
   std::vector<kpmap::detail::flat_view_t<T, M>> params_flat_;
   std::vector<kpmap::detail::flat_view_t<const T, M>> grads_flat_;
 };
 
 }  // namespace kpmap::train
+
+/// \brief At namespace scope in a program's source file: registers
+/// optimizer template R (an unqualified name) with an OptimizerInfo before
+/// main() runs (as register_optimizer<R>(info)); see KPMAP_TRAIN_REGISTER_LAYER.
+#define KPMAP_TRAIN_REGISTER_OPTIMIZER(R, ...)                       \
+  [[maybe_unused]] static const bool kpmap_train_registered_##R##_ = \
+      ::kpmap::train::register_optimizer<R>(__VA_ARGS__)
+
+/// \brief In an optimizer header of src/kpmap/train/optimizers/ (namespace
+/// kpmap::train, at its end): the registration of the built-in optimizer
+/// `name`, found by the build and called from the registry (a generated
+/// builtin_optimizers.cpp), as KPMAP_TRAIN_BUILTIN_LAYER is.
+#define KPMAP_TRAIN_BUILTIN_OPTIMIZER(name, R, ...)                                     \
+  namespace builtin {                                                                   \
+  inline void register_##name() { ::kpmap::train::register_optimizer<R>(__VA_ARGS__); } \
+  }

@@ -332,18 +332,16 @@ class Trainer {
   }
 
   /// \brief Calls f(dataset name, View) for every array a checkpoint holds:
-  /// the parameters, then the optimizer's moments where the rule keeps them.
+  /// the parameters, then the optimizer's state arrays by the names its
+  /// registration gives them (optimizer.m.*, optimizer.v.* for Adam).
   template <class F>
   void for_each_saved(F&& f) {
     for_each_named(model_.params(),
                    [&](const std::string& name, const auto& v) { f("params." + name, v); });
-    if (opt_.first_moments().front().size() > 0) {
-      for_each_named(P::unflatten(opt_.first_moments()),
-                     [&](const std::string& name, const auto& v) { f("optimizer.m." + name, v); });
-    }
-    if (opt_.second_moments().front().size() > 0) {
-      for_each_named(P::unflatten(opt_.second_moments()),
-                     [&](const std::string& name, const auto& v) { f("optimizer.v." + name, v); });
+    for (const auto& [kind, arrays] : opt_.state()) {
+      for_each_named(P::unflatten(arrays), [&](const std::string& name, const auto& v) {
+        f("optimizer." + kind + "." + name, v);
+      });
     }
   }
 

@@ -13,9 +13,9 @@
 /// by --help-deck and refused under another layer type.
 
 #include <kpmap/deck.hpp>
-#include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/error.hpp>
 #include <kpmap/train/layers/layer.hpp>
+#include <kpmap/train/types.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -26,30 +26,6 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-// A device backend makes host memory a second space layers are built in.
-#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL) || \
-    defined(KOKKOS_ENABLE_OPENMPTARGET)
-#define KPMAP_TRAIN_HOST_MEMORY_(X) X(double, Kokkos::HostSpace) X(float, Kokkos::HostSpace)
-#else
-#define KPMAP_TRAIN_HOST_MEMORY_(X)
-#endif
-// half_t is a type of its own only where it is 16 bits (else it is float).
-#if defined(KOKKOS_HALF_T_IS_FLOAT) && !KOKKOS_HALF_T_IS_FLOAT
-#define KPMAP_TRAIN_HALF_(X) X(::kpmap::detail::half, Kokkos::DefaultExecutionSpace::memory_space)
-#else
-#define KPMAP_TRAIN_HALF_(X)
-#endif
-
-/// \brief Expands X(T, M) for every value type and memory space a registered
-/// layer is built for: double and float in the default memory space (and
-/// 16-bit half_t there where it exists), double and float in host memory
-/// beside a device.
-#define KPMAP_TRAIN_FOR_EACH_LAYER_TYPE(X)               \
-  X(double, Kokkos::DefaultExecutionSpace::memory_space) \
-  X(float, Kokkos::DefaultExecutionSpace::memory_space)  \
-  KPMAP_TRAIN_HALF_(X)                                   \
-  KPMAP_TRAIN_HOST_MEMORY_(X)
 
 namespace kpmap::train {
 
@@ -96,13 +72,6 @@ void add_layer_factory(const std::string& name, LayerFactory<T, M> make);
 template <class T, class M>
 LayerFactory<T, M> layer_factory(const std::string& name);
 
-template <class T, class M>
-struct LayerBuilt : std::false_type {};
-#define KPMAP_TRAIN_BUILT_(T, M) \
-  template <>                    \
-  struct LayerBuilt<T, M> : std::true_type {};
-KPMAP_TRAIN_FOR_EACH_LAYER_TYPE(KPMAP_TRAIN_BUILT_)
-#undef KPMAP_TRAIN_BUILT_
 }  // namespace detail
 
 /// \brief Every registered layer type, in registration order (the library's
@@ -154,7 +123,7 @@ inline std::vector<std::string> layer_types() {
 template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
 std::vector<std::unique_ptr<Layer<T, M>>> build_layers(const Shape& input,
                                                        const std::vector<LayerSpec>& specs) {
-  static_assert(detail::LayerBuilt<T, M>::value,
+  static_assert(detail::IsLayerType<T, M>::value,
                 "kpmap::train layers are built for double and float in the default memory "
                 "space (and host memory beside a device): see KPMAP_TRAIN_FOR_EACH_LAYER_TYPE");
   std::vector<std::unique_ptr<Layer<T, M>>> layers;

@@ -1,0 +1,57 @@
+#pragma once
+/// \file
+/// \brief The value types and memory spaces the registered pieces of
+/// training (layers, optimizers) are built for, once each, when they
+/// register: a program can build them by name for any of these.
+
+#include <kpmap/detail/kokkos_compat.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <type_traits>
+
+// A device backend makes host memory a second space.
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL) || \
+    defined(KOKKOS_ENABLE_OPENMPTARGET)
+#define KPMAP_TRAIN_HOST_MEMORY_(X) X(double, Kokkos::HostSpace) X(float, Kokkos::HostSpace)
+#else
+#define KPMAP_TRAIN_HOST_MEMORY_(X)
+#endif
+// half_t is a type of its own only where it is 16 bits (else it is float).
+#if defined(KOKKOS_HALF_T_IS_FLOAT) && !KOKKOS_HALF_T_IS_FLOAT
+#define KPMAP_TRAIN_HALF_(X) X(::kpmap::detail::half, Kokkos::DefaultExecutionSpace::memory_space)
+#else
+#define KPMAP_TRAIN_HALF_(X)
+#endif
+
+/// \brief Expands X(T, M) for every type of parameters and memory space an
+/// optimizer is built for: double and float in the default memory space,
+/// and in host memory beside a device.
+#define KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(X)               \
+  X(double, Kokkos::DefaultExecutionSpace::memory_space) \
+  X(float, Kokkos::DefaultExecutionSpace::memory_space)  \
+  KPMAP_TRAIN_HOST_MEMORY_(X)
+
+/// \brief Expands X(T, M) for every compute type and memory space a layer is
+/// built for: those of KPMAP_TRAIN_FOR_EACH_VALUE_TYPE, and 16-bit half_t in
+/// the default memory space where it exists (mixed precision).
+#define KPMAP_TRAIN_FOR_EACH_LAYER_TYPE(X) \
+  KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(X)       \
+  KPMAP_TRAIN_HALF_(X)
+
+namespace kpmap::train::detail {
+template <class T, class M>
+struct IsValueType : std::false_type {};
+template <class T, class M>
+struct IsLayerType : std::false_type {};
+#define KPMAP_TRAIN_VALUE_TYPE_(T, M) \
+  template <>                         \
+  struct IsValueType<T, M> : std::true_type {};
+#define KPMAP_TRAIN_LAYER_TYPE_(T, M) \
+  template <>                         \
+  struct IsLayerType<T, M> : std::true_type {};
+KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(KPMAP_TRAIN_VALUE_TYPE_)
+KPMAP_TRAIN_FOR_EACH_LAYER_TYPE(KPMAP_TRAIN_LAYER_TYPE_)
+#undef KPMAP_TRAIN_VALUE_TYPE_
+#undef KPMAP_TRAIN_LAYER_TYPE_
+}  // namespace kpmap::train::detail
