@@ -177,7 +177,7 @@ class Optimizer {
   Optimizer(const OptimizerConfig& config, const P& params) : config_(config) {
     static_assert(detail::IsValueType<T, M>::value,
                   "kpmap::train optimizers are built for double and float in the default memory "
-                  "space (and host memory beside a device): see KPMAP_TRAIN_FOR_EACH_VALUE_TYPE");
+                  "space: see KPMAP_TRAIN_FOR_EACH_VALUE_TYPE");
     const auto [info, settings] = optimizer_settings(config);
     rule_ = detail::optimizer_factory<T, M>(info->name)(settings);
     for (const std::string& name : info->state) {

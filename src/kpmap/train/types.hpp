@@ -10,13 +10,6 @@
 
 #include <type_traits>
 
-// A device backend makes host memory a second space.
-#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL) || \
-    defined(KOKKOS_ENABLE_OPENMPTARGET)
-#define KPMAP_TRAIN_HOST_MEMORY_(X) X(double, Kokkos::HostSpace) X(float, Kokkos::HostSpace)
-#else
-#define KPMAP_TRAIN_HOST_MEMORY_(X)
-#endif
 // half_t is a type of its own only where it is 16 bits (else it is float).
 #if defined(KOKKOS_HALF_T_IS_FLOAT) && !KOKKOS_HALF_T_IS_FLOAT
 #define KPMAP_TRAIN_HALF_(X) X(::kpmap::detail::half, Kokkos::DefaultExecutionSpace::memory_space)
@@ -25,12 +18,11 @@
 #endif
 
 /// \brief Expands X(T, M) for every type of parameters and memory space an
-/// optimizer is built for: double and float in the default memory space,
-/// and in host memory beside a device.
+/// optimizer is built for: double and float in the default memory space
+/// (where models live; add a line here to train in another).
 #define KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(X)               \
   X(double, Kokkos::DefaultExecutionSpace::memory_space) \
-  X(float, Kokkos::DefaultExecutionSpace::memory_space)  \
-  KPMAP_TRAIN_HOST_MEMORY_(X)
+  X(float, Kokkos::DefaultExecutionSpace::memory_space)
 
 /// \brief Expands X(T, M) for every compute type and memory space a layer is
 /// built for: those of KPMAP_TRAIN_FOR_EACH_VALUE_TYPE, and 16-bit half_t in

@@ -124,8 +124,8 @@ template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
 std::vector<std::unique_ptr<Layer<T, M>>> build_layers(const Shape& input,
                                                        const std::vector<LayerSpec>& specs) {
   static_assert(detail::IsLayerType<T, M>::value,
-                "kpmap::train layers are built for double and float in the default memory "
-                "space (and host memory beside a device): see KPMAP_TRAIN_FOR_EACH_LAYER_TYPE");
+                "kpmap::train layers are built for double and float (and a 16-bit half_t) in "
+                "the default memory space: see KPMAP_TRAIN_FOR_EACH_LAYER_TYPE");
   std::vector<std::unique_ptr<Layer<T, M>>> layers;
   Shape shape = input;
   for (std::size_t i = 0; i < specs.size(); ++i) {
