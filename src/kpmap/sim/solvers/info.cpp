@@ -3,10 +3,8 @@
 
 #include <kpmap/sim/solvers/info.hpp>
 
+#include <kpmap/detail/registry.hpp>
 #include <kpmap/error.hpp>
-
-#include <deque>
-#include <mutex>
 
 namespace kpmap::sim {
 
@@ -18,18 +16,9 @@ void register_builtin_solvers();
 
 namespace {
 
-// Registrations in order (a deque: SolverInfo addresses stay valid).
-std::deque<SolverInfo>& infos() {
-  static std::deque<SolverInfo> all;
+kpmap::detail::Registry<SolverInfo>& solvers() {
+  static kpmap::detail::Registry<SolverInfo> all(&detail::register_builtin_solvers);
   return all;
-}
-
-// The built-ins join on first use, after the registrations static
-// initialisation made (a program's own), so that a name given twice is
-// found whichever came first.
-void with_builtins() {
-  static std::once_flag once;
-  std::call_once(once, [] { detail::register_builtin_solvers(); });
 }
 
 }  // namespace
@@ -37,26 +26,17 @@ void with_builtins() {
 namespace detail {
 
 void add_solver(SolverInfo info) {
-  std::vector<std::pair<std::string, const deck::Schema*>> others;
-  for (const SolverInfo& s : infos()) others.emplace_back(s.name, &s.keys);
-  deck::check_registration("kpmap::sim::register_solver", "solver", info.name, info.keys, others);
-  infos().push_back(std::move(info));
+  deck::check_registration("kpmap::sim::register_solver", "solver", info.name, info.keys,
+                           solvers().keys_so_far());
+  solvers().add(std::move(info));
 }
 
 }  // namespace detail
 
-std::vector<const SolverInfo*> registered_solvers() {
-  with_builtins();
-  std::vector<const SolverInfo*> v;
-  for (const SolverInfo& s : infos()) v.push_back(&s);
-  return v;
-}
+std::vector<const SolverInfo*> registered_solvers() { return solvers().all(); }
 
 const SolverInfo& solver_info(const std::string& name) {
-  with_builtins();
-  for (const SolverInfo& s : infos()) {
-    if (s.name == name) return s;
-  }
+  if (const SolverInfo* s = solvers().find(name)) return *s;
   throw Error("kpmap::sim: no solver is registered as '" + name + "'");
 }
 

@@ -3,7 +3,7 @@
 
 #include <kpmap/sim/solvers/solver.hpp>
 
-#include <map>
+#include <kpmap/detail/registry.hpp>
 
 namespace kpmap::sim {
 
@@ -15,8 +15,8 @@ std::unique_ptr<Solver<Exec>> make_explicit(const SolverContext<Exec>& context);
 namespace {
 
 template <class Exec>
-std::map<std::string, SolverFactory<Exec>, std::less<>>& factories() {
-  static std::map<std::string, SolverFactory<Exec>, std::less<>> all;
+kpmap::detail::FactoryTable<SolverFactory<Exec>>& factories() {
+  static kpmap::detail::FactoryTable<SolverFactory<Exec>> all;
   return all;
 }
 

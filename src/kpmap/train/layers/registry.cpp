@@ -4,10 +4,8 @@
 
 #include <kpmap/train/layers/registry.hpp>
 
+#include <kpmap/detail/registry.hpp>
 #include <kpmap/error.hpp>
-
-#include <deque>
-#include <mutex>
 
 namespace kpmap::train {
 
@@ -19,24 +17,15 @@ void register_builtin_layers();
 
 namespace {
 
-// Registrations in order (a deque: LayerInfo addresses stay valid).
-std::deque<LayerInfo>& infos() {
-  static std::deque<LayerInfo> all;
+kpmap::detail::Registry<LayerInfo>& layers() {
+  static kpmap::detail::Registry<LayerInfo> all(&detail::register_builtin_layers);
   return all;
 }
 
 template <class T, class M>
-std::map<std::string, LayerFactory<T, M>, std::less<>>& factories() {
-  static std::map<std::string, LayerFactory<T, M>, std::less<>> all;
+kpmap::detail::FactoryTable<LayerFactory<T, M>>& factories() {
+  static kpmap::detail::FactoryTable<LayerFactory<T, M>> all;
   return all;
-}
-
-// The built-ins join on first use, after the registrations static
-// initialisation made (a program's own), so that a name given twice is
-// found whichever came first.
-void with_builtins() {
-  static std::once_flag once;
-  std::call_once(once, [] { detail::register_builtin_layers(); });
 }
 
 [[noreturn]] void refuse(const std::string& what) {
@@ -49,9 +38,8 @@ namespace detail {
 
 void add_layer(LayerInfo info) {
   const std::string& name = info.name;
-  std::vector<std::pair<std::string, const deck::Schema*>> others;
-  for (const LayerInfo& l : infos()) others.emplace_back(l.name, &l.keys);
-  deck::check_registration("kpmap::train::register_layer", "layer", name, info.keys, others);
+  deck::check_registration("kpmap::train::register_layer", "layer", name, info.keys,
+                           layers().keys_so_far());
   if (info.keys.find("type") != nullptr) {
     refuse("layer '" + name + "' declares a key 'type', which is the deck's");
   }
@@ -60,7 +48,7 @@ void add_layer(LayerInfo info) {
       refuse("layer '" + name + "' requires key '" + r + "', which it does not declare");
     }
   }
-  infos().push_back(std::move(info));
+  layers().add(std::move(info));
 }
 
 template <class T, class M>
@@ -70,7 +58,7 @@ void add_layer_factory(const std::string& name, LayerFactory<T, M> make) {
 
 template <class T, class M>
 LayerFactory<T, M> layer_factory(const std::string& name) {
-  with_builtins();
+  layers().all();  // the built-ins registered
   return factories<T, M>().at(name);
 }
 
@@ -82,19 +70,8 @@ KPMAP_TRAIN_FOR_EACH_LAYER_TYPE(KPMAP_TRAIN_INSTANTIATE_)
 
 }  // namespace detail
 
-std::vector<const LayerInfo*> registered_layers() {
-  with_builtins();
-  std::vector<const LayerInfo*> v;
-  for (const LayerInfo& l : infos()) v.push_back(&l);
-  return v;
-}
+std::vector<const LayerInfo*> registered_layers() { return layers().all(); }
 
-const LayerInfo* find_layer(const std::string& name) {
-  with_builtins();
-  for (const LayerInfo& l : infos()) {
-    if (l.name == name) return &l;
-  }
-  return nullptr;
-}
+const LayerInfo* find_layer(const std::string& name) { return layers().find(name); }
 
 }  // namespace kpmap::train

@@ -4,10 +4,8 @@
 
 #include <kpmap/train/optimizer.hpp>
 
+#include <kpmap/detail/registry.hpp>
 #include <kpmap/error.hpp>
-
-#include <deque>
-#include <mutex>
 
 namespace kpmap::train {
 
@@ -19,23 +17,15 @@ void register_builtin_optimizers();
 
 namespace {
 
-// Registrations in order (a deque: OptimizerInfo addresses stay valid).
-std::deque<OptimizerInfo>& infos() {
-  static std::deque<OptimizerInfo> all;
+kpmap::detail::Registry<OptimizerInfo>& optimizers() {
+  static kpmap::detail::Registry<OptimizerInfo> all(&detail::register_builtin_optimizers);
   return all;
 }
 
 template <class T, class M>
-std::map<std::string, UpdateRuleFactory<T, M>, std::less<>>& factories() {
-  static std::map<std::string, UpdateRuleFactory<T, M>, std::less<>> all;
+kpmap::detail::FactoryTable<UpdateRuleFactory<T, M>>& factories() {
+  static kpmap::detail::FactoryTable<UpdateRuleFactory<T, M>> all;
   return all;
-}
-
-// The built-ins join on first use, after the registrations static
-// initialisation made (a program's own).
-void with_builtins() {
-  static std::once_flag once;
-  std::call_once(once, [] { detail::register_builtin_optimizers(); });
 }
 
 }  // namespace
@@ -43,11 +33,9 @@ void with_builtins() {
 namespace detail {
 
 void add_optimizer(OptimizerInfo info) {
-  std::vector<std::pair<std::string, const deck::Schema*>> others;
-  for (const OptimizerInfo& o : infos()) others.emplace_back(o.name, &o.keys);
   deck::check_registration("kpmap::train::register_optimizer", "optimizer", info.name, info.keys,
-                           others);
-  infos().push_back(std::move(info));
+                           optimizers().keys_so_far());
+  optimizers().add(std::move(info));
 }
 
 template <class T, class M>
@@ -57,7 +45,7 @@ void add_optimizer_factory(const std::string& name, UpdateRuleFactory<T, M> make
 
 template <class T, class M>
 UpdateRuleFactory<T, M> optimizer_factory(const std::string& name) {
-  with_builtins();
+  optimizers().all();  // the built-ins registered
   return factories<T, M>().at(name);
 }
 
@@ -69,20 +57,9 @@ KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(KPMAP_TRAIN_INSTANTIATE_)
 
 }  // namespace detail
 
-std::vector<const OptimizerInfo*> registered_optimizers() {
-  with_builtins();
-  std::vector<const OptimizerInfo*> v;
-  for (const OptimizerInfo& o : infos()) v.push_back(&o);
-  return v;
-}
+std::vector<const OptimizerInfo*> registered_optimizers() { return optimizers().all(); }
 
-const OptimizerInfo* find_optimizer(const std::string& name) {
-  with_builtins();
-  for (const OptimizerInfo& o : infos()) {
-    if (o.name == name) return &o;
-  }
-  return nullptr;
-}
+const OptimizerInfo* find_optimizer(const std::string& name) { return optimizers().find(name); }
 
 std::pair<const OptimizerInfo*, deck::Settings> optimizer_settings(const OptimizerConfig& config) {
   const OptimizerInfo* info = find_optimizer(config.kind);
