@@ -706,3 +706,97 @@ TEST_CASE("every built-in optimizer header registers its optimizer", "[train][op
   for (const OptimizerInfo* o : registered_optimizers()) registered.insert(o->name);
   CHECK(registered == in_files);
 }
+
+// ---- a program's own loss -------------------------------------------------------
+namespace {
+
+template <class C, class M, class A>
+struct HuberDelta {
+  using value_type = double[];
+  unsigned value_count = 2;
+  Kokkos::View<const C**, Kokkos::LayoutRight, M> z;
+  Kokkos::View<const A*, M> y;
+  Kokkos::View<C**, Kokkos::LayoutRight, M> delta;
+  A scale, d;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t k, double* stats) const {
+    const A r = static_cast<A>(z(k, 0)) - y(k);
+    const A a = r < A(0) ? -r : r;
+    delta(k, 0) = static_cast<C>(scale * (a <= d ? r : (r < A(0) ? -d : d)));
+    stats[0] += static_cast<double>(a <= d ? r * r / 2 : d * (a - d / 2));
+  }
+};
+
+// Huber's loss on one output, with its threshold as a key of its own.
+template <class C, class M, class A>
+class Huber final : public LossFunction<C, M, A> {
+  using Base = LossFunction<C, M, A>;
+
+ public:
+  explicit Huber(const kpmap::deck::Settings& keys)
+      : d_(static_cast<A>(keys.real("huber_delta"))) {}
+  void delta_and_sums(const typename Base::Exec& exec, const typename Base::Scores& z,
+                      const typename Base::Targets& y, const typename Base::Deltas& delta, A scale,
+                      const typename Base::Sums& sums) const override {
+    Kokkos::parallel_reduce("test::huber",
+                            Kokkos::RangePolicy<typename Base::Exec>(exec, 0, z.extent(0)),
+                            HuberDelta<C, M, A>{2, z, y, delta, scale, d_}, sums);
+  }
+
+ private:
+  A d_;
+};
+
+KPMAP_TRAIN_REGISTER_LOSS(Huber, {"huber", "Huber's loss on one output", false, 1,
+                                  kpmap::deck::Schema("huber").real("huber_delta", 1.0, {1e-6, 1e6},
+                                                                    "", "quadratic below this")});
+
+}  // namespace
+
+TEST_CASE("a program's own loss is named by decks, its keys checked, its gradient right",
+          "[train][loss]") {
+  using Catch::Matchers::ContainsSubstring;
+  const auto schema = train_schema();
+  REQUIRE(schema.find("model.huber_delta") != nullptr);
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  auto parse = [&](const std::string& model) {
+    return kpmap::deck::parse(schema, "[model]\nkind = \"mlp\"\n" + model + "\n", "test.toml");
+  };
+  auto c = from_deck(parse("loss = \"huber\"\nhuber_delta = 0.25"), comm);
+  CHECK(c.loss == "huber");
+  CHECK(!c.classification);
+  CHECK(std::get<double>(c.loss_keys.at("huber_delta")) == 0.25);
+  CHECK(c.layers.back().keys.at("units") == kpmap::deck::Value(1LL));  // its one output
+  CHECK_THROWS_WITH(from_deck(parse("loss = \"mse\"\nhuber_delta = 0.25"), comm),
+                    ContainsSubstring("model.loss = \"mse\" reads no huber_delta"));
+  // A resolved deck reads back.
+  c = from_deck(kpmap::deck::parse(schema, parse("loss = \"huber\"").to_toml(), "deck.toml"), comm);
+  CHECK(c.loss == "huber");
+  // Its gradient against finite differences, residuals on both sides of
+  // the threshold (the targets are about 1 in size).
+  check_gradient(SyntheticRegression{31, 3, 5, 0.1}, Shape::flat(3), mlp_specs({3, 5, 1}, "tanh"),
+                 Loss{"huber", {{"huber_delta", 0.4}}});
+  CHECK_THROWS_WITH(register_loss<Huber>({"huber", "again", false, 1}),
+                    ContainsSubstring("a loss named 'huber' is registered already"));
+  CHECK_THROWS_WITH((Model(Shape::flat(3), build_layers<double, Mem>(Shape::flat(3), {dense(2)}),
+                           Loss{"huber"}, 4)),
+                    ContainsSubstring("huber reads 1 output, and the last layer gives 2 features"));
+}
+
+TEST_CASE("every built-in loss header registers its loss", "[train][loss]") {
+  std::set<std::string> in_files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/train/losses")) {
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string macro = "\nKPMAP_TRAIN_BUILTIN_LOSS(";
+    for (auto at = text.find(macro); at != std::string::npos; at = text.find(macro, at + 1)) {
+      auto name = text.find_first_not_of(" \n", at + macro.size());
+      in_files.insert(text.substr(name, text.find(',', name) - name));
+    }
+  }
+  REQUIRE(in_files.size() >= 2);
+  in_files.insert("huber");  // this program's own, above
+  std::set<std::string> registered;
+  for (const LossInfo* l : registered_losses()) registered.insert(l->name);
+  CHECK(registered == in_files);
+}

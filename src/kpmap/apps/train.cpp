@@ -83,7 +83,7 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
     std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
   }
 
-  const bool classes = c.loss == "cross_entropy";
+  const bool classes = c.classification;
   kpmap::train::EpochLog log(out, first_epoch, c.epochs, !opts.restart.empty(), classes,
                              c.validation > 0, root);
   const kpmap::train::FitResult res =
@@ -217,9 +217,9 @@ int train_in(const kpmap::train::TrainConfig& c, const Deck& deck,
     kpmap::train::LinearModel<T, Mem> model(c.features, capacity);
     return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
   }
-  kpmap::train::Sequential<T, Mem, C> model(
-      c.input, kpmap::train::build_layers<C, Mem>(c.input, c.layers),
-      c.loss == "mse" ? kpmap::train::Loss::mse : kpmap::train::Loss::cross_entropy, capacity);
+  kpmap::train::Sequential<T, Mem, C> model(c.input,
+                                            kpmap::train::build_layers<C, Mem>(c.input, c.layers),
+                                            kpmap::train::Loss{c.loss, c.loss_keys}, capacity);
   model.set_loss_scale(c.loss_scale);
   model.initialize(c.train_seed);
   return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);

@@ -32,8 +32,14 @@ deck::Schema train_schema() {
       "sequential: one layer (model.layers = [{ type = ... }, ...], first to last): " + described);
   for (const LayerInfo* l : registered_layers()) s.merge("model.layers.#.", l->name, l->keys);
   s.string("model.activation", "relu", {"relu", "tanh"}, "mlp: activation of the hidden layers");
-  s.string("model.loss", "mse", {"mse", "cross_entropy"},
-           "mean squared error (regression) or softmax cross-entropy (classification)");
+  std::vector<std::string> losses;
+  std::string losses_described;
+  for (const LossInfo* l : registered_losses()) {
+    losses.push_back(l->name);
+    losses_described += (losses_described.empty() ? "" : "; ") + l->name + ": " + l->description;
+  }
+  s.string("model.loss", "mse", losses, "the loss (" + losses_described + ")");
+  for (const LossInfo* l : registered_losses()) s.merge("model.", l->name, l->keys);
   s.string("model.precision", "double", {"double", "float", "mixed"},
            "scalar type of data, parameters and arithmetic; mixed (mlp, sequential): "
            "parameters, gradient reduction and optimizer in float, forward and backward in "
@@ -65,7 +71,8 @@ deck::Schema train_schema() {
   s.integer("data.samples", 400, Range{1, 1e12}, "", "synthetic: samples in the whole data set");
   s.integer("data.features", 5, Range{1, 1 << 24}, "", "synthetic: features per sample");
   s.integer("data.classes", 4, Range{2, 1 << 20}, "",
-            "cross_entropy: number of classes (labels 0 .. classes-1)");
+            "a classification loss (cross_entropy): number of classes (labels 0 .. "
+            "classes-1)");
   s.real("data.noise", 0.1, Range{0, 1e6}, "",
          "synthetic regression and images: std. dev. of the noise");
   s.integer("data.seed", 0, Range{0, 9.2e18}, "", "synthetic: seed of the data set");
@@ -224,7 +231,7 @@ void read_data_shape(TrainConfig& c, const Deck& d, MPI_Comm comm) {
     bad(d, "keys 'data.mean' and 'data.std': give one value per channel (" +
                std::to_string(c.input.channels) + ") in each, or leave both empty");
   }
-  if (c.input.image && c.loss != "cross_entropy" && c.model == "linear") {
+  if (c.input.image && !c.classification && c.model == "linear") {
     bad(d, "model.kind", "images need model.kind = \"sequential\" (or \"mlp\")");
   }
 }
@@ -244,7 +251,8 @@ void read_layers(TrainConfig& c, const Deck& d) {
     if (c.model == "mlp") {
       std::vector<std::size_t> widths{c.input.size()};
       widths.insert(widths.end(), c.hidden.begin(), c.hidden.end());
-      widths.push_back(c.loss == "cross_entropy" ? c.classes : 1);
+      const std::size_t outputs = loss_info(c.loss).outputs;
+      widths.push_back(c.classification ? c.classes : outputs > 0 ? outputs : 1);
       c.layers = mlp_specs(widths, c.activation);
       if (c.input.image) c.layers.insert(c.layers.begin(), LayerSpec{"flatten"});
     }
@@ -296,9 +304,9 @@ void read_layers(TrainConfig& c, const Deck& d) {
     // without its arrays: a layer allocates in reserve(), which is not called.
     using Net = Sequential<double>;
     const auto layers = build_layers<double>(c.input, c.layers);
-    Net::check(c.input, layers, c.loss == "mse" ? Loss::mse : Loss::cross_entropy);
+    Net::check(c.input, layers, Loss{c.loss, c.loss_keys});
     const std::size_t scores = layers.back()->output_shape().channels;
-    if (c.loss == "cross_entropy" && scores != c.classes) {
+    if (c.classification && scores != c.classes) {
       throw ShapeError("the last layer gives " + std::to_string(scores) +
                            " class scores and data.classes is " + std::to_string(c.classes),
                        c.layers.size());
@@ -324,6 +332,13 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.model = d.string("model.kind");
   c.activation = d.string("model.activation");
   c.loss = d.string("model.loss");
+  c.classification = loss_info(c.loss).classification;
+  {
+    // Its own keys (a key only other losses read is refused).
+    std::vector<std::pair<std::string, const deck::Schema*>> all;
+    for (const LossInfo* l : registered_losses()) all.emplace_back(l->name, &l->keys);
+    c.loss_keys = deck::own_keys(d, "model.", "model.loss", c.loss, all);
+  }
   c.precision = d.string("model.precision");
   for (long long w : d.integer_list("model.hidden")) c.hidden.push_back(std::size_t(w));
   c.data_kind = d.string("data.kind");
@@ -332,7 +347,7 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.y_name = d.string("data.y");
   c.samples = std::size_t(d.integer("data.samples"));
   c.features = std::size_t(d.integer("data.features"));
-  c.classes = c.loss == "cross_entropy" ? std::size_t(d.integer("data.classes")) : 1;
+  c.classes = c.classification ? std::size_t(d.integer("data.classes")) : 1;
   c.noise = d.real("data.noise");
   c.data_seed = std::uint64_t(d.integer("data.seed"));
   c.fraction = d.real("data.validation_fraction");
@@ -399,7 +414,7 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
         "a linear model is fitted by mse; for softmax regression use "
         "model.kind = \"mlp\" with model.hidden = []");
   }
-  if (c.data_kind == "synthetic" && c.loss == "cross_entropy") {
+  if (c.data_kind == "synthetic" && c.classification) {
     // Each label is the best of `classes` scores over `classes` hidden units
     // of `features` inputs: samples x classes^2 x features multiply-adds
     // (about 70 ns each on one core, the truth matrices being drawn as they

@@ -33,7 +33,9 @@ deck::Schema train_schema();
 /// \brief Everything a kpmap-train deck says, checked across keys.
 struct TrainConfig {
   std::string model, activation, loss, precision, data_kind, path, x_name, y_name;
-  double loss_scale = 1;  // mixed precision
+  double loss_scale = 1;        // mixed precision
+  Loss::Keys loss_keys;         // the loss's own keys that the deck sets
+  bool classification = false;  // the loss's targets are class indices
   std::vector<std::size_t> hidden;
   std::vector<LayerSpec> layers;               // mlp and sequential
   Shape input;                                 // one sample
@@ -170,7 +172,7 @@ std::pair<Shard<T, M>, Shard<T, M>> load_data(const TrainConfig& c, const AxisRe
         read_shard<T, M>(c.path, c.x_name, c.y_name, 0, n_train, axis, scaling, c.input.channels);
     val_set = read_shard<T, M>(c.path, c.x_name, c.y_name, n_train, c.validation, axis, scaling,
                                c.input.channels);
-  } else if (c.loss == "mse") {
+  } else if (!c.classification) {
     const SyntheticRegression g{c.samples, c.features, c.data_seed, c.noise};
     train_set = generate_shard<T, M>(g, 0, n_train, axis);
     val_set = generate_shard<T, M>(g, n_train, c.validation, axis);
@@ -179,7 +181,7 @@ std::pair<Shard<T, M>, Shard<T, M>> load_data(const TrainConfig& c, const AxisRe
     train_set = generate_shard<T, M>(g, 0, n_train, axis);
     val_set = generate_shard<T, M>(g, n_train, c.validation, axis);
   }
-  if (c.loss == "cross_entropy") {
+  if (c.classification) {
     // Targets must be class indices: found on every rank's rows, agreed by
     // all; the message names the file, the sample and its label.
     check_labels(c, train_set, 0, false, axis);

@@ -1,21 +1,157 @@
 #pragma once
 /// \file
-/// \brief The losses a model is trained on (mean squared error on one
-/// output, softmax cross-entropy on class scores): the output delta of a
-/// batch and its (loss, correct) sums in one parallel reduction, and the
-/// gather of a batch's rows from a shard.
+/// \brief The losses a model is trained on, by name: each registers itself
+/// with its own deck keys (the library's: mean squared error on one output,
+/// softmax cross-entropy on class scores, in losses/). A loss computes the
+/// output delta of a batch and its (loss, correct) sums in one parallel
+/// reduction. Also: a step's figures on the device, and the gather of a
+/// batch's rows from a shard.
+///
+/// Adding a loss is one file: a class template `L<C, M, A>` derived from
+/// LossFunction<C, M, A> and its registration (name, description, keys,
+/// whether its targets are class indices, how many outputs it reads). In
+/// losses/ that is a KPMAP_TRAIN_BUILTIN_LOSS line in its header; in a
+/// program's own file, KPMAP_TRAIN_REGISTER_LOSS.
 
+#include <kpmap/deck.hpp>
 #include <kpmap/detail/kokkos_compat.hpp>
 #include <kpmap/train/data.hpp>
+#include <kpmap/train/types.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace kpmap::train {
 
-enum class Loss { mse, cross_entropy };
+/// \brief A loss by its registered name, with those of its own keys that
+/// are set (the rest take their defaults): `Loss::mse`,
+/// `Loss::cross_entropy`, `Loss{"huber", {{"delta", 0.5}}}`.
+struct Loss {
+  using Keys = std::map<std::string, deck::Value, std::less<>>;
+  Loss() = default;
+  Loss(std::string name_, Keys keys_ = {}) : name(std::move(name_)), keys(std::move(keys_)) {}
+  std::string name;
+  Keys keys;
+  static const Loss mse;            ///< mean squared error on one output
+  static const Loss cross_entropy;  ///< softmax cross-entropy on a score per class
+};
+inline const Loss Loss::mse{"mse"};
+inline const Loss Loss::cross_entropy{"cross_entropy"};
+
+/// \brief A loss for a model computing in C, in memory space M, with
+/// targets (and the loss's own arithmetic) in A (the parameters' type:
+/// float under mixed precision): what a registered loss implements.
+template <class C, class M, class A = C>
+class LossFunction {
+ public:
+  using Exec = typename M::execution_space;
+  using Scores = Kokkos::View<const C**, Kokkos::LayoutRight, M>;
+  using Targets = Kokkos::View<const A*, M>;
+  using Deltas = Kokkos::View<C**, Kokkos::LayoutRight, M>;
+  using Sums = Kokkos::View<double*, M>;
+  virtual ~LossFunction() = default;
+  /// \brief For each row k of the outputs z (targets y(k)): delta(k, :) =
+  /// scale dL_k / dz(k, :), and `sums` = (the sum of the rows' losses, the
+  /// number of rows predicted right: 0 for a loss whose targets are not
+  /// classes), as one parallel reduction enqueued on `exec` that allocates
+  /// nothing.
+  virtual void delta_and_sums(const Exec& exec, const Scores& z, const Targets& y,
+                              const Deltas& delta, A scale, const Sums& sums) const = 0;
+};
+
+/// \brief A loss as its registration declares it.
+struct LossInfo {
+  LossInfo(std::string name_, std::string description_, bool classification_, std::size_t outputs_,
+           deck::Schema keys_ = deck::Schema("loss"))
+      : name(std::move(name_)),
+        description(std::move(description_)),
+        classification(classification_),
+        outputs(outputs_),
+        keys(std::move(keys_)) {}
+
+  std::string name;         ///< the deck's `model.loss` (letters, digits, '_')
+  std::string description;  ///< a few words, for --help-deck
+  /// Whether the targets are class indices 0 .. classes-1 (data.classes;
+  /// accuracy and the confusion matrix are reported): the model's outputs
+  /// are then one score per class.
+  bool classification = false;
+  /// The outputs it reads per sample (mse: 1); 0 for one per class.
+  std::size_t outputs = 1;
+  /// Its own deck keys, each with a default, read from [model] (`delta` is
+  /// `model.delta`) for this loss only.
+  deck::Schema keys;
+};
+
+template <class C, class M, class A>
+using LossFactory = std::unique_ptr<LossFunction<C, M, A>> (*)(const deck::Settings&);
+
+namespace detail {
+/// \brief Adds a registration (register_loss's checks and record).
+void add_loss(LossInfo info);
+template <class C, class M, class A>
+void add_loss_factory(const std::string& name, LossFactory<C, M, A> make);
+template <class C, class M, class A>
+LossFactory<C, M, A> loss_factory(const std::string& name);
+}  // namespace detail
+
+/// \brief Every registered loss, in registration order.
+std::vector<const LossInfo*> registered_losses();
+
+/// \brief The registration of loss `name`. \throws Error for none, naming
+/// the registered ones.
+const LossInfo& loss_info(const std::string& name);
+
+/// \brief The loss `loss` names, for outputs in C and targets in A, with its
+/// keys (`loss.keys` over its defaults). \throws Error for an unregistered
+/// loss or a key it does not declare.
+template <class C, class M, class A>
+std::unique_ptr<LossFunction<C, M, A>> make_loss(const Loss& loss) {
+  static_assert(detail::IsLossType<C, M, A>::value,
+                "kpmap::train losses are built for double and float outputs (and 16-bit "
+                "half_t) in the default memory space: see KPMAP_TRAIN_FOR_EACH_LOSS_TYPE");
+  const LossInfo& info = loss_info(loss.name);
+  deck::Settings settings(info.keys);
+  try {
+    for (const auto& [key, value] : loss.keys) settings.set(key, value);
+  } catch (const Error& e) {
+    throw Error("kpmap::train: loss " + loss.name + ": " + e.what());
+  }
+  return detail::loss_factory<C, M, A>(info.name)(settings);
+}
+
+/// \brief Registers loss L (a class template `L<C, M, A>` derived from
+/// LossFunction<C, M, A>, constructed from `const deck::Settings&`, or by
+/// default when it has no keys; built here for every type of
+/// KPMAP_TRAIN_FOR_EACH_LOSS_TYPE) under `info.name`, for decks, --help-deck
+/// and Sequential. Call it before the deck is read: from main(), or at
+/// namespace scope with KPMAP_TRAIN_REGISTER_LOSS. Returns true.
+/// \throws Error as register_layer does.
+template <template <class, class, class> class L>
+bool register_loss(LossInfo info) {
+  const std::string name = info.name;
+  detail::add_loss(std::move(info));
+#define KPMAP_TRAIN_ADD_LOSS_(C, M, A)                                              \
+  detail::add_loss_factory<C, M, A>(                                                \
+      name, [](const deck::Settings& s) -> std::unique_ptr<LossFunction<C, M, A>> { \
+        if constexpr (std::is_constructible_v<L<C, M, A>, const deck::Settings&>) { \
+          return std::make_unique<L<C, M, A>>(s);                                   \
+        } else {                                                                    \
+          (void)s;                                                                  \
+          return std::make_unique<L<C, M, A>>();                                    \
+        }                                                                           \
+      });
+  KPMAP_TRAIN_FOR_EACH_LOSS_TYPE(KPMAP_TRAIN_ADD_LOSS_)
+#undef KPMAP_TRAIN_ADD_LOSS_
+  return true;
+}
 
 /// \brief Loss and accuracy of a batch, over all ranks.
 struct BatchStats {
@@ -87,53 +223,6 @@ struct GatherRows {
   }
 };
 
-/// Output delta of each row, and the batch's (loss, correct) sums, as one
-/// parallel reduction. The delta is scaled by `scale`, 1 / (global batch
-/// size) (times the loss scale of mixed precision), so that the sum of the
-/// ranks' gradients is the batch mean's gradient. The scores z and the delta
-/// are in the model's compute type C; the softmax, the loss and the labels
-/// in A (the parameters' type: float under mixed precision).
-template <class C, class M, class A = C>
-struct OutputDelta {
-  using value_type = double[];  // (sum of losses, number correct)
-  unsigned value_count = 2;
-  Kokkos::View<const C**, Kokkos::LayoutRight, M> z;
-  Kokkos::View<const A*, M> y;
-  Kokkos::View<C**, Kokkos::LayoutRight, M> delta;
-  A scale;
-  bool cross_entropy;
-  KOKKOS_INLINE_FUNCTION A score(std::size_t k, std::size_t o) const {
-    return static_cast<A>(z(k, o));
-  }
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t k, double* stats) const {
-    using namespace kpmap::detail;
-    const std::size_t c = z.extent(1);
-    if (!cross_entropy) {
-      const A r = score(k, 0) - y(k);
-      delta(k, 0) = static_cast<C>(2 * scale * r);
-      stats[0] += static_cast<double>(r) * static_cast<double>(r);
-      return;
-    }
-    std::size_t best = 0;
-    A zmax = score(k, 0);
-    for (std::size_t o = 1; o < c; ++o) {
-      if (score(k, o) > zmax) {
-        zmax = score(k, o);
-        best = o;
-      }
-    }
-    A sum = 0;
-    for (std::size_t o = 0; o < c; ++o) sum += math::exp(score(k, o) - zmax);
-    const auto label = static_cast<std::size_t>(y(k));
-    for (std::size_t o = 0; o < c; ++o) {
-      const A p = math::exp(score(k, o) - zmax) / sum;
-      delta(k, o) = static_cast<C>(scale * (p - (o == label ? A(1) : A(0))));
-    }
-    stats[0] += static_cast<double>(math::log(sum) - (score(k, label) - zmax));
-    stats[1] += best == label ? 1.0 : 0.0;
-  }
-};
-
 /// confusion(label, predicted) += 1 for each row (predicted: the argmax of
 /// the scores z, in the compute type C; labels y in the parameters' type A).
 template <class C, class M, class A = C>
@@ -152,3 +241,19 @@ struct CountConfusion {
 
 }  // namespace detail
 }  // namespace kpmap::train
+
+/// \brief At namespace scope in a program's source file: registers loss
+/// template L (an unqualified name) with a LossInfo before main() runs (as
+/// register_loss<L>(info)); see KPMAP_TRAIN_REGISTER_LAYER.
+#define KPMAP_TRAIN_REGISTER_LOSS(L, ...)                            \
+  [[maybe_unused]] static const bool kpmap_train_registered_##L##_ = \
+      ::kpmap::train::register_loss<L>(__VA_ARGS__)
+
+/// \brief In a loss header of src/kpmap/train/losses/ (namespace
+/// kpmap::train, at its end): the registration of the built-in loss `name`,
+/// found by the build and called from the registry (a generated
+/// builtin_losses.cpp), as KPMAP_TRAIN_BUILTIN_LAYER is.
+#define KPMAP_TRAIN_BUILTIN_LOSS(name, L, ...)                                     \
+  namespace builtin {                                                              \
+  inline void register_##name() { ::kpmap::train::register_loss<L>(__VA_ARGS__); } \
+  }

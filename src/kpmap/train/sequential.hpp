@@ -126,10 +126,15 @@ class Sequential {
   /// shape; the first for `input`), with work arrays for local batches of up
   /// to `capacity` samples. \throws ShapeError when the shapes do not chain
   /// or the last output does not suit the loss.
-  Sequential(Shape input, std::vector<LayerPtr> layers, Loss loss, std::size_t capacity,
+  Sequential(Shape input, std::vector<LayerPtr> layers, const Loss& loss, std::size_t capacity,
              const Exec& exec = Exec())
-      : input_(input), layers_(std::move(layers)), loss_(loss), capacity_(capacity), exec_(exec) {
-    check(input_, layers_, loss_);
+      : input_(input),
+        layers_(std::move(layers)),
+        loss_(make_loss<C, M, T>(loss)),
+        classification_(loss_info(loss.name).classification),
+        capacity_(capacity),
+        exec_(exec) {
+    check(input_, layers_, loss);
     std::size_t total = 0, numbered = 0;
     layer_span_.resize(layers_.size() + 1);
     for (std::size_t l = 0; l < layers_.size(); ++l) {
@@ -163,7 +168,7 @@ class Sequential {
 
   /// \brief Throws ShapeError unless `layers` chain from `input` and end in
   /// what `loss` needs (allocates nothing).
-  static void check(const Shape& input, const std::vector<LayerPtr>& layers, Loss loss) {
+  static void check(const Shape& input, const std::vector<LayerPtr>& layers, const Loss& loss) {
     if (layers.empty()) throw ShapeError("a model needs at least one layer");
     if (parameter_count(layers) == 0) {
       throw ShapeError("the model has no layer with parameters to train");
@@ -184,15 +189,19 @@ class Sequential {
                            "; end it with { type = \"flatten\" } and a dense layer",
                        layers.size());
     }
-    if (loss == Loss::mse && out.channels != 1) {
-      throw ShapeError("mse fits one output, and the last layer gives " + out.str(), layers.size());
+    const LossInfo& info = loss_info(loss.name);
+    if (info.outputs > 0 && out.channels != info.outputs) {
+      throw ShapeError(loss.name + " reads " + std::to_string(info.outputs) + " output" +
+                           (info.outputs > 1 ? "s" : "") + ", and the last layer gives " +
+                           out.str(),
+                       layers.size());
     }
-    if (loss == Loss::cross_entropy && out.channels < 2) {
-      throw ShapeError(
-          "cross-entropy needs a score per class (at least 2), and the last layer "
-          "gives " +
-              out.str(),
-          layers.size());
+    if (info.outputs == 0 && out.channels < 2) {
+      throw ShapeError(loss.name +
+                           " needs a score per class (at least 2), and the last layer "
+                           "gives " +
+                           out.str(),
+                       layers.size());
     }
   }
 
@@ -367,7 +376,7 @@ class Sequential {
   Evaluation evaluate(const Shard<T, M>& data, AxisRef axis) {
     double local[2] = {0, 0};
     const Kokkos::View<std::uint32_t*, M> none;
-    const bool ce = loss_ == Loss::cross_entropy;
+    const bool ce = classification_;
     if (ce) Kokkos::deep_copy(exec_, confusion_, 0.0);
     refresh_compute_params();
     for (std::size_t first = 0; first < data.rows(); first += capacity_) {
@@ -431,7 +440,7 @@ class Sequential {
     step_sums_ = Kokkos::View<double*, M>("kpmap::train::sequential::step_sums", 2);
     pending_.reserve(layers_.size() + 1);
     sums_host_ = Kokkos::create_mirror_view(sums_);
-    const std::size_t c = loss_ == Loss::cross_entropy ? classes() : 0;
+    const std::size_t c = classification_ ? classes() : 0;
     confusion_ = Kokkos::View<double**, Kokkos::LayoutRight, M>("kpmap::train::confusion", c, c);
   }
 
@@ -457,13 +466,9 @@ class Sequential {
   }
 
   void output_delta(std::size_t n, std::size_t global_batch, double loss_scale) {
-    Kokkos::parallel_reduce(
-        "kpmap::train::sequential::output_delta", Kokkos::RangePolicy<Exec>(exec_, 0, n),
-        detail::OutputDelta<C, M, T>{
-            2, rows(acts_.back(), n), yb_, rows(deltas_.back(), n),
-            static_cast<T>(loss_scale) / static_cast<T>(global_batch > 0 ? global_batch : 1),
-            loss_ == Loss::cross_entropy},
-        sums_);
+    loss_->delta_and_sums(
+        exec_, rows(acts_.back(), n), yb_, rows(deltas_.back(), n),
+        static_cast<T>(loss_scale) / static_cast<T>(global_batch > 0 ? global_batch : 1), sums_);
   }
 
   // to[begin, end) = from[begin, end) * scale (+ to, if add), converted.
@@ -488,7 +493,8 @@ class Sequential {
 
   Shape input_;
   std::vector<LayerPtr> layers_;
-  Loss loss_;
+  std::unique_ptr<LossFunction<C, M, T>> loss_;
+  bool classification_ = false;  // the loss's targets are classes: accuracy, confusion
   std::size_t capacity_;
   Exec exec_;
   std::vector<Slice> slices_;

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// \brief The value types and memory spaces the registered pieces of
-/// training (layers, optimizers) are built for, once each, when they
+/// training (layers, losses, optimizers) are built for, once each, when they
 /// register: a program can build them by name for any of these.
 
 #include <kpmap/detail/kokkos_compat.hpp>
@@ -31,7 +31,33 @@
   KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(X)       \
   KPMAP_TRAIN_HALF_(X)
 
+// half_t outputs with float targets: mixed precision's loss.
+#if defined(KOKKOS_HALF_T_IS_FLOAT) && !KOKKOS_HALF_T_IS_FLOAT
+#define KPMAP_TRAIN_HALF_LOSS_(X) \
+  X(::kpmap::detail::half, Kokkos::DefaultExecutionSpace::memory_space, float)
+#else
+#define KPMAP_TRAIN_HALF_LOSS_(X)
+#endif
+
+/// \brief Expands X(C, M, A) for every output type C, memory space M and
+/// target type A a loss is built for: double and float outputs with targets
+/// of their type, float outputs with double targets (a double model
+/// computing in float), and 16-bit half_t outputs with float targets where
+/// half_t exists.
+#define KPMAP_TRAIN_FOR_EACH_LOSS_TYPE(X)                        \
+  X(double, Kokkos::DefaultExecutionSpace::memory_space, double) \
+  X(float, Kokkos::DefaultExecutionSpace::memory_space, float)   \
+  X(float, Kokkos::DefaultExecutionSpace::memory_space, double)  \
+  KPMAP_TRAIN_HALF_LOSS_(X)
+
 namespace kpmap::train::detail {
+template <class C, class M, class A>
+struct IsLossType : std::false_type {};
+#define KPMAP_TRAIN_LOSS_TYPE_(C, M, A) \
+  template <>                           \
+  struct IsLossType<C, M, A> : std::true_type {};
+KPMAP_TRAIN_FOR_EACH_LOSS_TYPE(KPMAP_TRAIN_LOSS_TYPE_)
+#undef KPMAP_TRAIN_LOSS_TYPE_
 template <class T, class M>
 struct IsValueType : std::false_type {};
 template <class T, class M>
