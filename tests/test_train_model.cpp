@@ -501,6 +501,24 @@ KPMAP_TRAIN_REGISTER_LAYER(Scale, {"scale", "y = factor x",
                                    kpmap::deck::Schema("scale").real("factor", 1.0, {-10.0, 10.0},
                                                                      "", "the factor")});
 
+// The names of the KPMAP_TRAIN_BUILTIN_* lines (`macro`) in the files of
+// src/kpmap/train/`folder`, read from the sources: a built-in the registry
+// missed would pass no deck.
+std::set<std::string> builtin_names(const std::string& folder, const std::string& macro) {
+  std::set<std::string> names;
+  const std::string start = "\n" + macro + "(";
+  for (const auto& entry :
+       std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/train/" + folder)) {
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (auto at = text.find(start); at != std::string::npos; at = text.find(start, at + 1)) {
+      const auto name = text.find_first_not_of(" \n", at + start.size());
+      names.insert(text.substr(name, text.find(',', name) - name));
+    }
+  }
+  return names;
+}
+
 kpmap::deck::Deck train_deck(const std::string& layers) {
   return kpmap::deck::parse(
       train_schema(), "[model]\nkind = \"sequential\"\nlayers = [" + layers + "]\n", "test.toml");
@@ -569,19 +587,7 @@ TEST_CASE("a program's own layer is named by decks, its keys checked, its gradie
 
 TEST_CASE("every built-in layer header registers its layer, and decks name each",
           "[train][layers]") {
-  // The KPMAP_TRAIN_BUILTIN_LAYER lines of src/kpmap/train/layers/, read
-  // here from the headers: one the registry missed would pass no deck.
-  std::set<std::string> in_files;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/train/layers")) {
-    std::ifstream in(entry.path());
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string macro = "\nKPMAP_TRAIN_BUILTIN_LAYER(";
-    for (auto at = text.find(macro); at != std::string::npos; at = text.find(macro, at + 1)) {
-      auto name = text.find_first_not_of(" \n", at + macro.size());
-      in_files.insert(text.substr(name, text.find(',', name) - name));
-    }
-  }
+  std::set<std::string> in_files = builtin_names("layers", "KPMAP_TRAIN_BUILTIN_LAYER");
   REQUIRE(in_files.size() >= 7);
   in_files.insert("scale");  // this program's own, above
   std::set<std::string> registered;
@@ -689,17 +695,7 @@ TEST_CASE("a program's own optimizer is named by decks, its keys checked, its up
 }
 
 TEST_CASE("every built-in optimizer header registers its optimizer", "[train][optimizer]") {
-  std::set<std::string> in_files;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/train/optimizers")) {
-    std::ifstream in(entry.path());
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string macro = "\nKPMAP_TRAIN_BUILTIN_OPTIMIZER(";
-    for (auto at = text.find(macro); at != std::string::npos; at = text.find(macro, at + 1)) {
-      auto name = text.find_first_not_of(" \n", at + macro.size());
-      in_files.insert(text.substr(name, text.find(',', name) - name));
-    }
-  }
+  std::set<std::string> in_files = builtin_names("optimizers", "KPMAP_TRAIN_BUILTIN_OPTIMIZER");
   REQUIRE(in_files.size() >= 4);
   in_files.insert("accumulate");  // this program's own, above
   std::set<std::string> registered;
@@ -783,17 +779,7 @@ TEST_CASE("a program's own loss is named by decks, its keys checked, its gradien
 }
 
 TEST_CASE("every built-in loss header registers its loss", "[train][loss]") {
-  std::set<std::string> in_files;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/train/losses")) {
-    std::ifstream in(entry.path());
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string macro = "\nKPMAP_TRAIN_BUILTIN_LOSS(";
-    for (auto at = text.find(macro); at != std::string::npos; at = text.find(macro, at + 1)) {
-      auto name = text.find_first_not_of(" \n", at + macro.size());
-      in_files.insert(text.substr(name, text.find(',', name) - name));
-    }
-  }
+  std::set<std::string> in_files = builtin_names("losses", "KPMAP_TRAIN_BUILTIN_LOSS");
   REQUIRE(in_files.size() >= 2);
   in_files.insert("huber");  // this program's own, above
   std::set<std::string> registered;
