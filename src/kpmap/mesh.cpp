@@ -27,6 +27,7 @@ void Mesh::add_line_axis(std::string name) {
   auto a = std::make_unique<Axis>();
   a->name_ = std::move(name);
   a->comm_ = comm_;
+  a->mask_ = 1;
   MPI_Comm_rank(comm_, &a->index_);
   MPI_Comm_size(comm_, &a->size_);
   axes_.push_back(std::move(a));
@@ -75,17 +76,45 @@ Mesh::Mesh(const std::vector<std::pair<std::string, int>>& axes, MPI_Comm comm) 
     MPI_Cart_sub(comm_, keep.data(), &a->comm_);
     a->index_ = coords[d];
     a->size_ = dims[d];
+    a->mask_ = 1u << d;
     axes_.push_back(std::move(a));
+  }
+  add_groups();
+}
+
+void Mesh::add_groups() {
+  const int nd = ndim();
+  if (nd > 16) throw InputError("kpmap::Mesh: at most 16 axes");
+  const unsigned all = (1u << nd) - 1;
+  for (unsigned mask = 1; mask <= all; ++mask) {
+    if ((mask & (mask - 1)) == 0) continue;  // one axis: axes_ has it
+    auto g = std::make_unique<Axis>();
+    g->mask_ = mask;
+    if (mask == all) {
+      g->comm_ = comm_;  // every axis: the mesh itself, row-major as the Cartesian ranks
+    } else {
+      std::vector<int> keep(nd);
+      for (int d = 0; d < nd; ++d) keep[d] = (mask >> d) & 1u;
+      MPI_Cart_sub(comm_, keep.data(), &g->comm_);
+    }
+    for (int d = 0; d < nd; ++d) {
+      if ((mask >> d) & 1u) g->name_ += (g->name_.empty() ? "" : ",") + axes_[d]->name();
+    }
+    MPI_Comm_rank(g->comm_, &g->index_);
+    MPI_Comm_size(g->comm_, &g->size_);
+    groups_.push_back(std::move(g));
   }
 }
 
 void Mesh::free() noexcept {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  for (auto& a : axes_) {
-    if (!finalized && a->comm_ != MPI_COMM_NULL && a->comm_ != comm_) MPI_Comm_free(&a->comm_);
+  for (auto* list : {&axes_, &groups_}) {
+    for (auto& a : *list) {
+      if (!finalized && a->comm_ != MPI_COMM_NULL && a->comm_ != comm_) MPI_Comm_free(&a->comm_);
+    }
+    list->clear();
   }
-  axes_.clear();
   if (!finalized && owns_comm_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   comm_ = MPI_COMM_NULL;
 }
@@ -93,7 +122,10 @@ void Mesh::free() noexcept {
 Mesh::~Mesh() { free(); }
 
 Mesh::Mesh(Mesh&& other) noexcept
-    : comm_(other.comm_), owns_comm_(other.owns_comm_), axes_(std::move(other.axes_)) {
+    : comm_(other.comm_),
+      owns_comm_(other.owns_comm_),
+      axes_(std::move(other.axes_)),
+      groups_(std::move(other.groups_)) {
   other.comm_ = MPI_COMM_NULL;
 }
 
@@ -103,6 +135,7 @@ Mesh& Mesh::operator=(Mesh&& other) noexcept {
     comm_ = other.comm_;
     owns_comm_ = other.owns_comm_;
     axes_ = std::move(other.axes_);
+    groups_ = std::move(other.groups_);
     other.comm_ = MPI_COMM_NULL;
   }
   return *this;
@@ -112,9 +145,61 @@ const Axis& Mesh::axis(std::string_view name) const {
   for (const auto& a : axes_) {
     if (a->name() == name) return *a;
   }
+  if (name == "devices" && !axes_.empty()) {
+    // Every rank of the mesh, as "devices" is on the world mesh.
+    if (axes_.size() == 1) return *axes_.front();
+    const unsigned all = (1u << axes_.size()) - 1;
+    for (const auto& g : groups_) {
+      if (g->mask_ == all) return *g;
+    }
+  }
   std::string valid;
   for (const auto& a : axes_) valid += (valid.empty() ? "'" : ", '") + a->name() + "'";
   throw InputError("kpmap: unknown axis '" + std::string(name) + "'; this mesh has " + valid);
+}
+
+const Axis& Mesh::axes(const std::vector<std::string_view>& names) const {
+  if (names.empty()) throw InputError("kpmap: a set of axes needs at least one name");
+  if (names.size() == 1) return axis(names.front());
+  unsigned mask = 0;
+  std::string joined;
+  bool mesh_order = true;
+  int last = -1;
+  for (auto name : names) {
+    const Axis& a = axis(name);
+    if (a.mask_ & mask) {
+      throw InputError("kpmap: axis '" + std::string(name) + "' appears twice in the set of axes");
+    }
+    mask |= a.mask_;
+    joined += (joined.empty() ? "" : ",") + a.name();
+    int d = 0;
+    while (!((a.mask_ >> d) & 1u)) ++d;
+    mesh_order = mesh_order && d > last && (a.mask_ & (a.mask_ - 1)) == 0;
+    last = d;
+  }
+  const Axis* same_ranks = nullptr;
+  for (const auto& g : groups_) {
+    if (g->name() == joined) return *g;
+    if (g->mask_ == mask && same_ranks == nullptr) same_ranks = g.get();
+  }
+  if (same_ranks == nullptr || mesh_order) {
+    throw Error("kpmap: internal: no communicator for the axes " + joined);
+  }
+  // The same ranks as the set in mesh order, indexed in the order named:
+  // split (collectively over those ranks only) with that index as the key.
+  auto g = std::make_unique<Axis>();
+  g->name_ = joined;
+  g->mask_ = mask;
+  int key = 0;
+  for (auto name : names) {
+    const Axis& a = axis(name);
+    key = key * a.size() + a.index();
+  }
+  MPI_Comm_split(same_ranks->comm(), 0, key, &g->comm_);
+  MPI_Comm_rank(g->comm_, &g->index_);
+  MPI_Comm_size(g->comm_, &g->size_);
+  groups_.push_back(std::move(g));
+  return *groups_.back();
 }
 
 std::vector<std::string> Mesh::axis_names() const {

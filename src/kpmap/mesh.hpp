@@ -4,10 +4,13 @@
 ///
 /// A mesh arranges the ranks of a communicator in a grid whose dimensions have
 /// names, as in JAX's `Mesh(devices, ("data", "model"))`. A collective over the
-/// axis "data" runs among the ranks that share every other coordinate.
+/// axis "data" runs among the ranks that share every other coordinate; over
+/// the axes {"data", "model"} (JAX's `psum(x, ('data', 'model'))`) among the
+/// ranks that share the remaining ones.
 
 #include <mpi.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -16,10 +19,16 @@
 
 namespace kpmap {
 
-/// \brief One named axis of a mesh, seen from this rank: the ranks that
-/// differ from this one only along the axis, and this rank's position among them.
+/// \brief One named axis of a mesh, or a set of its axes taken together, seen
+/// from this rank: the ranks that differ from this one only along the
+/// axis (axes), and this rank's position among them.
+///
+/// For a set {a, b} the position is JAX's: a's coordinate times b's size plus
+/// b's coordinate, in the order the set was named, so an all_gather over
+/// {"data", "model"} stacks the blocks in that order.
 class Axis {
  public:
+  /// \brief The axis name, or the names of a set joined by commas ("data,model").
   const std::string& name() const noexcept { return name_; }
   /// \brief The communicator of the ranks along this axis (owned by the mesh).
   MPI_Comm comm() const noexcept { return comm_; }
@@ -34,6 +43,7 @@ class Axis {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int index_ = 0;
   int size_ = 1;
+  unsigned mask_ = 0;  // the mesh axes it spans, bit d for axis d
 };
 
 /// \brief Ranks arranged in a grid of named axes.
@@ -57,9 +67,17 @@ class Mesh {
   Mesh(const Mesh&) = delete;
   Mesh& operator=(const Mesh&) = delete;
 
-  /// \brief The axis called `name`.
+  /// \brief The axis called `name`. "devices", when no axis has that name,
+  /// is every rank of the mesh (all axes, in mesh order), as on the world mesh.
   /// \throws kpmap::InputError naming the valid axes when there is none.
   const Axis& axis(std::string_view name) const;
+  /// \brief The axes `names` taken together (JAX's axis_name=('data', 'model')):
+  /// the ranks that share every coordinate not named, indexed in the order
+  /// given. One name is axis(name). Every set in mesh order is built with the
+  /// mesh; another order is built on first use, collectively over the ranks
+  /// of the set (which a collective over it needs anyway), and kept.
+  /// \throws kpmap::InputError for an unknown, repeated or missing name.
+  const Axis& axes(const std::vector<std::string_view>& names) const;
   int axis_index(std::string_view name) const { return axis(name).index(); }
   int axis_size(std::string_view name) const { return axis(name).size(); }
   std::vector<std::string> axis_names() const;
@@ -80,10 +98,14 @@ class Mesh {
   struct Wrap {};
   Mesh(Wrap, MPI_Comm comm, std::string axis_name);  // uses `comm`, does not own it
   void add_line_axis(std::string name);              // the one axis of a 1-D mesh over comm_
+  void add_groups();                                  // every set of 2+ axes, in mesh order
   void free() noexcept;
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool owns_comm_ = true;
   std::vector<std::unique_ptr<Axis>> axes_;
+  // Sets of axes: those in mesh order (built with the mesh, the whole mesh
+  // among them), then those built on first use in another order.
+  mutable std::vector<std::unique_ptr<Axis>> groups_;
 };
 
 /// \brief While alive, axis names given as strings resolve in `mesh`.
@@ -98,13 +120,18 @@ class UseMesh {
   const Mesh* previous_;
 };
 
-/// \brief What collectives accept as their axis: an Axis of any mesh, or an
-/// axis name looked up in Mesh::current() ("devices" by default).
+/// \brief What collectives accept as their axis: an Axis of any mesh, an
+/// axis name looked up in Mesh::current() ("devices" by default), or a set
+/// of names, `{"data", "model"}`, for the axes taken together.
 class AxisRef {
  public:
   AxisRef(const Axis& axis) : axis_(&axis) {}                               // NOLINT: implicit
   AxisRef(const char* name) : axis_(&Mesh::current().axis(name)) {}         // NOLINT: implicit
   AxisRef(const std::string& name) : axis_(&Mesh::current().axis(name)) {}  // NOLINT
+  AxisRef(std::initializer_list<std::string_view> names)                    // NOLINT: implicit
+      : axis_(&Mesh::current().axes(names)) {}
+  AxisRef(const std::vector<std::string>& names)  // NOLINT: implicit
+      : axis_(&Mesh::current().axes({names.begin(), names.end()})) {}
   const Axis& operator*() const noexcept { return *axis_; }
   const Axis* operator->() const noexcept { return axis_; }
 
