@@ -37,6 +37,25 @@ TEST_CASE("all_gather, stacked and tiled", "[collectives]") {
     REQUIRE(g.extent(0) == std::size_t(P));
     CHECK(matches(g, [&](std::size_t k) { return 100.0 * (k / 6) + k % 6; }));
   }
+  SECTION("stacked along a chosen axis, as JAX's all_gather(x, ax, axis=d)") {
+    // A new dimension of size P at 1: g(i, r, j) = rank r's x(i, j).
+    auto g1 = kpmap::all_gather(x, "devices", 1);
+    REQUIRE(g1.extent(0) == 2);
+    REQUIRE(g1.extent(1) == std::size_t(P));
+    REQUIRE(g1.extent(2) == 3);
+    CHECK(matches(g1, [&](std::size_t k) {
+      const std::size_t i = k / (3 * P), r = (k / 3) % P, j = k % 3;
+      return 100.0 * r + 3 * i + j;
+    }));
+    // At 2 (the end): g(i, j, r).
+    auto g2 = kpmap::all_gather(x, "devices", 2);
+    REQUIRE(g2.extent(2) == std::size_t(P));
+    CHECK(matches(g2, [&](std::size_t k) {
+      const std::size_t i = k / (3 * P), j = (k / P) % 3, r = k % P;
+      return 100.0 * r + 3 * i + j;
+    }));
+    CHECK_THROWS_WITH(kpmap::all_gather(x, "devices", 3), ContainsSubstring("dimension 3"));
+  }
   SECTION("tiled along 0") {
     auto g = kpmap::all_gather(x, "devices", kpmap::Tiled{0});
     REQUIRE(g.extent(0) == std::size_t(2 * P));
@@ -61,7 +80,49 @@ TEST_CASE("all_gather, stacked and tiled", "[collectives]") {
   }
 }
 
-TEST_CASE("all_to_all", "[collectives]") {
+TEST_CASE("all_to_all, untiled as JAX's default", "[collectives]") {
+  const std::size_t P = world_size();
+  const std::size_t r = world_rank();
+  auto value = [](std::size_t q, std::size_t i, std::size_t j) {
+    return 1000.0 * q + 10.0 * i + j;
+  };
+  // x_q(i, j) = 1000 q + 10 i + j of shape (P, 3) on rank q. JAX: the result
+  // has shape np.insert(np.delete(x.shape, split), concat, P), and on rank r
+  // its index j along concat holds x_j at index r along split.
+  Kokkos::View<double**, Exec> x("x", P, 3);
+  fill(x, [&](std::size_t k) { return value(r, k / 3, k % 3); });
+  SECTION("split 0, concat 1: shape (3, P), y(i, j) = x_j(r, i)") {
+    auto y = kpmap::all_to_all(x, "devices", 0, 1);
+    REQUIRE(y.extent(0) == 3);
+    REQUIRE(y.extent(1) == P);
+    CHECK(matches(y, [&](std::size_t k) { return value(k % P, r, k / P); }));
+  }
+  SECTION("split 0, concat 0: shape (P, 3), y(j, i) = x_j(r, i)") {
+    auto y = kpmap::all_to_all(x, "devices", 0, 0);
+    REQUIRE(y.extent(0) == P);
+    CHECK(matches(y, [&](std::size_t k) { return value(k / 3, r, k % 3); }));
+  }
+  SECTION("split 1, concat 0 of a (3, P) View: shape (P, 3), y(j, i) = x_j(i, r)") {
+    Kokkos::View<double**, Exec> xt("xt", 3, P);
+    fill(xt, [&](std::size_t k) { return value(r, k / P, k % P); });
+    auto y = kpmap::all_to_all(xt, "devices", 1, 0);
+    REQUIRE(y.extent(0) == P);
+    REQUIRE(y.extent(1) == 3);
+    CHECK(matches(y, [&](std::size_t k) { return value(k / 3, k % 3, r); }));
+  }
+  SECTION("a split extent other than the axis size is an error") {
+    Kokkos::View<double**, Exec> wide("wide", P + 1, 3);
+    CHECK_THROWS_WITH(kpmap::all_to_all(wide, "devices", 0, 1),
+                      ContainsSubstring("has extent " + std::to_string(P + 1)) &&
+                          ContainsSubstring("kpmap::tiled"));
+  }
+  SECTION("non-blocking") {
+    auto y = kpmap::iall_to_all(x, "devices", 0, 1).wait();
+    CHECK(matches(y, [&](std::size_t k) { return value(k % P, r, k / P); }));
+  }
+}
+
+TEST_CASE("all_to_all, tiled", "[collectives]") {
   const std::size_t P = world_size();
   const std::size_t me = world_rank();
   // x(i, j) on rank q = 1000 q + 10 i + j, shape (2P, 3).
@@ -71,7 +132,7 @@ TEST_CASE("all_to_all", "[collectives]") {
     return 1000.0 * q + 10.0 * i + j;
   };
   SECTION("split 0, concat 0") {
-    auto y = kpmap::all_to_all(x, "devices", 0, 0);
+    auto y = kpmap::all_to_all(x, "devices", 0, 0, kpmap::tiled);
     REQUIRE(y.extent(0) == 2 * P);
     // Block q of y comes from rank q: its rows 2*me, 2*me+1.
     CHECK(matches(y, [&](std::size_t k) {
@@ -80,7 +141,7 @@ TEST_CASE("all_to_all", "[collectives]") {
     }));
   }
   SECTION("split 0, concat 1") {
-    auto y = kpmap::all_to_all(x, "devices", 0, 1);
+    auto y = kpmap::all_to_all(x, "devices", 0, 1, kpmap::tiled);
     REQUIRE(y.extent(0) == 2);
     REQUIRE(y.extent(1) == 3 * P);
     CHECK(matches(y, [&](std::size_t k) {
@@ -91,7 +152,7 @@ TEST_CASE("all_to_all", "[collectives]") {
   SECTION("an extent the ranks cannot split is an error") {
     Kokkos::View<double**, Exec> odd("odd", 2 * P + 1, 3);
     if (P > 1)
-      CHECK_THROWS_WITH(kpmap::all_to_all(odd, "devices", 0, 0),
+      CHECK_THROWS_WITH(kpmap::all_to_all(odd, "devices", 0, 0, kpmap::tiled),
                         ContainsSubstring("cannot split evenly"));
   }
 }
@@ -141,8 +202,11 @@ TEST_CASE("ppermute and pbroadcast", "[collectives]") {
   SECTION("a pair outside the axis is refused") {
     CHECK_THROWS_WITH(kpmap::ppermute(x, "devices", {{0, P}}), ContainsSubstring("outside axis"));
   }
-  SECTION("pbroadcast from the last rank") {
-    kpmap::pbroadcast(x, "devices", P - 1);
+  SECTION("pbroadcast from the last rank, out of place and in place") {
+    auto y = kpmap::pbroadcast(x, "devices", P - 1);
+    CHECK(matches(y, [&](std::size_t k) { return 10.0 * (P - 1) + k; }));
+    CHECK(matches(x, [&](std::size_t k) { return 10.0 * me + k; }));  // unchanged
+    kpmap::pbroadcast_inplace(x, "devices", P - 1);
     CHECK(matches(x, [&](std::size_t k) { return 10.0 * (P - 1) + k; }));
   }
 }

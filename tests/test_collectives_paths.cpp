@@ -175,7 +175,7 @@ TEST_CASE("counts above the MPI int limit take the large-count paths", "[collect
   fill(x, [&](std::size_t k) { return 1000.0 * world_rank() + k; });
   auto g = kpmap::all_gather(x, "devices");
   CHECK(matches(g, [&](std::size_t k) { return 1000.0 * (k / x.size()) + k % x.size(); }));
-  auto t = kpmap::all_to_all(x, "devices", 0, 0);
+  auto t = kpmap::all_to_all(x, "devices", 0, 0, kpmap::tiled);
   CHECK(matches(t, [&](std::size_t k) {
     const std::size_t i = k / 9, j = k % 9;
     return 1000.0 * (i / 2) + (2 * world_rank() + i % 2) * 9 + j;

@@ -239,13 +239,13 @@ detail::local_view_t<T, R, M> shard_generate(const std::string& label,
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 const V& replicate(const Exec& exec, const V& x, AxisRef axis) {
-  pbroadcast(exec, x, axis, 0);
+  pbroadcast_inplace(exec, x, axis, 0);
   return x;
 }
 /// \brief As above, once every execution space instance has finished.
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 const V& replicate(const V& x, AxisRef axis) {
-  pbroadcast(x, axis, 0);
+  pbroadcast_inplace(x, axis, 0);
   return x;
 }
 

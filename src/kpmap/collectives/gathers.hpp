@@ -32,6 +32,11 @@ struct Tiled {
   int dim = 0;
 };
 
+/// \brief Selects the tiled form of all_to_all (JAX's `tiled=True`): no
+/// dimension is added or removed.
+struct TiledForm {};
+inline constexpr TiledForm tiled{};
+
 namespace detail {
 
 template <class V>
@@ -65,16 +70,22 @@ auto start_all_gather(const Exec& exec, const V& x, const Axis& axis, bool stack
     verify_signature(axis, signature_of(stacked ? "all_gather" : "all_gather(tiled)", "x", x, dim));
   }
   auto send = load(exec, x, true);
-  const bool direct = (stacked || dim == 0) && is_canonical(out);
+  const bool direct = dim == 0 && is_canonical(out);
   auto recv = transport::make_buffer<T, typename V::memory_space>(direct ? out.data() : nullptr,
                                                                   out.size());
   fence_before_mpi(exec);
   transport::allgather(send.mpi, recv.mpi, x.size(), mpi_datatype<T>(), axis.comm(), pending);
-  const Extents chunk = extents_of(x);
-  return [exec, out, send = std::move(send), recv = std::move(recv), direct, chunk, dim,
-          stacked]() mutable {
+  // Stacked at `dim`, each block is x with a dimension of extent 1 inserted
+  // there (the same row-major order), concatenated along it.
+  Extents chunk = extents_of(x);
+  if (stacked) {
+    chunk = extents_of(out);
+    chunk[dim] = 1;
+  }
+  return [exec, out, send = std::move(send), recv = std::move(recv), direct, chunk,
+          dim]() mutable {
     complete_receive(exec, recv, [&] {
-      if (!direct) unpack_blocks(exec, recv.dev, chunk, rank_v<V>, dim, stacked, out);
+      if (!direct) unpack_blocks(exec, recv.dev, chunk, rank_v<Out>, dim, out);
     });
   };
 }
@@ -94,10 +105,11 @@ auto load_blocks(const Exec& exec, const V& x, int split, int p) {
 
 template <class Exec, class V, class Out>
 auto start_all_to_all(const Exec& exec, const V& x, const Axis& axis, int split, int concat,
-                      const Out& out, transport::Pending* pending) {
+                      bool tiled, const Out& out, transport::Pending* pending) {
   using T = value_t<V>;
   if (checked_mode()) {
-    verify_signature(axis, signature_of("all_to_all", "x", x, split * 16 + concat));
+    verify_signature(axis, signature_of(tiled ? "all_to_all(tiled)" : "all_to_all", "x", x,
+                                        split * 16 + concat));
   }
   const int p = axis.size();
   auto send = load_blocks(exec, x, split, p);
@@ -105,14 +117,21 @@ auto start_all_to_all(const Exec& exec, const V& x, const Axis& axis, int split,
   auto recv = transport::make_buffer<T, typename V::memory_space>(direct ? out.data() : nullptr,
                                                                   out.size());
   fence_before_mpi(exec);
-  Extents chunk = extents_of(x);
-  chunk[split] /= p;
-  transport::alltoall(send.mpi, recv.mpi, product(chunk, rank_v<V>), mpi_datatype<T>(), axis.comm(),
+  Extents block = extents_of(x);
+  block[split] /= p;
+  transport::alltoall(send.mpi, recv.mpi, product(block, rank_v<V>), mpi_datatype<T>(), axis.comm(),
                       pending);
+  // Untiled, a received block is x without its split dimension (extent 1
+  // there): in row-major order, the output's shape with 1 at `concat`.
+  Extents chunk = block;
+  if (!tiled) {
+    chunk = extents_of(out);
+    chunk[concat] = 1;
+  }
   return
       [exec, out, send = std::move(send), recv = std::move(recv), direct, chunk, concat]() mutable {
         complete_receive(exec, recv, [&] {
-          if (!direct) unpack_blocks(exec, recv.dev, chunk, rank_v<V>, concat, false, out);
+          if (!direct) unpack_blocks(exec, recv.dev, chunk, rank_v<V>, concat, out);
         });
       };
 }
@@ -161,41 +180,59 @@ Extents scatter_extents(const V& x, const Axis& axis, int dim) {
   return e;
 }
 
-/// The shape of an all_to_all result: dimension `split` divided by the axis
-/// size, dimension `concat` multiplied by it (both checked).
+/// The shape of an all_to_all result. Tiled: dimension `split` divided by
+/// the axis size, dimension `concat` multiplied by it. Untiled (JAX's
+/// default): `split`, whose extent must be the axis size, removed, and a
+/// dimension of the axis size inserted at `concat`.
 template <class V>
-Extents all_to_all_extents(const V& x, const Axis& axis, int split, int concat) {
+Extents all_to_all_extents(const V& x, const Axis& axis, int split, int concat, bool tiled) {
   require_dim("all_to_all", split, rank_v<V>);
   require_dim("all_to_all", concat, rank_v<V>);
-  require_divisible("all_to_all", axis, split, x.extent(split));
   auto e = extents_of(x);
-  e[split] /= axis.size();
-  e[concat] *= axis.size();
+  const auto p = static_cast<std::size_t>(axis.size());
+  if (tiled) {
+    require_divisible("all_to_all", axis, split, x.extent(split));
+    e[split] /= p;
+    e[concat] *= p;
+    return e;
+  }
+  if (x.extent(split) != p) {
+    throw Error("kpmap::all_to_all: split dimension " + std::to_string(split) + " has extent " +
+                std::to_string(x.extent(split)) + " but axis '" + axis.name() + "' has " +
+                std::to_string(p) + " ranks (use kpmap::tiled to split it in blocks)");
+  }
+  for (int d = split; d + 1 < max_view_rank; ++d) e[d] = e[d + 1];  // np.delete
+  for (int d = max_view_rank - 1; d > concat; --d) e[d] = e[d - 1];  // np.insert
+  e[concat] = p;
   return e;
 }
 
+/// The shape of a stacked all_gather along `dim`: a dimension of size p
+/// inserted there.
 template <class V>
-Extents stacked_extents(const V& x, int p) {
-  Extents e;
-  e[0] = static_cast<std::size_t>(p);
-  for (int d = 0; d + 1 < max_view_rank; ++d) e[d + 1] = d < rank_v<V> ? x.extent(d) : 1;
+Extents stacked_extents_at(const V& x, int p, int dim) {
+  auto e = extents_of(x);
+  for (int d = max_view_rank - 1; d > dim; --d) e[d] = e[d - 1];
+  e[dim] = static_cast<std::size_t>(p);
   return e;
 }
 
 }  // namespace detail
 
-/// \brief Gathers `x` from every rank of `axis`, stacked along a new leading
-/// dimension: result(r, ...) = x on axis rank r. Collective.
+/// \brief Gathers `x` from every rank of `axis`, stacked along a new
+/// dimension inserted at `dim` (JAX's all_gather(x, axis_name, axis=dim)):
+/// for dim 0, result(r, ...) = x on axis rank r. Collective.
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
-detail::stacked_t<V> all_gather(const Exec& exec, const V& x, AxisRef axis) {
+detail::stacked_t<V> all_gather(const Exec& exec, const V& x, AxisRef axis, int dim = 0) {
   ProfilingRegion region("kpmap::all_gather", axis->name());
   if (region.traced()) region.note(detail::trace_args(x));
   static_assert(detail::rank_v<V> < detail::max_view_rank,
                 "all_gather adds a dimension: the input rank must be below 8");
-  auto out = detail::allocate<detail::stacked_t<V>>("kpmap::all_gather",
-                                                    detail::stacked_extents(x, axis->size()));
-  detail::start_all_gather(exec, x, *axis, true, 0, out, nullptr)();
+  detail::require_dim("all_gather", dim, detail::rank_v<V> + 1);
+  auto out = detail::allocate<detail::stacked_t<V>>(
+      "kpmap::all_gather", detail::stacked_extents_at(x, axis->size(), dim));
+  detail::start_all_gather(exec, x, *axis, true, dim, out, nullptr)();
   return out;
 }
 
@@ -214,9 +251,12 @@ detail::owning_like_t<V> all_gather(const Exec& exec, const V& x, AxisRef axis, 
   return out;
 }
 
-/// \brief Splits dimension `split_dim` of `x` into axis-size blocks, sends block
-/// j to axis rank j, and concatenates the received blocks along `concat_dim`
-/// (JAX's all_to_all). Collective.
+/// \brief JAX's all_to_all(x, axis, split_axis, concat_axis) with its
+/// default tiled=False: dimension `split_dim`, whose extent must be the axis
+/// size p, is removed, and a dimension of size p is inserted at `concat_dim`
+/// of the result (np.insert(np.delete(x.shape, split), concat, p)); on axis
+/// rank r, index j of that dimension holds x of axis rank j at index r of
+/// `split_dim`. Collective.
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 detail::owning_like_t<V> all_to_all(const Exec& exec, const V& x, AxisRef axis, int split_dim,
@@ -224,8 +264,24 @@ detail::owning_like_t<V> all_to_all(const Exec& exec, const V& x, AxisRef axis, 
   ProfilingRegion region("kpmap::all_to_all", axis->name());
   if (region.traced()) region.note(detail::trace_args(x));
   auto out = detail::allocate<detail::owning_like_t<V>>(
-      "kpmap::all_to_all", detail::all_to_all_extents(x, *axis, split_dim, concat_dim));
-  detail::start_all_to_all(exec, x, *axis, split_dim, concat_dim, out, nullptr)();
+      "kpmap::all_to_all", detail::all_to_all_extents(x, *axis, split_dim, concat_dim, false));
+  detail::start_all_to_all(exec, x, *axis, split_dim, concat_dim, false, out, nullptr)();
+  return out;
+}
+
+/// \brief JAX's all_to_all with tiled=True: splits dimension `split_dim` of
+/// `x` into p blocks, sends block j to axis rank j, and concatenates the
+/// received blocks along `concat_dim`; no dimension is added or removed.
+/// Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+detail::owning_like_t<V> all_to_all(const Exec& exec, const V& x, AxisRef axis, int split_dim,
+                                    int concat_dim, TiledForm) {
+  ProfilingRegion region("kpmap::all_to_all", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
+  auto out = detail::allocate<detail::owning_like_t<V>>(
+      "kpmap::all_to_all", detail::all_to_all_extents(x, *axis, split_dim, concat_dim, true));
+  detail::start_all_to_all(exec, x, *axis, split_dim, concat_dim, true, out, nullptr)();
   return out;
 }
 
@@ -262,8 +318,8 @@ detail::owning_like_t<V> psum_scatter(const Exec& exec, const V& x, AxisRef axis
 // Without an execution space: every instance is fenced first, then a default
 // instance of the View's space runs the collective (see unnamed_instance).
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
-auto all_gather(const V& x, AxisRef axis) {
-  return all_gather(detail::unnamed_instance<typename V::execution_space>(), x, axis);
+auto all_gather(const V& x, AxisRef axis, int dim = 0) {
+  return all_gather(detail::unnamed_instance<typename V::execution_space>(), x, axis, dim);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto all_gather(const V& x, AxisRef axis, Tiled tiled) {
@@ -273,6 +329,11 @@ template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto all_to_all(const V& x, AxisRef axis, int split_dim, int concat_dim) {
   return all_to_all(detail::unnamed_instance<typename V::execution_space>(), x, axis, split_dim,
                     concat_dim);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto all_to_all(const V& x, AxisRef axis, int split_dim, int concat_dim, TiledForm t) {
+  return all_to_all(detail::unnamed_instance<typename V::execution_space>(), x, axis, split_dim,
+                    concat_dim, t);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto psum_scatter(const V& x, AxisRef axis, int dim = 0) {
@@ -285,32 +346,48 @@ auto psum_scatter(const V& x, AxisRef axis, Tiled tiled) {
 
 // -- non-blocking forms ---------------------------------------------------------
 
-/// \brief Non-blocking all_gather (stacked) on `exec`; the Async owns every
-/// buffer, and its wait() fences `exec` only.
+/// \brief Non-blocking all_gather (stacked at `dim`) on `exec`; the Async
+/// owns every buffer, and its wait() fences `exec` only.
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
-Async<detail::stacked_t<V>> iall_gather(const Exec& exec, const V& x, AxisRef axis) {
+Async<detail::stacked_t<V>> iall_gather(const Exec& exec, const V& x, AxisRef axis, int dim = 0) {
   ProfilingRegion region("kpmap::iall_gather", axis->name());
   if (region.traced()) region.note(detail::trace_args(x));
-  auto out = detail::allocate<detail::stacked_t<V>>("kpmap::all_gather",
-                                                    detail::stacked_extents(x, axis->size()));
+  detail::require_dim("all_gather", dim, detail::rank_v<V> + 1);
+  auto out = detail::allocate<detail::stacked_t<V>>(
+      "kpmap::all_gather", detail::stacked_extents_at(x, axis->size(), dim));
   transport::Pending pending;
-  auto finish = detail::start_all_gather(exec, x, *axis, true, 0, out, &pending);
+  auto finish = detail::start_all_gather(exec, x, *axis, true, dim, out, &pending);
   return {out, detail::make_request(std::move(pending), std::move(finish))};
 }
 
-/// \brief Non-blocking all_to_all on `exec`.
+namespace detail {
+template <class Exec, class V>
+Async<owning_like_t<V>> iall_to_all(const Exec& exec, const V& x, const Axis& axis, int split_dim,
+                                    int concat_dim, bool tiled) {
+  ProfilingRegion region("kpmap::iall_to_all", axis.name());
+  if (region.traced()) region.note(trace_args(x));
+  auto out = allocate<owning_like_t<V>>(
+      "kpmap::all_to_all", all_to_all_extents(x, axis, split_dim, concat_dim, tiled));
+  transport::Pending pending;
+  auto finish = start_all_to_all(exec, x, axis, split_dim, concat_dim, tiled, out, &pending);
+  return {out, make_request(std::move(pending), std::move(finish))};
+}
+}  // namespace detail
+
+/// \brief Non-blocking all_to_all (JAX's default, untiled) on `exec`.
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 Async<detail::owning_like_t<V>> iall_to_all(const Exec& exec, const V& x, AxisRef axis,
                                             int split_dim, int concat_dim) {
-  ProfilingRegion region("kpmap::iall_to_all", axis->name());
-  if (region.traced()) region.note(detail::trace_args(x));
-  auto out = detail::allocate<detail::owning_like_t<V>>(
-      "kpmap::all_to_all", detail::all_to_all_extents(x, *axis, split_dim, concat_dim));
-  transport::Pending pending;
-  auto finish = detail::start_all_to_all(exec, x, *axis, split_dim, concat_dim, out, &pending);
-  return {out, detail::make_request(std::move(pending), std::move(finish))};
+  return detail::iall_to_all(exec, x, *axis, split_dim, concat_dim, false);
+}
+/// \brief Non-blocking tiled all_to_all on `exec`.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+Async<detail::owning_like_t<V>> iall_to_all(const Exec& exec, const V& x, AxisRef axis,
+                                            int split_dim, int concat_dim, TiledForm) {
+  return detail::iall_to_all(exec, x, *axis, split_dim, concat_dim, true);
 }
 
 /// \brief Non-blocking psum_scatter on `exec` (untiled: dimension `dim` has
@@ -330,14 +407,20 @@ Async<detail::dropped_t<V>> ipsum_scatter(const Exec& exec, const V& x, AxisRef 
 // Without an execution space: every instance is fenced first, then a default
 // instance of the View's space runs the collective (see unnamed_instance).
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
-Async<detail::stacked_t<V>> iall_gather(const V& x, AxisRef axis) {
-  return iall_gather(detail::unnamed_instance<typename V::execution_space>(), x, axis);
+Async<detail::stacked_t<V>> iall_gather(const V& x, AxisRef axis, int dim = 0) {
+  return iall_gather(detail::unnamed_instance<typename V::execution_space>(), x, axis, dim);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_dim,
                                             int concat_dim) {
   return iall_to_all(detail::unnamed_instance<typename V::execution_space>(), x, axis, split_dim,
                      concat_dim);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_dim,
+                                            int concat_dim, TiledForm t) {
+  return iall_to_all(detail::unnamed_instance<typename V::execution_space>(), x, axis, split_dim,
+                     concat_dim, t);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 Async<detail::dropped_t<V>> ipsum_scatter(const V& x, AxisRef axis, int dim = 0) {

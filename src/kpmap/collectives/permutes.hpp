@@ -124,10 +124,24 @@ detail::owning_like_t<V> ppermute(const Exec& exec, const V& x, AxisRef axis,
 /// `root`. Collective.
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
-void pbroadcast(const Exec& exec, const V& x, AxisRef axis, int root = 0) {
+void pbroadcast_inplace(const Exec& exec, const V& x, AxisRef axis, int root = 0) {
   ProfilingRegion region("kpmap::pbroadcast", axis->name());
   if (region.traced()) region.note(detail::trace_args(x));
   detail::start_pbroadcast(exec, x, *axis, root, nullptr)();
+}
+
+/// \brief A new View holding `x` of axis rank `root`, on every rank of
+/// `axis` (JAX's pbroadcast(x, axis_name, source)); `x` is unchanged.
+/// Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+[[nodiscard]] detail::owning_like_t<V> pbroadcast(const Exec& exec, const V& x, AxisRef axis,
+                                                  int root = 0) {
+  ProfilingRegion region("kpmap::pbroadcast", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
+  auto out = detail::copy_of(exec, x, "kpmap::pbroadcast");
+  detail::start_pbroadcast(exec, out, *axis, root, nullptr)();
+  return out;
 }
 
 /// \brief The value of `x` on axis rank `root`, on every rank. Collective.
@@ -147,8 +161,12 @@ auto ppermute(const V& x, AxisRef axis, const std::vector<PermutePair>& pairs) {
   return ppermute(detail::unnamed_instance<typename V::execution_space>(), x, axis, pairs);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
-void pbroadcast(const V& x, AxisRef axis, int root = 0) {
-  pbroadcast(detail::unnamed_instance<typename V::execution_space>(), x, axis, root);
+void pbroadcast_inplace(const V& x, AxisRef axis, int root = 0) {
+  pbroadcast_inplace(detail::unnamed_instance<typename V::execution_space>(), x, axis, root);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+[[nodiscard]] auto pbroadcast(const V& x, AxisRef axis, int root = 0) {
+  return pbroadcast(detail::unnamed_instance<typename V::execution_space>(), x, axis, root);
 }
 
 // -- non-blocking forms ---------------------------------------------------------

@@ -221,11 +221,11 @@ void pack_blocks(const Exec& exec, const V& x, int split, int p, const Flat& sen
 }
 
 /// \brief Unpacks `p` row-major blocks of shape `chunk` (rank `chunk_rank`)
-/// into `out`: stacked along a new leading dimension (`stacked`), or
-/// concatenated along dimension `axis` of `out`.
+/// into `out`, concatenated along dimension `axis` of `out` (block r at
+/// indices r chunk[axis] ... of it).
 template <class Exec, class Flat, class V>
 void unpack_blocks(const Exec& exec, const Flat& recv, const Extents& chunk, int chunk_rank,
-                   int axis, bool stacked, const V& out) {
+                   int axis, const V& out) {
   require_kernel_ready<Exec, V>();
   constexpr int R = rank_v<V>;
   const Extents e = extents_of(out);
@@ -236,16 +236,9 @@ void unpack_blocks(const Exec& exec, const Flat& recv, const Extents& chunk, int
         std::size_t idx[max_view_rank];
         unflatten(k, e, R, idx);
         std::size_t local[max_view_rank];
-        std::size_t r = 0;
-        if (stacked) {
-          r = idx[0];
-          for (int d = 0; d + 1 < max_view_rank; ++d) local[d] = idx[d + 1];
-          local[max_view_rank - 1] = 0;
-        } else {
-          for (int d = 0; d < max_view_rank; ++d) local[d] = idx[d];
-          r = idx[axis] / chunk[axis];
-          local[axis] = idx[axis] % chunk[axis];
-        }
+        for (int d = 0; d < max_view_rank; ++d) local[d] = idx[d];
+        const std::size_t r = idx[axis] / chunk[axis];
+        local[axis] = idx[axis] % chunk[axis];
         at(out, idx) = recv(r * cn + flatten(local, chunk, chunk_rank));
       });
 }
