@@ -3,8 +3,9 @@
 //   jax.pmap(lambda x: x * 2)(jnp.arange(N))
 //
 // kpmap::pmap hands each device its block of the rows of x (blocks may differ
-// by one row: nothing has to divide by the device count), runs the function
-// there, and gathers the blocks of the result into the whole array again.
+// by one row: nothing has to divide by the device count) and runs the function
+// there. The result stays sharded, each device holding its block, as a JAX
+// array does until it is indexed; kpmap::gather reassembles it when asked.
 //
 //   mpiexec -n 3 ./02_pmap
 
@@ -35,11 +36,19 @@ int times_two(kpmap::Runtime&) {
 
   auto f = kpmap::pmap("devices", TimesTwo{}, kpmap::in_axes(kpmap::sharded),
                        kpmap::out_axes(kpmap::sharded));
-  const auto y = f(x);  // the whole result, on every device
+  const auto block = f(x);  // this device's block of the result
 
-  // Checked against the closed form: y(i) = 2 i.
+  // Each block checked against the closed form y(i) = 2 i at its global rows.
+  const kpmap::BlockPartition rows(n, "devices");
+  const int me = kpmap::axis_index("devices");
+  auto mine = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), block);
+  int wrong = mine.extent(0) != rows.count(me);
+  for (std::size_t i = 0; i < mine.extent(0); ++i) wrong += mine(i) != 2.0 * (rows.begin(me) + i);
+
+  // The whole array, reassembled on every device (out_axes(kpmap::gathered)
+  // would have done it in the pmap call).
+  const auto y = kpmap::gather(block, "devices");
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
-  int wrong = 0;
   for (std::size_t i = 0; i < n; ++i) wrong += host(i) != 2.0 * i;  // host loop: printing only
   if (kpmap::axis_index("devices") == 0) {
     std::printf("y = [");

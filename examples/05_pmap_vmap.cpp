@@ -47,7 +47,7 @@ int convolve_sharded(kpmap::Runtime&) {
   auto conv = kpmap::vmap(Conv1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
                           kpmap::out_axes(kpmap::batched), kpmap::returns<double*>(ValidLength{}));
   auto f = kpmap::pmap("devices", conv, kpmap::in_axes(kpmap::sharded, kpmap::replicated),
-                       kpmap::out_axes(kpmap::sharded));
+                       kpmap::out_axes(kpmap::gathered));
   const auto y = f(x, w);  // (batch, n - taps + 1), gathered on every device
 
   // Checked against the closed form of 04: y(b, i) = 4 b (i + 1) + 4.

@@ -149,7 +149,7 @@ TEST_CASE("pmap runs a function on local blocks with in_axes and out_axes", "[pm
         return std::make_tuple(kpmap::pmean(loss, "devices", weight), grad, scaled);
       },
       kpmap::in_axes(kpmap::sharded, kpmap::sharded, kpmap::replicated, kpmap::replicated),
-      kpmap::out_axes(kpmap::replicated, kpmap::replicated, kpmap::sharded));
+      kpmap::out_axes(kpmap::replicated, kpmap::replicated, kpmap::gathered));
 
   auto [loss, grad, scaled] = step(X, y, w, 2.0);
 
@@ -168,6 +168,35 @@ TEST_CASE("pmap runs a function on local blocks with in_axes and out_axes", "[pm
   REQUIRE(sh.extent(0) == N);
   for (std::size_t i = 0; i < N; ++i)
     for (std::size_t j = 0; j < F; ++j) CHECK(sh(i, j) == 2.0 * X(i, j));
+}
+
+TEST_CASE("a result marked sharded stays each rank's block; gathered reassembles it", "[pmap]") {
+  // 10 rows split over the ranks as BlockPartition says (4, 3, 3 at 3 ranks).
+  constexpr std::size_t N = 10;
+  Kokkos::View<double*, Host> x("x", N);
+  for (std::size_t i = 0; i < N; ++i) x(i) = 1.0 * i;
+  auto twice = [](auto xl) {
+    Kokkos::View<double*, Host> out("out", xl.extent(0));
+    for (std::size_t i = 0; i < xl.extent(0); ++i) out(i) = 2 * xl(i);
+    return out;
+  };
+  const kpmap::BlockPartition part(N, "devices");
+  const int me = world_rank();
+  auto block = kpmap::pmap("devices", twice, kpmap::in_axes(kpmap::sharded),
+                           kpmap::out_axes(kpmap::sharded))(x);
+  REQUIRE(block.extent(0) == part.count(me));
+  for (std::size_t i = 0; i < block.extent(0); ++i) CHECK(block(i) == 2.0 * (part.begin(me) + i));
+
+  // The same result reassembled: explicitly by the marker, or later by gather.
+  auto whole = kpmap::pmap("devices", twice, kpmap::in_axes(kpmap::sharded),
+                           kpmap::out_axes(kpmap::gathered))(x);
+  auto later = kpmap::gather(block, "devices");
+  REQUIRE(whole.extent(0) == N);
+  REQUIRE(later.extent(0) == N);
+  for (std::size_t i = 0; i < N; ++i) {
+    CHECK(whole(i) == 2.0 * i);
+    CHECK(later(i) == 2.0 * i);
+  }
 }
 
 TEST_CASE("checked mode catches a result declared replicated that is not", "[pmap][checked]") {

@@ -299,12 +299,19 @@ auto gather(const V& local, AxisRef axis, int root = -1) {
 
 // ===== pmap ===================================================================
 
-/// \brief in_axes / out_axes marker: split along the leading dimension.
+/// \brief in_axes / out_axes marker: split along the leading dimension. A
+/// result so marked stays split: each rank keeps its block, as a JAX user
+/// has until they index the array.
 struct Sharded {};
 /// \brief in_axes / out_axes marker: the same value on every rank.
 struct Replicated {};
+/// \brief out_axes marker: a sharded result reassembled into the whole
+/// array on every rank (one allgather of the block sizes, one allgatherv and
+/// a whole array per rank on every call; kpmap::gather does the same later).
+struct Gathered {};
 inline constexpr Sharded sharded{};
 inline constexpr Replicated replicated{};
+inline constexpr Gathered gathered{};
 
 /// \brief JAX's in_axes: one marker per argument of the mapped function.
 template <class... Specs>
@@ -348,8 +355,13 @@ decltype(auto) localize(const Axis& axis, const Arg& arg, std::size_t i) {
 template <class Spec, class R>
 auto globalize(const Axis& axis, R&& result, std::size_t i) {
   if constexpr (std::is_same_v<Spec, Sharded>) {
+    return std::forward<R>(result);  // this rank's block
+  } else if constexpr (std::is_same_v<Spec, Gathered>) {
+    static_assert(is_view_v<std::decay_t<R>>, "pmap: a result marked gathered must be a View");
     return gather(result, axis);
   } else {
+    static_assert(std::is_same_v<Spec, Replicated>,
+                  "pmap: out_axes markers are kpmap::sharded, kpmap::gathered or kpmap::replicated");
     if (checked_mode()) verify_replicated_value(axis, "pmap result " + std::to_string(i), result);
     return std::forward<R>(result);
   }
@@ -408,8 +420,10 @@ class Pmapped {
 /// that, called on every rank with whole arrays, runs `fn` on each rank's
 /// block of the arguments marked sharded (the leading dimension split as
 /// BlockPartition does) and on the replicated arguments as they are. Results
-/// marked sharded are reassembled into whole arrays on every rank; results
-/// marked replicated are returned as they are. In checked mode, replicated
+/// marked sharded stay where they are, each rank's block (kpmap::gather
+/// reassembles one later); results marked gathered are reassembled into whole
+/// arrays on every rank; results marked replicated are returned as they are,
+/// and in checked mode, replicated
 /// arguments and results are verified identical across ranks, which catches a
 /// forgotten pmean at once.
 template <class F, class... In, class... Out>
