@@ -52,8 +52,7 @@ TEST_CASE("a 2-D mesh with a size left to MPI_Dims_create", "[mesh]") {
 // A mesh of any rank count: "data" takes what "model" (2 where it can) leaves.
 static int model_size() { return world_size() % 2 == 0 ? 2 : 1; }
 
-TEST_CASE("collectives over several axes at once, as JAX's psum(x, ('data', 'model'))",
-          "[mesh]") {
+TEST_CASE("collectives over several axes at once, as JAX's psum(x, ('data', 'model'))", "[mesh]") {
   const int P = world_size();
   const int M = model_size();
   const int D = P / M;

@@ -98,7 +98,7 @@ class Mesh {
   struct Wrap {};
   Mesh(Wrap, MPI_Comm comm, std::string axis_name);  // uses `comm`, does not own it
   void add_line_axis(std::string name);              // the one axis of a 1-D mesh over comm_
-  void add_groups();                                  // every set of 2+ axes, in mesh order
+  void add_groups();                                 // every set of 2+ axes, in mesh order
   void free() noexcept;
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool owns_comm_ = true;

@@ -360,8 +360,9 @@ auto globalize(const Axis& axis, R&& result, std::size_t i) {
     static_assert(is_view_v<std::decay_t<R>>, "pmap: a result marked gathered must be a View");
     return gather(result, axis);
   } else {
-    static_assert(std::is_same_v<Spec, Replicated>,
-                  "pmap: out_axes markers are kpmap::sharded, kpmap::gathered or kpmap::replicated");
+    static_assert(
+        std::is_same_v<Spec, Replicated>,
+        "pmap: out_axes markers are kpmap::sharded, kpmap::gathered or kpmap::replicated");
     if (checked_mode()) verify_replicated_value(axis, "pmap result " + std::to_string(i), result);
     return std::forward<R>(result);
   }

@@ -82,8 +82,7 @@ auto start_all_gather(const Exec& exec, const V& x, const Axis& axis, bool stack
     chunk = extents_of(out);
     chunk[dim] = 1;
   }
-  return [exec, out, send = std::move(send), recv = std::move(recv), direct, chunk,
-          dim]() mutable {
+  return [exec, out, send = std::move(send), recv = std::move(recv), direct, chunk, dim]() mutable {
     complete_receive(exec, recv, [&] {
       if (!direct) unpack_blocks(exec, recv.dev, chunk, rank_v<Out>, dim, out);
     });
@@ -201,7 +200,7 @@ Extents all_to_all_extents(const V& x, const Axis& axis, int split, int concat, 
                 std::to_string(x.extent(split)) + " but axis '" + axis.name() + "' has " +
                 std::to_string(p) + " ranks (use kpmap::tiled to split it in blocks)");
   }
-  for (int d = split; d + 1 < max_view_rank; ++d) e[d] = e[d + 1];  // np.delete
+  for (int d = split; d + 1 < max_view_rank; ++d) e[d] = e[d + 1];   // np.delete
   for (int d = max_view_rank - 1; d > concat; --d) e[d] = e[d - 1];  // np.insert
   e[concat] = p;
   return e;
@@ -367,8 +366,8 @@ Async<owning_like_t<V>> iall_to_all(const Exec& exec, const V& x, const Axis& ax
                                     int concat_dim, bool tiled) {
   ProfilingRegion region("kpmap::iall_to_all", axis.name());
   if (region.traced()) region.note(trace_args(x));
-  auto out = allocate<owning_like_t<V>>(
-      "kpmap::all_to_all", all_to_all_extents(x, axis, split_dim, concat_dim, tiled));
+  auto out = allocate<owning_like_t<V>>("kpmap::all_to_all",
+                                        all_to_all_extents(x, axis, split_dim, concat_dim, tiled));
   transport::Pending pending;
   auto finish = start_all_to_all(exec, x, axis, split_dim, concat_dim, tiled, out, &pending);
   return {out, make_request(std::move(pending), std::move(finish))};
@@ -417,8 +416,8 @@ Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_
                      concat_dim);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
-Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_dim,
-                                            int concat_dim, TiledForm t) {
+Async<detail::owning_like_t<V>> iall_to_all(const V& x, AxisRef axis, int split_dim, int concat_dim,
+                                            TiledForm t) {
   return iall_to_all(detail::unnamed_instance<typename V::execution_space>(), x, axis, split_dim,
                      concat_dim, t);
 }
