@@ -20,5 +20,6 @@
 #include <kpmap/run/stop.hpp>
 #include <kpmap/run/watchdog.hpp>
 #include <kpmap/runtime.hpp>
+#include <kpmap/shard_map.hpp>
 #include <kpmap/version.hpp>
 #include <kpmap/vmap.hpp>

@@ -66,6 +66,24 @@ struct Conv1D {
 };
 // [end]
 
+// [row_sums]
+// The function shard_map runs: a device's block of A in, the sums of its rows
+// out, a thread per row.
+struct RowSums {
+  template <class ABlock>
+  Kokkos::View<double*> operator()(const ABlock& a) const {
+    Kokkos::View<double*> sums("sums", a.extent(0));
+    Kokkos::parallel_for(
+        "tour::row_sums", a.extent(0), KOKKOS_LAMBDA(std::size_t i) {
+          double s = 0;
+          for (std::size_t j = 0; j < a.extent(1); ++j) s += a(i, j);
+          sums(i) = s;
+        });
+    return sums;
+  }
+};
+// [end]
+
 // Fails the tour (on every rank) when a documented claim does not hold.
 void expect(bool ok, const char* what) {
   if (!kpmap::psum(ok ? 0 : 1, kpmap::Mesh::world().axis("devices"))) return;
@@ -147,6 +165,23 @@ int tour(kpmap::Runtime& rt) {
     const int data_index = kpmap::axis_index("data");
     // [end]
     expect(row_sum == 2.0 && data_index == me / 2, "2-D mesh");
+  }
+
+  {
+    // [shard_map]
+    // jax.shard_map(f, mesh=mesh, in_specs=P("data", None), out_specs=P("data")):
+    // each device gets the rows of A that its "data" index gives (blocks may be
+    // uneven) and all columns; the result stays sharded until gathered.
+    kpmap::Mesh mesh({{"data", 0}, {"model", n % 2 == 0 ? 2 : 1}});
+    using kpmap::P;
+    Kokkos::View<double**> A("A", 7, 3);
+    Kokkos::deep_copy(A, 1.0);
+    auto row_sums = kpmap::shard_map(mesh, {P("data", kpmap::none)}, {P("data")}, RowSums{});
+    auto block = row_sums(A);                            // this device's rows of the result
+    auto whole = kpmap::gather(mesh, P("data"), block);  // shape (7), on every device
+    // [end]
+    auto wh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), whole);
+    expect(wh.extent(0) == 7 && wh(0) == 3.0 && wh(6) == 3.0, "shard_map row sums");
   }
 
   // [gather]
