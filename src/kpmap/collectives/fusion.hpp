@@ -89,14 +89,15 @@ struct FusedState {
   std::vector<std::function<void()>> alone_finish;
 };
 
-/// Starts a fused in-place reduction of every leaf of `tree`: small leaves
-/// are packed into one buffer and reduced in messages of at most
-/// fusion_threshold() bytes; large leaves are reduced in place on their own.
-/// Returns the step that completes it. `tree` must outlive that step.
+/// Starts a fused in-place reduction of every leaf of `tree`, whose leaves
+/// share one element type: small leaves are packed into one buffer and
+/// reduced in messages of at most fusion_threshold() bytes; large leaves are
+/// reduced in place on their own. Returns the step that completes it.
+/// `tree` must outlive that step.
 template <class Exec, class Tree>
-std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis, ReduceOp op,
-                                  const char* opname, double before, double after,
-                                  transport::Pending* pending) {
+std::function<void()> start_fused_one_type(const Exec& exec, Tree& tree, const Axis& axis,
+                                           ReduceOp op, const char* opname, double before,
+                                           double after, transport::Pending* pending) {
   require_kernel_ready<Exec, typename tree_memory_space<std::decay_t<Tree>>::type>();
   auto st = std::make_shared<FusedState>();
   // Names and shapes (text) only where they are used: in a message, or in
@@ -119,10 +120,9 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
       space = V::memory_space::name();
       elem_size = sizeof(T);
     } else if (typeid(T) != *type || std::strcmp(V::memory_space::name(), space) != 0) {
-      throw Error(std::string("kpmap::") + opname + ": every leaf of a tree must have one " +
-                  "element type and memory space; leaf " + std::to_string(i) + " holds " +
-                  type_name<T>() + " in " + V::memory_space::name() + " but leaf 0 holds " +
-                  type_text() + " in " + space);
+      throw Error(std::string("kpmap::") + opname + ": every leaf of a tree must live in one " +
+                  "memory space; leaf " + std::to_string(i) + " holds " + type_name<T>() + " in " +
+                  V::memory_space::name() + " but leaf 0 holds " + type_text() + " in " + space);
     }
     if (checked) shapes += extents_string(extents_of(leaf), rank_v<V>);
     const bool alone = leaf.size() * sizeof(T) >= fusion_threshold() && is_contiguous(leaf);
@@ -244,6 +244,69 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
   } else {
     return std::function<void()>([complete, &tree]() { complete(tree); });
   }
+}
+
+/// The leaves of a tree with one element type (`type`), as a tree of its own:
+/// a mixed tree is reduced as one such tree per element type.
+template <class Tree>
+struct LeavesOfType {
+  using memory_space = typename tree_memory_space<std::decay_t<Tree>>::type;
+  Tree tree;  // a copy when the tree is copyable (Views are handles), else a reference
+  const std::type_info* type;
+  template <class F>
+  void for_each_view(F& f) {
+    auto matching = [&](auto& leaf) {
+      if (typeid(value_t<std::decay_t<decltype(leaf)>>) == *type) f(leaf);
+    };
+    for_each_leaf(tree, matching);
+  }
+};
+
+/// Starts a fused in-place reduction of every leaf of `tree` (see
+/// start_fused_one_type): a tree whose leaves mix element types (JAX's
+/// pytrees of float32 and int32) is reduced in one message stream per
+/// element type, in the order the types first appear. All leaves must live
+/// in one memory space.
+template <class Exec, class Tree>
+std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis, ReduceOp op,
+                                  const char* opname, double before, double after,
+                                  transport::Pending* pending) {
+  std::vector<const std::type_info*> types;
+  const char* space = nullptr;
+  std::size_t index = 0;
+  auto note_type = [&](auto& leaf) {
+    using V = std::decay_t<decltype(leaf)>;
+    const std::type_info& t = typeid(value_t<V>);
+    const char* here = V::memory_space::name();
+    if (space == nullptr) space = here;
+    if (std::strcmp(here, space) != 0) {
+      throw Error(std::string("kpmap::") + opname + ": every leaf of a tree must live in one " +
+                  "memory space; leaf " + std::to_string(index) + " is in " + here +
+                  " but leaf 0 in " + space);
+    }
+    ++index;
+    for (const auto* seen : types) {
+      if (*seen == t) return;
+    }
+    types.push_back(&t);
+  };
+  for_each_leaf(tree, note_type);
+  if (types.size() <= 1) {
+    return start_fused_one_type(exec, tree, axis, op, opname, before, after, pending);
+  }
+  using Held = std::conditional_t<std::is_copy_constructible_v<std::remove_const_t<Tree>>,
+                                  std::remove_const_t<Tree>, Tree&>;
+  auto parts = std::make_shared<std::vector<LeavesOfType<Held>>>();
+  parts->reserve(types.size());  // the parts stay where they are while the steps run
+  std::vector<std::function<void()>> steps;
+  for (const auto* t : types) {
+    parts->push_back(LeavesOfType<Held>{tree, t});
+    steps.push_back(
+        start_fused_one_type(exec, parts->back(), axis, op, opname, before, after, pending));
+  }
+  return std::function<void()>([parts, steps = std::move(steps)]() {
+    for (const auto& step : steps) step();
+  });
 }
 
 }  // namespace detail
