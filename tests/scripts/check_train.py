@@ -19,6 +19,9 @@
     check_train.py images --launcher T --app APP --deck DECK --ranks N --work DIR
         writes byte images as HDF5 (N x H x W x 1) and as gzipped IDX files, trains
         on each: both give the same parameters bit for bit, and the network learns
+    check_train.py no_checkpoints --launcher T --app APP --deck DECK --ranks N --work DIR
+        the deck with output.checkpoints = false writes no HDF5 file and learns
+        the same parameters, bit for bit, as with checkpoints
     check_train.py same --launcher T --app APP --deck DECK --ranks N --work DIR
                         [--set S]... --other O... [--rtol R]
         the deck with the --set S overrides, and with the --other O ones too,
@@ -170,6 +173,22 @@ def cmd_same(args) -> None:
     print(f"OK: {' '.join(args.other)} changes no parameter by more than {args.rtol:g}")
 
 
+def cmd_no_checkpoints(args) -> None:
+    thetas = []
+    for setting in ("true", "false"):
+        out = os.path.join(args.work, "checkpoints_" + setting)
+        run(args.launcher, args.ranks, [args.app, args.deck, "--output", out,
+                                        "--set", "output.checkpoints=" + setting])
+        written = glob.glob(os.path.join(out, "**", "*.h5"), recursive=True)
+        print(f"output.checkpoints = {setting}: {len(written)} HDF5 files")
+        if (setting == "false") != (not written):
+            fail(f"output.checkpoints = {setting} wrote {written or 'no HDF5 file'}")
+        thetas.append(theta(load(os.path.join(out, "result.json"))))
+    if not np.array_equal(thetas[0], thetas[1]):
+        fail(f"the parameters differ without checkpoints: {thetas[1]} vs {thetas[0]}")
+    print("OK: no checkpoint written, the same parameters bit for bit")
+
+
 def same_checkpoints(a_path: str, b_path: str, rtol: float, prefix: str = "") -> None:
     """The datasets (named prefix...) of two checkpoints agree bit for bit (rtol 0) or to rtol."""
     with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
@@ -233,7 +252,7 @@ def main() -> None:
     c = sub.add_parser("accuracy")
     c.add_argument("result")
     c.add_argument("--min", type=float, required=True)
-    for name in ("lstsq", "restart", "images", "same"):
+    for name in ("lstsq", "restart", "images", "same", "no_checkpoints"):
         c = sub.add_parser(name)
         c.add_argument("--launcher", required=True)
         c.add_argument("--app", required=True)
@@ -252,7 +271,7 @@ def main() -> None:
             c.add_argument("--rtol", type=float, default=1e-12)
     args = ap.parse_args()
     {"compare": cmd_compare, "recovers": cmd_recovers, "accuracy": cmd_accuracy, "lstsq": cmd_lstsq, "images": cmd_images,
-     "same": cmd_same,
+     "same": cmd_same, "no_checkpoints": cmd_no_checkpoints,
      "restart": cmd_restart}[args.cmd](args)
 
 

@@ -118,6 +118,9 @@ deck::Schema train_schema() {
   s.integer("output.checkpoint_every", 0, Range{0, 1e9}, "epochs",
             "write a checkpoint every N epochs (0: only at the end)");
   s.integer("output.keep", 3, Range{1, 1000}, "", "checkpoints kept (older ones are deleted)");
+  s.boolean("output.checkpoints", true,
+            "false: write no checkpoint (a run that only reports; nothing to restart from, and "
+            "a stop signal ends it without one)");
   s.real_list("output.expect_val_loss", std::vector<double>{}, Range{0, 1e300}, "",
               "[low, high]: the run's check; it fails with exit code 5 unless the final "
               "validation loss lies in this range (empty: no check)");
@@ -372,6 +375,7 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.output = d.string("output.dir");
   c.checkpoint_every = d.integer("output.checkpoint_every");
   c.keep = int(d.integer("output.keep"));
+  c.checkpoints = d.boolean("output.checkpoints");
   c.expect_val_loss = d.real_list("output.expect_val_loss");
 
   c.labels = d.string("data.labels");

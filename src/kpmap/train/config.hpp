@@ -54,6 +54,7 @@ struct TrainConfig {
   long long epochs = 0, checkpoint_every = 0, max_steps = 0, log_every = 0;
   std::size_t accumulate = 1;  // micro-batches per step
   int keep = 3;
+  bool checkpoints = true;              ///< output.checkpoints
   std::vector<double> expect_val_loss;  ///< [low, high] the final validation loss must lie in
   std::size_t batch = 0;
   std::string output;
@@ -78,6 +79,7 @@ inline TrainerConfig trainer_config(const TrainConfig& c, const std::filesystem:
   tc.max_steps = c.max_steps;
   tc.log_every = c.log_every;
   tc.checkpoint_every = c.checkpoint_every;
+  tc.checkpoints = c.checkpoints;
   tc.keep = c.keep;
   tc.output_dir = out.string();
   tc.meta.app = "kpmap-train";

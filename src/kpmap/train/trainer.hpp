@@ -54,6 +54,7 @@ struct TrainerConfig {
   long long max_steps = 0;         ///< end after this many steps in all (0: no limit)
   long long log_every = 0;         ///< rank 0 prints the step's figures every N steps (0: never)
   long long checkpoint_every = 0;  ///< epochs between checkpoints (0: only at the end)
+  bool checkpoints = true;         ///< false: write none (nothing to restart from)
   int keep = 3;                    ///< checkpoints kept in `output_dir`
   std::string output_dir = ".";    ///< where checkpoints go (created if missing)
   checkpoint::Metadata meta;       ///< app, deck and decomposition stamped on every checkpoint
@@ -415,6 +416,7 @@ class Trainer {
   // A checkpoint of the model, the optimizer and the position `at`.
   void save(RunControl& run, const std::string& name, const TrainPosition& at,
             bool rotate = false) {
+    if (!c_.checkpoints) return;
     const double t0 = MPI_Wtime();
     run.checkpoint(
         name, "epoch " + std::to_string(at.epoch + (at.step > 0)),
