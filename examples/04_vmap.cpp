@@ -1,6 +1,9 @@
-// 04 vmap of a 1-D convolution over a batch:
+// 04 vmap of a 1-D cross-correlation over a batch:
 //
-//   jax.vmap(jnp.convolve-like conv, in_axes=(0, None))(x, w)
+//   jax.vmap(lambda x, w: jnp.correlate(x, w, "valid"), in_axes=(0, None))(x, w)
+//
+// (A cross-correlation, as the "convolutions" of neural networks are:
+// jnp.convolve would flip w first.)
 //
 // The per-example function sees one signal (a subview of x without the batch
 // axis) and the shared filter; kpmap::vmap runs it for every signal in one
@@ -14,9 +17,9 @@
 
 #include <cstdio>
 
-// One example: y(i) = sum_k w(k) x(i + k), a "valid" convolution. A functor
+// One example: y(i) = sum_k w(k) x(i + k), a "valid" cross-correlation. A functor
 // with a templated operator(): its arguments are subviews of Kokkos' making.
-struct Conv1D {
+struct Correlate1D {
   template <class X, class W, class Y>
   KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
     for (std::size_t i = 0; i < y.extent(0); ++i) {
@@ -27,7 +30,7 @@ struct Conv1D {
   }
 };
 
-int convolve(kpmap::Runtime&) {
+int correlate_batch(kpmap::Runtime&) {
   const std::size_t batch = 8, n = 32, taps = 3;
   // x(b, i) = b i + 1, and the filter w = [1, 2, 1], made on the device.
   Kokkos::View<double**> x("x", batch, n);
@@ -40,9 +43,9 @@ int convolve(kpmap::Runtime&) {
 
   // in_axes=(0, None), out_axes=0: the output is the last argument, written in place.
   Kokkos::View<double**> y("y", batch, n - taps + 1);
-  auto conv = kpmap::vmap(Conv1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
-                          kpmap::out_axes(kpmap::batched));
-  conv(x, w, y);
+  auto correlate = kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+                               kpmap::out_axes(kpmap::batched));
+  correlate(x, w, y);
 
   // Checked against the closed form: sum_k w(k) (b (i + k) + 1) = 4 b (i + 1) + 4.
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
@@ -56,4 +59,4 @@ int convolve(kpmap::Runtime&) {
   return kpmap::psum(wrong, "devices") == 0 ? 0 : 1;
 }
 
-int main(int argc, char** argv) { return kpmap::run(argc, argv, convolve); }
+int main(int argc, char** argv) { return kpmap::run(argc, argv, correlate_batch); }

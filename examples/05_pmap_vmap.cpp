@@ -1,6 +1,6 @@
-// 05 pmap of vmap: each device convolves its shard of the batch.
+// 05 pmap of vmap: each device cross-correlates its shard of the batch.
 //
-//   jax.pmap(jax.vmap(conv, in_axes=(0, None)), in_axes=(0, None))(x, w)
+//   jax.pmap(jax.vmap(correlate, in_axes=(0, None)), in_axes=(0, None))(x, w)
 //
 // kpmap::returns lets the vmap allocate and return its output (one signal of
 // n - taps + 1 samples per example), which is what pmap gathers.
@@ -14,8 +14,8 @@
 #include <array>
 #include <cstdio>
 
-// One example, as in 04: y(i) = sum_k w(k) x(i + k).
-struct Conv1D {
+// One example, as in 04: y(i) = sum_k w(k) x(i + k) (jnp.correlate, "valid").
+struct Correlate1D {
   template <class X, class W, class Y>
   KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
     for (std::size_t i = 0; i < y.extent(0); ++i) {
@@ -34,7 +34,7 @@ struct ValidLength {
   }
 };
 
-int convolve_sharded(kpmap::Runtime&) {
+int correlate_sharded(kpmap::Runtime&) {
   const std::size_t batch = 10, n = 32, taps = 3;  // 10 signals: 4 + 3 + 3 on 3 devices
   Kokkos::View<double**> x("x", batch, n);
   Kokkos::View<double*> w("w", taps);
@@ -44,9 +44,10 @@ int convolve_sharded(kpmap::Runtime&) {
   Kokkos::parallel_for(
       "05_pmap_vmap::filter", taps, KOKKOS_LAMBDA(std::size_t k) { w(k) = k == 1 ? 2.0 : 1.0; });
 
-  auto conv = kpmap::vmap(Conv1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
-                          kpmap::out_axes(kpmap::batched), kpmap::returns<double*>(ValidLength{}));
-  auto f = kpmap::pmap("devices", conv, kpmap::in_axes(kpmap::sharded, kpmap::replicated),
+  auto correlate =
+      kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+                  kpmap::out_axes(kpmap::batched), kpmap::returns<double*>(ValidLength{}));
+  auto f = kpmap::pmap("devices", correlate, kpmap::in_axes(kpmap::sharded, kpmap::replicated),
                        kpmap::out_axes(kpmap::gathered));
   const auto y = f(x, w);  // (batch, n - taps + 1), gathered on every device
 
@@ -57,7 +58,8 @@ int convolve_sharded(kpmap::Runtime&) {
     for (std::size_t i = 0; i < h.extent(1); ++i) wrong += h(b, i) != 4.0 * b * (i + 1) + 4;
   const kpmap::BlockPartition shards(batch, kpmap::axis_size("devices"));
   const int me = kpmap::axis_index("devices");
-  std::printf("device %d convolved signals [%zu, %zu)\n", me, shards.begin(me), shards.end(me));
+  std::printf("device %d cross-correlated signals [%zu, %zu)\n", me, shards.begin(me),
+              shards.end(me));
   std::fflush(stdout);
   if (me == 0) {
     std::printf("y(9, 0..2) = %g %g %g; %zu x %zu outputs %s 4 b (i + 1) + 4\n", h(9, 0), h(9, 1),
@@ -66,4 +68,4 @@ int convolve_sharded(kpmap::Runtime&) {
   return kpmap::psum(wrong, "devices") == 0 ? 0 : 1;
 }
 
-int main(int argc, char** argv) { return kpmap::run(argc, argv, convolve_sharded); }
+int main(int argc, char** argv) { return kpmap::run(argc, argv, correlate_sharded); }

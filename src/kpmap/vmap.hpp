@@ -25,8 +25,8 @@
 /// the batch sizes; a `pmap` of a `vmap` maps each device's shard.
 ///
 /// \code
-/// // One example: y = conv(x, w), a "valid" 1-D convolution.
-/// struct Conv1D {
+/// // One example: y = correlate(x, w), a "valid" 1-D cross-correlation.
+/// struct Correlate1D {
 ///   template <class X, class W, class Y>
 ///   KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
 ///     for (std::size_t i = 0; i < y.extent(0); ++i) {
@@ -36,10 +36,10 @@
 ///     }
 ///   }
 /// };
-/// // y[b] = conv(x[b], w) for every b: in_axes=(0, None), out_axes=0
-/// auto conv = kpmap::vmap(Conv1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+/// // y[b] = correlate(x[b], w) for every b: in_axes=(0, None), out_axes=0
+/// auto correlate = kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
 ///                         kpmap::out_axes(kpmap::batched));
-/// conv(x, w, y);  // x: (B, n), w: (k), y: (B, n - k + 1), all device Views
+/// correlate(x, w, y);  // x: (B, n), w: (k), y: (B, n - k + 1), all device Views
 /// \endcode
 ///
 /// Outputs are the trailing arguments, written in place; or, when `vmap` is

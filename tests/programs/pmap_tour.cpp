@@ -53,8 +53,9 @@ struct LossAndGrad {
 
 // [conv]
 // One example of a batch: y(i) = sum_k w(k) x(i + k), a "valid" 1-D
-// convolution, written for kpmap::vmap as a functor over subviews.
-struct Conv1D {
+// cross-correlation (jnp.correlate; jnp.convolve flips w), written for
+// kpmap::vmap as a functor over subviews.
+struct Correlate1D {
   template <class X, class W, class Y>
   KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
     for (std::size_t i = 0; i < y.extent(0); ++i) {
@@ -141,19 +142,19 @@ int tour(kpmap::Runtime& rt) {
   expect(std::abs(wh(0) - 3.0) < 1e-2 && std::abs(wh(1) - 2.0) < 1e-3, "gradient descent fit");
 
   // [vmap]
-  // jax.vmap(conv, in_axes=(0, None), out_axes=0): Conv1D (above) maps over
+  // jax.vmap(correlate, in_axes=(0, None), out_axes=0): Correlate1D (above) maps over
   // the rows of x in one kernel; w is shared. pmap(vmap(...)) maps each
   // device's shard (examples/05_pmap_vmap.cpp).
   Kokkos::View<double**> x("x", 6, 8), out("out", 6, 6);
   Kokkos::View<double*> taps("taps", 3);
   Kokkos::deep_copy(x, 1.0);
   Kokkos::deep_copy(taps, 0.5);
-  auto conv = kpmap::vmap(Conv1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
-                          kpmap::out_axes(kpmap::batched));
-  conv(x, taps, out);  // out(b, i) = sum_k taps(k) x(b, i + k) = 1.5
+  auto correlate = kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+                               kpmap::out_axes(kpmap::batched));
+  correlate(x, taps, out);  // out(b, i) = sum_k taps(k) x(b, i + k) = 1.5
   // [end]
   auto oh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
-  expect(oh(0, 0) == 1.5 && oh(5, 5) == 1.5, "vmap of a convolution");
+  expect(oh(0, 0) == 1.5 && oh(5, 5) == 1.5, "vmap of a cross-correlation");
 
   if (n % 2 == 0) {
     // [mesh]
