@@ -15,6 +15,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <array>
 #include <cstdio>
 
 // One example: y(i) = sum_k w(k) x(i + k), a "valid" cross-correlation. A functor
@@ -27,6 +28,12 @@ struct Correlate1D {
       for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
       y(i) = s;
     }
+  }
+  // One example's output extents (n - taps + 1), from one example of each
+  // input, on the host: what lets vmap allocate and return the output.
+  template <class X, class W>
+  std::array<std::size_t, 1> shape(const X& x, const W& w) const {
+    return {x.extent(0) - w.extent(0) + 1};
   }
 };
 
@@ -41,17 +48,25 @@ int correlate_batch(kpmap::Runtime&) {
   Kokkos::parallel_for(
       "04_vmap::filter", taps, KOKKOS_LAMBDA(std::size_t k) { w(k) = k == 1 ? 2.0 : 1.0; });
 
-  // in_axes=(0, None), out_axes=0: the output is the last argument, written in place.
-  Kokkos::View<double**> y("y", batch, n - taps + 1);
+  // in_axes=(0, None), out_axes=0 (JAX's default): the call returns the
+  // output, (batch, n - taps + 1) as Correlate1D::shape says.
+  const auto y = kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+                             kpmap::returns<double*>())(x, w);
+
+  // The same, written in place into an output made once (a loop that must
+  // not allocate calls it so): out_axes, and the output as the last argument.
+  Kokkos::View<double**> y_again("y_again", batch, n - taps + 1);
   auto correlate = kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
                                kpmap::out_axes(kpmap::batched));
-  correlate(x, w, y);
+  correlate(x, w, y_again);
 
   // Checked against the closed form: sum_k w(k) (b (i + k) + 1) = 4 b (i + 1) + 4.
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
-  int wrong = 0;
+  auto h_again = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y_again);
+  int wrong = h.extent(1) != n - taps + 1;
   for (std::size_t b = 0; b < batch; ++b)
-    for (std::size_t i = 0; i < h.extent(1); ++i) wrong += h(b, i) != 4.0 * b * (i + 1) + 4;
+    for (std::size_t i = 0; i < h.extent(1); ++i)
+      wrong += h(b, i) != 4.0 * b * (i + 1) + 4 || h_again(b, i) != h(b, i);
   if (kpmap::axis_index("devices") == 0) {
     std::printf("y(3, 0..3) = %g %g %g %g; %zu x %zu outputs %s 4 b (i + 1) + 4\n", h(3, 0),
                 h(3, 1), h(3, 2), h(3, 3), batch, h.extent(1), wrong ? "differ from" : "equal");

@@ -3,7 +3,8 @@
 //   jax.pmap(jax.vmap(correlate, in_axes=(0, None)), in_axes=(0, None))(x, w)
 //
 // kpmap::returns lets the vmap allocate and return its output (one signal of
-// n - taps + 1 samples per example), which is what pmap gathers.
+// n - taps + 1 samples per example, as Correlate1D::shape says), which is
+// what pmap keeps sharded or, marked gathered, gathers.
 //
 //   mpiexec -n 3 ./05_pmap_vmap
 
@@ -24,13 +25,11 @@ struct Correlate1D {
       y(i) = s;
     }
   }
-};
-
-// One example's output shape, from the (whole) inputs: n - taps + 1.
-struct ValidLength {
+  // One example's output extents (n - taps + 1), from one example of each
+  // input, on the host: what lets vmap allocate and return the output.
   template <class X, class W>
-  std::array<std::size_t, 1> operator()(const X& x, const W& w) const {
-    return std::array<std::size_t, 1>{x.extent(1) - w.extent(0) + 1};
+  std::array<std::size_t, 1> shape(const X& x, const W& w) const {
+    return {x.extent(0) - w.extent(0) + 1};
   }
 };
 
@@ -44,9 +43,8 @@ int correlate_sharded(kpmap::Runtime&) {
   Kokkos::parallel_for(
       "05_pmap_vmap::filter", taps, KOKKOS_LAMBDA(std::size_t k) { w(k) = k == 1 ? 2.0 : 1.0; });
 
-  auto correlate =
-      kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
-                  kpmap::out_axes(kpmap::batched), kpmap::returns<double*>(ValidLength{}));
+  auto correlate = kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+                               kpmap::returns<double*>());
   auto f = kpmap::pmap("devices", correlate, kpmap::in_axes(kpmap::sharded, kpmap::replicated),
                        kpmap::out_axes(kpmap::gathered));
   const auto y = f(x, w);  // (batch, n - taps + 1), gathered on every device

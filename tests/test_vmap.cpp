@@ -31,6 +31,15 @@ struct Conv1D {
   }
 };
 
+// Conv1D with the shape of its output, from one example of each input: what
+// lets kpmap::returns<double*>() allocate without a shape function.
+struct SizedConv1D : Conv1D {
+  template <class X, class W>
+  std::array<std::size_t, 1> shape(const X& x, const W& w, double) const {
+    return {x.extent(0) - w.extent(0) + 1};
+  }
+};
+
 // The same example with its outputs spread over a team.
 struct TeamConv1D {
   template <class Member, class X, class W, class S, class Y>
@@ -121,6 +130,23 @@ TEST_CASE("vmap equals a host loop of the per-example function, bit for bit", "[
     CHECK(bitwise_equal(y2, expect));
   }
 
+  SECTION("the shortest form: out_axes defaulted, the shape from the function") {
+    // jax.vmap(f, in_axes=(0, None, None))(x, w, shift): out_axes=0 is JAX's
+    // default, and SizedConv1D::shape gives one example's output extents.
+    auto y2 = kpmap::vmap(SizedConv1D{},
+                          kpmap::in_axes(kpmap::batched, kpmap::broadcast, kpmap::broadcast),
+                          kpmap::returns<double*>())(x, w, shift);
+    REQUIRE(y2.extent(0) == B);
+    REQUIRE(y2.extent(1) == n - K + 1);
+    CHECK(bitwise_equal(y2, expect));
+    // An empty batch asks the function for no example's shape.
+    Kokkos::View<double**, Mem> none("none", 0, n);
+    auto y0 = kpmap::vmap(SizedConv1D{},
+                          kpmap::in_axes(kpmap::batched, kpmap::broadcast, kpmap::broadcast),
+                          kpmap::returns<double*>())(none, w, shift);
+    CHECK(y0.extent(0) == 0);
+  }
+
   SECTION("batch axes other than the first, for inputs and outputs") {
     // x transposed: (n, B), batch along axis 1; the output batch along axis 1 too.
     Kokkos::View<double**, Mem> xt("xt", n, B), yt("yt", n - K + 1, B);
@@ -168,9 +194,8 @@ TEST_CASE("several outputs, and one number per example", "[vmap]") {
   Kokkos::View<double**, Mem> x("x", B, n);
   fill(x, 4);
   // Per example: the sum and the maximum of a row, as two returned outputs.
-  auto stats = kpmap::vmap(RowStats{}, kpmap::in_axes(kpmap::batched),
-                           kpmap::out_axes(kpmap::batched, kpmap::batched),
-                           kpmap::returns<double>(), kpmap::returns<double>());
+  auto stats = kpmap::vmap(RowStats{}, kpmap::in_axes(kpmap::batched), kpmap::returns<double>(),
+                           kpmap::returns<double>());  // out_axes=(0, 0), JAX's default
   auto [sum, max] = stats(x);
   static_assert(std::is_same_v<decltype(sum), Kokkos::View<double*, Kokkos::LayoutRight, Mem>>);
   auto hx = Kokkos::create_mirror_view_and_copy(Host(), x);

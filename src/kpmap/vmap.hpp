@@ -101,12 +101,25 @@ template <class DataType, class ShapeFn>
 Returns<DataType, ShapeFn> returns(ShapeFn shape) {
   return {std::move(shape)};
 }
-/// \brief An output of one number per example.
+namespace detail {
+/// The shape of a kpmap::returns<T>() output comes from the function's
+/// `shape(examples...)` member.
+struct ShapeFromFunction {};
+}  // namespace detail
+
+/// \brief An output whose shape the per-example function gives: one number
+/// per example when `DataType` is a number (`returns<double>()`), else the
+/// extents the function's member `shape(inputs...)` returns, called on the
+/// host with example 0 of each input (what operator() gets, without the
+/// outputs), as a `std::array<std::size_t, rank>` (a std::tuple of them, one
+/// per output, when there are several).
 template <class DataType>
 auto returns() {
-  static_assert(std::is_arithmetic_v<DataType>,
-                "kpmap::returns<T>() without a shape is one number per example");
-  return returns<DataType>([](const auto&...) { return std::array<std::size_t, 0>{}; });
+  if constexpr (Kokkos::View<DataType>::rank == 0) {
+    return returns<DataType>([](const auto&...) { return std::array<std::size_t, 0>{}; });
+  } else {
+    return Returns<DataType, detail::ShapeFromFunction>{};
+  }
 }
 
 template <class F, class InSpecs, class OutSpecs, class Exec, class Rets, bool Team>
@@ -118,6 +131,21 @@ template <class T>
 struct is_batch_axis : std::false_type {};
 template <int A>
 struct is_batch_axis<BatchAxis<A>> : std::true_type {};
+
+template <class F, class... Examples>
+using shape_member_t = decltype(std::declval<const F&>().shape(std::declval<const Examples&>()...));
+template <class Void, class F, class... Examples>
+inline constexpr bool has_shape_member_impl = false;
+template <class F, class... Examples>
+inline constexpr bool
+    has_shape_member_impl<std::void_t<shape_member_t<F, Examples...>>, F, Examples...> = true;
+template <class F, class... Examples>
+inline constexpr bool has_shape_member = has_shape_member_impl<void, F, Examples...>;
+
+template <std::size_t... J>
+auto batched_outputs(std::index_sequence<J...>) {
+  return std::make_tuple(((void)J, BatchAxis<0>{})...);
+}
 
 template <class T>
 struct is_vmapped : std::false_type {};
@@ -428,12 +456,21 @@ class Vmapped {
     using Spec = std::tuple_element_t<J, OutSpecs>;
     static_assert(detail::is_batch_axis<Spec>::value, "kpmap::vmap: an output must be batched");
     const auto& ret = std::get<J>(rets_);
-    const auto shape = ret.shape(args...);
     using Example = Kokkos::View<typename Ret::data_type>;
     constexpr int R = detail::rank_v<Example>;
-    static_assert(std::tuple_size_v<std::decay_t<decltype(shape)>> == R,
-                  "kpmap::returns: the shape function returns one extent per dimension of "
-                  "one example");
+    std::array<std::size_t, static_cast<std::size_t>(R)> shape{};  // no examples: no shape
+    if constexpr (std::is_same_v<std::decay_t<decltype(ret.shape)>, detail::ShapeFromFunction>) {
+      using Given = decltype(shape_from_function<J>(std::index_sequence_for<Args...>{}, args...));
+      static_assert(std::tuple_size_v<std::decay_t<Given>> == R,
+                    "kpmap::vmap: the function's shape() returns one extent per dimension of "
+                    "one example");
+      if (batch > 0) shape = shape_from_function<J>(std::index_sequence_for<Args...>{}, args...);
+    } else {
+      static_assert(std::tuple_size_v<std::decay_t<decltype(ret.shape(args...))>> == R,
+                    "kpmap::returns: the shape function returns one extent per dimension of "
+                    "one example");
+      shape = ret.shape(args...);
+    }
     static_assert(Spec::axis <= R, "kpmap::vmap: an output's batch axis is beyond its rank");
     detail::Extents e;
     for (int d = 0, s = 0; d < detail::max_view_rank; ++d) {
@@ -442,6 +479,22 @@ class Vmapped {
     using Out = detail::owning_view_t<typename Example::non_const_value_type, R + 1,
                                       Kokkos::LayoutRight, typename Exec::memory_space>;
     return detail::allocate<Out>(label_ + " output " + std::to_string(J + 1), e);
+  }
+
+  template <std::size_t J, std::size_t... I, class... Args>
+  auto shape_from_function(std::index_sequence<I...>, const Args&... args) const {
+    static_assert(detail::has_shape_member<F, decltype(detail::example_of<spec_t<I>>(args, 0))...>,
+                  "kpmap::returns<T>() of an array per example needs the function's member "
+                  "shape(inputs...) giving one example's extents; or give returns<T>(shape)");
+    auto s = fn_.shape(detail::example_of<spec_t<I>>(args, 0)...);
+    if constexpr (detail::is_tuple<decltype(s)>::value) {
+      return std::get<J>(s);
+    } else {
+      static_assert(n_out == 1,
+                    "kpmap::vmap: with several outputs, shape() returns a std::tuple "
+                    "of one example's extents per output");
+      return s;
+    }
   }
 
   template <class... Args>
@@ -507,6 +560,18 @@ auto vmap(F fn, std::tuple<In...>, std::tuple<Out...>, Rets... rets) {
   }
   using V = Vmapped<F, std::tuple<In...>, std::tuple<Out...>, Exec, std::tuple<Rets...>, false>;
   return V(std::move(fn), std::tuple<Rets...>(std::move(rets)...), "kpmap::vmap");
+}
+
+/// \brief vmap with JAX's default out_axes=0: every output, one
+/// kpmap::returns per output, batched along its leading dimension.
+/// `kpmap::vmap(f, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+/// kpmap::returns<double*>())(x, w)` is JAX's `jax.vmap(f, in_axes=(0, None))(x, w)`.
+template <class Exec = Kokkos::DefaultExecutionSpace, class F, class... In, class D, class S,
+          class... Rets>
+auto vmap(F fn, std::tuple<In...> in, Returns<D, S> first, Rets... rest) {
+  return vmap<Exec>(std::move(fn), in,
+                    detail::batched_outputs(std::make_index_sequence<1 + sizeof...(Rets)>{}),
+                    std::move(first), std::move(rest)...);
 }
 
 /// \brief vmap with one Kokkos team per example, for per-example work that is

@@ -8,6 +8,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <tuple>
@@ -63,6 +64,12 @@ struct Correlate1D {
       for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
       y(i) = s;
     }
+  }
+  // One example's output extents, from one example of each input (host):
+  // what lets vmap allocate and return the output.
+  template <class X, class W>
+  std::array<std::size_t, 1> shape(const X& x, const W& w) const {
+    return {x.extent(0) - w.extent(0) + 1};
   }
 };
 // [end]
@@ -142,19 +149,26 @@ int tour(kpmap::Runtime& rt) {
   expect(std::abs(wh(0) - 3.0) < 1e-2 && std::abs(wh(1) - 2.0) < 1e-3, "gradient descent fit");
 
   // [vmap]
-  // jax.vmap(correlate, in_axes=(0, None), out_axes=0): Correlate1D (above) maps over
-  // the rows of x in one kernel; w is shared. pmap(vmap(...)) maps each
-  // device's shard (examples/05_pmap_vmap.cpp).
-  Kokkos::View<double**> x("x", 6, 8), out("out", 6, 6);
+  // jax.vmap(correlate, in_axes=(0, None))(x, taps): Correlate1D (above) maps
+  // over the rows of x in one kernel; taps is shared. out_axes=0 is the
+  // default, and Correlate1D::shape sizes the returned output.
+  Kokkos::View<double**> x("x", 6, 8);
   Kokkos::View<double*> taps("taps", 3);
   Kokkos::deep_copy(x, 1.0);
   Kokkos::deep_copy(taps, 0.5);
+  auto ys = kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+                        kpmap::returns<double*>())(x, taps);  // ys(b, i) = 1.5, shape (6, 6)
+
+  // In a loop that must not allocate: out_axes, and an output made once.
+  Kokkos::View<double**> out("out", 6, 6);
   auto correlate = kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
                                kpmap::out_axes(kpmap::batched));
   correlate(x, taps, out);  // out(b, i) = sum_k taps(k) x(b, i + k) = 1.5
   // [end]
   auto oh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
-  expect(oh(0, 0) == 1.5 && oh(5, 5) == 1.5, "vmap of a cross-correlation");
+  auto yh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ys);
+  expect(oh(0, 0) == 1.5 && oh(5, 5) == 1.5 && yh.extent(1) == 6 && yh(5, 5) == 1.5,
+         "vmap of a cross-correlation");
 
   if (n % 2 == 0) {
     // [mesh]
