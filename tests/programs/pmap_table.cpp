@@ -1,0 +1,387 @@
+// The JAX-to-kpmap table of docs/pmap.md, line by line: each block between
+// "// [row] <the line's JAX cell>" and "// [end]" holds the line's kpmap
+// column as code (tests/scripts/check_pmap_table.py checks that every code
+// span of the column appears in it), runs it, and checks the result against
+// JAX's definition written out by hand. Lines about a whole program (a CNN,
+// a layer or solver of one's own, a halo exchange) are checked against the
+// example they link, which install.examples builds and runs. ctest runs
+// this program at 1 to 4 ranks.
+//
+//   mpiexec -n 3 pmap_table
+
+#include <kpmap/kpmap.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using Vector = Kokkos::View<double*>;
+using Matrix = Kokkos::View<double**>;
+
+// Fails the program (on every rank) when a line's result is not JAX's.
+void expect(bool ok, const std::string& what) {
+  if (!kpmap::psum(ok ? 0 : 1, kpmap::Mesh::world().axis("devices"))) return;
+  throw kpmap::Error("pmap table: " + what, 1, kpmap::ErrorScope::all_ranks);
+}
+
+template <class V>
+auto host(const V& v) {
+  return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+}
+
+// x(i) = i + 1 for i < n, made on the device.
+Vector iota(std::size_t n) {
+  Vector x("x", n);
+  Kokkos::parallel_for(
+      "table::iota", n, KOKKOS_LAMBDA(std::size_t i) { x(i) = i + 1.0; });
+  return x;
+}
+
+// 2 x (a block), a thread per element.
+struct Twice {
+  template <class X>
+  Vector operator()(const X& x) const {
+    Vector y("y", x.extent(0));
+    Kokkos::parallel_for(
+        "table::twice", x.extent(0), KOKKOS_LAMBDA(std::size_t i) { y(i) = 2 * x(i); });
+    return y;
+  }
+};
+
+// A block plus a replicated number, and the number itself (replicated).
+struct Shift {
+  template <class X>
+  std::tuple<Vector, double> operator()(const X& x, double s) const {
+    Vector y("y", x.extent(0));
+    Kokkos::parallel_for(
+        "table::shift", x.extent(0), KOKKOS_LAMBDA(std::size_t i) { y(i) = x(i) + s; });
+    return {y, s};
+  }
+};
+
+// One example: y(i) = sum_k w(k) x(i + k) (jnp.correlate, "valid").
+struct Correlate {
+  template <class X, class W, class Y>
+  KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
+    for (std::size_t i = 0; i < y.extent(0); ++i) {
+      double s = 0;
+      for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
+      y(i) = s;
+    }
+  }
+  template <class X, class W>
+  std::array<std::size_t, 1> shape(const X& x, const W& w) const {
+    return {x.extent(0) - w.extent(0) + 1};
+  }
+};
+
+// A device's block of A times its block of x, completed by a psum over "model".
+struct MatVec {
+  template <class A, class X>
+  Vector operator()(const A& a, const X& x) const {
+    Vector y("y", a.extent(0));
+    Kokkos::parallel_for(
+        "table::matvec", a.extent(0), KOKKOS_LAMBDA(std::size_t i) {
+          double s = 0;
+          for (std::size_t j = 0; j < a.extent(1); ++j) s += a(i, j) * x(j);
+          y(i) = s;
+        });
+    kpmap::psum_inplace(y, "model");
+    return y;
+  }
+};
+
+int table(kpmap::Runtime&) {
+  const int n = kpmap::axis_size("devices");
+  const int me = kpmap::axis_index("devices");
+  const double tri = n * (n + 1) / 2.0;  // 1 + 2 + ... + n
+  const int model = n % 2 == 0 ? 2 : 1;
+
+  {
+    // [row] `jax.devices()`, `jax.device_count()`
+    const int count = kpmap::axis_size("devices");
+    const std::string kind = Kokkos::DefaultExecutionSpace::name();
+    // [end]
+    expect(count == n && !kind.empty(), "device_count");
+  }
+  {
+    // [row] `jax.pmap(f, axis_name="devices")`
+    const Vector x = iota(10);
+    const Twice f;
+    const auto in_axes = kpmap::in_axes(kpmap::sharded);
+    const auto out_axes = kpmap::out_axes(kpmap::sharded);
+    const auto block = kpmap::pmap("devices", f, in_axes, out_axes)(x);
+    // [end]
+    const kpmap::BlockPartition rows(10, n);
+    auto h = host(block);
+    expect(h.extent(0) == rows.count(me) && h(0) == 2.0 * (rows.begin(me) + 1), "pmap");
+  }
+  {
+    // [row] `in_axes=(0, None)`
+    const auto specs = kpmap::in_axes(kpmap::sharded, kpmap::replicated);
+    const auto block =
+        std::get<0>(kpmap::pmap("devices", Shift{}, specs,
+                                kpmap::out_axes(kpmap::sharded, kpmap::replicated))(iota(10), 0.5));
+    // [end]
+    const kpmap::BlockPartition rows(10, n);
+    expect(host(block)(0) == rows.begin(me) + 1.5, "in_axes=(0, None)");
+  }
+  {
+    // [row] `out_axes=0` / `None`
+    const auto one = kpmap::out_axes(kpmap::sharded);
+    const auto twice =
+        kpmap::pmap("devices", Twice{}, kpmap::in_axes(kpmap::sharded), one)(iota(4));
+    const auto kept = kpmap::out_axes(kpmap::sharded, kpmap::replicated);
+    const auto whole = kpmap::out_axes(kpmap::gathered, kpmap::replicated);
+    const auto in = kpmap::in_axes(kpmap::sharded, kpmap::replicated);
+    const auto [block, s] = kpmap::pmap("devices", Shift{}, in, kept)(iota(10), 0.5);
+    const auto [all, s2] = kpmap::pmap("devices", Shift{}, in, whole)(iota(10), 0.5);
+    // [end]
+    const kpmap::BlockPartition rows(10, n);
+    auto ha = host(all);
+    expect(block.extent(0) == rows.count(me) && ha.extent(0) == 10 && ha(9) == 10.5 && s == 0.5 &&
+               s2 == 0.5 && twice.extent(0) == kpmap::BlockPartition(4, n).count(me),
+           "out_axes");
+  }
+  {
+    // [row] `lax.psum/pmean/pmax/pmin(x, "devices")`
+    Vector x("x", 3);
+    Kokkos::deep_copy(x, me + 1.0);
+    const auto total = kpmap::psum(x, "devices");
+    const auto mean = kpmap::pmean(x, "devices");
+    const auto top = kpmap::pmax(x, "devices");
+    const auto low = kpmap::pmin(x, "devices");
+    kpmap::psum_inplace(x, "devices");
+    // [end]
+    expect(host(total)(2) == tri && host(mean)(0) == tri / n && host(top)(1) == n &&
+               host(low)(0) == 1.0 && host(x)(0) == tri,
+           "psum, pmean, pmax, pmin");
+  }
+  if (n % 2 == 0) {
+    // [row] `Mesh(devices, ("data", "model"))`
+    const kpmap::Mesh mesh = kpmap::Mesh({{"data", 0}, {"model", 2}});
+    // [end]
+    expect(mesh.shape() == std::vector<int>{n / 2, 2}, "Mesh");
+  }
+  {
+    // clang-format off
+    // [row] `jax.shard_map(f, mesh=mesh, in_specs=(P("data", "model"), P("model")), out_specs=P("data"))`
+    // clang-format on
+    using kpmap::P;
+    const kpmap::Mesh mesh({{"data", 0}, {"model", model}});
+    const Matrix a("a", 5, 4);
+    const Vector x("x", 4);
+    Kokkos::deep_copy(a, 1.0);
+    Kokkos::deep_copy(x, 2.0);
+    const MatVec f;
+    const auto y = kpmap::shard_map(mesh, {P("data", "model"), P("model")}, {P("data")}, f)(a, x);
+    // [end]
+    const kpmap::BlockPartition rows(5, n / model);
+    const auto whole = host(kpmap::gather(mesh, P("data"), y));
+    expect(y.extent(0) == rows.count(mesh.axis_index("data")) && whole.extent(0) == 5 &&
+               whole(4) == 8.0,
+           "shard_map: A x");
+  }
+  {
+    // [row] `P("data", None)`, `P(("data", "model"),)`, `P()`
+    const auto rows = kpmap::P("data", kpmap::none);
+    const auto both = kpmap::P({"data", "model"});
+    const auto whole = kpmap::P();
+    // [end]
+    expect(rows.str() == "P('data', None)" && both.str() == "P(('data', 'model'),)" &&
+               whole.str() == "P()",
+           "P");
+  }
+  {
+    // [row] `lax.psum(x, ("data", "model"))`, `axis_index(("model", "data"))`
+    const kpmap::Mesh mesh({{"data", 0}, {"model", model}});
+    const kpmap::UseMesh use(mesh);
+    const double x = me + 1.0;
+    const double total = kpmap::psum(x, {"data", "model"});
+    const int index = kpmap::axis_index({"model", "data"});
+    // [end]
+    const int d = me / model, m = me % model;
+    expect(total == tri && index == m * (n / model) + d, "several axes");
+  }
+  {
+    // [row] `jax.vmap(f, in_axes=(0, None))(x, w)`
+    const Matrix x("x", 4, 6);
+    const Vector w("w", 3);
+    Kokkos::deep_copy(x, 1.0);
+    Kokkos::deep_copy(w, 0.5);
+    const Correlate f;
+    const auto y = kpmap::vmap(f, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+                               kpmap::returns<double*>())(x, w);
+    // [end]
+    expect(y.extent(0) == 4 && y.extent(1) == 4 && host(y)(3, 3) == 1.5, "vmap, returned");
+  }
+  {
+    // [row] `jax.vmap(f, in_axes=(0, None), out_axes=0)`, output written in place
+    const Matrix x("x", 4, 6), y("y", 4, 4);
+    const Vector w("w", 3);
+    Kokkos::deep_copy(x, 1.0);
+    Kokkos::deep_copy(w, 0.5);
+    const Correlate f;
+    kpmap::vmap(f, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+                kpmap::out_axes(kpmap::batched))(x, w, y);
+    // [end]
+    expect(host(y)(3, 3) == 1.5, "vmap, in place");
+  }
+  {
+    // [row] `in_axes=1` (a batch along axis 1)
+    const Matrix xt("xt", 6, 4), yt("yt", 4, 4);  // 4 examples along axis 1
+    const Vector w("w", 3);
+    Kokkos::deep_copy(xt, 1.0);
+    Kokkos::deep_copy(w, 0.5);
+    kpmap::vmap(Correlate{}, kpmap::in_axes(kpmap::batched_at<1>, kpmap::broadcast),
+                kpmap::out_axes(kpmap::batched_at<1>))(xt, w, yt);
+    // [end]
+    expect(host(yt)(3, 2) == 1.5, "batched_at<1>");
+  }
+  {
+    // [row] `jax.pmap(jax.vmap(f, in_axes=(0, None)), in_axes=(0, None))`
+    const Matrix x("x", 10, 6);
+    const Vector w("w", 3);
+    Kokkos::deep_copy(x, 1.0);
+    Kokkos::deep_copy(w, 0.5);
+    const Correlate f;
+    const auto y = kpmap::pmap(
+        "devices",
+        kpmap::vmap(f, kpmap::in_axes(kpmap::batched, kpmap::broadcast), kpmap::returns<double*>()),
+        kpmap::in_axes(kpmap::sharded, kpmap::replicated), kpmap::out_axes(kpmap::sharded))(x, w);
+    // [end]
+    const kpmap::BlockPartition rows(10, n);
+    expect(y.extent(0) == rows.count(me) && (y.extent(0) == 0 || host(y)(0, 3) == 1.5),
+           "pmap of vmap");
+  }
+  {
+    // [row] `jax.vmap(jax.vmap(f))`
+    const Kokkos::View<double***> x("x", 3, 4, 6);
+    const Kokkos::View<double***> y("y", 3, 4, 4);
+    const Vector w("w", 3);
+    Kokkos::deep_copy(x, 1.0);
+    Kokkos::deep_copy(w, 0.5);
+    const Correlate f;
+    const auto in = kpmap::in_axes(kpmap::batched, kpmap::broadcast);
+    const auto out = kpmap::out_axes(kpmap::batched);
+    kpmap::vmap(kpmap::vmap(f, in, out), in, out)(x, w, y);
+    // [end]
+    expect(host(y)(2, 3, 3) == 1.5, "vmap of vmap");
+  }
+  {
+    // [row] async dispatch overlapping a `pmean`
+    Vector x("x", 4);
+    Kokkos::deep_copy(x, me + 1.0);
+    kpmap::Request r = kpmap::ipmean(x, "devices");
+    Vector other = iota(4);  // kernels overlap the reduction
+    r.wait();
+    // [end]
+    expect(host(x)(3) == tri / n && host(other)(3) == 4.0, "ipmean");
+  }
+  {
+    // [row] `lax.all_gather(x, ax, axis=d)`, `tiled=True`
+    const char* ax = "devices";
+    const int d = 1;
+    Matrix x("x", 2, 3);
+    Kokkos::deep_copy(x, 1.0 * me);
+    const auto stacked = kpmap::all_gather(x, ax, d);              // (2, n, 3)
+    const auto tiled = kpmap::all_gather(x, ax, kpmap::Tiled{d});  // (2, 3 n)
+    // [end]
+    auto hs = host(stacked);
+    auto ht = host(tiled);
+    expect(hs.extent(1) == std::size_t(n) && hs(1, n - 1, 2) == n - 1.0 &&
+               ht.extent(1) == 3 * std::size_t(n) && ht(1, 3 * n - 1) == n - 1.0,
+           "all_gather");
+  }
+  {
+    // [row] `lax.all_to_all(x, ax, split, concat)`, `tiled=True`
+    const char* ax = "devices";
+    const int split = 0, concat = 1;
+    Matrix x("x", n, 3);  // x_q(i, j) = 100 q + 10 i + j
+    Kokkos::parallel_for(
+        "table::a2a", kpmap::row_major_range<2>({0, 0}, {n, 3}),
+        KOKKOS_LAMBDA(std::size_t i, std::size_t j) { x(i, j) = 100.0 * me + 10.0 * i + j; });
+    const auto y = kpmap::all_to_all(x, ax, split, concat);                // (3, n)
+    const auto t = kpmap::all_to_all(x, ax, split, concat, kpmap::tiled);  // (1, 3 n)
+    // [end]
+    // JAX: y(i, j) on rank r is x_j(r, i); tiled, t(0, 3 q + j) is x_q(r, j).
+    auto hy = host(y);
+    auto ht = host(t);
+    expect(hy.extent(0) == 3 && hy.extent(1) == std::size_t(n) &&
+               hy(2, n - 1) == 100.0 * (n - 1) + 10.0 * me + 2 && ht.extent(0) == 1 &&
+               ht(0, 3 * (n - 1) + 1) == 100.0 * (n - 1) + 10.0 * me + 1,
+           "all_to_all");
+  }
+  {
+    // [row] `lax.pbroadcast(x, ax, source)`
+    const char* ax = "devices";
+    const int source = n - 1;
+    Vector x("x", 2);
+    Kokkos::deep_copy(x, 1.0 * me);
+    const auto y = kpmap::pbroadcast(x, ax, source);
+    const double mine = host(x)(0);
+    kpmap::pbroadcast_inplace(x, ax, source);
+    // [end]
+    expect(host(y)(1) == n - 1.0 && mine == me && host(x)(0) == n - 1.0, "pbroadcast");
+  }
+  {
+    // [row] `lax.psum_scatter(x, ax, scatter_dimension=d)`
+    const char* ax = "devices";
+    const int d = 0;
+    Matrix x("x", n, 2);  // x(i, j) = i + j on every rank
+    Kokkos::parallel_for(
+        "table::scatter", kpmap::row_major_range<2>({0, 0}, {n, 2}),
+        KOKKOS_LAMBDA(std::size_t i, std::size_t j) { x(i, j) = double(i + j); });
+    const auto y = kpmap::psum_scatter(x, ax, d);                // row `me` of n x, shape (2)
+    const auto t = kpmap::psum_scatter(x, ax, kpmap::Tiled{d});  // the same as a (1, 2) block
+    // [end]
+    expect(host(y)(1) == n * (me + 1.0) && host(t)(0, 0) == n * 1.0 * me, "psum_scatter");
+  }
+  {
+    // [row] `lax.ppermute(x, ax, perm)`
+    const char* ax = "devices";
+    const int src = 0, dst = n - 1;
+    Vector x("x", 2);
+    Kokkos::deep_copy(x, me + 1.0);
+    const auto y = kpmap::ppermute(x, ax, {{src, dst}});
+    // [end]
+    expect(host(y)(0) == (me == n - 1 ? 1.0 : 0.0), "ppermute: zeros where no pair sends");
+  }
+  {
+    // [row] `lax.axis_index(ax)`, `psum(1, ax)`
+    const char* ax = "devices";
+    const int index = kpmap::axis_index(ax);
+    const int size = kpmap::axis_size(ax);
+    // [end]
+    expect(index == me && size == kpmap::psum(1, ax), "axis_index, axis_size");
+  }
+  {
+    // [row] a pytree of arrays (of any dtypes)
+    Vector w("w", 3);
+    Kokkos::View<float*> b("b", 2);
+    Kokkos::View<int*> count("count", 1);
+    Kokkos::deep_copy(w, me + 1.0);
+    Kokkos::deep_copy(b, me + 1.0f);
+    Kokkos::deep_copy(count, me + 1);
+    std::tuple<Vector, Kokkos::View<float*>, Kokkos::View<int*>> tree{w, b, count};
+    kpmap::psum_inplace(tree, "devices");  // one stream per element type
+    std::vector<Vector> layers{iota(2), iota(3)};
+    kpmap::pmax_inplace(layers, "devices");
+    // [end]
+    expect(host(w)(2) == tri && host(b)(1) == float(tri) && host(count)(0) == int(tri) &&
+               host(layers[1])(2) == 3.0,
+           "pytree");
+  }
+  if (me == 0) std::printf("pmap table: every line's kpmap column ran and gave JAX's answer\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return kpmap::run(argc, argv, table); }
