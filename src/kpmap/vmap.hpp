@@ -115,7 +115,7 @@ struct ShapeFromFunction {};
 /// per output, when there are several).
 template <class DataType>
 auto returns() {
-  if constexpr (Kokkos::View<DataType>::rank == 0) {
+  if constexpr (detail::rank_v<Kokkos::View<DataType>> == 0) {
     return returns<DataType>([](const auto&...) { return std::array<std::size_t, 0>{}; });
   } else {
     return Returns<DataType, detail::ShapeFromFunction>{};

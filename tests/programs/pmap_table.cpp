@@ -9,6 +9,8 @@
 //
 //   mpiexec -n 3 pmap_table
 
+#include "correlate1d.hpp"
+
 #include <kpmap/kpmap.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -62,22 +64,6 @@ struct Shift {
     Kokkos::parallel_for(
         "table::shift", x.extent(0), KOKKOS_LAMBDA(std::size_t i) { y(i) = x(i) + s; });
     return {y, s};
-  }
-};
-
-// One example: y(i) = sum_k w(k) x(i + k) (jnp.correlate, "valid").
-struct Correlate {
-  template <class X, class W, class Y>
-  KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
-    for (std::size_t i = 0; i < y.extent(0); ++i) {
-      double s = 0;
-      for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
-      y(i) = s;
-    }
-  }
-  template <class X, class W>
-  std::array<std::size_t, 1> shape(const X& x, const W& w) const {
-    return {x.extent(0) - w.extent(0) + 1};
   }
 };
 
@@ -215,7 +201,7 @@ int table(kpmap::Runtime&) {
     const Vector w("w", 3);
     Kokkos::deep_copy(x, 1.0);
     Kokkos::deep_copy(w, 0.5);
-    const Correlate f;
+    const Correlate1D f;
     const auto y = kpmap::vmap(f, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
                                kpmap::returns<double*>())(x, w);
     // [end]
@@ -227,7 +213,7 @@ int table(kpmap::Runtime&) {
     const Vector w("w", 3);
     Kokkos::deep_copy(x, 1.0);
     Kokkos::deep_copy(w, 0.5);
-    const Correlate f;
+    const Correlate1D f;
     kpmap::vmap(f, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
                 kpmap::out_axes(kpmap::batched))(x, w, y);
     // [end]
@@ -239,7 +225,7 @@ int table(kpmap::Runtime&) {
     const Vector w("w", 3);
     Kokkos::deep_copy(xt, 1.0);
     Kokkos::deep_copy(w, 0.5);
-    kpmap::vmap(Correlate{}, kpmap::in_axes(kpmap::batched_at<1>, kpmap::broadcast),
+    kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched_at<1>, kpmap::broadcast),
                 kpmap::out_axes(kpmap::batched_at<1>))(xt, w, yt);
     // [end]
     expect(host(yt)(3, 2) == 1.5, "batched_at<1>");
@@ -250,7 +236,7 @@ int table(kpmap::Runtime&) {
     const Vector w("w", 3);
     Kokkos::deep_copy(x, 1.0);
     Kokkos::deep_copy(w, 0.5);
-    const Correlate f;
+    const Correlate1D f;
     const auto y = kpmap::pmap(
         "devices",
         kpmap::vmap(f, kpmap::in_axes(kpmap::batched, kpmap::broadcast), kpmap::returns<double*>()),
@@ -267,7 +253,7 @@ int table(kpmap::Runtime&) {
     const Vector w("w", 3);
     Kokkos::deep_copy(x, 1.0);
     Kokkos::deep_copy(w, 0.5);
-    const Correlate f;
+    const Correlate1D f;
     const auto in = kpmap::in_axes(kpmap::batched, kpmap::broadcast);
     const auto out = kpmap::out_axes(kpmap::batched);
     kpmap::vmap(kpmap::vmap(f, in, out), in, out)(x, w, y);

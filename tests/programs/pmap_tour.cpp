@@ -4,6 +4,8 @@
 //
 //   mpiexec -n 3 pmap_tour
 
+#include "correlate1d.hpp"
+
 #include <kpmap/kpmap.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -48,28 +50,6 @@ struct LossAndGrad {
     const kpmap::Weight rows_here{rows};
     kpmap::pmean_inplace(grad, "devices", rows_here);
     return {kpmap::pmean(loss, "devices", rows_here), grad};
-  }
-};
-// [end]
-
-// [conv]
-// One example of a batch: y(i) = sum_k w(k) x(i + k), a "valid" 1-D
-// cross-correlation (jnp.correlate; jnp.convolve flips w), written for
-// kpmap::vmap as a functor over subviews.
-struct Correlate1D {
-  template <class X, class W, class Y>
-  KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
-    for (std::size_t i = 0; i < y.extent(0); ++i) {
-      double s = 0;
-      for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
-      y(i) = s;
-    }
-  }
-  // One example's output extents, from one example of each input (host):
-  // what lets vmap allocate and return the output.
-  template <class X, class W>
-  std::array<std::size_t, 1> shape(const X& x, const W& w) const {
-    return {x.extent(0) - w.extent(0) + 1};
   }
 };
 // [end]
