@@ -20,6 +20,10 @@
 //   pooling, dense) in float on a global batch of B 28x28 images, paired with
 //   a float gemm of the second convolution's shape. Counters: `samples_per_s`
 //   and `of_sgemm`, the step's convolution FLOP rate over that gemm's.
+// - BM_cnn_layer/L/D/B: one weighted layer of that CNN alone (L: 0 and 1 the
+//   convolutions, 2 the dense layer; D: 0 forward, 1 backward) on B images,
+//   paired with OpenBLAS sgemm at the layer's own shapes. Counters: `GFLOPs`,
+//   `sgemm_GFLOPs` and `of_sgemm`, the layer's rate over sgemm's.
 // - BM_gemm/M/N/K: the float gemm at the MLP's largest shape, and `of_peak`,
 //   its share of the core's nominal peak (GHz x FLOP/cycle from /proc/cpuinfo:
 //   64 with AVX-512, 32 with AVX2 and FMA; override with KPMAP_PEAK_GFLOPS).
@@ -223,6 +227,84 @@ void BM_cnn_step(benchmark::State& state) {
   state.counters["forward_MFLOP_per_sample"] = 2.0 * model.forward_flops() / 1e6;
 }
 
+// One weighted layer of the CNN alone, forward or backward, on `batch`
+// images: range(0) picks conv 3x3 1->32 on 28x28 (0), conv 3x3 32->64 on
+// 14x14 (1) or dense 3136->10 (2); range(1) is 0 forward, 1 backward (with
+// the input gradient except for the first layer, which the model never asks
+// for one). Paired in every iteration with the OpenBLAS sgemm calls that the
+// same work is at the layer's own shapes (rows = batch x output pixels,
+// fan-in, outputs): forward C = A W^T; backward dW = D^T A and dA = D W.
+// Counters: `GFLOPs` (the layer's gemm FLOPs over its time, so bias,
+// im2col and col2im count as overhead), `sgemm_GFLOPs`, and `of_sgemm`,
+// their ratio.
+void BM_cnn_layer(benchmark::State& state) {
+  auto& rt = kpmap::Runtime::current();
+  const auto which = static_cast<std::size_t>(state.range(0));
+  const bool backward = state.range(1) != 0;
+  const auto batch = static_cast<std::size_t>(state.range(2));
+  auto conv = [](long long filters) {
+    return LayerSpec{"conv2d", {{"filters", filters}, {"padding", std::string("same")}}};
+  };
+  const Shape inputs[] = {Shape::hwc(28, 28, 1), Shape::hwc(14, 14, 32), Shape::flat(3136)};
+  const LayerSpec specs[] = {conv(32), conv(64), LayerSpec{"dense", {{"units", 10LL}}}};
+  auto layers = build_layers<float, Mem>(inputs[which], {specs[which]});
+  Layer<float, Mem>& layer = *layers.at(0);
+  const ParamSpec w = layer.parameters().at(0);  // outputs x fan-in
+  const std::size_t outputs = w.extents[0], fan_in = w.extents[1];
+  std::size_t count = 0;
+  for (const auto& s : layer.parameters()) count += s.size();
+  Kokkos::View<float*, Mem> p("p", count), g("g", count);
+  layer.bind(p.data(), g.data());
+  layer.reserve(batch);
+  layer.initialize(Exec(), 1, 0);
+  using Batch = Layer<float, Mem>::Batch;
+  const std::size_t in_size = inputs[which].size(), out_size = layer.output_shape().size();
+  Batch in("in", batch, in_size), out("out", batch, out_size), dout("dout", batch, out_size);
+  Batch din = which == 0 ? Batch() : Batch("din", batch, in_size);
+  Kokkos::parallel_for(
+      "bench::layer_data", Kokkos::RangePolicy<Exec>(0, batch), KOKKOS_LAMBDA(std::size_t s) {
+        for (std::size_t j = 0; j < in_size; ++j) in(s, j) = float((s * 7 + j * 13) % 17) / 17;
+        for (std::size_t j = 0; j < out_size; ++j) dout(s, j) = float((s + j * 5) % 11) / 11 - 0.5f;
+      });
+  layer.forward(Exec(), in, out);  // the backward pass reads what forward left (patches)
+  Exec().fence();
+  const std::size_t rows = batch * out_size / outputs;
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> a("a", rows, fan_in), b("b", outputs, fan_in),
+      c("c", rows, outputs), dw("dw", outputs, fan_in);
+  Kokkos::deep_copy(a, 0.5f);
+  Kokkos::deep_copy(b, 0.25f);
+  Kokkos::deep_copy(c, 0.125f);
+  const bool input_gradient = backward && which != 0;
+  kpmap::bench::run_paired(
+      state, rt.comm(),
+      [&] {
+        if (!backward) {
+          KokkosBlas::gemm("N", "T", 1.0f, a, b, 0.0f, c);
+        } else {
+          KokkosBlas::gemm("T", "N", 1.0f, c, a, 0.0f, dw);
+          if (input_gradient) KokkosBlas::gemm("N", "N", 1.0f, c, b, 0.0f, a);
+        }
+        Exec().fence();
+      },
+      [&] {
+        if (!backward) {
+          layer.forward(Exec(), in, out);
+        } else {
+          layer.backward(Exec(), in, out, dout, din);
+        }
+        Exec().fence();
+      });
+  const double flops = 2.0 * double(rows) * double(fan_in) * double(outputs) *
+                       (backward ? (input_gradient ? 2 : 1) : 1);
+  const double ratio = state.counters["ratio"];  // layer time / sgemm time
+  const double t_ref = state.counters["reference_us"] * 1e-6;
+  state.counters["GFLOPs"] =
+      benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["sgemm_GFLOPs"] = t_ref > 0 ? flops / t_ref / 1e9 : 0;
+  state.counters["of_sgemm"] = ratio > 0 ? 1 / ratio : 0;
+  state.SetLabel(layer.describe() + (backward ? " backward" : " forward"));
+}
+
 // The core's nominal single-precision peak in GFLOP/s, or 0 if unknown.
 double nominal_peak_gflops() {
   if (const char* e = std::getenv("KPMAP_PEAK_GFLOPS")) return std::atof(e);
@@ -277,4 +359,8 @@ BENCHMARK(BM_linear_batch)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_mlp_step)->Arg(256)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_cnn_step)->Arg(128)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_cnn_layer)
+    ->ArgsProduct({{0, 1, 2}, {0, 1}, {128, 64}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm)->Args({256, 512, 784})->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -4,7 +4,9 @@
 /// framework) on NHWC images: square kernel, stride 1 or more, padding "same"
 /// or "valid", any channel counts. Forward and backward are im2col + gemm:
 /// the batch's patches become the rows of a matrix, so the convolution is
-/// one large KokkosBlas::gemm instead of many small loops.
+/// one large KokkosBlas::gemm instead of many small loops. The patch matrix
+/// carries a column of ones, so the bias is added by the forward gemm and its
+/// gradient summed by the weight-gradient gemm (no pass of their own).
 
 #include <kpmap/detail/blas.hpp>
 #include <kpmap/train/layers/registry.hpp>
@@ -34,35 +36,68 @@ struct ConvAxis {
 
 namespace detail {
 
-/// cols(r, c): row r = (sample, oy, ox), column c = (ky, kx, ci); zero where
-/// the window hangs over the padding. One thread per (row, window position):
-/// it copies that pixel's Cin contiguous channels.
+/// cols(r, c): row r = (sample, oy, ox), column c = (ky, kx, ci) below
+/// k k Cin, zero where the window hangs over the padding; the last column is
+/// 1, so that the gemm with [W | b] adds the bias and the one with D^T sums
+/// it. One thread per row (output pixel): its index is decomposed once, and
+/// it writes its row's k k Cin + 1 contiguous values.
 template <class T, class M>
 struct Im2col {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> in;  // samples x (H W Cin)
   Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> cols;
   ConvAxis ay, ax;
   std::size_t k, stride, cin;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    const std::size_t r = i / (k * k);
-    const std::size_t kk = i % (k * k);
-    const std::size_t kx = kk % k;
-    const std::size_t ky = kk / k;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t r) const {
     const std::size_t ox = r % ax.out;
     const std::size_t oy = (r / ax.out) % ay.out;
     const std::size_t s = r / (ax.out * ay.out);
-    // Signed arithmetic: the window may start inside the padding.
-    const long long y = static_cast<long long>(oy * stride + ky) - static_cast<long long>(ay.pad);
-    const long long x = static_cast<long long>(ox * stride + kx) - static_cast<long long>(ax.pad);
-    T* out = &cols(r, kk * cin);
-    if (y >= 0 && x >= 0 && y < static_cast<long long>(ay.in) &&
-        x < static_cast<long long>(ax.in)) {
-      const T* src =
-          &in(s, (static_cast<std::size_t>(y) * ax.in + static_cast<std::size_t>(x)) * cin);
-      for (std::size_t ci = 0; ci < cin; ++ci) out[ci] = src[ci];
-    } else {
-      for (std::size_t ci = 0; ci < cin; ++ci) out[ci] = T(0);
+    T* out = &cols(r, 0);
+    for (std::size_t ky = 0; ky < k; ++ky) {
+      // Signed arithmetic: the window may start inside the padding.
+      const long long y = static_cast<long long>(oy * stride + ky) - static_cast<long long>(ay.pad);
+      const bool row_in = y >= 0 && y < static_cast<long long>(ay.in);
+      for (std::size_t kx = 0; kx < k; ++kx, out += cin) {
+        const long long x =
+            static_cast<long long>(ox * stride + kx) - static_cast<long long>(ax.pad);
+        if (row_in && x >= 0 && x < static_cast<long long>(ax.in)) {
+          const T* src =
+              &in(s, (static_cast<std::size_t>(y) * ax.in + static_cast<std::size_t>(x)) * cin);
+          for (std::size_t ci = 0; ci < cin; ++ci) out[ci] = src[ci];
+        } else {
+          for (std::size_t ci = 0; ci < cin; ++ci) out[ci] = T(0);
+        }
+      }
     }
+    *out = T(1);
+  }
+};
+
+/// wb = [W | b] (outputs x (fan-in + 1)): the forward gemm's right-hand side.
+template <class T, class M>
+struct JoinBias {
+  Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> w;
+  Kokkos::View<const T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> b;
+  Kokkos::View<T**, Kokkos::LayoutRight, M> wb;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    const std::size_t width = wb.extent(1);
+    const std::size_t o = i / width, j = i % width;
+    wb(o, j) = j + 1 < width ? w(o, j) : b(o);
+  }
+};
+
+/// [dW | db] (+)= g: the weight-gradient gemm's result split back into the
+/// layer's two gradient arrays (added to them when accumulating).
+template <class T, class M>
+struct SplitBias {
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> g;
+  Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> dw;
+  Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> db;
+  bool add;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    const std::size_t width = g.extent(1);
+    const std::size_t o = i / width, j = i % width;
+    T& to = j + 1 < width ? dw(o, j) : db(o);
+    to = add ? to + g(o, j) : g(o, j);
   }
 };
 
@@ -150,34 +185,41 @@ class Conv2D final : public Weighted<T, M> {
     const std::size_t rows = capacity * pixels();
     cols_ = Kokkos::View<T*, M>(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::conv2d::cols"),
-        rows * patch());
-    this->reserve_rows(rows);
+        rows * (patch() + 1));
+    wb_ = Joined("kpmap::train::conv2d::wb", filters_, patch() + 1);
+    dwb_ = Joined("kpmap::train::conv2d::dwb", filters_, patch() + 1);
   }
 
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
     const std::size_t rows = in.extent(0) * pixels();
-    const Matrix cols(cols_.data(), rows, patch());
+    const Matrix cols(cols_.data(), rows, patch() + 1);
+    Kokkos::parallel_for("kpmap::train::conv2d::join_bias",
+                         Kokkos::RangePolicy<Exec>(exec, 0, wb_.size()),
+                         detail::JoinBias<T, M>{this->w_, this->b_, wb_});
     Kokkos::parallel_for(
-        "kpmap::train::conv2d::im2col", Kokkos::RangePolicy<Exec>(exec, 0, rows * k_ * k_),
+        "kpmap::train::conv2d::im2col", Kokkos::RangePolicy<Exec>(exec, 0, rows),
         detail::Im2col<T, M>{in, cols, ay_, ax_, k_, stride_, this->input_.channels});
-    kpmap::detail::gemm(exec, "N", "T", T(1), cols, this->w_, T(0),
-                        Matrix(out.data(), rows, filters_));
-    this->add_bias(exec, out.data(), rows);
+    // out = [cols | 1] [W | b]^T: the bias comes with the gemm.
+    kpmap::detail::gemm(exec, "N", "T", T(1), cols, wb_, T(0), Matrix(out.data(), rows, filters_));
   }
   void backward(const Exec& exec, const Batch&, const Batch&, const Batch& dout,
                 const Batch& din) override {
     const std::size_t rows = dout.extent(0) * pixels();
-    const Matrix cols(cols_.data(), rows, patch());
+    const Matrix cols(cols_.data(), rows, patch() + 1);
     const Matrix d(dout.data(), rows, filters_);
-    // dW = D^T cols; db = D^T 1; then cols is reused for dcols = D W.
-    kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, this->grad_beta_, this->dw_);
-    this->bias_gradient(exec, d);
+    // [dW | db] = D^T [cols | 1] in one gemm; then cols' memory is reused for
+    // dcols = D W.
+    kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, T(0), dwb_);
+    Kokkos::parallel_for(
+        "kpmap::train::conv2d::split_bias", Kokkos::RangePolicy<Exec>(exec, 0, dwb_.size()),
+        detail::SplitBias<T, M>{dwb_, this->dw_, this->db_, this->grad_beta_ != T(0)});
     if (din.data() == nullptr) return;
-    kpmap::detail::gemm(exec, "N", "N", T(1), d, this->w_, T(0), cols);
+    const Matrix dcols(cols_.data(), rows, patch());
+    kpmap::detail::gemm(exec, "N", "N", T(1), d, this->w_, T(0), dcols);
     Kokkos::parallel_for(
         "kpmap::train::conv2d::col2im",
         Kokkos::RangePolicy<Exec>(exec, 0, din.size() / this->input_.channels),
-        detail::Col2im<T, M>{cols, din, ay_, ax_, k_, stride_, this->input_.channels});
+        detail::Col2im<T, M>{dcols, din, ay_, ax_, k_, stride_, this->input_.channels});
   }
   double work_bytes_per_sample() const override {
     return double(pixels()) * double(patch() + 1) * sizeof(T);
@@ -193,7 +235,9 @@ class Conv2D final : public Weighted<T, M> {
   std::size_t filters_, k_, stride_;
   bool same_;
   ConvAxis ay_, ax_;
-  Kokkos::View<T*, M> cols_;
+  using Joined = Kokkos::View<T**, Kokkos::LayoutRight, M>;
+  Kokkos::View<T*, M> cols_;  // [cols | 1], then dcols
+  Joined wb_, dwb_;           // [W | b] and [dW | db], outputs x (patch + 1)
 };
 
 KPMAP_TRAIN_BUILTIN_LAYER(
