@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""kpmap-train against PyTorch on the Fashion-MNIST CNN, trained side by side.
+"""kpmap-train against PyTorch on the Fashion-MNIST CNN, interleaved.
 
     bench/compare_torch_cnn.py [--app build/default/apps/kpmap-train]
-                               [--ranks 1,2] [--epochs 3] [--max-steps N]
+                               [--bench build/default/bench/kpmap-bench-train]
+                               [--ranks 1,2] [--rounds 3] [--steps 150]
+                               [--epochs N] [--no-layers] [--smoke] [--json FILE]
 
 Both train inputs/cnn_fashion_mnist.toml's network on Debian's
 dataset-fashion-mnist: conv 3x3 1->32 same, ReLU, max pool 2, conv 3x3
@@ -10,24 +12,34 @@ dataset-fashion-mnist: conv 3x3 1->32 same, ReLU, max pool 2, conv 3x3
 Adam 1e-3, a global batch of 128 split over the ranks, float, pixels scaled
 to [0, 1]. PyTorch runs one thread per rank and, at 2 ranks or more,
 DistributedDataParallel over gloo; kpmap-train runs the deck under mpiexec
-with one thread per rank. Reported: training samples per second (the
-training steps only, all ranks together) and the test accuracy after the
-last epoch. With --max-steps the runs stop early (a speed comparison only).
+with one thread per rank. Each rank count runs --rounds rounds of kpmap,
+PyTorch, PyTorch, kpmap, each run --steps training steps (or --epochs whole
+epochs, for the test accuracy); reported: training samples per second (the
+training steps only, all ranks together), each round's ratio and the median
+ratio with its range, and the test accuracy after the last step.
 
-Run by hand (not in CI): it needs Debian's python3-torch, which the project
-does not otherwise depend on.
+Then, unless --no-layers, each weighted layer's GFLOP/s forward and backward
+(kpmap-bench-train's BM_cnn_layer, at each rank count's share of the batch,
+all ranks running) beside OpenBLAS sgemm's at the same shapes in the same run.
+
+--smoke runs 1 round of 3 steps and a short layer pass, as a test that the
+script works (no speed is asserted); without python3-torch it exits 77, which
+ctest counts as skipped. Run by hand without PyTorch, it exits 2.
 """
 import argparse
 import gzip
 import json
 import os
-import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+import interleaved  # noqa: E402
 
 DATA = "/usr/share/datasets/fashion-mnist"
 DECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inputs",
@@ -112,48 +124,81 @@ def run_torch(world: int, epochs: int, max_steps: int) -> dict:
 
 
 def run_kpmap(app: str, world: int, epochs: int, max_steps: int) -> dict:
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     with tempfile.TemporaryDirectory() as d:
         cmd = ["mpiexec", "--oversubscribe", "-n", str(world), app, DECK, "--output", d,
-               "--set", f"train.epochs={epochs}", "--set", f"train.max_steps={max_steps}"]
-        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+               "--set", f"train.epochs={epochs}", "--set", f"train.max_steps={max_steps}",
+               "--set", "train.log_every=0", "--set", "output.checkpoints=false"]
+        subprocess.run(cmd, env=interleaved.MPI_ENV, check=True, stdout=subprocess.DEVNULL)
         with open(os.path.join(d, "result.json")) as f:
             return json.load(f)
+
+
+def layer_rates(bench: str, world: int, min_time: float) -> list:
+    """BM_cnn_layer at this rank count's share of the global batch (128 or 64
+    images a rank; none for other shares), every rank running at once."""
+    local = BATCH // world
+    if BATCH % world or local not in (128, 64):
+        return []
+    cmd = ["mpiexec", "--oversubscribe", "-n", str(world), bench,
+           f"--benchmark_filter=BM_cnn_layer/[0-9]/[0-9]/{local}/",
+           f"--benchmark_min_time={min_time}"]
+    return [{"layer": b["label"], "ranks": world, "images_per_rank": local,
+             "GFLOPs": b["GFLOPs"], "sgemm_GFLOPs": b["sgemm_GFLOPs"], "of_sgemm": b["of_sgemm"]}
+            for b in interleaved.benchmark_json(cmd)]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--app", default="build/default/apps/kpmap-train")
+    ap.add_argument("--bench", default="build/default/bench/kpmap-bench-train")
     ap.add_argument("--ranks", default="1,2")
-    ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--max-steps", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of kpmap, PyTorch x 2, kpmap")
+    ap.add_argument("--steps", type=int, default=150, help="training steps a run")
+    ap.add_argument("--epochs", type=int, default=0, help="whole epochs a run instead of --steps")
+    ap.add_argument("--no-layers", action="store_true", help="skip the per-layer rates")
+    ap.add_argument("--layer-time", type=float, default=1.0,
+                    help="--benchmark_min_time of each layer benchmark (seconds)")
+    ap.add_argument("--smoke", action="store_true", help="1 round of 3 steps: a quick check")
+    ap.add_argument("--json", help="write every figure to this file")
     a = ap.parse_args()
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        print("PyTorch is missing: apt install python3-torch (run this with /usr/bin/python3)")
-        return 2
-    if not shutil.which("mpiexec") or not os.path.exists(a.app) or not os.path.isdir(DATA):
-        print(f"need mpiexec, {a.app} (build the project first) and {DATA} "
-              "(scripts/install-deps installs it)")
-        return 2
-    table = []
+    if a.smoke:
+        a.rounds, a.steps, a.epochs, a.layer_time = 1, 3, 0, 0.01
+    files = [a.app, DATA] + ([] if a.no_layers else [a.bench])
+    code = interleaved.require(a.smoke, files)
+    if code:
+        return code
+    epochs, steps = (a.epochs, 0) if a.epochs else (1, a.steps)
+    what = f"{epochs} epoch(s)" if a.epochs else f"{steps} steps"
+    log = lambda m: print(m, flush=True)  # noqa: E731
+    results = {"runs_of": what, "ranks": {}, "layers": []}
     for n in [int(r) for r in a.ranks.split(",")]:
-        k = run_kpmap(a.app, n, a.epochs, a.max_steps)
-        t = run_torch(n, a.epochs, a.max_steps)
-        table.append((n, k, t))
-        print(f"{n} rank(s): kpmap {k['samples_per_second']:,.0f} samples/s, test accuracy "
-              f"{k['test_accuracy']:.4f}; PyTorch {t['samples_per_second']:,.0f} samples/s, "
-              f"test accuracy {t['test_accuracy']:.4f}", flush=True)
-    print(f"\n| ranks | kpmap samples/s | PyTorch samples/s | kpmap / PyTorch | "
-          f"kpmap test acc. | PyTorch test acc. |")
-    print("|---|---|---|---|---|---|")
-    for n, k, t in table:
-        ks, ts = k["samples_per_second"], t["samples_per_second"]
-        print(f"| {n} | {ks:,.0f} | {ts:,.0f} | {ks / ts:.2f} | {k['test_accuracy']:.4f} | "
-              f"{t['test_accuracy']:.4f} |")
+        log(f"{n} rank(s), {a.rounds} round(s) of kpmap, PyTorch, PyTorch, kpmap, {what} a run:")
+        results["ranks"][n] = interleaved.interleave(
+            a.rounds, lambda: run_kpmap(a.app, n, epochs, steps),
+            lambda: run_torch(n, epochs, steps), "samples_per_second", log)
+    print("\n| ranks | kpmap samples/s | PyTorch samples/s | kpmap / PyTorch | per round | "
+          "kpmap test acc. | PyTorch test acc. |")
+    print("|---:|---:|---:|---:|---|---:|---:|")
+    for n, r in results["ranks"].items():
+        acc = [[x["test_accuracy"] for run in r["runs"] for x in run[side]]
+               for side in ("kpmap", "peer")]
+        print(f"| {n} | {interleaved.fmt(r['kpmap'])} | {interleaved.fmt(r['peer'])} | "
+              f"**{interleaved.fmt(r['ratio'], 2)}** | "
+              f"{', '.join(f'{x:.2f}' for x in r['ratios'])} | "
+              f"{statistics.median(acc[0]):.4f} | {statistics.median(acc[1]):.4f} |")
+    if not a.no_layers:
+        for n in results["ranks"]:
+            results["layers"] += layer_rates(a.bench, n, a.layer_time)
+        print("\n| layer | ranks | images a rank | kpmap GFLOP/s | sgemm GFLOP/s, same shapes | "
+              "of sgemm |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for r in results["layers"]:
+            print(f"| {r['layer']} | {r['ranks']} | {r['images_per_rank']} | {r['GFLOPs']:.1f} | "
+                  f"{r['sgemm_GFLOPs']:.1f} | {r['of_sgemm']:.2f} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
     return 0
 
 
