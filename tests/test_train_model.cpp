@@ -8,6 +8,7 @@
 
 #include <kpmap/mesh.hpp>
 #include <kpmap/train/config.hpp>
+#include <kpmap/train/layers/conv2d.hpp>
 #include <kpmap/train/layers/maxpool2d.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/optimizer.hpp>
@@ -59,12 +60,16 @@ LayerSpec dense(std::size_t units) { return {"dense", {{"units", static_cast<lon
 
 // The gradient of the model's loss on the whole data set (one global batch)
 // against central differences in every parameter.
-template <class Gen>
-void check_gradient(const Gen& gen, const Shape& input, const std::vector<LayerSpec>& specs,
-                    Loss loss) {
+// `adjust` may change the layers before the model is built.
+template <class Gen, class Adjust = void (*)(std::vector<Model::LayerPtr>&)>
+void check_gradient(
+    const Gen& gen, const Shape& input, const std::vector<LayerSpec>& specs, Loss loss,
+    Adjust adjust = [](std::vector<Model::LayerPtr>&) {}) {
   const auto& axis = kpmap::Mesh::world().axis("devices");
   const auto data = generate_shard<double, Mem>(gen, 0, gen.samples, axis);
-  Model model(input, build_layers<double, Mem>(input, specs), loss, data.rows());
+  auto layers = build_layers<double, Mem>(input, specs);
+  adjust(layers);
+  Model model(input, std::move(layers), loss, data.rows());
   model.initialize(5);
   const Kokkos::View<std::uint32_t*, Mem> none;
   auto loss_at = [&] {
@@ -118,6 +123,29 @@ TEST_CASE("conv2d (same, stride 1), relu, maxpool2d: gradients match finite diff
                  {conv(3, 3, 1, true), LayerSpec{"relu"}, pool("maxpool2d", 2),
                   LayerSpec{"flatten"}, dense(3)},
                  Loss::cross_entropy);
+}
+
+TEST_CASE("conv2d in chunks of samples (kept or made again): gradients match finite differences",
+          "[train][cnn]") {
+  // Host memory: the batch goes through im2col and the gemms a few samples
+  // at a time. Chunks of 1 and of 3 samples (13 = 3 + 3 + 3 + 3 + 1 at one
+  // rank), with the patches kept from the forward pass or made again.
+  const SyntheticImages gen(13, 7, 5, 2, 3, 4, 0.3);
+  const std::size_t per_sample = 7 * 5 * (3 * 3 * 2 + 1) * sizeof(double);
+  for (const std::size_t samples : {1, 3}) {
+    for (const bool keep : {false, true}) {
+      INFO(samples << " samples a chunk, patches " << (keep ? "kept" : "made again"));
+      check_gradient(gen, Shape::hwc(7, 5, 2),
+                     {conv(3, 3, 1, true), LayerSpec{"relu"}, conv(2, 3, 2, false),
+                      LayerSpec{"flatten"}, dense(3)},
+                     Loss::cross_entropy, [&](std::vector<Model::LayerPtr>& layers) {
+                       for (const std::size_t l : {0, 2}) {
+                         auto& c = dynamic_cast<Conv2D<double, Mem>&>(*layers[l]);
+                         c.set_host_chunking(samples * per_sample, keep ? 1 << 30 : 0);
+                       }
+                     });
+    }
+  }
 }
 
 TEST_CASE("conv2d (valid, stride 2), tanh, avgpool2d: gradients match finite differences",

@@ -12,6 +12,8 @@
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/layers/weighted.hpp>
 
+#include <algorithm>
+
 namespace kpmap::train {
 
 /// \brief Where a convolution's windows sit on one image axis.
@@ -39,19 +41,20 @@ namespace detail {
 /// cols(r, c): row r = (sample, oy, ox), column c = (ky, kx, ci) below
 /// k k Cin, zero where the window hangs over the padding; the last column is
 /// 1, so that the gemm with [W | b] adds the bias and the one with D^T sums
-/// it. One thread per row (output pixel): its index is decomposed once, and
-/// it writes its row's k k Cin + 1 contiguous values.
+/// it. One thread per row (output pixel (s, oy, ox), a 3-D range: no
+/// division to find them), which writes its row's k k Cin + 1 contiguous
+/// values.
 template <class T, class M>
 struct Im2col {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> in;  // samples x (H W Cin)
   Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> cols;
   ConvAxis ay, ax;
   std::size_t k, stride, cin;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t r) const {
-    const std::size_t ox = r % ax.out;
-    const std::size_t oy = (r / ax.out) % ay.out;
-    const std::size_t s = r / (ax.out * ay.out);
-    T* out = &cols(r, 0);
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s_, std::int64_t oy_,
+                                         std::int64_t ox_) const {
+    const auto s = static_cast<std::size_t>(s_), oy = static_cast<std::size_t>(oy_),
+               ox = static_cast<std::size_t>(ox_);
+    T* out = &cols((s * ay.out + oy) * ax.out + ox, 0);
     for (std::size_t ky = 0; ky < k; ++ky) {
       // Signed arithmetic: the window may start inside the padding.
       const long long y = static_cast<long long>(oy * stride + ky) - static_cast<long long>(ay.pad);
@@ -102,30 +105,31 @@ struct SplitBias {
 };
 
 /// The adjoint of Im2col: din(s, y, x, ci) = sum of the cols entries that
-/// copied it. One thread per input pixel gathers the (at most k*k) window
-/// positions that saw it, each Cin contiguous values, so no two threads write
-/// the same place and the sum's order is fixed.
+/// copied it. One thread per input pixel (s, y, x), a 3-D range, gathers
+/// the (at most k*k) window positions that saw it, each Cin contiguous
+/// values, so no two threads write the same place and the sum's order is
+/// fixed.
 template <class T, class M>
 struct Col2im {
   Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> cols;
   Kokkos::View<T**, Kokkos::LayoutRight, M> din;  // samples x (H W Cin)
   ConvAxis ay, ax;
   std::size_t k, stride, cin;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t pixel) const {
-    const std::size_t x = pixel % ax.in;
-    const std::size_t y = (pixel / ax.in) % ay.in;
-    const std::size_t s = pixel / (ax.in * ay.in);
-    T* out = din.data() + pixel * cin;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s_, std::int64_t y_, std::int64_t x_) const {
+    const auto s = static_cast<std::size_t>(s_), y = static_cast<std::size_t>(y_),
+               x = static_cast<std::size_t>(x_);
+    T* out = din.data() + ((s * ay.in + y) * ax.in + x) * cin;
     for (std::size_t ci = 0; ci < cin; ++ci) out[ci] = T(0);
     const std::size_t py = y + ay.pad;  // oy * stride + ky == py
     const std::size_t px = x + ax.pad;
+    const bool unit = stride == 1;  // no division in the common case
     for (std::size_t ky = 0; ky < k && ky <= py; ++ky) {
-      if ((py - ky) % stride != 0) continue;
-      const std::size_t oy = (py - ky) / stride;
+      if (!unit && (py - ky) % stride != 0) continue;
+      const std::size_t oy = unit ? py - ky : (py - ky) / stride;
       if (oy >= ay.out) continue;
       for (std::size_t kx = 0; kx < k && kx <= px; ++kx) {
-        if ((px - kx) % stride != 0) continue;
-        const std::size_t ox = (px - kx) / stride;
+        if (!unit && (px - kx) % stride != 0) continue;
+        const std::size_t ox = unit ? px - kx : (px - kx) / stride;
         if (ox >= ax.out) continue;
         const T* src = &cols((s * ay.out + oy) * ax.out + ox, (ky * k + kx) * cin);
         for (std::size_t ci = 0; ci < cin; ++ci) out[ci] += src[ci];
@@ -181,45 +185,79 @@ class Conv2D final : public Weighted<T, M> {
            std::to_string(filters_) + " filters";
   }
   Shape output_shape() const override { return Shape::hwc(ay_.out, ax_.out, filters_); }
+  /// \brief Where memory is the host's, the batch goes through im2col and
+  /// the gemms in chunks of samples whose patch matrix fits in
+  /// `host_chunk_bytes` (a core's L2 cache, about): the patches are written
+  /// to and read from cache, and OpenBLAS runs at its small-M rate
+  /// (docs/performance.md). The backward pass makes each chunk's patches
+  /// again, unless the whole batch's fit in `host_keep_bytes` (few input
+  /// channels: making them costs more than keeping them). Elsewhere (a GPU) a
+  /// chunk is the whole batch: one large gemm fills the device.
+  static constexpr std::size_t host_chunk_bytes = std::size_t(1) << 20;
+  static constexpr std::size_t host_keep_bytes = std::size_t(8) << 20;
+
   void reserve(std::size_t capacity) override {
-    const std::size_t rows = capacity * pixels();
+    const std::size_t per_sample = pixels() * (patch() + 1) * sizeof(T);
+    chunk_ = capacity;
+    keep_ = true;
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, M>::accessible) {
+      chunk_ = std::max<std::size_t>(1, std::min(capacity, chunk_bytes_ / per_sample));
+      keep_ = capacity * per_sample <= keep_bytes_;
+    }
     cols_ = Kokkos::View<T*, M>(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::conv2d::cols"),
-        rows * (patch() + 1));
+        (keep_ ? capacity : chunk_) * per_sample / sizeof(T));
     wb_ = Joined("kpmap::train::conv2d::wb", filters_, patch() + 1);
     dwb_ = Joined("kpmap::train::conv2d::dwb", filters_, patch() + 1);
   }
+  /// Samples per chunk of im2col and gemm (see host_chunk_bytes).
+  std::size_t chunk() const { return chunk_; }
+  /// \brief This layer's own host_chunk_bytes and host_keep_bytes; call it
+  /// before reserve() (tests use it to run several chunks on small images).
+  void set_host_chunking(std::size_t chunk_bytes, std::size_t keep_bytes) {
+    chunk_bytes_ = chunk_bytes;
+    keep_bytes_ = keep_bytes;
+  }
 
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
-    const std::size_t rows = in.extent(0) * pixels();
-    const Matrix cols(cols_.data(), rows, patch() + 1);
     Kokkos::parallel_for("kpmap::train::conv2d::join_bias",
                          Kokkos::RangePolicy<Exec>(exec, 0, wb_.size()),
                          detail::JoinBias<T, M>{this->w_, this->b_, wb_});
-    Kokkos::parallel_for(
-        "kpmap::train::conv2d::im2col", Kokkos::RangePolicy<Exec>(exec, 0, rows),
-        detail::Im2col<T, M>{in, cols, ay_, ax_, k_, stride_, this->input_.channels});
-    // out = [cols | 1] [W | b]^T: the bias comes with the gemm.
-    kpmap::detail::gemm(exec, "N", "T", T(1), cols, wb_, T(0), Matrix(out.data(), rows, filters_));
+    for (std::size_t s = 0; s < in.extent(0); s += chunk_) {
+      const auto samples = Kokkos::make_pair(s, std::min(s + chunk_, in.extent(0)));
+      const Matrix cols = patches(exec, Kokkos::subview(in, samples, Kokkos::ALL()), s);
+      // out = [cols | 1] [W | b]^T: the bias comes with the gemm.
+      kpmap::detail::gemm(exec, "N", "T", T(1), cols, wb_, T(0),
+                          Matrix(&out(s, 0), cols.extent(0), filters_));
+    }
   }
-  void backward(const Exec& exec, const Batch&, const Batch&, const Batch& dout,
+  void backward(const Exec& exec, const Batch& in, const Batch&, const Batch& dout,
                 const Batch& din) override {
-    const std::size_t rows = dout.extent(0) * pixels();
-    const Matrix cols(cols_.data(), rows, patch() + 1);
-    const Matrix d(dout.data(), rows, filters_);
-    // [dW | db] = D^T [cols | 1] in one gemm; then cols' memory is reused for
-    // dcols = D W.
-    kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, T(0), dwb_);
+    const std::size_t n = dout.extent(0);
+    if (n == 0) return;  // Sequential never asks: it zeroes an empty batch's gradient itself
+    for (std::size_t s = 0; s < n; s += chunk_) {
+      const auto samples = Kokkos::make_pair(s, std::min(s + chunk_, n));
+      const std::size_t rows = (samples.second - s) * pixels();
+      // The forward pass's patches where they were kept (or all in one
+      // chunk); else this chunk's made again.
+      const Matrix cols = keep_ || n <= chunk_
+                              ? Matrix(at(s), rows, patch() + 1)
+                              : patches(exec, Kokkos::subview(in, samples, Kokkos::ALL()), s);
+      const Matrix d(&dout(s, 0), rows, filters_);
+      // [dW | db] (+)= D^T [cols | 1] in one gemm; then the chunk's patches
+      // are overwritten by dcols = D W.
+      kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, T(s == 0 ? 0 : 1), dwb_);
+      if (din.data() == nullptr) continue;
+      const Matrix dcols(at(s), rows, patch());
+      kpmap::detail::gemm(exec, "N", "N", T(1), d, this->w_, T(0), dcols);
+      const auto din_chunk = Kokkos::subview(din, samples, Kokkos::ALL());
+      Kokkos::parallel_for(
+          "kpmap::train::conv2d::col2im", image_range(exec, din_chunk.extent(0), ay_.in, ax_.in),
+          detail::Col2im<T, M>{dcols, din_chunk, ay_, ax_, k_, stride_, this->input_.channels});
+    }
     Kokkos::parallel_for(
         "kpmap::train::conv2d::split_bias", Kokkos::RangePolicy<Exec>(exec, 0, dwb_.size()),
         detail::SplitBias<T, M>{dwb_, this->dw_, this->db_, this->grad_beta_ != T(0)});
-    if (din.data() == nullptr) return;
-    const Matrix dcols(cols_.data(), rows, patch());
-    kpmap::detail::gemm(exec, "N", "N", T(1), d, this->w_, T(0), dcols);
-    Kokkos::parallel_for(
-        "kpmap::train::conv2d::col2im",
-        Kokkos::RangePolicy<Exec>(exec, 0, din.size() / this->input_.channels),
-        detail::Col2im<T, M>{dcols, din, ay_, ax_, k_, stride_, this->input_.channels});
   }
   double work_bytes_per_sample() const override {
     return double(pixels()) * double(patch() + 1) * sizeof(T);
@@ -231,12 +269,33 @@ class Conv2D final : public Weighted<T, M> {
 
  private:
   std::size_t patch() const { return k_ * k_ * this->input_.channels; }
+  // Pixels (s, y, x) of `samples` images, x fastest.
+  static auto image_range(const Exec& exec, std::size_t samples, std::size_t h, std::size_t w) {
+    return row_major_range<3, Kokkos::IndexType<std::int64_t>>(
+        exec, {0, 0, 0},
+        {static_cast<std::int64_t>(samples), static_cast<std::int64_t>(h),
+         static_cast<std::int64_t>(w)});
+  }
+  // Where the patches of the chunk from sample `s` on are.
+  T* at(std::size_t s) const { return cols_.data() + (keep_ ? s * pixels() * (patch() + 1) : 0); }
+  // [cols | 1] of the samples `in`, the chunk from sample `s` on.
+  template <class In>
+  Matrix patches(const Exec& exec, const In& in, std::size_t s) const {
+    const Matrix cols(at(s), in.extent(0) * pixels(), patch() + 1);
+    Kokkos::parallel_for(
+        "kpmap::train::conv2d::im2col", image_range(exec, in.extent(0), ay_.out, ax_.out),
+        detail::Im2col<T, M>{in, cols, ay_, ax_, k_, stride_, this->input_.channels});
+    return cols;
+  }
   std::size_t pixels() const { return ay_.out * ax_.out; }
   std::size_t filters_, k_, stride_;
   bool same_;
   ConvAxis ay_, ax_;
   using Joined = Kokkos::View<T**, Kokkos::LayoutRight, M>;
-  Kokkos::View<T*, M> cols_;  // [cols | 1], then dcols
+  std::size_t chunk_bytes_ = host_chunk_bytes, keep_bytes_ = host_keep_bytes;
+  std::size_t chunk_ = 1;
+  bool keep_ = true;          // cols_ holds the whole batch's patches
+  Kokkos::View<T*, M> cols_;  // a chunk's [cols | 1], then its dcols
   Joined wb_, dwb_;           // [W | b] and [dW | db], outputs x (patch + 1)
 };
 
