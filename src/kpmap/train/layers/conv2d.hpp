@@ -43,48 +43,118 @@ namespace detail {
 /// 1, so that the gemm with [W | b] adds the bias and the one with D^T sums
 /// it. One thread per row (output pixel (s, oy, ox), a 3-D range: no
 /// division to find them), which writes its row's k k Cin + 1 contiguous
-/// values.
+/// values: a kernel row's k Cin at once where the window is inside the image.
 template <class T, class M>
 struct Im2col {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> in;  // samples x (H W Cin)
   Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> cols;
   ConvAxis ay, ax;
   std::size_t k, stride, cin;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s_, std::int64_t oy_,
-                                         std::int64_t ox_) const {
-    const auto s = static_cast<std::size_t>(s_), oy = static_cast<std::size_t>(oy_),
-               ox = static_cast<std::size_t>(ox_);
-    T* out = &cols((s * ay.out + oy) * ax.out + ox, 0);
-    for (std::size_t ky = 0; ky < k; ++ky) {
-      // Signed arithmetic: the window may start inside the padding.
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s, std::int64_t oy, std::int64_t ox) const {
+    row(static_cast<std::size_t>(s), static_cast<std::size_t>(oy), static_cast<std::size_t>(ox));
+  }
+  /// Writes row (s, oy, ox) of cols and returns it.
+  KOKKOS_INLINE_FUNCTION T* row(std::size_t s, std::size_t oy, std::size_t ox) const {
+    T* const first = &cols((s * ay.out + oy) * ax.out + ox, 0);
+    T* out = first;
+    const std::size_t span = k * cin;  // one kernel row of the window
+    // Signed arithmetic: the window may start inside the padding.
+    const long long x0 = static_cast<long long>(ox * stride) - static_cast<long long>(ax.pad);
+    const bool cols_in = x0 >= 0 && x0 + static_cast<long long>(k) <= static_cast<long long>(ax.in);
+    for (std::size_t ky = 0; ky < k; ++ky, out += span) {
       const long long y = static_cast<long long>(oy * stride + ky) - static_cast<long long>(ay.pad);
-      const bool row_in = y >= 0 && y < static_cast<long long>(ay.in);
-      for (std::size_t kx = 0; kx < k; ++kx, out += cin) {
-        const long long x =
-            static_cast<long long>(ox * stride + kx) - static_cast<long long>(ax.pad);
-        if (row_in && x >= 0 && x < static_cast<long long>(ax.in)) {
-          const T* src =
-              &in(s, (static_cast<std::size_t>(y) * ax.in + static_cast<std::size_t>(x)) * cin);
-          for (std::size_t ci = 0; ci < cin; ++ci) out[ci] = src[ci];
-        } else {
-          for (std::size_t ci = 0; ci < cin; ++ci) out[ci] = T(0);
+      if (y < 0 || y >= static_cast<long long>(ay.in)) {
+        for (std::size_t j = 0; j < span; ++j) out[j] = T(0);
+        continue;
+      }
+      const T* src = &in(s, static_cast<std::size_t>(y) * ax.in * cin);
+      if (cols_in) {  // inside the image: k Cin contiguous values
+        src += static_cast<std::size_t>(x0) * cin;
+        for (std::size_t j = 0; j < span; ++j) out[j] = src[j];
+        continue;
+      }
+      for (std::size_t kx = 0; kx < k; ++kx) {
+        const long long x = x0 + static_cast<long long>(kx);
+        const bool x_in = x >= 0 && x < static_cast<long long>(ax.in);
+        for (std::size_t ci = 0; ci < cin; ++ci) {
+          out[kx * cin + ci] = x_in ? src[static_cast<std::size_t>(x) * cin + ci] : T(0);
         }
       }
     }
     *out = T(1);
+    return first;
   }
 };
 
-/// wb = [W | b] (outputs x (fan-in + 1)): the forward gemm's right-hand side.
+/// Channels of the output a thread of Im2colProduct computes together: a
+/// fixed-length inner loop the compiler keeps in vector registers.
+inline constexpr std::size_t conv_lanes = 16;
+
+/// Im2col's row, then at once that row's outputs out(r, f) = sum_j cols(r, j)
+/// wbt(j, f) (bias included): for a small patch (few input channels), where
+/// a gemm of so few columns would spend more time clearing and rewriting its
+/// output than multiplying. wbt is [W | b] transposed, (patch + 1) x filters.
+template <class T, class M>
+struct Im2colProduct {
+  Im2col<T, M> patches;
+  Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> wbt;
+  Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s_, std::int64_t oy_,
+                                         std::int64_t ox_) const {
+    const auto s = static_cast<std::size_t>(s_), oy = static_cast<std::size_t>(oy_),
+               ox = static_cast<std::size_t>(ox_);
+    const T* p = patches.row(s, oy, ox);
+    T* o = &out((s * patches.ay.out + oy) * patches.ax.out + ox, 0);
+    const std::size_t width = wbt.extent(0), filters = wbt.extent(1);
+    constexpr std::size_t L = conv_lanes;
+    std::size_t f0 = 0;
+    // 2 L channels at a time, even and odd columns apart: four independent
+    // chains of multiply-adds instead of one waiting on the last.
+    for (; f0 + 2 * L <= filters; f0 += 2 * L) {
+      T a0[L] = {}, a1[L] = {}, b0[L] = {}, b1[L] = {};
+      std::size_t j = 0;
+      for (; j + 1 < width; j += 2) {
+        const T* w0 = &wbt(j, f0);
+        const T* w1 = &wbt(j + 1, f0);
+        for (std::size_t l = 0; l < L; ++l) {
+          a0[l] += p[j] * w0[l];
+          b0[l] += p[j] * w0[L + l];
+          a1[l] += p[j + 1] * w1[l];
+          b1[l] += p[j + 1] * w1[L + l];
+        }
+      }
+      if (j < width) {
+        const T* w0 = &wbt(j, f0);
+        for (std::size_t l = 0; l < L; ++l) {
+          a0[l] += p[j] * w0[l];
+          b0[l] += p[j] * w0[L + l];
+        }
+      }
+      for (std::size_t l = 0; l < L; ++l) {
+        o[f0 + l] = a0[l] + a1[l];
+        o[f0 + L + l] = b0[l] + b1[l];
+      }
+    }
+    for (; f0 < filters; ++f0) {  // the rest, one channel at a time
+      T acc = T(0);
+      for (std::size_t j = 0; j < width; ++j) acc += p[j] * wbt(j, f0);
+      o[f0] = acc;
+    }
+  }
+};
+
+/// wb = [W | b] (outputs x (fan-in + 1)): the forward gemm's right-hand
+/// side; or, `transposed`, its transpose (Im2colProduct's).
 template <class T, class M>
 struct JoinBias {
   Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> w;
   Kokkos::View<const T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> b;
-  Kokkos::View<T**, Kokkos::LayoutRight, M> wb;
+  Kokkos::View<T*, M> wb;
+  bool transposed;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    const std::size_t width = wb.extent(1);
+    const std::size_t width = w.extent(1) + 1, outputs = w.extent(0);
     const std::size_t o = i / width, j = i % width;
-    wb(o, j) = j + 1 < width ? w(o, j) : b(o);
+    wb(transposed ? j * outputs + o : i) = j + 1 < width ? w(o, j) : b(o);
   }
 };
 
@@ -207,7 +277,7 @@ class Conv2D final : public Weighted<T, M> {
     cols_ = Kokkos::View<T*, M>(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::conv2d::cols"),
         (keep_ ? capacity : chunk_) * per_sample / sizeof(T));
-    wb_ = Joined("kpmap::train::conv2d::wb", filters_, patch() + 1);
+    wb_ = Kokkos::View<T*, M>("kpmap::train::conv2d::wb", filters_ * (patch() + 1));
     dwb_ = Joined("kpmap::train::conv2d::dwb", filters_, patch() + 1);
   }
   /// Samples per chunk of im2col and gemm (see host_chunk_bytes).
@@ -219,16 +289,32 @@ class Conv2D final : public Weighted<T, M> {
     keep_bytes_ = keep_bytes;
   }
 
+  /// \brief Patches of at most this many columns (with the bias's) are
+  /// multiplied by the thread that makes them (Im2colProduct), not by gemm.
+  static constexpr std::size_t direct_patch_limit = 32;
+
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
+    const bool direct = patch() + 1 <= direct_patch_limit;
     Kokkos::parallel_for("kpmap::train::conv2d::join_bias",
                          Kokkos::RangePolicy<Exec>(exec, 0, wb_.size()),
-                         detail::JoinBias<T, M>{this->w_, this->b_, wb_});
+                         detail::JoinBias<T, M>{this->w_, this->b_, wb_, direct});
     for (std::size_t s = 0; s < in.extent(0); s += chunk_) {
       const auto samples = Kokkos::make_pair(s, std::min(s + chunk_, in.extent(0)));
-      const Matrix cols = patches(exec, Kokkos::subview(in, samples, Kokkos::ALL()), s);
+      const auto chunk = Kokkos::subview(in, samples, Kokkos::ALL());
+      const Matrix to(&out(s, 0), chunk.extent(0) * pixels(), filters_);
+      if (direct) {
+        const Matrix cols(at(s), to.extent(0), patch() + 1);
+        Kokkos::parallel_for(
+            "kpmap::train::conv2d::im2col_product",
+            image_range(exec, chunk.extent(0), ay_.out, ax_.out),
+            detail::Im2colProduct<T, M>{{chunk, cols, ay_, ax_, k_, stride_, this->input_.channels},
+                                        Matrix(wb_.data(), patch() + 1, filters_),
+                                        to});
+        continue;
+      }
       // out = [cols | 1] [W | b]^T: the bias comes with the gemm.
-      kpmap::detail::gemm(exec, "N", "T", T(1), cols, wb_, T(0),
-                          Matrix(&out(s, 0), cols.extent(0), filters_));
+      kpmap::detail::gemm(exec, "N", "T", T(1), patches(exec, chunk, s),
+                          Matrix(wb_.data(), filters_, patch() + 1), T(0), to);
     }
   }
   void backward(const Exec& exec, const Batch& in, const Batch&, const Batch& dout,
@@ -296,7 +382,8 @@ class Conv2D final : public Weighted<T, M> {
   std::size_t chunk_ = 1;
   bool keep_ = true;          // cols_ holds the whole batch's patches
   Kokkos::View<T*, M> cols_;  // a chunk's [cols | 1], then its dcols
-  Joined wb_, dwb_;           // [W | b] and [dW | db], outputs x (patch + 1)
+  Kokkos::View<T*, M> wb_;    // [W | b], outputs x (patch + 1), or its transpose
+  Joined dwb_;                // [dW | db], outputs x (patch + 1)
 };
 
 KPMAP_TRAIN_BUILTIN_LAYER(

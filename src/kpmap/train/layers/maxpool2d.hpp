@@ -25,9 +25,20 @@ struct MaxPoolForward {
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t op) const {
     const T* x = in.data() + g.corner(op);
     for (std::size_t c0 = 0; c0 < g.c; c0 += pool_lanes) {
-      const std::size_t lanes = g.c - c0 < pool_lanes ? g.c - c0 : pool_lanes;
-      T best[pool_lanes];
-      std::uint16_t at[pool_lanes];
+      if (g.c - c0 >= pool_lanes) {
+        window<pool_lanes>(x, op, c0);  // a fixed-length loop: whole vector registers
+      } else {
+        window<1>(x, op, c0, g.c - c0);
+      }
+    }
+  }
+  // Channels [c0, c0 + lanes * reps) of output pixel `op`, `lanes` at a time.
+  template <std::size_t lanes>
+  KOKKOS_INLINE_FUNCTION void window(const T* x, std::size_t op, std::size_t c0,
+                                     std::size_t reps = 1) const {
+    for (std::size_t r = 0; r < reps; ++r, c0 += lanes) {
+      T best[lanes];
+      std::uint32_t at[lanes];  // as wide as a float: compare and select vectorize together
       for (std::size_t j = 0; j < lanes; ++j) {
         best[j] = x[c0 + j];
         at[j] = 0;
@@ -35,7 +46,7 @@ struct MaxPoolForward {
       for (std::size_t dy = 0; dy < g.p; ++dy) {
         for (std::size_t dx = 0; dx < g.p; ++dx) {
           const T* v = x + g.at(dy, dx) + c0;
-          const auto here = static_cast<std::uint16_t>(dy * g.p + dx);
+          const auto here = static_cast<std::uint32_t>(dy * g.p + dx);
           for (std::size_t j = 0; j < lanes; ++j) {
             // Strictly greater: a tie keeps the first maximum.
             at[j] = v[j] > best[j] ? here : at[j];
@@ -45,7 +56,7 @@ struct MaxPoolForward {
       }
       for (std::size_t j = 0; j < lanes; ++j) {
         out.data()[op * g.c + c0 + j] = best[j];
-        where(op * g.c + c0 + j) = at[j];
+        where(op * g.c + c0 + j) = static_cast<std::uint16_t>(at[j]);
       }
     }
   }
