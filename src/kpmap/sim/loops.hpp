@@ -49,15 +49,7 @@ namespace detail {
 // The fields a kernel writes never overlap the ones it reads at other cells
 // (each kernel writes only its own cell), which the compiler cannot prove
 // through Views: this lets it vectorise the row loops on the host.
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-#define KPMAP_SIM_INDEPENDENT_ITERATIONS
-#elif defined(__clang__)
-#define KPMAP_SIM_INDEPENDENT_ITERATIONS _Pragma("clang loop vectorize(assume_safety)")
-#elif defined(__GNUC__)
-#define KPMAP_SIM_INDEPENDENT_ITERATIONS _Pragma("GCC ivdep")
-#else
-#define KPMAP_SIM_INDEPENDENT_ITERATIONS
-#endif
+#define KPMAP_SIM_INDEPENDENT_ITERATIONS KPMAP_INDEPENDENT_ITERATIONS
 
 // A sum over a row kept in vector lanes: OpenMP's simd directive lets the
 // compiler hold one partial sum per lane. Without it the sum must be formed

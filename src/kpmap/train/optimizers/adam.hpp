@@ -4,6 +4,7 @@
 /// gradient, p -= lr (m / c1) / (sqrt(v / c2) + epsilon).
 
 #include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/policy.hpp>
 #include <kpmap/train/optimizer.hpp>
 
 #include <cmath>
@@ -38,8 +39,8 @@ class Adam final : public UpdateRule<T, M> {
              const Flat* state) const override {
     const double c1 = 1.0 - std::pow(beta1_, static_cast<double>(t));
     const double c2 = 1.0 - std::pow(beta2_, static_cast<double>(t));
-    Kokkos::parallel_for(
-        "kpmap::train::optimizer::step", Kokkos::RangePolicy<Exec>(exec, 0, p.size()),
+    kpmap::parallel_for_elements(
+        "kpmap::train::optimizer::step", exec, p.size(),
         detail::AdamStep<T, M>{p, g, state[0], state[1], lr, static_cast<T>(beta1_),
                                static_cast<T>(beta2_), static_cast<T>(eps_), static_cast<T>(c1),
                                static_cast<T>(c2)});

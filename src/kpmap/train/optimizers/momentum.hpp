@@ -2,6 +2,7 @@
 /// \file
 /// \brief SGD with momentum: v = momentum v + g; p -= lr v.
 
+#include <kpmap/policy.hpp>
 #include <kpmap/train/optimizer.hpp>
 
 namespace kpmap::train {
@@ -29,9 +30,8 @@ class Momentum final : public UpdateRule<T, M> {
   explicit Momentum(const deck::Settings& keys) : mu_(static_cast<T>(keys.real("momentum"))) {}
   void apply(const Exec& exec, long long, T lr, const Flat& p, const ConstFlat& g,
              const Flat* state) const override {
-    Kokkos::parallel_for("kpmap::train::optimizer::step",
-                         Kokkos::RangePolicy<Exec>(exec, 0, p.size()),
-                         detail::MomentumStep<T, M>{p, g, state[0], lr, mu_});
+    kpmap::parallel_for_elements("kpmap::train::optimizer::step", exec, p.size(),
+                                 detail::MomentumStep<T, M>{p, g, state[0], lr, mu_});
   }
 
  private:

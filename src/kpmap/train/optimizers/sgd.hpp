@@ -2,6 +2,7 @@
 /// \file
 /// \brief Gradient descent, p -= lr g: full-batch (gd) or on minibatches (sgd).
 
+#include <kpmap/policy.hpp>
 #include <kpmap/train/optimizer.hpp>
 
 namespace kpmap::train {
@@ -24,9 +25,8 @@ class GradientDescent final : public UpdateRule<T, M> {
   using typename UpdateRule<T, M>::ConstFlat;
   void apply(const Exec& exec, long long, T lr, const Flat& p, const ConstFlat& g,
              const Flat*) const override {
-    Kokkos::parallel_for("kpmap::train::optimizer::step",
-                         Kokkos::RangePolicy<Exec>(exec, 0, p.size()),
-                         detail::PlainStep<T, M>{p, g, lr});
+    kpmap::parallel_for_elements("kpmap::train::optimizer::step", exec, p.size(),
+                                 detail::PlainStep<T, M>{p, g, lr});
   }
 };
 
