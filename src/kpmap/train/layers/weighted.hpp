@@ -67,11 +67,17 @@ class Weighted : public Layer<T, M> {
             exec, {0, 0}, {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(outputs_)}),
         detail::AddBias<T, M>{out, b_});
   }
-  /// db (+)= d^T 1: column sums of the output gradient `d` (rows x outputs).
+  /// db (+)= d^T 1: column sums of the output gradient `d` (rows x outputs,
+  /// its rows contiguous). d^T is read as a column-major matrix over the same
+  /// memory, so that gemv is "N" on LayoutLeft, which Kokkos Kernels hands to
+  /// the BLAS (OpenBLAS's sgemv_n), not its own kernel for a transposed
+  /// row-major matrix (7 times slower here).
   template <class D>
   void bias_gradient(const Exec& exec, const D& d) const {
     const auto ones = Kokkos::subview(ones_, Kokkos::make_pair(std::size_t(0), d.extent(0)));
-    kpmap::detail::gemv(exec, "T", T(1), d, ones, this->grad_beta_, db_);
+    const Kokkos::View<const T**, Kokkos::LayoutLeft, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+        dt(d.data(), d.extent(1), d.extent(0));
+    kpmap::detail::gemv(exec, "N", T(1), dt, ones, this->grad_beta_, db_);
   }
 
   std::size_t outputs_, fan_in_, fan_out_;
