@@ -197,6 +197,35 @@ TEST_CASE("max pooling gives the gradient to the first of equal maxima; cut-off 
   }
 }
 
+TEST_CASE(
+    "a ReLU before max pooling, applied by the pooling layer, gives the loss and gradient of "
+    "max pooling before the ReLU, bit for bit",
+    "[train][cnn]") {
+  // relu(maxpool(x)) = maxpool(relu(x)): the model skips a ReLU that the
+  // pooling after it absorbs (the first order), and runs both layers in the
+  // second. Odd sizes: a row and a column cut off by the pooling.
+  const auto& axis = kpmap::Mesh::world().axis("devices");
+  const SyntheticImages gen(17, 7, 9, 2, 3, 5, 0.3);
+  const Shape input = Shape::hwc(7, 9, 2);
+  const auto data = generate_shard<double, Mem>(gen, 0, gen.samples, axis);
+  const Kokkos::View<std::uint32_t*, Mem> none;
+  auto run = [&](bool relu_first) {
+    const LayerSpec relu{"relu"}, max = pool("maxpool2d", 2);
+    Model model(
+        input,
+        build_layers<double, Mem>(input, {conv(5, 3, 1, true), relu_first ? relu : max,
+                                          relu_first ? max : relu, LayerSpec{"flatten"}, dense(3)}),
+        Loss::cross_entropy, data.rows());
+    model.initialize(9);
+    const double loss =
+        model.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis).fetch().loss;
+    return std::make_pair(loss, to_host(model.grads().all));
+  };
+  const auto fused = run(true), apart = run(false);
+  CHECK(fused.first == apart.first);
+  CHECK(fused.second == apart.second);
+}
+
 TEST_CASE("a CNN trained on every rank equals the same CNN trained on one rank", "[train][cnn]") {
   // 23 samples in batches of 8: the last batch is partial, and at 3 and 4
   // ranks some ranks hold none of a batch's samples.

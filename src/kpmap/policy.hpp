@@ -86,6 +86,18 @@ RowMajorRange<N, Exec, Traits...> row_major_range(
 #define KPMAP_INDEPENDENT_ITERATIONS
 #endif
 
+/// \brief Marks a short fixed-length loop over contiguous lanes (a pixel's
+/// channels) whose body selects (a maximum and where it was): OpenMP's simd
+/// directive makes the compiler keep it in vector registers, where it would
+/// otherwise unroll it into scalar selects. Needs -fopenmp-simd (kpmap's own
+/// build: KPMAP_OPENMP_SIMD) or OpenMP; nothing on a GPU.
+#if (defined(KPMAP_OPENMP_SIMD) || defined(_OPENMP)) && !defined(__CUDA_ARCH__) && \
+    !defined(__HIP_DEVICE_COMPILE__)
+#define KPMAP_VECTOR_LANES _Pragma("omp simd")
+#else
+#define KPMAP_VECTOR_LANES
+#endif
+
 /// \brief Consecutive elements one parallel iteration of parallel_for_elements
 /// takes on the host.
 inline constexpr std::size_t host_element_block = 2048;

@@ -147,6 +147,13 @@ class Sequential {
       if (!specs.empty()) ++numbered;
     }
     layer_span_.back() = total;
+    // A ReLU that the next layer applies itself runs no passes of its own.
+    absorbed_.assign(layers_.size(), false);
+    for (std::size_t l = 0; l + 1 < layers_.size(); ++l) {
+      if (layers_[l]->type() == "relu" && layers_[l]->in_place()) {
+        absorbed_[l] = layers_[l + 1]->absorb_relu();
+      }
+    }
     params_.all = Kokkos::View<T*, M>("kpmap::train::params", total);
     grads_.all = Kokkos::View<T*, M>("kpmap::train::grads", total);
     C* p = nullptr;
@@ -336,7 +343,7 @@ class Sequential {
     if (micro.last) pending_.push_back(ipsum(exec_, step_sums, axis));
     std::optional<ProfilingRegion> backward_region(std::in_place, "kpmap::train::backward");
     for (std::size_t l = layers_.size(); l-- > 0;) {
-      if (n > 0) {
+      if (n > 0 && !absorbed_[l]) {
         // Mixed: each micro-batch's gradient in C is added up in T.
         layers_[l]->accumulate_gradients(!mixed && !micro.first);
         layers_[l]->backward(exec_, rows(acts_[l], n), rows(acts_[l + 1], n),
@@ -461,7 +468,7 @@ class Sequential {
                          Kokkos::RangePolicy<Exec>(exec_, 0, in.size()),
                          detail::GatherRows<T, M, C>{data.x, data.y, order, in, yb_, first});
     for (std::size_t l = 0; l < layers_.size(); ++l) {
-      layers_[l]->forward(exec_, rows(acts_[l], n), rows(acts_[l + 1], n));
+      if (!absorbed_[l]) layers_[l]->forward(exec_, rows(acts_[l], n), rows(acts_[l + 1], n));
     }
   }
 
@@ -499,6 +506,7 @@ class Sequential {
   Exec exec_;
   std::vector<Slice> slices_;
   std::vector<std::size_t> layer_span_;  // layer l's parameters: [span[l], span[l+1])
+  std::vector<bool> absorbed_;           // a ReLU the next layer applies (absorb_relu)
   FlatParams<T, M> params_, grads_;
   Kokkos::View<C*, M> compute_params_, compute_grads_;  // mixed precision only
   double loss_scale_ = 1;

@@ -115,6 +115,12 @@ class Layer {
   /// backward its input gradient over its output gradient): the model then
   /// gives both the same storage. Such a layer's backward reads only `out`.
   virtual bool in_place() const { return false; }
+  /// \brief Asked when a ReLU comes just before this layer: whether this
+  /// layer will apply it itself from now on (to its output in forward, and
+  /// to the gradient in backward), so that the model skips the ReLU's own
+  /// passes over the larger array. Only for a layer that commutes with ReLU
+  /// and gives the same values and gradients (max pooling). Default: no.
+  virtual bool absorb_relu() { return false; }
 
   /// \brief out = layer(in) for the rows of `in` (out has as many).
   virtual void forward(const Exec& exec, const Batch& in, const Batch& out) = 0;

@@ -3,6 +3,7 @@
 /// \brief Max pooling over size x size windows. Where a window holds equal
 /// maxima, the first in row-major order takes the gradient (as in PyTorch).
 
+#include <kpmap/policy.hpp>
 #include <kpmap/train/layers/pooling.hpp>
 #include <kpmap/train/layers/registry.hpp>
 
@@ -15,13 +16,15 @@ namespace detail {
 /// outside, a short fixed-length channel loop inside (contiguous, vectorizable).
 inline constexpr std::size_t pool_lanes = 16;
 
-/// One thread per output pixel: each channel's window maximum and where it was.
+/// One thread per output pixel: each channel's window maximum and where it
+/// was (then max(that, 0) if `relu`).
 template <class T, class M>
 struct MaxPoolForward {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> in;
   Kokkos::View<T**, Kokkos::LayoutRight, M> out;
   Kokkos::View<std::uint16_t*, M> where;
   PoolGeometry g;
+  bool relu;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t op) const {
     const T* x = in.data() + g.corner(op);
     for (std::size_t c0 = 0; c0 < g.c; c0 += pool_lanes) {
@@ -38,24 +41,27 @@ struct MaxPoolForward {
                                      std::size_t reps = 1) const {
     for (std::size_t r = 0; r < reps; ++r, c0 += lanes) {
       T best[lanes];
-      std::uint32_t at[lanes];  // as wide as a float: compare and select vectorize together
+      T at[lanes];  // the window position, in T: compare and select vectorize together
       for (std::size_t j = 0; j < lanes; ++j) {
         best[j] = x[c0 + j];
-        at[j] = 0;
+        at[j] = T(0);
       }
       for (std::size_t dy = 0; dy < g.p; ++dy) {
         for (std::size_t dx = 0; dx < g.p; ++dx) {
           const T* v = x + g.at(dy, dx) + c0;
-          const auto here = static_cast<std::uint32_t>(dy * g.p + dx);
+          const auto here = static_cast<T>(dy * g.p + dx);  // < 2^16: exact in T
+          KPMAP_VECTOR_LANES
           for (std::size_t j = 0; j < lanes; ++j) {
             // Strictly greater: a tie keeps the first maximum.
-            at[j] = v[j] > best[j] ? here : at[j];
-            best[j] = v[j] > best[j] ? v[j] : best[j];
+            const T vj = v[j], bj = best[j];
+            const bool greater = vj > bj;
+            at[j] = greater ? here : at[j];
+            best[j] = greater ? vj : bj;
           }
         }
       }
       for (std::size_t j = 0; j < lanes; ++j) {
-        out.data()[op * g.c + c0 + j] = best[j];
+        out.data()[op * g.c + c0 + j] = relu && !(best[j] > T(0)) ? T(0) : best[j];
         where(op * g.c + c0 + j) = static_cast<std::uint16_t>(at[j]);
       }
     }
@@ -63,22 +69,28 @@ struct MaxPoolForward {
 };
 
 /// One thread per output pixel: each window's gradient goes to its maximum,
-/// zeros to the rest (windows do not overlap, so no two threads meet).
+/// zeros to the rest (windows do not overlap, so no two threads meet); with
+/// `relu`, only where the output is positive.
 template <class T, class M>
 struct MaxPoolBackward {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> dout;
   Kokkos::View<T**, Kokkos::LayoutRight, M> din;
   Kokkos::View<const std::uint16_t*, M> where;
   PoolGeometry g;
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> out;
+  bool relu;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t op) const {
     T* d = din.data() + g.corner(op);
     const T* grad = dout.data() + op * g.c;
     const std::uint16_t* at = where.data() + op * g.c;
+    const T* y = out.data() + op * g.c;
     for (std::size_t dy = 0; dy < g.p; ++dy) {
       for (std::size_t dx = 0; dx < g.p; ++dx) {
         T* dst = d + g.at(dy, dx);
         const auto here = static_cast<std::uint16_t>(dy * g.p + dx);
-        for (std::size_t ch = 0; ch < g.c; ++ch) dst[ch] = at[ch] == here ? grad[ch] : T(0);
+        for (std::size_t ch = 0; ch < g.c; ++ch) {
+          dst[ch] = at[ch] == here && (!relu || y[ch] > T(0)) ? grad[ch] : T(0);
+        }
       }
     }
   }
@@ -107,22 +119,29 @@ class MaxPool2D final : public Pool2D<T, M> {
   double work_bytes_per_sample() const override {
     return double(this->output_shape().size()) * sizeof(std::uint16_t);
   }
+  /// relu(maxpool(x)) = maxpool(relu(x)), and the gradients agree too: a
+  /// window whose maximum is not positive passes none either way.
+  bool absorb_relu() override {
+    relu_ = true;
+    return true;
+  }
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
     Kokkos::parallel_for("kpmap::train::maxpool2d::forward",
                          Kokkos::RangePolicy<Exec>(exec, 0, out.size() / this->g_.c),
-                         detail::MaxPoolForward<T, M>{in, out, where_, this->g_});
+                         detail::MaxPoolForward<T, M>{in, out, where_, this->g_, relu_});
   }
-  void backward(const Exec& exec, const Batch&, const Batch&, const Batch& dout,
+  void backward(const Exec& exec, const Batch&, const Batch& out, const Batch& dout,
                 const Batch& din) override {
     if (din.data() == nullptr) return;
     if (this->g_.edges()) Kokkos::deep_copy(exec, din, T(0));  // the cut-off rows and columns
     Kokkos::parallel_for("kpmap::train::maxpool2d::backward",
                          Kokkos::RangePolicy<Exec>(exec, 0, dout.size() / this->g_.c),
-                         detail::MaxPoolBackward<T, M>{dout, din, where_, this->g_});
+                         detail::MaxPoolBackward<T, M>{dout, din, where_, this->g_, out, relu_});
   }
 
  private:
   Kokkos::View<std::uint16_t*, M> where_;
+  bool relu_ = false;  // applies the ReLU before it (absorb_relu)
 };
 
 KPMAP_TRAIN_BUILTIN_LAYER(maxpool2d, MaxPool2D,
