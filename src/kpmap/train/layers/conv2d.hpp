@@ -143,6 +143,18 @@ struct Im2colProduct {
   }
 };
 
+/// f(s, y, x) along one image row r = (s, y): the host's form of a loop
+/// over pixels (Conv2D::for_pixels).
+template <class F>
+struct ImageRows {
+  F f;
+  std::size_t h, w;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t r) const {
+    const auto s = static_cast<std::int64_t>(r / h), y = static_cast<std::int64_t>(r % h);
+    for (std::int64_t x = 0; x < static_cast<std::int64_t>(w); ++x) f(s, y, x);
+  }
+};
+
 /// wb = [W | b] (outputs x (fan-in + 1)): the forward gemm's right-hand
 /// side; or, `transposed`, its transpose (Im2colProduct's).
 template <class T, class M>
@@ -304,9 +316,8 @@ class Conv2D final : public Weighted<T, M> {
       const Matrix to(&out(s, 0), chunk.extent(0) * pixels(), filters_);
       if (direct) {
         const Matrix cols(at(s), to.extent(0), patch() + 1);
-        Kokkos::parallel_for(
-            "kpmap::train::conv2d::im2col_product",
-            image_range(exec, chunk.extent(0), ay_.out, ax_.out),
+        for_pixels(
+            "kpmap::train::conv2d::im2col_product", exec, chunk.extent(0), ay_.out, ax_.out,
             detail::Im2colProduct<T, M>{{chunk, cols, ay_, ax_, k_, stride_, this->input_.channels},
                                         Matrix(wb_.data(), patch() + 1, filters_),
                                         to});
@@ -337,8 +348,8 @@ class Conv2D final : public Weighted<T, M> {
       const Matrix dcols(at(s), rows, patch());
       kpmap::detail::gemm(exec, "N", "N", T(1), d, this->w_, T(0), dcols);
       const auto din_chunk = Kokkos::subview(din, samples, Kokkos::ALL());
-      Kokkos::parallel_for(
-          "kpmap::train::conv2d::col2im", image_range(exec, din_chunk.extent(0), ay_.in, ax_.in),
+      for_pixels(
+          "kpmap::train::conv2d::col2im", exec, din_chunk.extent(0), ay_.in, ax_.in,
           detail::Col2im<T, M>{dcols, din_chunk, ay_, ax_, k_, stride_, this->input_.channels});
     }
     Kokkos::parallel_for(
@@ -355,12 +366,23 @@ class Conv2D final : public Weighted<T, M> {
 
  private:
   std::size_t patch() const { return k_ * k_ * this->input_.channels; }
-  // Pixels (s, y, x) of `samples` images, x fastest.
-  static auto image_range(const Exec& exec, std::size_t samples, std::size_t h, std::size_t w) {
-    return row_major_range<3, Kokkos::IndexType<std::int64_t>>(
-        exec, {0, 0, 0},
-        {static_cast<std::int64_t>(samples), static_cast<std::int64_t>(h),
-         static_cast<std::int64_t>(w)});
+  // f(s, y, x) for the pixels of `samples` images of h x w, x fastest: on a
+  // GPU one thread per pixel (a 3-D range); on the host one parallel
+  // iteration per image row, x in a plain inner loop.
+  template <class F>
+  static void for_pixels(const char* label, const Exec& exec, std::size_t samples, std::size_t h,
+                         std::size_t w, const F& f) {
+    if constexpr (kpmap::detail::host_shortcut_v<Exec>) {
+      Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec>(exec, 0, samples * h),
+                           detail::ImageRows<F>{f, h, w});
+    } else {
+      Kokkos::parallel_for(label,
+                           row_major_range<3, Kokkos::IndexType<std::int64_t>>(
+                               exec, {0, 0, 0},
+                               {static_cast<std::int64_t>(samples), static_cast<std::int64_t>(h),
+                                static_cast<std::int64_t>(w)}),
+                           f);
+    }
   }
   // Where the patches of the chunk from sample `s` on are.
   T* at(std::size_t s) const { return cols_.data() + (keep_ ? s * pixels() * (patch() + 1) : 0); }
@@ -368,9 +390,8 @@ class Conv2D final : public Weighted<T, M> {
   template <class In>
   Matrix patches(const Exec& exec, const In& in, std::size_t s) const {
     const Matrix cols(at(s), in.extent(0) * pixels(), patch() + 1);
-    Kokkos::parallel_for(
-        "kpmap::train::conv2d::im2col", image_range(exec, in.extent(0), ay_.out, ax_.out),
-        detail::Im2col<T, M>{in, cols, ay_, ax_, k_, stride_, this->input_.channels});
+    for_pixels("kpmap::train::conv2d::im2col", exec, in.extent(0), ay_.out, ax_.out,
+               detail::Im2col<T, M>{in, cols, ay_, ax_, k_, stride_, this->input_.channels});
     return cols;
   }
   std::size_t pixels() const { return ay_.out * ax_.out; }
