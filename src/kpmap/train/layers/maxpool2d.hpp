@@ -8,6 +8,7 @@
 #include <kpmap/train/layers/registry.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace kpmap::train {
 
@@ -41,15 +42,18 @@ struct MaxPoolForward {
                                      std::size_t reps = 1) const {
     for (std::size_t r = 0; r < reps; ++r, c0 += lanes) {
       T best[lanes];
-      T at[lanes];  // the window position, in T: compare and select vectorize together
+      // The window position, as wide as T (compare and select vectorise
+      // together), and float for a 16-bit T, which holds integers exactly only to 2048.
+      using Position = std::conditional_t<(sizeof(T) >= sizeof(float)), T, float>;
+      Position at[lanes];
       for (std::size_t j = 0; j < lanes; ++j) {
         best[j] = x[c0 + j];
-        at[j] = T(0);
+        at[j] = Position(0);
       }
       for (std::size_t dy = 0; dy < g.p; ++dy) {
         for (std::size_t dx = 0; dx < g.p; ++dx) {
           const T* v = x + g.at(dy, dx) + c0;
-          const auto here = static_cast<T>(dy * g.p + dx);  // < 2^16: exact in T
+          const auto here = static_cast<Position>(dy * g.p + dx);  // < 2^16: exact
           KPMAP_VECTOR_LANES
           for (std::size_t j = 0; j < lanes; ++j) {
             // Strictly greater: a tie keeps the first maximum.
