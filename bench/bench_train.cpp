@@ -21,8 +21,10 @@
 //   a float gemm of the second convolution's shape. Counters: `samples_per_s`
 //   and `of_sgemm`, the step's convolution FLOP rate over that gemm's.
 // - BM_cnn_layer/L/D/B: one weighted layer of that CNN alone (L: 0 and 1 the
-//   convolutions, 2 the dense layer; D: 0 forward, 1 backward) on B images,
-//   paired with OpenBLAS sgemm at the layer's own shapes. Counters: `GFLOPs`,
+//   convolutions, 2 the dense layer, 3 the first convolution with the ReLU
+//   and max pooling it computes itself in the model; D: 0 forward, 1
+//   backward) on B images, paired with OpenBLAS sgemm at the convolution's
+//   or dense layer's own shapes. Counters: `GFLOPs`,
 //   `sgemm_GFLOPs` and `of_sgemm`, the layer's rate over sgemm's.
 // - BM_gemm/M/N/K: the float gemm at the MLP's largest shape, and `of_peak`,
 //   its share of the core's nominal peak (GHz x FLOP/cycle from /proc/cpuinfo:
@@ -247,20 +249,33 @@ void BM_cnn_layer(benchmark::State& state) {
   };
   const Shape inputs[] = {Shape::hwc(28, 28, 1), Shape::hwc(14, 14, 32), Shape::flat(3136)};
   const LayerSpec specs[] = {conv(32), conv(64), LayerSpec{"dense", {{"units", 10LL}}}};
-  auto layers = build_layers<float, Mem>(inputs[which], {specs[which]});
+  // 3: the first convolution with the ReLU and max pooling after it, which
+  // it computes itself in the model (Conv2D::absorb_next).
+  const bool fused = which == 3;
+  std::vector<LayerSpec> chain{specs[fused ? 0 : which]};
+  if (fused) {
+    chain.push_back(LayerSpec{"relu"});
+    chain.push_back(LayerSpec{"maxpool2d", {{"size", 2LL}}});
+  }
+  auto layers = build_layers<float, Mem>(inputs[fused ? 0 : which], chain);
   Layer<float, Mem>& layer = *layers.at(0);
+  if (fused && !(layers[2]->absorb_relu() && layer.absorb_next(*layers[2], false))) {
+    state.SkipWithError("the first convolution does not absorb its pooling");
+    return;
+  }
   const ParamSpec w = layer.parameters().at(0);  // outputs x fan-in
   const std::size_t outputs = w.extents[0], fan_in = w.extents[1];
   std::size_t count = 0;
   for (const auto& s : layer.parameters()) count += s.size();
   Kokkos::View<float*, Mem> p("p", count), g("g", count);
   layer.bind(p.data(), g.data());
-  layer.reserve(batch);
+  for (auto& l : layers) l->reserve(batch);
   layer.initialize(Exec(), 1, 0);
   using Batch = Layer<float, Mem>::Batch;
-  const std::size_t in_size = inputs[which].size(), out_size = layer.output_shape().size();
+  const std::size_t in_size = layer.input_shape().size(),
+                    out_size = layers.back()->output_shape().size();
   Batch in("in", batch, in_size), out("out", batch, out_size), dout("dout", batch, out_size);
-  Batch din = which == 0 ? Batch() : Batch("din", batch, in_size);
+  Batch din = which == 0 || fused ? Batch() : Batch("din", batch, in_size);
   Kokkos::parallel_for(
       "bench::layer_data", Kokkos::RangePolicy<Exec>(0, batch), KOKKOS_LAMBDA(std::size_t s) {
         for (std::size_t j = 0; j < in_size; ++j) in(s, j) = float((s * 7 + j * 13) % 17) / 17;
@@ -268,13 +283,13 @@ void BM_cnn_layer(benchmark::State& state) {
       });
   layer.forward(Exec(), in, out);  // the backward pass reads what forward left (patches)
   Exec().fence();
-  const std::size_t rows = batch * out_size / outputs;
+  const std::size_t rows = batch * layer.output_shape().size() / outputs;  // the gemm's
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> a("a", rows, fan_in), b("b", outputs, fan_in),
       c("c", rows, outputs), dw("dw", outputs, fan_in);
   Kokkos::deep_copy(a, 0.5f);
   Kokkos::deep_copy(b, 0.25f);
   Kokkos::deep_copy(c, 0.125f);
-  const bool input_gradient = backward && which != 0;
+  const bool input_gradient = backward && which != 0 && !fused;
   kpmap::bench::run_paired(
       state, rt.comm(),
       [&] {
@@ -302,7 +317,8 @@ void BM_cnn_layer(benchmark::State& state) {
       benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["sgemm_GFLOPs"] = t_ref > 0 ? flops / t_ref / 1e9 : 0;
   state.counters["of_sgemm"] = ratio > 0 ? 1 / ratio : 0;
-  state.SetLabel(layer.describe() + (backward ? " backward" : " forward"));
+  state.SetLabel(layer.describe() + (fused ? " + relu + maxpool2d 2x2" : "") +
+                 (backward ? " backward" : " forward"));
 }
 
 // The core's nominal single-precision peak in GFLOP/s, or 0 if unknown.
@@ -360,7 +376,7 @@ BENCHMARK(BM_linear_batch)
 BENCHMARK(BM_mlp_step)->Arg(256)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_cnn_step)->Arg(128)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_cnn_layer)
-    ->ArgsProduct({{0, 1, 2}, {0, 1}, {128, 64}})
+    ->ArgsProduct({{0, 1, 2, 3}, {0, 1}, {128, 64}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm)->Args({256, 512, 784})->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -224,6 +225,115 @@ TEST_CASE(
   const auto fused = run(true), apart = run(false);
   CHECK(fused.first == apart.first);
   CHECK(fused.second == apart.second);
+}
+
+TEST_CASE(
+    "a first convolution computing its max pooling itself gives the pooling's output bit for "
+    "bit and the gradients of the two layers apart",
+    "[train][cnn]") {
+  // Odd sizes (rows and columns cut off by the pooling), 37 filters (a
+  // whole block of lanes and 5 more), 2 input channels; stride 1 and 2;
+  // pooling 2 and 3; a ReLU between or not.
+  using Exec = Kokkos::DefaultExecutionSpace;
+  using Batch = Layer<double, Mem>::Batch;
+  const Shape input = Shape::hwc(9, 11, 2);
+  const std::size_t n = 3, filters = 37;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  auto fill = [&](const Batch& b) {
+    auto h = Kokkos::create_mirror_view(b);
+    for (std::size_t i = 0; i < h.extent(0); ++i)
+      for (std::size_t j = 0; j < h.extent(1); ++j) h(i, j) = u(rng);
+    Kokkos::deep_copy(b, h);
+  };
+  auto host = [](const auto& v) {
+    return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  };
+  for (const std::size_t stride : {1, 2}) {
+    for (const std::size_t size : {2, 3}) {
+      for (const bool relu : {false, true}) {
+        INFO("stride " << stride << ", pooling " << size << (relu ? ", a ReLU between" : ""));
+        Conv2D<double, Mem> apart(input, filters, 3, stride, true),
+            fused(input, filters, 3, stride, true);
+        MaxPool2D<double, Mem> pool_apart(apart.output_shape(), size),
+            pool_fused(fused.output_shape(), size);
+        if (relu) {
+          REQUIRE(pool_apart.absorb_relu());
+          REQUIRE(pool_fused.absorb_relu());
+        }
+        CHECK_FALSE(apart.absorb_next(pool_apart, true));  // an input gradient: no
+        REQUIRE(fused.absorb_next(pool_fused, false));
+        std::size_t count = 0;
+        for (const auto& spec : fused.parameters()) count += spec.size();
+        Kokkos::View<double*, Mem> params("params", count), g_apart("g_apart", count),
+            g_fused("g_fused", count);
+        apart.bind(params.data(), g_apart.data());
+        fused.bind(params.data(), g_fused.data());
+        apart.initialize(Exec(), 7, 0);
+        Kokkos::deep_copy(Kokkos::subview(params, std::make_pair(count - filters, count)),
+                          -0.6);  // negative biases: the ReLU cuts some maxima
+        for (Layer<double, Mem>* l :
+             std::initializer_list<Layer<double, Mem>*>{&apart, &pool_apart, &pool_fused, &fused})
+          l->reserve(n);
+        const std::size_t mid_size = apart.output_shape().size(),
+                          out_size = pool_apart.output_shape().size();
+        Batch in("in", n, input.size()), mid("mid", n, mid_size), dmid("dmid", n, mid_size),
+            out_apart("out_apart", n, out_size), out_fused("out_fused", n, out_size),
+            dout("dout", n, out_size);
+        fill(in);
+        fill(dout);
+        apart.forward(Exec(), in, mid);
+        pool_apart.forward(Exec(), mid, out_apart);
+        fused.forward(Exec(), in, out_fused);
+        const auto a = host(out_apart), f = host(out_fused);
+        const auto wa = host(pool_apart.where()), wf = host(pool_fused.where());
+        std::size_t differ = 0, zeros = 0;
+        for (std::size_t s = 0; s < n; ++s)
+          for (std::size_t j = 0; j < out_size; ++j) {
+            differ += a(s, j) != f(s, j) || wa(s * out_size + j) != wf(s * out_size + j);
+            zeros += f(s, j) == 0.0;
+          }
+        CHECK(differ == 0);
+        CHECK((zeros > 0) == relu);  // the ReLU did cut some maxima
+        for (const bool accumulate : {false, true}) {
+          apart.accumulate_gradients(accumulate);
+          fused.accumulate_gradients(accumulate);
+          pool_apart.backward(Exec(), mid, out_apart, dout, dmid);
+          apart.backward(Exec(), in, mid, dmid, Batch());
+          fused.backward(Exec(), in, out_fused, dout, Batch());
+          const auto ga = host(g_apart), gf = host(g_fused);
+          double worst = 0, largest = 0;
+          for (std::size_t i = 0; i < count; ++i) {
+            worst = std::max(worst, std::abs(ga(i) - gf(i)));
+            largest = std::max(largest, std::abs(ga(i)));
+          }
+          INFO((accumulate ? "added to the gradient" : "the gradient")
+               << ": largest " << largest << ", largest difference " << worst);
+          CHECK(largest > 0.1);
+          CHECK(worst <= 1e-13 * largest);
+        }
+      }
+    }
+  }
+  // Patches of 4 channels (37 columns): the gemm path, which does not fuse.
+  Conv2D<double, Mem> wide(Shape::hwc(9, 11, 4), filters, 3, 1, true);
+  MaxPool2D<double, Mem> after(wide.output_shape(), 2);
+  CHECK_FALSE(wide.absorb_next(after, false));
+}
+
+TEST_CASE(
+    "a fused first convolution and max pooling, then one apart: gradients match finite "
+    "differences",
+    "[train][cnn]") {
+  // The first convolution (2 channels, 37 filters, stride 2, pooling 3)
+  // computes its pooling itself; the second (its input gradient is needed)
+  // runs apart from its own.
+  const SyntheticImages gen(7, 13, 11, 2, 3, 4, 0.3);
+  check_gradient(
+      gen, Shape::hwc(13, 11, 2),
+      {conv(37, 3, 2, true), LayerSpec{"relu"}, pool("maxpool2d", 3), conv(3, 2, 1, true),
+       LayerSpec{"relu"}, pool("maxpool2d", 2), LayerSpec{"flatten"}, dense(3)},
+      Loss::cross_entropy);
 }
 
 TEST_CASE("a CNN trained on every rank equals the same CNN trained on one rank", "[train][cnn]") {

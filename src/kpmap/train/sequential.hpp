@@ -26,6 +26,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -152,6 +153,19 @@ class Sequential {
     for (std::size_t l = 0; l + 1 < layers_.size(); ++l) {
       if (layers_[l]->type() == "relu" && layers_[l]->in_place()) {
         absorbed_[l] = layers_[l + 1]->absorb_relu();
+      }
+    }
+    // A layer that computes the next one's output itself (a first
+    // convolution and its max pooling) writes that layer's output.
+    ends_.resize(layers_.size());
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      ends_[l] = l + 1;
+      if (absorbed_[l]) continue;
+      std::size_t next = l + 1;
+      while (next < layers_.size() && absorbed_[next]) ++next;
+      if (next < layers_.size() && layers_[l]->absorb_next(*layers_[next], l > 0)) {
+        for (std::size_t k = l + 1; k <= next; ++k) absorbed_[k] = true;
+        ends_[l] = next + 1;
       }
     }
     params_.all = Kokkos::View<T*, M>("kpmap::train::params", total);
@@ -346,8 +360,8 @@ class Sequential {
       if (n > 0 && !absorbed_[l]) {
         // Mixed: each micro-batch's gradient in C is added up in T.
         layers_[l]->accumulate_gradients(!mixed && !micro.first);
-        layers_[l]->backward(exec_, rows(acts_[l], n), rows(acts_[l + 1], n),
-                             rows(deltas_[l + 1], n), rows(deltas_[l], n));
+        layers_[l]->backward(exec_, rows(acts_[l], n), rows(acts_[ends_[l]], n),
+                             rows(deltas_[ends_[l]], n), rows(deltas_[l], n));
         if constexpr (mixed) {
           cast(grads_.all, compute_grads_, layer_span_[l], layer_span_[l + 1],
                static_cast<T>(1.0 / loss_scale_), !micro.first);
@@ -427,15 +441,22 @@ class Sequential {
 
   // acts_[l] is layer l's input, acts_[L] the output; deltas_[l] the
   // gradient of acts_[l] (none for the input). An in-place layer shares
-  // both with the layer before it.
+  // both with the layer before it. Arrays inside a layer that writes a later
+  // one's output (absorb_next) are never used: none.
   void allocate_work() {
     if (capacity_ == 0) capacity_ = 1;
     acts_.push_back(allocate("kpmap::train::sequential::input", input_));
     deltas_.push_back(Batch());
-    for (auto& layer : layers_) {
+    std::size_t skip_to = 0;  // acts_[k] for k < skip_to lie inside a fused span
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      auto& layer = layers_[l];
+      skip_to = std::max(skip_to, ends_[l]);
       if (layer->in_place()) {
         acts_.push_back(acts_.back());
         deltas_.push_back(deltas_.back());
+      } else if (l + 1 < skip_to) {
+        acts_.push_back(Batch());
+        deltas_.push_back(Batch());
       } else {
         acts_.push_back(allocate("kpmap::train::sequential::activation", layer->output_shape()));
         deltas_.push_back(allocate("kpmap::train::sequential::delta", layer->output_shape()));
@@ -468,7 +489,7 @@ class Sequential {
                          Kokkos::RangePolicy<Exec>(exec_, 0, in.size()),
                          detail::GatherRows<T, M, C>{data.x, data.y, order, in, yb_, first});
     for (std::size_t l = 0; l < layers_.size(); ++l) {
-      if (!absorbed_[l]) layers_[l]->forward(exec_, rows(acts_[l], n), rows(acts_[l + 1], n));
+      if (!absorbed_[l]) layers_[l]->forward(exec_, rows(acts_[l], n), rows(acts_[ends_[l]], n));
     }
   }
 
@@ -506,7 +527,8 @@ class Sequential {
   Exec exec_;
   std::vector<Slice> slices_;
   std::vector<std::size_t> layer_span_;  // layer l's parameters: [span[l], span[l+1])
-  std::vector<bool> absorbed_;           // a ReLU the next layer applies (absorb_relu)
+  std::vector<bool> absorbed_;           // a layer another applies (absorb_relu, absorb_next)
+  std::vector<std::size_t> ends_;  // layer l writes acts_[ends_[l]] (l + 1 unless absorb_next)
   FlatParams<T, M> params_, grads_;
   Kokkos::View<C*, M> compute_params_, compute_grads_;  // mixed precision only
   double loss_scale_ = 1;

@@ -9,10 +9,14 @@
 /// gradient summed by the weight-gradient gemm (no pass of their own).
 
 #include <kpmap/detail/blas.hpp>
+#include <kpmap/policy.hpp>
+#include <kpmap/train/layers/maxpool2d.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/layers/weighted.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <type_traits>
 
 namespace kpmap::train {
 
@@ -56,7 +60,12 @@ struct Im2col {
   /// Writes row (s, oy, ox) of cols and returns it.
   KOKKOS_INLINE_FUNCTION T* row(std::size_t s, std::size_t oy, std::size_t ox) const {
     T* const first = &cols((s * ay.out + oy) * ax.out + ox, 0);
-    T* out = first;
+    write(first, s, oy, ox);
+    return first;
+  }
+  /// Writes the patch of output pixel (s, oy, ox) and its 1 to `out`.
+  KOKKOS_FORCEINLINE_FUNCTION void write(T* out, std::size_t s, std::size_t oy,
+                                         std::size_t ox) const {
     const std::size_t span = k * cin;  // one kernel row of the window
     // Signed arithmetic: the window may start inside the padding.
     const long long x0 = static_cast<long long>(ox * stride) - static_cast<long long>(ax.pad);
@@ -82,7 +91,6 @@ struct Im2col {
       }
     }
     *out = T(1);
-    return first;
   }
 };
 
@@ -90,14 +98,62 @@ struct Im2col {
 /// fixed-length inner loop the compiler keeps in vector registers.
 inline constexpr std::size_t conv_lanes = 16;
 
+/// Patches of at most this many columns (with the bias's) are multiplied by
+/// the thread that makes them (Im2colProduct), not by gemm.
+inline constexpr std::size_t direct_patch_limit = 32;
+
+/// A patch p (and its 1) times [W | b]^T, wbt ((patch + 1) x filters): the
+/// outputs of one pixel, 2 L channels at a time (lanes) or one (one).
+template <class T, class M>
+struct PatchProduct {
+  Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> wbt;
+  static constexpr std::size_t L = conv_lanes;
+  KOKKOS_INLINE_FUNCTION std::size_t filters() const { return wbt.extent(1); }
+  /// o[l] = sum_j p[j] wbt(j, f0 + l) for l < 2 L; even and odd columns
+  /// apart: four independent chains of multiply-adds instead of one waiting
+  /// on the last.
+  KOKKOS_FORCEINLINE_FUNCTION void lanes(const T* p, std::size_t f0, T* o) const {
+    const std::size_t width = wbt.extent(0);
+    T a0[L] = {}, a1[L] = {}, b0[L] = {}, b1[L] = {};
+    std::size_t j = 0;
+    for (; j + 1 < width; j += 2) {
+      const T* w0 = &wbt(j, f0);
+      const T* w1 = &wbt(j + 1, f0);
+      for (std::size_t l = 0; l < L; ++l) {
+        a0[l] += p[j] * w0[l];
+        b0[l] += p[j] * w0[L + l];
+        a1[l] += p[j + 1] * w1[l];
+        b1[l] += p[j + 1] * w1[L + l];
+      }
+    }
+    if (j < width) {
+      const T* w0 = &wbt(j, f0);
+      for (std::size_t l = 0; l < L; ++l) {
+        a0[l] += p[j] * w0[l];
+        b0[l] += p[j] * w0[L + l];
+      }
+    }
+    for (std::size_t l = 0; l < L; ++l) {
+      o[l] = a0[l] + a1[l];
+      o[L + l] = b0[l] + b1[l];
+    }
+  }
+  /// Channel f alone (those after the last whole 2 L).
+  KOKKOS_FORCEINLINE_FUNCTION T one(const T* p, std::size_t f) const {
+    T acc = T(0);
+    for (std::size_t j = 0; j < wbt.extent(0); ++j) acc += p[j] * wbt(j, f);
+    return acc;
+  }
+};
+
 /// Im2col's row, then at once that row's outputs out(r, f) = sum_j cols(r, j)
 /// wbt(j, f) (bias included): for a small patch (few input channels), where
 /// a gemm of so few columns would spend more time clearing and rewriting its
-/// output than multiplying. wbt is [W | b] transposed, (patch + 1) x filters.
+/// output than multiplying.
 template <class T, class M>
 struct Im2colProduct {
   Im2col<T, M> patches;
-  Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> wbt;
+  PatchProduct<T, M> product;
   Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s_, std::int64_t oy_,
                                          std::int64_t ox_) const {
@@ -105,40 +161,128 @@ struct Im2colProduct {
                ox = static_cast<std::size_t>(ox_);
     const T* p = patches.row(s, oy, ox);
     T* o = &out((s * patches.ay.out + oy) * patches.ax.out + ox, 0);
-    const std::size_t width = wbt.extent(0), filters = wbt.extent(1);
-    constexpr std::size_t L = conv_lanes;
+    const std::size_t filters = product.filters();
     std::size_t f0 = 0;
-    // 2 L channels at a time, even and odd columns apart: four independent
-    // chains of multiply-adds instead of one waiting on the last.
-    for (; f0 + 2 * L <= filters; f0 += 2 * L) {
-      T a0[L] = {}, a1[L] = {}, b0[L] = {}, b1[L] = {};
-      std::size_t j = 0;
-      for (; j + 1 < width; j += 2) {
-        const T* w0 = &wbt(j, f0);
-        const T* w1 = &wbt(j + 1, f0);
-        for (std::size_t l = 0; l < L; ++l) {
-          a0[l] += p[j] * w0[l];
-          b0[l] += p[j] * w0[L + l];
-          a1[l] += p[j + 1] * w1[l];
-          b1[l] += p[j + 1] * w1[L + l];
+    for (; f0 + 2 * conv_lanes <= filters; f0 += 2 * conv_lanes) product.lanes(p, f0, o + f0);
+    for (; f0 < filters; ++f0) o[f0] = product.one(p, f0);
+  }
+};
+
+/// Im2colProduct and the max pooling after it (and a ReLU between) at once:
+/// one thread per pooled pixel (s, py, px) makes the patch of each pixel of
+/// its window in registers and keeps each channel's largest output and its
+/// window position (dy size + dx; strictly greater: a tie keeps the first,
+/// as MaxPoolForward does with the same values). The convolution's output
+/// is never stored, nor its patches: the backward pass makes them again.
+template <class T, class M>
+struct Im2colProductMaxPool {
+  Im2col<T, M> patches;  // its cols are not used
+  PatchProduct<T, M> product;
+  Kokkos::View<T**, Kokkos::LayoutRight, M> out;  // samples x (oh ow filters)
+  Kokkos::View<std::uint16_t*, M> where;
+  std::size_t oh, ow, size;
+  bool relu;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t s_, std::int64_t py_,
+                                         std::int64_t px_) const {
+    const auto s = static_cast<std::size_t>(s_), py = static_cast<std::size_t>(py_),
+               px = static_cast<std::size_t>(px_);
+    constexpr std::size_t L2 = 2 * conv_lanes;
+    // As in MaxPoolForward: the position as wide as T (compare and select
+    // vectorise together), float for a 16-bit T.
+    using Position = std::conditional_t<(sizeof(T) >= sizeof(float)), T, float>;
+    const std::size_t filters = product.filters(), op = (s * oh + py) * ow + px;
+    T* o = out.data() + op * filters;
+    std::uint16_t* at = where.data() + op * filters;
+    T p[direct_patch_limit];
+    std::size_t f0 = 0;
+    for (; f0 + L2 <= filters; f0 += L2) {
+      T best[L2], v[L2];
+      Position pos[L2];
+      for (std::size_t q = 0; q < size * size; ++q) {
+        patches.write(p, s, py * size + q / size, px * size + q % size);
+        product.lanes(p, f0, v);
+        const auto here = static_cast<Position>(q);  // < 2^16: exact
+        KPMAP_VECTOR_LANES
+        for (std::size_t l = 0; l < L2; ++l) {
+          const bool take = q == 0 || v[l] > best[l];
+          best[l] = take ? v[l] : best[l];
+          pos[l] = take ? here : pos[l];
         }
       }
-      if (j < width) {
-        const T* w0 = &wbt(j, f0);
-        for (std::size_t l = 0; l < L; ++l) {
-          a0[l] += p[j] * w0[l];
-          b0[l] += p[j] * w0[L + l];
-        }
-      }
-      for (std::size_t l = 0; l < L; ++l) {
-        o[f0 + l] = a0[l] + a1[l];
-        o[f0 + L + l] = b0[l] + b1[l];
+      for (std::size_t l = 0; l < L2; ++l) {
+        o[f0 + l] = relu && !(best[l] > T(0)) ? T(0) : best[l];
+        at[f0 + l] = static_cast<std::uint16_t>(pos[l]);
       }
     }
     for (; f0 < filters; ++f0) {  // the rest, one channel at a time
-      T acc = T(0);
-      for (std::size_t j = 0; j < width; ++j) acc += p[j] * wbt(j, f0);
-      o[f0] = acc;
+      T best = T(0);
+      std::size_t pos = 0;
+      for (std::size_t q = 0; q < size * size; ++q) {
+        patches.write(p, s, py * size + q / size, px * size + q % size);
+        const T v = product.one(p, f0);
+        if (q == 0 || v > best) {
+          best = v;
+          pos = q;
+        }
+      }
+      o[f0] = relu && !(best > T(0)) ? T(0) : best;
+      at[f0] = static_cast<std::uint16_t>(pos);
+    }
+  }
+};
+
+/// The weight and bias gradient of Im2colProductMaxPool, transposed:
+/// sum(j filters + f) = sum over pooled outputs (s, py, px, f) of their
+/// gradient (zero where the ReLU cut the maximum) times column j of the
+/// patch of the window pixel that held the maximum. One iteration per
+/// pooled image row (s, py), which makes each window pixel's patch again in
+/// registers and adds it times the gradients of the channels it held the
+/// maximum of (zero for the others: dense in the channels, vectorised), into
+/// its thread's own sum (parallel_reduce's array): no two threads add to the
+/// same place. A (16-bit T) sums in float.
+template <class T, class M, class A>
+struct PooledWeightGradient {
+  using value_type = A[];
+  unsigned value_count;                                       // (patch + 1) filters
+  Im2col<T, M> patches;                                       // its cols are not used
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> dout, out;  // pooled
+  Kokkos::View<const std::uint16_t*, M> where;
+  std::size_t oh, ow, size, filters;
+  bool relu;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t r, A* sum) const {
+    constexpr std::size_t L = conv_lanes;
+    const std::size_t s = r / oh, py = r % oh, width = value_count / filters;
+    T p[direct_patch_limit];
+    for (std::size_t px = 0; px < ow; ++px) {
+      const std::size_t op = (s * oh + py) * ow + px;
+      const T* d = dout.data() + op * filters;
+      const T* y = out.data() + op * filters;
+      const std::uint16_t* at = where.data() + op * filters;
+      for (std::size_t q = 0; q < size * size; ++q) {
+        patches.write(p, s, py * size + q / size, px * size + q % size);
+        const auto here = static_cast<std::uint16_t>(q);
+        std::size_t f0 = 0;
+        for (; f0 + L <= filters; f0 += L) {
+          A g[L];
+          KPMAP_VECTOR_LANES
+          for (std::size_t l = 0; l < L; ++l) {  // selects, not branches: vectorised
+            const std::size_t f = f0 + l;
+            const bool held = (at[f] == here) & (!relu | (y[f] > T(0)));
+            g[l] = held ? static_cast<A>(d[f]) : A(0);
+          }
+          for (std::size_t j = 0; j < width; ++j) {
+            const A pj = static_cast<A>(p[j]);
+            A* to = sum + j * filters + f0;
+            KPMAP_VECTOR_LANES
+            for (std::size_t l = 0; l < L; ++l) to[l] += pj * g[l];
+          }
+        }
+        for (; f0 < filters; ++f0) {
+          if (at[f0] != q || (relu && !(y[f0] > T(0)))) continue;
+          const A g = static_cast<A>(d[f0]);
+          for (std::size_t j = 0; j < width; ++j) sum[j * filters + f0] += static_cast<A>(p[j]) * g;
+        }
+      }
     }
   }
 };
@@ -171,18 +315,21 @@ struct JoinBias {
 };
 
 /// [dW | db] (+)= g: the weight-gradient gemm's result split back into the
-/// layer's two gradient arrays (added to them when accumulating).
-template <class T, class M>
+/// layer's two gradient arrays (added to them when accumulating); or,
+/// `transposed`, g's transpose (PooledWeightGradient's, in type G).
+template <class T, class M, class G = T>
 struct SplitBias {
-  Kokkos::View<const T**, Kokkos::LayoutRight, M> g;
+  Kokkos::View<const G**, Kokkos::LayoutRight, M> g;
   Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> dw;
   Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> db;
   bool add;
+  bool transposed = false;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    const std::size_t width = g.extent(1);
+    const std::size_t width = dw.extent(1) + 1;
     const std::size_t o = i / width, j = i % width;
+    const T v = static_cast<T>(transposed ? g(j, o) : g(o, j));
     T& to = j + 1 < width ? dw(o, j) : db(o);
-    to = add ? to + g(o, j) : g(o, j);
+    to = add ? to + v : v;
   }
 };
 
@@ -279,6 +426,11 @@ class Conv2D final : public Weighted<T, M> {
   static constexpr std::size_t host_keep_bytes = std::size_t(8) << 20;
 
   void reserve(std::size_t capacity) override {
+    wb_ = Kokkos::View<T*, M>("kpmap::train::conv2d::wb", filters_ * (patch() + 1));
+    if (pool_ != nullptr) {  // no patches: they are made in registers
+      dwbt_ = Transposed("kpmap::train::conv2d::dwbt", patch() + 1, filters_);
+      return;
+    }
     const std::size_t per_sample = pixels() * (patch() + 1) * sizeof(T);
     chunk_ = capacity;
     keep_ = true;
@@ -289,7 +441,6 @@ class Conv2D final : public Weighted<T, M> {
     cols_ = Kokkos::View<T*, M>(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::conv2d::cols"),
         (keep_ ? capacity : chunk_) * per_sample / sizeof(T));
-    wb_ = Kokkos::View<T*, M>("kpmap::train::conv2d::wb", filters_ * (patch() + 1));
     dwb_ = Joined("kpmap::train::conv2d::dwb", filters_, patch() + 1);
   }
   /// Samples per chunk of im2col and gemm (see host_chunk_bytes).
@@ -303,13 +454,40 @@ class Conv2D final : public Weighted<T, M> {
 
   /// \brief Patches of at most this many columns (with the bias's) are
   /// multiplied by the thread that makes them (Im2colProduct), not by gemm.
-  static constexpr std::size_t direct_patch_limit = 32;
+  static constexpr std::size_t direct_patch_limit = detail::direct_patch_limit;
+
+  /// \brief A max pooling just after (a ReLU between or not) is computed
+  /// here, in the kernel that makes the convolution's outputs
+  /// (Im2colProductMaxPool), when the patches are small (a first layer of
+  /// few input channels, whose output is the model's largest array) and no
+  /// input gradient is asked for: that output is then neither written nor
+  /// read back, nor its gradient (docs/performance.md).
+  bool absorb_next(Layer<T, M>& next, bool input_gradient) override {
+    auto* pool = dynamic_cast<MaxPool2D<T, M>*>(&next);
+    if (pool == nullptr || input_gradient || patch() + 1 > direct_patch_limit) return false;
+    pool_ = pool;
+    return true;
+  }
 
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
     const bool direct = patch() + 1 <= direct_patch_limit;
     Kokkos::parallel_for("kpmap::train::conv2d::join_bias",
                          Kokkos::RangePolicy<Exec>(exec, 0, wb_.size()),
                          detail::JoinBias<T, M>{this->w_, this->b_, wb_, direct});
+    if (pool_ != nullptr) {
+      const PoolGeometry& g = pool_->geometry();
+      for_pixels(
+          "kpmap::train::conv2d::im2col_product_maxpool", exec, in.extent(0), g.oh, g.ow,
+          detail::Im2colProductMaxPool<T, M>{{in, {}, ay_, ax_, k_, stride_, this->input_.channels},
+                                             {Matrix(wb_.data(), patch() + 1, filters_)},
+                                             out,
+                                             pool_->where(),
+                                             g.oh,
+                                             g.ow,
+                                             g.p,
+                                             pool_->relu()});
+      return;
+    }
     for (std::size_t s = 0; s < in.extent(0); s += chunk_) {
       const auto samples = Kokkos::make_pair(s, std::min(s + chunk_, in.extent(0)));
       const auto chunk = Kokkos::subview(in, samples, Kokkos::ALL());
@@ -319,7 +497,7 @@ class Conv2D final : public Weighted<T, M> {
         for_pixels(
             "kpmap::train::conv2d::im2col_product", exec, chunk.extent(0), ay_.out, ax_.out,
             detail::Im2colProduct<T, M>{{chunk, cols, ay_, ax_, k_, stride_, this->input_.channels},
-                                        Matrix(wb_.data(), patch() + 1, filters_),
+                                        {Matrix(wb_.data(), patch() + 1, filters_)},
                                         to});
         continue;
       }
@@ -328,10 +506,33 @@ class Conv2D final : public Weighted<T, M> {
                           Matrix(wb_.data(), filters_, patch() + 1), T(0), to);
     }
   }
-  void backward(const Exec& exec, const Batch& in, const Batch&, const Batch& dout,
+  void backward(const Exec& exec, const Batch& in, const Batch& out, const Batch& dout,
                 const Batch& din) override {
     const std::size_t n = dout.extent(0);
     if (n == 0) return;  // Sequential never asks: it zeroes an empty batch's gradient itself
+    if (pool_ != nullptr) {
+      const PoolGeometry& g = pool_->geometry();
+      Kokkos::parallel_reduce("kpmap::train::conv2d::pooled_weight_gradient",
+                              Kokkos::RangePolicy<Exec>(exec, 0, n * g.oh),
+                              detail::PooledWeightGradient<T, M, Sum>{
+                                  static_cast<unsigned>(dwbt_.size()),
+                                  {in, {}, ay_, ax_, k_, stride_, this->input_.channels},
+                                  dout,
+                                  out,
+                                  pool_->where(),
+                                  g.oh,
+                                  g.ow,
+                                  g.p,
+                                  filters_,
+                                  pool_->relu()},
+                              Kokkos::View<Sum*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                  dwbt_.data(), dwbt_.size()));
+      Kokkos::parallel_for("kpmap::train::conv2d::split_bias",
+                           Kokkos::RangePolicy<Exec>(exec, 0, dwbt_.size()),
+                           detail::SplitBias<T, M, Sum>{dwbt_, this->dw_, this->db_,
+                                                        this->grad_beta_ != T(0), true});
+      return;
+    }
     for (std::size_t s = 0; s < n; s += chunk_) {
       const auto samples = Kokkos::make_pair(s, std::min(s + chunk_, n));
       const std::size_t rows = (samples.second - s) * pixels();
@@ -357,7 +558,7 @@ class Conv2D final : public Weighted<T, M> {
         detail::SplitBias<T, M>{dwb_, this->dw_, this->db_, this->grad_beta_ != T(0)});
   }
   double work_bytes_per_sample() const override {
-    return double(pixels()) * double(patch() + 1) * sizeof(T);
+    return pool_ != nullptr ? 0.0 : double(pixels()) * double(patch() + 1) * sizeof(T);
   }
   bool large_work() const override { return true; }
   double forward_flops() const override {
@@ -399,12 +600,16 @@ class Conv2D final : public Weighted<T, M> {
   bool same_;
   ConvAxis ay_, ax_;
   using Joined = Kokkos::View<T**, Kokkos::LayoutRight, M>;
+  using Sum = std::conditional_t<(sizeof(T) >= sizeof(float)), T, float>;  // dwbt_'s sums
+  using Transposed = Kokkos::View<Sum**, Kokkos::LayoutRight, M>;
+  MaxPool2D<T, M>* pool_ = nullptr;  // the max pooling computed here (absorb_next)
   std::size_t chunk_bytes_ = host_chunk_bytes, keep_bytes_ = host_keep_bytes;
   std::size_t chunk_ = 1;
   bool keep_ = true;          // cols_ holds the whole batch's patches
   Kokkos::View<T*, M> cols_;  // a chunk's [cols | 1], then its dcols
   Kokkos::View<T*, M> wb_;    // [W | b], outputs x (patch + 1), or its transpose
   Joined dwb_;                // [dW | db], outputs x (patch + 1)
+  Transposed dwbt_;           // its transpose, with pool_ (PooledWeightGradient)
 };
 
 KPMAP_TRAIN_BUILTIN_LAYER(

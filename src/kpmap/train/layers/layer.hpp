@@ -121,6 +121,15 @@ class Layer {
   /// passes over the larger array. Only for a layer that commutes with ReLU
   /// and gives the same values and gradients (max pooling). Default: no.
   virtual bool absorb_relu() { return false; }
+  /// \brief Asked when `next` comes just after this layer (after a ReLU that
+  /// `next` absorbed): whether this layer will compute `next`'s output from
+  /// now on itself, so that the model skips `next`'s passes and the array
+  /// between them. forward() then writes `next`'s output, and backward()
+  /// takes `out` and `dout` as `next`'s. `input_gradient`: whether backward
+  /// will be asked for dL/d(in) (every layer but the first). Only for a
+  /// layer that gives the same values and gradients as the two apart (a
+  /// first convolution of few input channels and its max pooling). Default: no.
+  virtual bool absorb_next(Layer& /*next*/, bool /*input_gradient*/) { return false; }
 
   /// \brief out = layer(in) for the rows of `in` (out has as many).
   virtual void forward(const Exec& exec, const Batch& in, const Batch& out) = 0;

@@ -129,6 +129,13 @@ class MaxPool2D final : public Pool2D<T, M> {
     relu_ = true;
     return true;
   }
+  /// \brief What a layer that computes this one's output itself
+  /// (absorb_next) needs: the windows, where each maximum was (window
+  /// position dy size + dx, per output), and whether a ReLU comes first.
+  const PoolGeometry& geometry() const { return this->g_; }
+  const Kokkos::View<std::uint16_t*, M>& where() const { return where_; }
+  bool relu() const { return relu_; }
+
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
     Kokkos::parallel_for("kpmap::train::maxpool2d::forward",
                          Kokkos::RangePolicy<Exec>(exec, 0, out.size() / this->g_.c),
