@@ -42,6 +42,40 @@ struct ConvAxis {
 
 namespace detail {
 
+/// Patches of at most this many columns (with the bias's) are multiplied by
+/// the thread that makes them (Im2colProduct), not by gemm.
+inline constexpr std::size_t direct_patch_limit = 32;
+
+/// Where the k k Cin values of a small patch lie from its window's first
+/// value: in the image (`image`: k rows of k Cin, a row of the image apart)
+/// or written out (`flat`: one after another).
+struct PatchOffsets {
+  std::uint32_t image[direct_patch_limit] = {}, flat[direct_patch_limit] = {};
+  PatchOffsets() = default;
+  PatchOffsets(std::size_t k, std::size_t cin, std::size_t image_row) {
+    const std::size_t span = k * cin;
+    for (std::size_t j = 0; j < k * span && j < direct_patch_limit; ++j) {
+      image[j] = static_cast<std::uint32_t>(j / span * image_row + j % span);
+      flat[j] = static_cast<std::uint32_t>(j);
+    }
+  }
+};
+
+/// A small patch as the multiplying kernels read it: value j at x[off[j]].
+template <class T>
+struct Window {
+  const T* x;
+  const std::uint32_t* off;
+  KOKKOS_FORCEINLINE_FUNCTION T operator[](std::size_t j) const { return x[off[j]]; }
+};
+
+/// A patch written out, read as it lies (no offsets to load).
+template <class T>
+struct Patch {
+  const T* x;
+  KOKKOS_FORCEINLINE_FUNCTION T operator[](std::size_t j) const { return x[j]; }
+};
+
 /// cols(r, c): row r = (sample, oy, ox), column c = (ky, kx, ci) below
 /// k k Cin, zero where the window hangs over the padding; the last column is
 /// 1, so that the gemm with [W | b] adds the bias and the one with D^T sums
@@ -62,6 +96,22 @@ struct Im2col {
     T* const first = &cols((s * ay.out + oy) * ax.out + ox, 0);
     write(first, s, oy, ox);
     return first;
+  }
+  /// The patch of output pixel (s, oy, ox): read in the image where its
+  /// window lies wholly inside; else written to `buffer` (k k Cin + 1 values).
+  KOKKOS_FORCEINLINE_FUNCTION Window<T> window(T* buffer, const PatchOffsets& offsets,
+                                               std::size_t s, std::size_t oy,
+                                               std::size_t ox) const {
+    const long long y0 = static_cast<long long>(oy * stride) - static_cast<long long>(ay.pad);
+    const long long x0 = static_cast<long long>(ox * stride) - static_cast<long long>(ax.pad);
+    const auto kk = static_cast<long long>(k);
+    if (y0 >= 0 && x0 >= 0 && y0 + kk <= static_cast<long long>(ay.in) &&
+        x0 + kk <= static_cast<long long>(ax.in)) {
+      return {&in(s, (static_cast<std::size_t>(y0) * ax.in + static_cast<std::size_t>(x0)) * cin),
+              offsets.image};
+    }
+    write(buffer, s, oy, ox);
+    return {buffer, offsets.flat};
   }
   /// Writes the patch of output pixel (s, oy, ox) and its 1 to `out`.
   KOKKOS_FORCEINLINE_FUNCTION void write(T* out, std::size_t s, std::size_t oy,
@@ -98,51 +148,63 @@ struct Im2col {
 /// fixed-length inner loop the compiler keeps in vector registers.
 inline constexpr std::size_t conv_lanes = 16;
 
-/// Patches of at most this many columns (with the bias's) are multiplied by
-/// the thread that makes them (Im2colProduct), not by gemm.
-inline constexpr std::size_t direct_patch_limit = 32;
+/// Window positions of a pooling whose gradients PooledWeightGradient adds
+/// together before it adds them to its sums (a 2 x 2 pooling's all).
+inline constexpr std::size_t window_group = 4;
 
 /// A patch p (and its 1) times [W | b]^T, wbt ((patch + 1) x filters): the
 /// outputs of one pixel, 2 L channels at a time (lanes) or one (one).
 template <class T, class M>
 struct PatchProduct {
   Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> wbt;
+  PatchOffsets offsets;
   static constexpr std::size_t L = conv_lanes;
   KOKKOS_INLINE_FUNCTION std::size_t filters() const { return wbt.extent(1); }
-  /// o[l] = sum_j p[j] wbt(j, f0 + l) for l < 2 L; even and odd columns
-  /// apart: four independent chains of multiply-adds instead of one waiting
-  /// on the last.
-  KOKKOS_FORCEINLINE_FUNCTION void lanes(const T* p, std::size_t f0, T* o) const {
-    const std::size_t width = wbt.extent(0);
+  /// o[l] = sum_j p[j] wbt(j, f0 + l) for l < 2 L, and the bias (the last
+  /// row of wbt); even and odd columns apart: four independent chains of
+  /// multiply-adds instead of one waiting on the last. The same sums in the
+  /// same order wherever the patch lies.
+  template <class P>  // Window or Patch
+  KOKKOS_FORCEINLINE_FUNCTION void lanes(const P& p, std::size_t f0, T* o) const {
+    const std::size_t n = wbt.extent(0) - 1;
     T a0[L] = {}, a1[L] = {}, b0[L] = {}, b1[L] = {};
     std::size_t j = 0;
-    for (; j + 1 < width; j += 2) {
+    for (; j + 1 < n; j += 2) {
+      const T x0 = p[j], x1 = p[j + 1];
       const T* w0 = &wbt(j, f0);
       const T* w1 = &wbt(j + 1, f0);
       for (std::size_t l = 0; l < L; ++l) {
-        a0[l] += p[j] * w0[l];
-        b0[l] += p[j] * w0[L + l];
-        a1[l] += p[j + 1] * w1[l];
-        b1[l] += p[j + 1] * w1[L + l];
+        a0[l] += x0 * w0[l];
+        b0[l] += x0 * w0[L + l];
+        a1[l] += x1 * w1[l];
+        b1[l] += x1 * w1[L + l];
       }
     }
-    if (j < width) {
+    if (j < n) {
+      const T x0 = p[j];
       const T* w0 = &wbt(j, f0);
       for (std::size_t l = 0; l < L; ++l) {
-        a0[l] += p[j] * w0[l];
-        b0[l] += p[j] * w0[L + l];
+        a0[l] += x0 * w0[l];
+        b0[l] += x0 * w0[L + l];
       }
     }
+    const T* bias = &wbt(n, f0);
     for (std::size_t l = 0; l < L; ++l) {
-      o[l] = a0[l] + a1[l];
-      o[L + l] = b0[l] + b1[l];
+      a0[l] = (a0[l] + a1[l]) + bias[l];
+      b0[l] = (b0[l] + b1[l]) + bias[L + l];
+    }
+    for (std::size_t l = 0; l < L; ++l) {  // stored apart: o may alias nothing read here
+      o[l] = a0[l];
+      o[L + l] = b0[l];
     }
   }
   /// Channel f alone (those after the last whole 2 L).
-  KOKKOS_FORCEINLINE_FUNCTION T one(const T* p, std::size_t f) const {
+  template <class P>
+  KOKKOS_FORCEINLINE_FUNCTION T one(const P& p, std::size_t f) const {
+    const std::size_t n = wbt.extent(0) - 1;
     T acc = T(0);
-    for (std::size_t j = 0; j < wbt.extent(0); ++j) acc += p[j] * wbt(j, f);
-    return acc;
+    for (std::size_t j = 0; j < n; ++j) acc += p[j] * wbt(j, f);
+    return acc + wbt(n, f);
   }
 };
 
@@ -159,7 +221,7 @@ struct Im2colProduct {
                                          std::int64_t ox_) const {
     const auto s = static_cast<std::size_t>(s_), oy = static_cast<std::size_t>(oy_),
                ox = static_cast<std::size_t>(ox_);
-    const T* p = patches.row(s, oy, ox);
+    const Patch<T> p{patches.row(s, oy, ox)};
     T* o = &out((s * patches.ay.out + oy) * patches.ax.out + ox, 0);
     const std::size_t filters = product.filters();
     std::size_t f0 = 0;
@@ -169,11 +231,13 @@ struct Im2colProduct {
 };
 
 /// Im2colProduct and the max pooling after it (and a ReLU between) at once:
-/// one thread per pooled pixel (s, py, px) makes the patch of each pixel of
-/// its window in registers and keeps each channel's largest output and its
-/// window position (dy size + dx; strictly greater: a tie keeps the first,
-/// as MaxPoolForward does with the same values). The convolution's output
-/// is never stored, nor its patches: the backward pass makes them again.
+/// one thread per pooled pixel (s, py, px) multiplies each pixel of its
+/// window's patch as it lies in the image (written out only at the border)
+/// and keeps each channel's largest output and its window position (dy size
+/// + dx; strictly greater: a tie keeps the first, as MaxPoolForward does
+/// with the same values, which Im2colProduct's sums equal bit for bit). The
+/// convolution's output is never stored, nor its patches: the backward pass
+/// reads them from the image again.
 template <class T, class M>
 struct Im2colProductMaxPool {
   Im2col<T, M> patches;  // its cols are not used
@@ -193,14 +257,15 @@ struct Im2colProductMaxPool {
     const std::size_t filters = product.filters(), op = (s * oh + py) * ow + px;
     T* o = out.data() + op * filters;
     std::uint16_t* at = where.data() + op * filters;
-    T p[direct_patch_limit];
+    T buffer[direct_patch_limit];
     std::size_t f0 = 0;
     for (; f0 + L2 <= filters; f0 += L2) {
       T best[L2], v[L2];
       Position pos[L2];
       for (std::size_t q = 0; q < size * size; ++q) {
-        patches.write(p, s, py * size + q / size, px * size + q % size);
-        product.lanes(p, f0, v);
+        product.lanes(
+            patches.window(buffer, product.offsets, s, py * size + q / size, px * size + q % size),
+            f0, v);
         const auto here = static_cast<Position>(q);  // < 2^16: exact
         KPMAP_VECTOR_LANES
         for (std::size_t l = 0; l < L2; ++l) {
@@ -218,8 +283,9 @@ struct Im2colProductMaxPool {
       T best = T(0);
       std::size_t pos = 0;
       for (std::size_t q = 0; q < size * size; ++q) {
-        patches.write(p, s, py * size + q / size, px * size + q % size);
-        const T v = product.one(p, f0);
+        const T v = product.one(
+            patches.window(buffer, product.offsets, s, py * size + q / size, px * size + q % size),
+            f0);
         if (q == 0 || v > best) {
           best = v;
           pos = q;
@@ -235,52 +301,78 @@ struct Im2colProductMaxPool {
 /// sum(j filters + f) = sum over pooled outputs (s, py, px, f) of their
 /// gradient (zero where the ReLU cut the maximum) times column j of the
 /// patch of the window pixel that held the maximum. One iteration per
-/// pooled image row (s, py), which makes each window pixel's patch again in
-/// registers and adds it times the gradients of the channels it held the
-/// maximum of (zero for the others: dense in the channels, vectorised), into
-/// its thread's own sum (parallel_reduce's array): no two threads add to the
+/// pooled image row (s, py), which reads each window pixel's patch from the
+/// image again (written out at the border) and adds it times the gradients
+/// of the channels it held the maximum of (zero for the others: dense in the
+/// channels, vectorised), window_group positions together, into its
+/// thread's own sum (parallel_reduce's array): no two threads add to the
 /// same place. A (16-bit T) sums in float.
 template <class T, class M, class A>
 struct PooledWeightGradient {
   using value_type = A[];
-  unsigned value_count;                                       // (patch + 1) filters
-  Im2col<T, M> patches;                                       // its cols are not used
+  unsigned value_count;  // (patch + 1) filters
+  Im2col<T, M> patches;  // its cols are not used
+  PatchOffsets offsets;
   Kokkos::View<const T**, Kokkos::LayoutRight, M> dout, out;  // pooled
   Kokkos::View<const std::uint16_t*, M> where;
   std::size_t oh, ow, size, filters;
   bool relu;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t r, A* sum) const {
     constexpr std::size_t L = conv_lanes;
-    const std::size_t s = r / oh, py = r % oh, width = value_count / filters;
-    T p[direct_patch_limit];
+    constexpr std::size_t Q = window_group;
+    const std::size_t s = r / oh, py = r % oh, positions = size * size;
+    const std::size_t n = value_count / filters - 1;  // the patch's columns
+    T buffer[Q][direct_patch_limit];
+    Window<T> w[Q];
     for (std::size_t px = 0; px < ow; ++px) {
       const std::size_t op = (s * oh + py) * ow + px;
       const T* d = dout.data() + op * filters;
       const T* y = out.data() + op * filters;
       const std::uint16_t* at = where.data() + op * filters;
-      for (std::size_t q = 0; q < size * size; ++q) {
-        patches.write(p, s, py * size + q / size, px * size + q % size);
-        const auto here = static_cast<std::uint16_t>(q);
-        std::size_t f0 = 0;
-        for (; f0 + L <= filters; f0 += L) {
-          A g[L];
-          KPMAP_VECTOR_LANES
-          for (std::size_t l = 0; l < L; ++l) {  // selects, not branches: vectorised
-            const std::size_t f = f0 + l;
-            const bool held = (at[f] == here) & (!relu | (y[f] > T(0)));
-            g[l] = held ? static_cast<A>(d[f]) : A(0);
-          }
-          for (std::size_t j = 0; j < width; ++j) {
-            const A pj = static_cast<A>(p[j]);
-            A* to = sum + j * filters + f0;
-            KPMAP_VECTOR_LANES
-            for (std::size_t l = 0; l < L; ++l) to[l] += pj * g[l];
+      for (std::size_t q0 = 0; q0 < positions; q0 += Q) {
+        const std::size_t nq = positions - q0 < Q ? positions - q0 : Q;
+        for (std::size_t i = 0; i < Q; ++i) {
+          const std::size_t q = q0 + i;
+          if (i < nq) {
+            w[i] =
+                patches.window(buffer[i], offsets, s, py * size + q / size, px * size + q % size);
+          } else {  // no such position: zeros (times a zero gradient)
+            for (std::size_t j = 0; j < direct_patch_limit; ++j) buffer[i][j] = T(0);
+            w[i] = Window<T>{buffer[i], offsets.flat};
           }
         }
-        for (; f0 < filters; ++f0) {
-          if (at[f0] != q || (relu && !(y[f0] > T(0)))) continue;
-          const A g = static_cast<A>(d[f0]);
-          for (std::size_t j = 0; j < width; ++j) sum[j * filters + f0] += static_cast<A>(p[j]) * g;
+        std::size_t f0 = 0;
+        for (; f0 + L <= filters; f0 += L) {
+          A g[Q][L];
+          for (std::size_t i = 0; i < Q; ++i) {
+            const auto here = static_cast<std::uint16_t>(q0 + i);
+            KPMAP_VECTOR_LANES
+            for (std::size_t l = 0; l < L; ++l) {  // selects, not branches: vectorised
+              const std::size_t f = f0 + l;
+              const bool held = (i < nq) & (at[f] == here) & (!relu | (y[f] > T(0)));
+              g[i][l] = held ? static_cast<A>(d[f]) : A(0);
+            }
+          }
+          for (std::size_t j = 0; j <= n; ++j) {  // the patch's columns, then the bias's 1
+            A v[Q];
+            for (std::size_t i = 0; i < Q; ++i) v[i] = j < n ? static_cast<A>(w[i][j]) : A(1);
+            A* to = sum + j * filters + f0;
+            KPMAP_VECTOR_LANES
+            for (std::size_t l = 0; l < L; ++l) {
+              A add = v[0] * g[0][l];
+              for (std::size_t i = 1; i < Q; ++i) add += v[i] * g[i][l];
+              to[l] += add;
+            }
+          }
+        }
+        for (; f0 < filters; ++f0) {  // the rest, one channel at a time
+          for (std::size_t i = 0; i < nq; ++i) {
+            if (at[f0] != q0 + i || (relu && !(y[f0] > T(0)))) continue;
+            const A g = static_cast<A>(d[f0]);
+            for (std::size_t j = 0; j < n; ++j)
+              sum[j * filters + f0] += static_cast<A>(w[i][j]) * g;
+            sum[n * filters + f0] += g;
+          }
         }
       }
     }
@@ -399,6 +491,7 @@ class Conv2D final : public Weighted<T, M> {
     }
     ay_ = ConvAxis::make(input.height, kernel, stride, same);
     ax_ = ConvAxis::make(input.width, kernel, stride, same);
+    offsets_ = detail::PatchOffsets(kernel, input.channels, input.width * input.channels);
   }
   /// From its deck keys: filters, kernel, stride, padding.
   Conv2D(Shape input, const deck::Settings& keys)
@@ -479,7 +572,7 @@ class Conv2D final : public Weighted<T, M> {
       for_pixels(
           "kpmap::train::conv2d::im2col_product_maxpool", exec, in.extent(0), g.oh, g.ow,
           detail::Im2colProductMaxPool<T, M>{{in, {}, ay_, ax_, k_, stride_, this->input_.channels},
-                                             {Matrix(wb_.data(), patch() + 1, filters_)},
+                                             {Matrix(wb_.data(), patch() + 1, filters_), offsets_},
                                              out,
                                              pool_->where(),
                                              g.oh,
@@ -497,7 +590,7 @@ class Conv2D final : public Weighted<T, M> {
         for_pixels(
             "kpmap::train::conv2d::im2col_product", exec, chunk.extent(0), ay_.out, ax_.out,
             detail::Im2colProduct<T, M>{{chunk, cols, ay_, ax_, k_, stride_, this->input_.channels},
-                                        {Matrix(wb_.data(), patch() + 1, filters_)},
+                                        {Matrix(wb_.data(), patch() + 1, filters_), offsets_},
                                         to});
         continue;
       }
@@ -517,6 +610,7 @@ class Conv2D final : public Weighted<T, M> {
                               detail::PooledWeightGradient<T, M, Sum>{
                                   static_cast<unsigned>(dwbt_.size()),
                                   {in, {}, ay_, ax_, k_, stride_, this->input_.channels},
+                                  offsets_,
                                   dout,
                                   out,
                                   pool_->where(),
@@ -603,6 +697,7 @@ class Conv2D final : public Weighted<T, M> {
   using Sum = std::conditional_t<(sizeof(T) >= sizeof(float)), T, float>;  // dwbt_'s sums
   using Transposed = Kokkos::View<Sum**, Kokkos::LayoutRight, M>;
   MaxPool2D<T, M>* pool_ = nullptr;  // the max pooling computed here (absorb_next)
+  detail::PatchOffsets offsets_;     // of a small patch (direct_patch_limit)
   std::size_t chunk_bytes_ = host_chunk_bytes, keep_bytes_ = host_keep_bytes;
   std::size_t chunk_ = 1;
   bool keep_ = true;          // cols_ holds the whole batch's patches
