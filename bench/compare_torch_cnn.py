@@ -20,7 +20,10 @@ ratio with its range, and the test accuracy after the last step.
 
 Then, unless --no-layers, each weighted layer's GFLOP/s forward and backward
 (kpmap-bench-train's BM_cnn_layer, at each rank count's share of the batch,
-all ranks running) beside OpenBLAS sgemm's at the same shapes in the same run.
+all ranks running) beside OpenBLAS sgemm's at the same shapes in the same run:
+the first convolution alone and as the model runs it, with the ReLU and max
+pooling after it computed in its own kernels (the same sgemm shapes: the
+convolution's).
 
 --smoke runs 1 round of 3 steps and a short layer pass, as a test that the
 script works (no speed is asserted); without python3-torch it exits 77, which
