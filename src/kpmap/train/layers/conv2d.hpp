@@ -260,8 +260,8 @@ struct Im2colProductMaxPool {
     T buffer[direct_patch_limit];
     std::size_t f0 = 0;
     for (; f0 + L2 <= filters; f0 += L2) {
-      T best[L2], v[L2];
-      Position pos[L2];
+      T best[L2] = {}, v[L2];  // best and pos: set at q = 0
+      Position pos[L2] = {};
       for (std::size_t q = 0; q < size * size; ++q) {
         product.lanes(
             patches.window(buffer, product.offsets, s, py * size + q / size, px * size + q % size),
