@@ -5,8 +5,10 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <cuda_runtime_api.h>
@@ -128,6 +130,36 @@ namespace math = ::Kokkos;
 #else
 namespace math = ::Kokkos::Experimental;
 #endif
+
+/// \brief Whether this compilation multiplies and adds in one instruction
+/// (x86-64 with FMA, Arm, every GPU): multiply_add then rounds once.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__FP_FAST_FMA) || \
+    defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+inline constexpr bool fused_multiply_add = true;
+#else
+inline constexpr bool fused_multiply_add = false;
+#endif
+
+/// \brief a b + c, rounded once where the processor has a fused
+/// multiply-add (fused_multiply_add), else twice, and never left to the
+/// compiler: it contracts `a * b + c` into one instruction in one kernel and
+/// not in another (it depends on the code around it, the vectoriser and
+/// -mtune), which changes the last bit. Two code paths that must agree bit
+/// for bit make each product-sum through this. A 16-bit T: a * b + c.
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION T multiply_add(T a, T b, T c) {
+  if constexpr (fused_multiply_add && (std::is_same_v<T, double> || std::is_same_v<T, float>)) {
+#if KOKKOS_VERSION >= 40000
+    return ::Kokkos::fma(a, b, c);
+#elif defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+    return ::fma(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
+  } else {
+    return a * b + c;
+  }
+}
 
 /// \brief Whether this Kokkos build has a real 16-bit floating-point type:
 /// Kokkos::Experimental::half_t is IEEE binary16 under CUDA, HIP and SYCL,

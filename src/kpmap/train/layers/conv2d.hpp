@@ -174,18 +174,18 @@ struct PatchProduct {
       const T* w0 = &wbt(j, f0);
       const T* w1 = &wbt(j + 1, f0);
       for (std::size_t l = 0; l < L; ++l) {
-        a0[l] += x0 * w0[l];
-        b0[l] += x0 * w0[L + l];
-        a1[l] += x1 * w1[l];
-        b1[l] += x1 * w1[L + l];
+        a0[l] = kpmap::detail::multiply_add(x0, w0[l], a0[l]);
+        b0[l] = kpmap::detail::multiply_add(x0, w0[L + l], b0[l]);
+        a1[l] = kpmap::detail::multiply_add(x1, w1[l], a1[l]);
+        b1[l] = kpmap::detail::multiply_add(x1, w1[L + l], b1[l]);
       }
     }
     if (j < n) {
       const T x0 = p[j];
       const T* w0 = &wbt(j, f0);
       for (std::size_t l = 0; l < L; ++l) {
-        a0[l] += x0 * w0[l];
-        b0[l] += x0 * w0[L + l];
+        a0[l] = kpmap::detail::multiply_add(x0, w0[l], a0[l]);
+        b0[l] = kpmap::detail::multiply_add(x0, w0[L + l], b0[l]);
       }
     }
     const T* bias = &wbt(n, f0);
@@ -203,7 +203,7 @@ struct PatchProduct {
   KOKKOS_FORCEINLINE_FUNCTION T one(const P& p, std::size_t f) const {
     const std::size_t n = wbt.extent(0) - 1;
     T acc = T(0);
-    for (std::size_t j = 0; j < n; ++j) acc += p[j] * wbt(j, f);
+    for (std::size_t j = 0; j < n; ++j) acc = kpmap::detail::multiply_add(p[j], wbt(j, f), acc);
     return acc + wbt(n, f);
   }
 };
