@@ -3,15 +3,18 @@
 //
 //   mpiexec -n 2 kpmap-bench-vmap
 //
-// - BM_vmap_conv1d/B/N: a 1-D "valid" convolution (9 taps) of each of B
-//   signals of N samples, mapped with kpmap::vmap (one work item per signal),
-//   against a hand-made parallel_for over the signals with the same loops.
+// - BM_vmap_conv1d/B/N: a 1-D "valid" cross-correlation (9 taps) of each of
+//   B signals of N samples (Correlate1D, the per-example function of
+//   docs/pmap.md and its tests), mapped with kpmap::vmap (one work item per
+//   signal), against a hand-made parallel_for over the signals with the same
+//   loops.
 // - BM_vmap_team_conv1d/B/N: the same with kpmap::per_team (one team per
 //   signal, its outputs over the team's threads) against a hand-made
 //   TeamPolicy kernel.
 // Counters: `hand_us`, the hand kernel's mean time, and `speed_of_hand`, the
 // hand kernel's time over vmap's (1: as fast; the target is at least 0.9).
 
+#include "correlate1d.hpp"  // tests/programs/
 #include "support/mpi_benchmark.hpp"
 
 #include <kpmap/runtime.hpp>
@@ -24,17 +27,6 @@ namespace {
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 constexpr std::size_t taps = 9;
-
-struct Conv1D {
-  template <class X, class W, class Y>
-  KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
-    for (std::size_t i = 0; i < y.extent(0); ++i) {
-      double s = 0;
-      for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
-      y(i) = s;
-    }
-  }
-};
 
 struct TeamConv1D {
   template <class Member, class X, class W, class Y>
@@ -66,7 +58,7 @@ void report(benchmark::State& state) {
 void BM_vmap_conv1d(benchmark::State& state) {
   auto& rt = kpmap::Runtime::current();
   const Data d(static_cast<std::size_t>(state.range(0)), static_cast<std::size_t>(state.range(1)));
-  auto conv = kpmap::vmap(Conv1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+  auto conv = kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
                           kpmap::out_axes(kpmap::batched));
   const auto x = d.x;
   const auto y = d.y;

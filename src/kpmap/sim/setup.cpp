@@ -7,7 +7,7 @@ namespace {
 struct DeviceState {
   double density;
   double energy;
-  int geometry;  // Geometry as int
+  Geometry geometry;  // an enum: copies to the device as it is
   double lower[3];
   double upper[3];
   double centre[3];
@@ -40,12 +40,12 @@ struct GenerateStates {
     for (std::size_t s = 1; s < states.extent(0); ++s) {
       const DeviceState& st = states(s);
       bool hit = true;
-      if (st.geometry == static_cast<int>(Geometry::rectangle)) {
+      if (st.geometry == Geometry::rectangle) {
         for (int d = 0; d < 3 && d < ndim; ++d) {
           const double margin = h[d] / 100.0;
           hit = hit && hi[d] >= st.lower[d] + margin && lo[d] < st.upper[d] - margin;
         }
-      } else if (st.geometry == static_cast<int>(Geometry::circle)) {
+      } else if (st.geometry == Geometry::circle) {
         double r2 = 0.0;
         for (int d = 0; d < 3 && d < ndim; ++d)
           r2 += (mid[d] - st.centre[d]) * (mid[d] - st.centre[d]);
@@ -78,7 +78,7 @@ void generate_states(const Exec& exec, const CartesianLayout& layout, const Heat
     DeviceState& d = host(s);
     d.density = st.density;
     d.energy = st.energy;
-    d.geometry = static_cast<int>(st.geometry);
+    d.geometry = st.geometry;
     for (int i = 0; i < 3; ++i) {
       d.lower[i] = st.lower[i];
       d.upper[i] = st.upper[i];
