@@ -10,9 +10,9 @@
 
 #include "support/mpi_benchmark.hpp"
 
-#include <kpmap/checkpoint.hpp>
-#include <kpmap/pmap.hpp>
-#include <kpmap/runtime.hpp>
+#include <kpmap/io/checkpoint.hpp>
+#include <kpmap/runtime/runtime.hpp>
+#include <kpmap/spmd/pmap.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -12,8 +12,8 @@
 
 #include "support/mpi_benchmark.hpp"
 
-#include <kpmap/collectives.hpp>
-#include <kpmap/runtime.hpp>
+#include <kpmap/collectives/collectives.hpp>
+#include <kpmap/runtime/runtime.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -25,8 +25,8 @@
 #include "support/mpi_benchmark.hpp"
 #include "support/tea_problem.hpp"
 
-#include <kpmap/detail/kokkos_compat.hpp>
-#include <kpmap/runtime.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/runtime/runtime.hpp>
 #include <kpmap/sim/simulation.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/registry.hpp>

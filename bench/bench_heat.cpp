@@ -29,9 +29,9 @@
 #include "support/mpi_benchmark.hpp"
 #include "support/tea_problem.hpp"
 
-#include <kpmap/collectives.hpp>
-#include <kpmap/halo.hpp>
-#include <kpmap/runtime.hpp>
+#include <kpmap/collectives/collectives.hpp>
+#include <kpmap/grid/halo.hpp>
+#include <kpmap/runtime/runtime.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/operator.hpp>
 #include <kpmap/sim/setup.hpp>

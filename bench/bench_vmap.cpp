@@ -17,8 +17,8 @@
 #include "correlate1d.hpp"  // tests/programs/
 #include "support/mpi_benchmark.hpp"
 
-#include <kpmap/runtime.hpp>
-#include <kpmap/vmap.hpp>
+#include <kpmap/runtime/runtime.hpp>
+#include <kpmap/spmd/vmap.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -3,9 +3,9 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/checkpoint.hpp>
-#include <kpmap/pmap.hpp>
-#include <kpmap/policy.hpp>
+#include <kpmap/base/policy.hpp>
+#include <kpmap/io/checkpoint.hpp>
+#include <kpmap/spmd/pmap.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>

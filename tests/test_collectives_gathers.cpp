@@ -6,8 +6,8 @@
 #include "support/collective_checks.hpp"
 #include "support/mpi_test.hpp"
 
-#include <kpmap/collectives.hpp>
-#include <kpmap/pmap.hpp>
+#include <kpmap/collectives/collectives.hpp>
+#include <kpmap/spmd/pmap.hpp>
 #include <kpmap/transport/buffer.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 

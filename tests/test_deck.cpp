@@ -3,7 +3,7 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/deck.hpp>
+#include <kpmap/deck/deck.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>

@@ -7,8 +7,8 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/halo.hpp>
-#include <kpmap/runtime.hpp>
+#include <kpmap/grid/halo.hpp>
+#include <kpmap/runtime/runtime.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>

@@ -5,10 +5,10 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/deck.hpp>
-#include <kpmap/detail/backend.hpp>
-#include <kpmap/detail/kokkos_compat.hpp>
-#include <kpmap/runtime.hpp>
+#include <kpmap/base/detail/backend.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/deck/deck.hpp>
+#include <kpmap/runtime/runtime.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/loops.hpp>
 #include <kpmap/sim/simulation.hpp>

@@ -2,8 +2,8 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/collectives.hpp>
-#include <kpmap/mesh.hpp>
+#include <kpmap/collectives/collectives.hpp>
+#include <kpmap/runtime/mesh.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>

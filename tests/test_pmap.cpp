@@ -2,7 +2,7 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/pmap.hpp>
+#include <kpmap/spmd/pmap.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_floating_point.hpp>

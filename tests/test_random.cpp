@@ -4,7 +4,7 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/pmap.hpp>
+#include <kpmap/spmd/pmap.hpp>
 #include <kpmap/train/random.hpp>
 
 #include <catch2/catch_test_macros.hpp>

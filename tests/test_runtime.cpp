@@ -2,10 +2,10 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/fault.hpp>
-#include <kpmap/memory.hpp>
+#include <kpmap/base/fault.hpp>
 #include <kpmap/run/stop.hpp>
-#include <kpmap/runtime.hpp>
+#include <kpmap/runtime/memory.hpp>
+#include <kpmap/runtime/runtime.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>

@@ -8,7 +8,7 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/collectives/checked.hpp>
-#include <kpmap/shard_map.hpp>
+#include <kpmap/spmd/shard_map.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>

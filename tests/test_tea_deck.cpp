@@ -4,7 +4,7 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/deck.hpp>
+#include <kpmap/deck/deck.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/tea_deck.hpp>
 

@@ -5,7 +5,7 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/train/linear.hpp>
 #include <kpmap/train/optimizer.hpp>
 

@@ -6,7 +6,7 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/mesh.hpp>
+#include <kpmap/runtime/mesh.hpp>
 #include <kpmap/train/config.hpp>
 #include <kpmap/train/layers/conv2d.hpp>
 #include <kpmap/train/layers/maxpool2d.hpp>

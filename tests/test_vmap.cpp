@@ -3,8 +3,8 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/pmap.hpp>
-#include <kpmap/vmap.hpp>
+#include <kpmap/spmd/pmap.hpp>
+#include <kpmap/spmd/vmap.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>

@@ -8,8 +8,8 @@
 
 #include <kpmap/apps/cli.hpp>
 
-#include <kpmap/detail/backend.hpp>
-#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/backend.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/kpmap.hpp>
 
 #include <CLI/CLI.hpp>

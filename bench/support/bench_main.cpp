@@ -1,7 +1,7 @@
 // main() for kpmap's MPI benchmarks: MPI and Kokkos up once, rank 0 reports,
 // every other rank runs the same benchmarks silently.
 
-#include <kpmap/runtime.hpp>
+#include <kpmap/runtime/runtime.hpp>
 
 #include <benchmark/benchmark.h>
 

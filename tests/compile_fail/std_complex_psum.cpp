@@ -4,7 +4,7 @@
 // with a message that names Kokkos::complex. Built only by the ctest test
 // compile_fail.std_complex_psum, which expects the build to fail.
 
-#include <kpmap/collectives.hpp>
+#include <kpmap/collectives/collectives.hpp>
 
 #include <Kokkos_Core.hpp>
 

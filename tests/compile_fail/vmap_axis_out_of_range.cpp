@@ -3,7 +3,7 @@
 // the axis and the rank (I = 1, Axis = 2, Rank = 2). Built only by the ctest
 // test compile_fail.vmap_axis_out_of_range, which expects the build to fail.
 
-#include <kpmap/vmap.hpp>
+#include <kpmap/spmd/vmap.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -4,7 +4,7 @@
 //
 // Built and run by tests/scripts/run_fuzzer.sh (clang, -fsanitize=fuzzer,address,undefined).
 
-#include <kpmap/deck.hpp>
+#include <kpmap/deck/deck.hpp>
 
 #include <cstdint>
 #include <cstdlib>

@@ -11,8 +11,8 @@
 //
 // Built and run by tests/scripts/run_fuzzer.sh (clang, -fsanitize=fuzzer,address,undefined).
 
-#include <kpmap/deck.hpp>
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/deck/deck.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/solvers/info.hpp>
 #include <kpmap/sim/tea_deck.hpp>

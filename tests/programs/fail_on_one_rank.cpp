@@ -8,8 +8,8 @@
 // "checkpoint" the failing rank throws while a checkpoint Writer is open and
 // the other ranks are inside its collective commit.
 
-#include <kpmap/checkpoint.hpp>
-#include <kpmap/runtime.hpp>
+#include <kpmap/io/checkpoint.hpp>
+#include <kpmap/runtime/runtime.hpp>
 
 #include <Kokkos_Core.hpp>
 

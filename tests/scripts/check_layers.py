@@ -6,9 +6,9 @@ process.
     check_layers.py REPO_ROOT
 
 CONTRIBUTING.md's tables "C++ layers (bottom up)" and "Python modules (bottom
-up)" give, row by row from the bottom, the paths each layer holds (a path ending
-in / holds a folder; another is a prefix of file names: `src/kpmap/halo` holds
-halo.hpp and halo.cpp). A file may include (or import) a file of its own layer
+up)" give, row by row from the bottom, the paths each layer holds. A C++ row names
+folders (ending in /) or whole files, never a prefix of file names, so that the
+folder list is the layer table. A file may include (or import) a file of its own layer
 or of a layer below; anything else, or a file no row holds, fails with the file,
 the line and both layers. In src/ and apps/, a call of system, popen, fork,
 vfork, posix_spawn or exec* fails too: a process forked from an MPI rank is
@@ -112,6 +112,11 @@ def layered_files(root, tops, suffixes, rows, table):
 
 def check_cpp(root, rows):
     checked = 0
+    for name, paths in rows:
+        for p in paths:
+            if not p.endswith("/") and not os.path.isfile(os.path.join(root, p)):
+                fail(f"CONTRIBUTING.md: layer '{name}' names `{p}`, which is neither a "
+                     "folder (ending in /) nor a file")
     for path, rel, mine in layered_files(root, ("src", "apps", "examples"),
                                          (".hpp", ".cpp", ".hpp.in"), rows, "layer"):
         checked += 1

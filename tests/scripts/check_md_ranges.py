@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every multi-dimensional kernel of the library and the examples states its
-iteration order and tile through kpmap::row_major_range (src/kpmap/policy.hpp): no
+iteration order and tile through kpmap::row_major_range (src/kpmap/base/policy.hpp): no
 Kokkos::MDRangePolicy is written anywhere else, where it would take the backend's
 default order (Iterate::Left on CUDA and HIP), and no kpmap::RowMajorRange is built
 by hand, where it would take the backend's default tile.
@@ -11,7 +11,7 @@ import os
 import re
 import sys
 
-ALLOWED = os.path.join("kpmap", "policy.hpp")
+ALLOWED = os.path.join("kpmap", "base", "policy.hpp")
 PATTERN = re.compile(r"\b(MDRangePolicy|RowMajorRange)\s*<")
 
 

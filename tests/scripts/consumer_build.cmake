@@ -22,7 +22,8 @@ endfunction()
 
 run_step("install" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
 foreach(f lib/cmake/kpmap/kpmapConfig.cmake lib/cmake/kpmap/kpmapConfigVersion.cmake
-          include/kpmap/kpmap.hpp include/kpmap/version.hpp bin/kpmap-info)
+          include/kpmap/kpmap.hpp include/kpmap/base/version.hpp include/kpmap/version.hpp
+          bin/kpmap-info)
   if(NOT EXISTS "${prefix}/${f}")
     message(FATAL_ERROR "consumer test: the install lacks ${f}")
   endif()

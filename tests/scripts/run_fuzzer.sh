@@ -31,8 +31,8 @@ deck_objects=()
 for f in text schema suggest parse load deck; do deck_objects+=("$work/obj/$f.o"); done
 pids=()
 for f in kpmap/deck/text kpmap/deck/schema kpmap/deck/suggest kpmap/deck/parse kpmap/deck/load \
-  kpmap/deck/deck kpmap/files kpmap/sim/tea_deck/words kpmap/sim/tea_deck/read \
-  kpmap/sim/tea_deck/translate kpmap/sim/config kpmap/sim/solvers/info kpmap/transport/mpi_ops kpmap/detail/mpi_util; do
+  kpmap/deck/deck kpmap/base/files kpmap/sim/tea_deck/words kpmap/sim/tea_deck/read \
+  kpmap/sim/tea_deck/translate kpmap/sim/config kpmap/sim/solvers/info kpmap/transport/mpi_ops kpmap/base/detail/mpi_util; do
   "$cxx" "${flags[@]}" "${mpi_compile[@]}" -c "$src/src/$f.cpp" -o "$work/obj/${f##*/}.o" &
   pids+=($!)
 done

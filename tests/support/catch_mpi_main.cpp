@@ -1,7 +1,7 @@
 // Catch2 main for MPI tests: MPI and Kokkos come up once for the whole run,
 // rank 0 prints, and a failure on any rank fails the test (its output is shown).
 
-#include <kpmap/runtime.hpp>
+#include <kpmap/runtime/runtime.hpp>
 
 #include <catch2/catch_session.hpp>
 

@@ -4,7 +4,7 @@
 
 #include "support/mpi_test.hpp"
 
-#include <kpmap/detail/view_utils.hpp>
+#include <kpmap/base/detail/view_utils.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 

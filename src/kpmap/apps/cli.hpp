@@ -1,7 +1,7 @@
 #pragma once
 // Command-line handling shared by the kpmap-* applications.
 
-#include <kpmap/runtime.hpp>
+#include <kpmap/runtime/runtime.hpp>
 
 #include <CLI/CLI.hpp>
 

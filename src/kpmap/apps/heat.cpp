@@ -14,13 +14,13 @@
 #include <kpmap/apps/options.hpp>
 #include <kpmap/apps/tealeaf_answers.hpp>
 
+#include <kpmap/base/version.hpp>
 #include <kpmap/kpmap.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/simulation.hpp>
 #include <kpmap/sim/tea_deck.hpp>
 #include <kpmap/sim/time_loop.hpp>
-#include <kpmap/version.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

@@ -2,8 +2,8 @@
 
 #include <kpmap/apps/cli.hpp>
 
-#include <kpmap/error.hpp>
-#include <kpmap/trace.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/tools/trace.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -4,8 +4,8 @@
 /// (`APP DECK [--set key=value]... [--output DIR] [--restart FILE]`) and the
 /// deck it names. What a run writes is the library's run layer (kpmap/run/).
 
-#include <kpmap/deck.hpp>
-#include <kpmap/runtime.hpp>
+#include <kpmap/deck/deck.hpp>
+#include <kpmap/runtime/runtime.hpp>
 
 #include <mpi.h>
 #include <CLI/CLI.hpp>
@@ -22,8 +22,8 @@ struct RunOptions {
   std::vector<std::string> sets;  ///< `--set section.key=value`, in order
   std::string output;             ///< `--output DIR`: overrides the deck's output.dir
   std::string restart;            ///< `--restart FILE`: a checkpoint to continue from
-  std::string trace;           ///< `--trace FILE`: a Chrome trace of every rank (kpmap/trace.hpp)
-  bool help_deck = false;      ///< `--help-deck`: print the deck's keys and stop
+  std::string trace;       ///< `--trace FILE`: a Chrome trace of every rank (kpmap/tools/trace.hpp)
+  bool help_deck = false;  ///< `--help-deck`: print the deck's keys and stop
   bool deck_markdown = false;  ///< `--deck-markdown` (hidden): the keys as docs/decks.md tables
 };
 
@@ -41,7 +41,7 @@ std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& options,
 
 /// \brief Collective: starts the --trace timeline, once the output folder is
 /// made (a trace may go inside it). \throws InputError (all ranks) for a
-/// trace file kpmap must not or cannot write (kpmap/trace.hpp).
+/// trace file kpmap must not or cannot write (kpmap/tools/trace.hpp).
 void start_trace(const RunOptions& options, MPI_Comm comm);
 
 /// \brief Collective: loads the deck with the --set overrides, and --output as

@@ -12,7 +12,8 @@
 
 #include <kpmap/apps/options.hpp>
 
-#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/version.hpp>
 #include <kpmap/kpmap.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/train/config.hpp>
@@ -20,7 +21,6 @@
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/linear.hpp>
 #include <kpmap/train/sequential.hpp>
-#include <kpmap/version.hpp>
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>

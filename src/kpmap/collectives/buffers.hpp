@@ -7,9 +7,9 @@
 /// Internal (namespace kpmap::detail). Whether a buffer goes to MPI straight
 /// or staged is the transport's decision (kpmap/transport/buffer.hpp).
 
-#include <kpmap/detail/kokkos_compat.hpp>
-#include <kpmap/detail/view_utils.hpp>
-#include <kpmap/trace.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/view_utils.hpp>
+#include <kpmap/tools/trace.hpp>
 #include <kpmap/transport/buffer.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -1,6 +1,6 @@
 #include <kpmap/collectives/checked.hpp>
 
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <cstdlib>

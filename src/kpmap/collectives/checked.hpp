@@ -5,9 +5,9 @@
 /// declared replicated really are identical. On in Debug builds and with
 /// KPMAP_CHECK=1; off with KPMAP_CHECK=0.
 
-#include <kpmap/detail/kokkos_compat.hpp>
-#include <kpmap/detail/view_utils.hpp>
-#include <kpmap/mesh.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/view_utils.hpp>
+#include <kpmap/runtime/mesh.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -8,12 +8,12 @@
 /// most fusion_threshold() bytes; large contiguous leaves go on their own,
 /// in place. Every function here is collective over its axis.
 
+#include <kpmap/base/detail/mpi_datatype.hpp>
+#include <kpmap/base/error.hpp>
 #include <kpmap/collectives/buffers.hpp>
 #include <kpmap/collectives/checked.hpp>
 #include <kpmap/collectives/tree.hpp>
-#include <kpmap/detail/mpi_datatype.hpp>
-#include <kpmap/error.hpp>
-#include <kpmap/mesh.hpp>
+#include <kpmap/runtime/mesh.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -7,14 +7,14 @@
 /// axis calls it, in the same order, with the same element type and shape
 /// (checked mode verifies this).
 
+#include <kpmap/base/detail/mpi_datatype.hpp>
+#include <kpmap/base/detail/view_utils.hpp>
+#include <kpmap/base/error.hpp>
 #include <kpmap/collectives/buffers.hpp>
 #include <kpmap/collectives/checked.hpp>
 #include <kpmap/collectives/request.hpp>
-#include <kpmap/detail/mpi_datatype.hpp>
-#include <kpmap/detail/view_utils.hpp>
-#include <kpmap/error.hpp>
-#include <kpmap/mesh.hpp>
-#include <kpmap/profiling.hpp>
+#include <kpmap/runtime/mesh.hpp>
+#include <kpmap/tools/profiling.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -8,15 +8,15 @@
 /// (checked mode verifies this). The overloads without an execution space
 /// run on the one that owns the data's memory.
 
+#include <kpmap/base/detail/mpi_datatype.hpp>
+#include <kpmap/base/error.hpp>
 #include <kpmap/collectives/buffers.hpp>
 #include <kpmap/collectives/checked.hpp>
 #include <kpmap/collectives/fusion.hpp>
 #include <kpmap/collectives/request.hpp>
 #include <kpmap/collectives/tree.hpp>
-#include <kpmap/detail/mpi_datatype.hpp>
-#include <kpmap/error.hpp>
-#include <kpmap/mesh.hpp>
-#include <kpmap/profiling.hpp>
+#include <kpmap/runtime/mesh.hpp>
+#include <kpmap/tools/profiling.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <Kokkos_Core.hpp>

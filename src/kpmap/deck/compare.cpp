@@ -1,7 +1,7 @@
 // A deck against the resolved deck of an earlier run (the text a checkpoint
 // stores): what a restart must continue unchanged.
 
-#include "text.hpp"
+#include "detail/text.hpp"
 
 #include <algorithm>
 #include <map>

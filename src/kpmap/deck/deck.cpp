@@ -1,6 +1,6 @@
 // A checked deck: its values, and where the user's text set each of them.
 
-#include "text.hpp"
+#include "detail/text.hpp"
 
 #include <map>
 #include <sstream>

@@ -2,8 +2,8 @@
 // translation of it) and checks it; every rank gets the resolved deck, or the
 // same error, and the lines of the user's text for later messages.
 
-#include <kpmap/deck.hpp>
-#include <kpmap/files.hpp>
+#include <kpmap/base/files.hpp>
+#include <kpmap/deck/deck.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <array>

@@ -1,7 +1,7 @@
 // Reading a deck: the TOML text screened and parsed, every key checked against
 // the schema and converted, defaults filled in, --set arguments applied.
 
-#include "text.hpp"
+#include "detail/text.hpp"
 
 #include <toml++/toml.h>
 

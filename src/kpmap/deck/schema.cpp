@@ -1,7 +1,7 @@
 // The schema: the keys a program knows, their types, defaults and ranges, and
 // the tables --help-deck prints.
 
-#include "text.hpp"
+#include "detail/text.hpp"
 
 #include <algorithm>
 #include <cctype>

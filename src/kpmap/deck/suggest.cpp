@@ -1,6 +1,6 @@
 // The did-you-mean screen: the nearest known key or word to a misspelt one.
 
-#include "text.hpp"
+#include "detail/text.hpp"
 
 #include <algorithm>
 #include <string>

@@ -1,6 +1,6 @@
-#include "text.hpp"
+#include "detail/text.hpp"
 
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
 
 #include <algorithm>
 #include <cctype>

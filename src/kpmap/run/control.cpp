@@ -1,8 +1,8 @@
-#include <kpmap/checkpoint.hpp>
-#include <kpmap/error.hpp>
-#include <kpmap/fault.hpp>
-#include <kpmap/profiling.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/base/fault.hpp>
+#include <kpmap/io/checkpoint.hpp>
 #include <kpmap/run/control.hpp>
+#include <kpmap/tools/profiling.hpp>
 
 #include <filesystem>
 

@@ -1,5 +1,5 @@
-#include <kpmap/error.hpp>
-#include <kpmap/files.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/base/files.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/run/stop.hpp>
 #include <kpmap/transport/mpi_ops.hpp>

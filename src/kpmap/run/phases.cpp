@@ -1,4 +1,4 @@
-#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/run/phases.hpp>
 
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 #include <kpmap/run/stop.hpp>
 
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
 
 namespace kpmap {
 

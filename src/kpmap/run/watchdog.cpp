@@ -1,6 +1,6 @@
 #include <kpmap/run/watchdog.hpp>
 
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
 
 #include <unistd.h>
 

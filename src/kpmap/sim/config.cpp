@@ -1,6 +1,6 @@
 #include <kpmap/sim/config.hpp>
 
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
 #include <kpmap/sim/solvers/info.hpp>
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 /// translated into it (sim/tea_deck.hpp), so `--set section.key=value` works
 /// the same for both.
 
-#include <kpmap/deck.hpp>
+#include <kpmap/deck/deck.hpp>
 
 #include <array>
 #include <cstddef>

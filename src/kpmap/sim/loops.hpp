@@ -9,14 +9,14 @@
 /// a solver on one instance overlaps work on another. On host backends
 /// a box runs as one parallel iteration per row (k, j) with a plain inner
 /// loop over i that the compiler vectorises; on GPUs, and on every backend in
-/// a KPMAP_DEVICE_PATHS build (kpmap/detail/backend.hpp), as a 3-D MDRangePolicy.
+/// a KPMAP_DEVICE_PATHS build (kpmap/base/detail/backend.hpp), as a 3-D MDRangePolicy.
 /// Reductions are deterministic for a given backend, thread count and box.
 
-#include <kpmap/detail/backend.hpp>
-#include <kpmap/detail/kokkos_compat.hpp>
-#include <kpmap/error.hpp>
-#include <kpmap/halo.hpp>
-#include <kpmap/policy.hpp>
+#include <kpmap/base/detail/backend.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/base/policy.hpp>
+#include <kpmap/grid/halo.hpp>
 #include <kpmap/sim/spaces.hpp>
 
 #include <Kokkos_Core.hpp>

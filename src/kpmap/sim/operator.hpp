@@ -4,7 +4,7 @@
 /// this rank's block (scaled face conductivities, preconditioner data), and
 /// the kernels that apply them with the halo exchange overlapped.
 
-#include <kpmap/halo.hpp>
+#include <kpmap/grid/halo.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/loops.hpp>
 #include <kpmap/sim/stencil.hpp>

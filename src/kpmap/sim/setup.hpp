@@ -16,7 +16,7 @@
 /// Positions come from global cell indices (face x_i = lower + i h), so the
 /// result does not depend on the decomposition.
 
-#include <kpmap/halo.hpp>
+#include <kpmap/grid/halo.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/loops.hpp>
 

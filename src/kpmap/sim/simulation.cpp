@@ -1,10 +1,10 @@
 #include <kpmap/sim/simulation.hpp>
 
-#include <kpmap/collectives.hpp>
-#include <kpmap/memory.hpp>
-#include <kpmap/profiling.hpp>
-#include <kpmap/runtime.hpp>
+#include <kpmap/collectives/collectives.hpp>
+#include <kpmap/runtime/memory.hpp>
+#include <kpmap/runtime/runtime.hpp>
 #include <kpmap/sim/setup.hpp>
+#include <kpmap/tools/profiling.hpp>
 
 #include <cmath>
 #include <filesystem>

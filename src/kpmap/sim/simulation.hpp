@@ -13,10 +13,10 @@
 /// Every member function is collective over the layout's ranks unless it
 /// says otherwise.
 
-#include <kpmap/checkpoint.hpp>
-#include <kpmap/deck.hpp>
-#include <kpmap/halo.hpp>
-#include <kpmap/mesh.hpp>
+#include <kpmap/deck/deck.hpp>
+#include <kpmap/grid/halo.hpp>
+#include <kpmap/io/checkpoint.hpp>
+#include <kpmap/runtime/mesh.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/operator.hpp>
 #include <kpmap/sim/solvers/solver.hpp>

@@ -11,7 +11,7 @@
 /// backend (an OpenMP build). Naming any other space is a compile error that
 /// says so.
 
-#include <kpmap/halo.hpp>
+#include <kpmap/grid/halo.hpp>
 
 #include <Kokkos_Core.hpp>
 

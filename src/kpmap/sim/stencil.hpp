@@ -15,7 +15,7 @@
 /// conductivities of the x, y and z faces are stored in fields ax, ay, az:
 /// ax(k, j, i) belongs to the face between cells i-1 and i (TeaLeaf's Kx).
 
-#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/sim/loops.hpp>
 
 #include <Kokkos_Core.hpp>

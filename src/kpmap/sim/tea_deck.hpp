@@ -15,7 +15,7 @@
 /// word is an error naming the file, line and key. TeaLeaf's defaults apply
 /// to what a deck leaves out (10 x 10 cells on [0, 100]^2, Jacobi, dt 0.1).
 
-#include <kpmap/deck.hpp>
+#include <kpmap/deck/deck.hpp>
 
 #include <map>
 #include <string>

@@ -1,4 +1,4 @@
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
 #include <kpmap/run/control.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/sim/time_loop.hpp>

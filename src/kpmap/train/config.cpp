@@ -1,8 +1,8 @@
 #include <kpmap/train/config.hpp>
 
-#include <kpmap/detail/kokkos_compat.hpp>
-#include <kpmap/error.hpp>
-#include <kpmap/memory.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/runtime/memory.hpp>
 #include <kpmap/train/sequential.hpp>
 
 #include <Kokkos_Core.hpp>

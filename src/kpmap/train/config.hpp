@@ -4,9 +4,9 @@
 /// keys, the data files' headers read), and what that run allocates, as
 /// sim/config.hpp is for kpmap-heat.
 
-#include <kpmap/collectives.hpp>
-#include <kpmap/deck.hpp>
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/collectives/collectives.hpp>
+#include <kpmap/deck/deck.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/optimizer.hpp>

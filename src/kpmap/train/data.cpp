@@ -1,5 +1,5 @@
-#include <kpmap/detail/hdf5.hpp>
-#include <kpmap/files.hpp>
+#include <kpmap/base/detail/hdf5.hpp>
+#include <kpmap/base/files.hpp>
 #include <kpmap/train/data.hpp>
 
 #include <hdf5.h>

@@ -8,11 +8,11 @@
 /// [train, samples) of the global data set are each split over the axis in
 /// blocks (BlockPartition), so every rank holds a balanced part of both.
 
-#include <kpmap/detail/kokkos_compat.hpp>
-#include <kpmap/detail/mpi_util.hpp>
-#include <kpmap/error.hpp>
-#include <kpmap/mesh.hpp>
-#include <kpmap/pmap.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/mpi_util.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/runtime/mesh.hpp>
+#include <kpmap/spmd/pmap.hpp>
 #include <kpmap/train/random.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -3,8 +3,8 @@
 // type, number of dimensions), the dimensions as big-endian 32-bit integers,
 // then the elements in row-major order.
 
-#include <kpmap/detail/mpi_util.hpp>
-#include <kpmap/files.hpp>
+#include <kpmap/base/detail/mpi_util.hpp>
+#include <kpmap/base/files.hpp>
 #include <kpmap/train/data.hpp>
 
 #include <zlib.h>

@@ -4,10 +4,10 @@
 /// data-parallel loss and gradient in one pass over the local rows (X is read
 /// once) and one fused psum of (grad w, grad b, loss).
 
-#include <kpmap/collectives.hpp>
-#include <kpmap/detail/blas.hpp>
-#include <kpmap/error.hpp>
-#include <kpmap/policy.hpp>
+#include <kpmap/base/detail/blas.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/base/policy.hpp>
+#include <kpmap/collectives/collectives.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/sequential.hpp>
 

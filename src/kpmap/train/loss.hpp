@@ -13,8 +13,8 @@
 /// losses/ that is a KPMAP_TRAIN_BUILTIN_LOSS line in its header; in a
 /// program's own file, KPMAP_TRAIN_REGISTER_LOSS.
 
-#include <kpmap/deck.hpp>
-#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/deck/deck.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/types.hpp>
 

@@ -11,9 +11,9 @@
 /// arrays). In optimizers/ that is a KPMAP_TRAIN_BUILTIN_OPTIMIZER line in
 /// its header; in a program's own file, KPMAP_TRAIN_REGISTER_OPTIMIZER.
 
-#include <kpmap/deck.hpp>
-#include <kpmap/detail/view_utils.hpp>
-#include <kpmap/error.hpp>
+#include <kpmap/base/detail/view_utils.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/deck/deck.hpp>
 #include <kpmap/train/types.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -5,7 +5,7 @@
 /// sample indices is identical whatever the rank count, and any sample can be
 /// regenerated on any device without a sequential state.
 
-#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
 
 #include <Kokkos_Core.hpp>
 

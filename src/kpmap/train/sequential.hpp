@@ -15,11 +15,11 @@
 /// multiplied by a loss scale, so small gradients do not flush to zero in
 /// C, and divided out again when each layer's gradient is cast up to T.
 
-#include <kpmap/collectives.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/collectives/collectives.hpp>
 #include <kpmap/collectives/request.hpp>
-#include <kpmap/error.hpp>
-#include <kpmap/profiling.hpp>
 #include <kpmap/run/watchdog.hpp>
+#include <kpmap/tools/profiling.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/layer.hpp>
 #include <kpmap/train/loss.hpp>

@@ -20,14 +20,14 @@
 /// line, at the epoch's end and for a checkpoint, and a loss that is not
 /// finite is caught there, naming the first step that had one.
 
-#include <kpmap/checkpoint.hpp>
-#include <kpmap/collectives.hpp>
+#include <kpmap/base/error.hpp>
 #include <kpmap/collectives/checked.hpp>
-#include <kpmap/error.hpp>
-#include <kpmap/profiling.hpp>
+#include <kpmap/collectives/collectives.hpp>
+#include <kpmap/io/checkpoint.hpp>
 #include <kpmap/run/control.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/run/phases.hpp>
+#include <kpmap/tools/profiling.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>

@@ -4,7 +4,7 @@
 /// training (layers, losses, optimizers) are built for, once each, when they
 /// register: a program can build them by name for any of these.
 
-#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -8,9 +8,9 @@
 /// runs on machines without a GPU. Collectives, pmap and the halo exchange
 /// all come through here; none of them knows which path a call took.
 
-#include <kpmap/detail/backend.hpp>
-#include <kpmap/detail/kokkos_compat.hpp>
-#include <kpmap/detail/view_utils.hpp>
+#include <kpmap/base/detail/backend.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/view_utils.hpp>
 #include <kpmap/transport/buffer_pool.hpp>
 #include <kpmap/transport/gpu_aware.hpp>
 

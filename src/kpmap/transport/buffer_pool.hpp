@@ -10,8 +10,8 @@
 /// nothing. Not thread-safe: collectives are issued from one thread
 /// (MPI_THREAD_FUNNELED).
 
-#include <kpmap/detail/finalize.hpp>
-#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/finalize.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -1,6 +1,6 @@
 #include <kpmap/transport/gpu_aware.hpp>
 
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
 
 #include <mpi.h>
 #include <Kokkos_Core.hpp>

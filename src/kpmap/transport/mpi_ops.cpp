@@ -1,6 +1,6 @@
 #include <kpmap/transport/mpi_ops.hpp>
 
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
 
 #include <algorithm>
 #include <climits>

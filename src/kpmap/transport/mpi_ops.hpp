@@ -9,7 +9,7 @@
 /// starts are appended to `*pending` and the caller waits on them.
 /// The buffers must stay valid and untouched until the requests complete.
 
-#include <kpmap/detail/mpi_util.hpp>
+#include <kpmap/base/detail/mpi_util.hpp>
 
 #include <mpi.h>
 

@@ -1,6 +1,6 @@
 #include <kpmap/sim/solvers/cg.hpp>
 
-#include <kpmap/profiling.hpp>
+#include <kpmap/tools/profiling.hpp>
 
 #include <cmath>
 #include <type_traits>

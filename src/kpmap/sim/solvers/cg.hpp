@@ -6,7 +6,7 @@
 /// r.z (and z = M^-1 r for jac_diag), then x += alpha p fused with
 /// p = z + beta p. Chebyshev and PPCG start as CG (solvers/polynomial.hpp).
 
-#include <kpmap/halo.hpp>
+#include <kpmap/grid/halo.hpp>
 #include <kpmap/sim/solvers/common.hpp>
 
 #include <memory>

@@ -4,8 +4,8 @@
 /// its norm, with the host waiting for it, only every check_every iterations
 /// once TeaLeaf's estimate of the iterations needed has passed.
 
-#include <kpmap/profiling.hpp>
 #include <kpmap/sim/solvers/polynomial.hpp>
+#include <kpmap/tools/profiling.hpp>
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 #include <kpmap/sim/solvers/common.hpp>
 
-#include <kpmap/collectives.hpp>
-#include <kpmap/profiling.hpp>
+#include <kpmap/collectives/collectives.hpp>
+#include <kpmap/tools/profiling.hpp>
 
 #include <cmath>
 #include <sstream>

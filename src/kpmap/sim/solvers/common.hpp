@@ -4,7 +4,7 @@
 /// global sums (timed as collectives), TeaLeaf's stopping rule and its
 /// messages. Internal to the solvers in this folder.
 
-#include <kpmap/halo.hpp>
+#include <kpmap/grid/halo.hpp>
 #include <kpmap/sim/solvers/solver.hpp>
 
 #include <memory>

@@ -2,7 +2,7 @@
 /// from b (the step's starting u, whose halo is exchanged behind the
 /// interior), so that a step moves the stencil's arrays and nothing else.
 
-#include <kpmap/halo.hpp>
+#include <kpmap/grid/halo.hpp>
 #include <kpmap/sim/solvers/solver.hpp>
 
 #include <memory>

@@ -3,8 +3,8 @@
 
 #include <kpmap/sim/solvers/info.hpp>
 
-#include <kpmap/detail/registry.hpp>
-#include <kpmap/error.hpp>
+#include <kpmap/base/detail/registry.hpp>
+#include <kpmap/base/error.hpp>
 
 namespace kpmap::sim {
 

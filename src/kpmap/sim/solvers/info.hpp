@@ -5,7 +5,7 @@
 /// schema, --help-deck and the memory estimate read). The solvers and their
 /// factories: solvers/solver.hpp.
 
-#include <kpmap/deck.hpp>
+#include <kpmap/deck/deck.hpp>
 
 #include <string>
 #include <utility>

@@ -3,9 +3,9 @@
 /// sum |x - x_old|, the error measure, with x_old's halo exchange behind the
 /// interior.
 
-#include <kpmap/halo.hpp>
-#include <kpmap/profiling.hpp>
+#include <kpmap/grid/halo.hpp>
 #include <kpmap/sim/solvers/common.hpp>
+#include <kpmap/tools/profiling.hpp>
 
 #include <cmath>
 #include <memory>

@@ -5,9 +5,9 @@
 /// as TeaLeaf does. Both dot products of an outer iteration (r.z and
 /// (r - r_old).z) are one fused kernel and one allreduce.
 
-#include <kpmap/halo.hpp>
-#include <kpmap/profiling.hpp>
+#include <kpmap/grid/halo.hpp>
 #include <kpmap/sim/solvers/polynomial.hpp>
+#include <kpmap/tools/profiling.hpp>
 
 #include <cmath>
 #include <memory>

@@ -3,7 +3,7 @@
 
 #include <kpmap/sim/solvers/solver.hpp>
 
-#include <kpmap/detail/registry.hpp>
+#include <kpmap/base/detail/registry.hpp>
 
 namespace kpmap::sim {
 

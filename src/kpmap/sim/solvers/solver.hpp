@@ -28,7 +28,7 @@
 /// in a program's own file, KPMAP_SIM_REGISTER_SOLVER
 /// (examples/11_custom_solver.cpp).
 
-#include <kpmap/mesh.hpp>
+#include <kpmap/runtime/mesh.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/operator.hpp>
 #include <kpmap/sim/solvers/info.hpp>

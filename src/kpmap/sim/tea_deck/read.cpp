@@ -3,8 +3,8 @@
 
 #include "translator.hpp"
 
-#include <kpmap/deck.hpp>
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/deck/deck.hpp>
 #include <kpmap/sim/config.hpp>
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 
 #include "translator.hpp"
 
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
 #include <kpmap/sim/config.hpp>
 
 #include <algorithm>

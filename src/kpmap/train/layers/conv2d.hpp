@@ -8,8 +8,8 @@
 /// carries a column of ones, so the bias is added by the forward gemm and its
 /// gradient summed by the weight-gradient gemm (no pass of their own).
 
-#include <kpmap/detail/blas.hpp>
-#include <kpmap/policy.hpp>
+#include <kpmap/base/detail/blas.hpp>
+#include <kpmap/base/policy.hpp>
 #include <kpmap/train/layers/conv2d_kernels.hpp>
 #include <kpmap/train/layers/maxpool2d.hpp>
 #include <kpmap/train/layers/registry.hpp>

@@ -6,8 +6,8 @@
 /// pooling after it (Im2colProductMaxPool) and its weight gradient
 /// (PooledWeightGradient), and the bias's join and split around the gemms.
 
-#include <kpmap/detail/kokkos_compat.hpp>
-#include <kpmap/policy.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/policy.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -2,7 +2,7 @@
 /// \file
 /// \brief Dense (fully connected) layer: out = in W^T + b, W is units x inputs.
 
-#include <kpmap/detail/blas.hpp>
+#include <kpmap/base/detail/blas.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/layers/weighted.hpp>
 

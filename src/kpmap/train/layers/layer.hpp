@@ -10,7 +10,7 @@
 /// size); an image sample is stored NHWC, i.e. element (y, x, c) of sample s
 /// is at column (y W + x) C + c. Flatten therefore moves no data.
 
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/random.hpp>
 

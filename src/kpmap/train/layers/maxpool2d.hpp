@@ -3,7 +3,7 @@
 /// \brief Max pooling over size x size windows. Where a window holds equal
 /// maxima, the first in row-major order takes the gradient (as in PyTorch).
 
-#include <kpmap/policy.hpp>
+#include <kpmap/base/policy.hpp>
 #include <kpmap/train/layers/pooling.hpp>
 #include <kpmap/train/layers/registry.hpp>
 

@@ -4,8 +4,8 @@
 
 #include <kpmap/train/layers/registry.hpp>
 
-#include <kpmap/detail/registry.hpp>
-#include <kpmap/error.hpp>
+#include <kpmap/base/detail/registry.hpp>
+#include <kpmap/base/error.hpp>
 
 namespace kpmap::train {
 

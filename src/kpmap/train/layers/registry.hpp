@@ -12,8 +12,8 @@
 /// keys become `model.layers.N.<key>` in kpmap-train's deck, checked, listed
 /// by --help-deck and refused under another layer type.
 
-#include <kpmap/deck.hpp>
-#include <kpmap/error.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/deck/deck.hpp>
 #include <kpmap/train/layers/layer.hpp>
 #include <kpmap/train/types.hpp>
 

@@ -2,7 +2,7 @@
 /// \file
 /// \brief Tanh: tanh(x), slope 1 - y^2 from the output y.
 
-#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/train/layers/activation.hpp>
 #include <kpmap/train/layers/registry.hpp>
 

@@ -4,8 +4,8 @@
 /// and a bias per output, bound to slices of the model's flat vectors,
 /// Glorot-uniform initial weights, and the bias gradient as one gemv.
 
-#include <kpmap/detail/blas.hpp>
-#include <kpmap/policy.hpp>
+#include <kpmap/base/detail/blas.hpp>
+#include <kpmap/base/policy.hpp>
 #include <kpmap/train/layers/layer.hpp>
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 /// z(label), with the row's prediction (the largest score) counted right
 /// when it is the label.
 
-#include <kpmap/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/train/loss.hpp>
 
 namespace kpmap::train {

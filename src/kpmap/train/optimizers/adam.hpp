@@ -3,8 +3,8 @@
 /// \brief Adam with bias correction: first and second moments of the
 /// gradient, p -= lr (m / c1) / (sqrt(v / c2) + epsilon).
 
-#include <kpmap/detail/kokkos_compat.hpp>
-#include <kpmap/policy.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/policy.hpp>
 #include <kpmap/train/optimizer.hpp>
 
 #include <cmath>

@@ -2,7 +2,7 @@
 /// \file
 /// \brief SGD with momentum: v = momentum v + g; p -= lr v.
 
-#include <kpmap/policy.hpp>
+#include <kpmap/base/policy.hpp>
 #include <kpmap/train/optimizer.hpp>
 
 namespace kpmap::train {

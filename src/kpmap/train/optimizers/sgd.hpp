@@ -2,7 +2,7 @@
 /// \file
 /// \brief Gradient descent, p -= lr g: full-batch (gd) or on minibatches (sgd).
 
-#include <kpmap/policy.hpp>
+#include <kpmap/base/policy.hpp>
 #include <kpmap/train/optimizer.hpp>
 
 namespace kpmap::train {

@@ -1,0 +1,7 @@
+#pragma once
+/// \file
+/// \brief The path this header had before the library's subject folders: it forwards
+/// to <kpmap/tools/profiling.hpp>. Kept until kpmap 0.3; include <kpmap/tools/profiling.hpp> (or
+/// <kpmap/kpmap.hpp>).
+
+#include <kpmap/tools/profiling.hpp>

@@ -1,0 +1,394 @@
+#include <kpmap/runtime/runtime.hpp>
+#include <kpmap/tools/trace.hpp>
+
+#include <kpmap/base/detail/finalize.hpp>
+#include <kpmap/base/detail/kokkos_compat.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <unistd.h>
+#include <charconv>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+namespace kpmap {
+
+namespace {
+
+Runtime* g_runtime = nullptr;
+int world_rank_or_minus_one() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return -1;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+// Called when an exception escapes main (or noexcept code): name the rank and
+// the message, then take the whole job down instead of leaving peers waiting.
+[[noreturn]] void terminate_handler() {
+  std::string message = "terminate called without an active exception";
+  if (auto eptr = std::current_exception()) {
+    try {
+      std::rethrow_exception(eptr);
+    } catch (const std::exception& e) {
+      message = std::string("uncaught exception: ") + e.what();
+    } catch (...) {
+      message = "uncaught exception of unknown type";
+    }
+  }
+  abort_job(message, exit_code::failure);
+}
+
+bool user_chose_device(int argc, char** argv) {
+  for (const char* var : {"KOKKOS_DEVICE_ID", "KOKKOS_NUM_DEVICES", "KOKKOS_MAP_DEVICE_ID_BY"}) {
+    if (std::getenv(var) != nullptr) return true;
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    for (std::string_view flag : {"--kokkos-device", "--kokkos-num-devices", "--kokkos-ndevices",
+                                  "--kokkos-map-device-id-by"}) {
+      if (arg.substr(0, flag.size()) == flag) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void abort_job(const std::string& message, int code) {
+  const int rank = world_rank_or_minus_one();
+  std::string line = "kpmap: ";
+  if (rank >= 0) line += "rank " + std::to_string(rank) + ": ";
+  line += message + "\n";
+  // One write() so that lines from several ranks do not interleave.
+  std::fflush(stdout);
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+  if (rank >= 0) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
+  if (g_runtime != nullptr) {
+    throw Error("kpmap::Runtime: a Runtime already exists in this process");
+  }
+  uncaught_at_start_ = std::uncaught_exceptions();
+  const char* before = std::getenv("KPMAP_DEVICE_BEFORE_MPI");
+  const bool early = options.device_before_mpi ||
+                     (before != nullptr && *before != '\0' && std::string_view(before) != "0");
+  std::string error;
+  // A write past the file size limit (ulimit -f) fails with EFBIG, which the
+  // writers report, instead of killing the rank with SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
+  if (early) init_before_mpi(argc, argv, error);
+  init_mpi(argc, argv, options);
+  std::set_terminate(terminate_handler);
+  g_runtime = this;
+  init_node_topology();
+  if (!early) choose_host_threads(argc, argv);
+  try {
+    if (!early) init_kokkos(argc, argv, node_rank_, "MPI_COMM_TYPE_SHARED");
+    if (error.empty()) transport::set_gpu_awareness(transport::detect_gpu_awareness());
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (early && error.empty() && early_rank_ >= 0 && early_rank_ != node_rank_ && device_id_ >= 0) {
+    std::fprintf(stderr,
+                 "kpmap: rank %d: warning: the launcher's node-local rank (%d) is not MPI's "
+                 "(%d): two ranks may share a GPU (check the binding with kpmap-info)\n",
+                 rank_, early_rank_, node_rank_);
+  }
+  // A bad setting is usually seen by every rank: let the lowest failing rank
+  // report it once and end the job; the others wait to be taken down.
+  const int failing = error.empty() ? size_ : rank_;
+  int first_failing = size_;
+  MPI_Allreduce(&failing, &first_failing, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first_failing < size_) {
+    if (rank_ == first_failing) abort(error, exit_code::bad_input);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  // KPMAP_TRACE=FILE: a timeline of every rank (kpmap/tools/trace.hpp), recorded
+  // when every rank has it (starting is collective).
+  const char* trace_file = std::getenv("KPMAP_TRACE");
+  int tracing = trace_file != nullptr && *trace_file != '\0' ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &tracing, 1, MPI_INT, MPI_MIN, comm_);  // only if every rank has it
+  if (tracing != 0) {
+    try {
+      trace::start(trace_file, comm_);
+    } catch (const InputError& e) {  // asked for and impossible: bad input, before any work
+      abort_together(std::string("KPMAP_TRACE: ") + e.what(), exit_code::bad_input);
+    }
+  }
+}
+
+void Runtime::init_mpi(int& argc, char**& argv, const RuntimeOptions& options) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) {
+    MPI_Query_thread(&thread_provided_);
+  } else {
+    if (MPI_Init_thread(&argc, &argv, options.mpi_thread_level, &thread_provided_) != MPI_SUCCESS) {
+      abort_job("MPI_Init_thread failed", exit_code::failure);
+    }
+    owns_mpi_ = true;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  if (thread_provided_ < options.mpi_thread_level) {
+    abort_job("the MPI library provides thread level " + std::to_string(thread_provided_) +
+                  " but kpmap needs " + std::to_string(options.mpi_thread_level) +
+                  " (see MPI_THREAD_* in mpi.h)",
+              exit_code::failure);
+  }
+}
+
+namespace detail {
+
+LauncherRank launcher_local_rank() {
+  // (rank, size) variables of each launcher, in the order they are looked for.
+  static const std::pair<const char*, const char*> vars[] = {
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
+      {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+      {"PMI_LOCAL_RANK", "PMI_LOCAL_SIZE"},
+      {"SLURM_LOCALID", nullptr},
+      {"PALS_LOCAL_RANKID", nullptr},
+      {"FLUX_TASK_LOCAL_ID", nullptr},
+  };
+  auto number = [](const char* var, int least) {
+    const char* v = std::getenv(var);
+    if (v == nullptr) return -1;
+    const std::string_view text(v);
+    int n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || n < least) {
+      throw InputError(std::string(var) + "='" + v + "': the launcher's node-local " +
+                       (least == 0 ? "rank" : "rank count") + " must be a whole number" +
+                       (least == 0 ? "" : " of at least 1") +
+                       " (kpmap reads it to choose the device before MPI_Init)");
+    }
+    return n;
+  };
+  LauncherRank r;
+  for (const auto& [rank_var, size_var] : vars) {
+    if (std::getenv(rank_var) == nullptr) continue;
+    r.rank = number(rank_var, 0);
+    r.source = rank_var;
+    if (size_var != nullptr) r.size = number(size_var, 1);
+    break;
+  }
+  return r;
+}
+
+}  // namespace detail
+
+// RuntimeOptions::device_before_mpi: Kokkos (and so the GPU) first, from
+// what the launcher says of the node. An error is kept for the collective
+// report once MPI is up.
+void Runtime::init_before_mpi(int& argc, char**& argv, std::string& error) {
+  try {
+    const detail::LauncherRank launcher = detail::launcher_local_rank();
+    if (detail::threaded_host_backend) {
+      std::string source;
+      const auto user = detail::user_host_threads(argc, argv, source);
+      host_threads_ = detail::decide_host_threads(user, source, detail::usable_cores(),
+                                                  launcher.size > 0 ? launcher.size : 1);
+      if (launcher.size < 0 && !user) {
+        host_threads_.reason +=
+            " (before MPI_Init, and no launcher variable gives the node's "
+            "rank count: give --kokkos-num-threads)";
+      }
+    } else {
+      host_threads_.reason = "1 thread: serial host backend";
+    }
+    if (detail::visible_device_count() > 0 && launcher.rank < 0 && !user_chose_device(argc, argv)) {
+      throw InputError(
+          "KPMAP_DEVICE_BEFORE_MPI: no launcher variable gives this rank's node-local rank "
+          "(OMPI_COMM_WORLD_LOCAL_RANK, MV2_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, "
+          "PMI_LOCAL_RANK, SLURM_LOCALID, PALS_LOCAL_RANKID, FLUX_TASK_LOCAL_ID), so no GPU "
+          "can be chosen before MPI_Init; choose one with --kokkos-device-id or "
+          "KOKKOS_DEVICE_ID");
+    }
+    init_kokkos(argc, argv, launcher.rank, launcher.source);
+    device_binding_ += "; Kokkos initialised before MPI_Init";
+    early_rank_ = launcher.rank;
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+}
+
+void Runtime::init_node_topology() {
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_);
+  MPI_Comm_rank(node_comm_, &node_rank_);
+  MPI_Comm_size(node_comm_, &node_size_);
+  // Node leaders (node rank 0) number the nodes in order of their world rank.
+  const int leader = node_rank_ == 0 ? 1 : 0;
+  int leaders_before = 0;
+  MPI_Exscan(&leader, &leaders_before, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank_ == 0) leaders_before = 0;  // MPI_Exscan leaves rank 0's result undefined
+  MPI_Allreduce(&leader, &node_count_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  node_index_ = leaders_before;
+  MPI_Bcast(&node_index_, 1, MPI_INT, 0, node_comm_);
+}
+
+void Runtime::choose_host_threads(int argc, char** argv) {
+  if (!detail::threaded_host_backend) {
+    host_threads_.reason = "1 thread: serial host backend";
+    return;
+  }
+  // Collective over the node (every rank takes part, whatever it decides).
+  const int sharing = detail::ranks_sharing_cores(node_comm_);
+  std::string source;
+  const auto user = detail::user_host_threads(argc, argv, source);
+  host_threads_ = detail::decide_host_threads(user, source, detail::usable_cores(), sharing);
+  if (host_threads_.oversubscribed && node_rank_ == 0) {
+    std::fprintf(stderr,
+                 "kpmap: warning: %s: more threads than cores on node %d; expect slow runs "
+                 "(OMP_WAIT_POLICY=passive softens it)\n",
+                 host_threads_.reason.c_str(), node_index_);
+  }
+}
+
+namespace {
+// Kokkos' numeric flags must hold whole numbers ("N,M" for the device
+// counts): checked here, where the message can name the argument, since
+// Kokkos itself says only "stoi" (3.x) or aborts (4.x).
+void check_kokkos_numbers(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    for (std::string_view flag :
+         {"--kokkos-num-threads", "--kokkos-threads", "--kokkos-device-id", "--kokkos-device",
+          "--kokkos-numa", "--kokkos-num-devices", "--kokkos-ndevices"}) {
+      if (arg.substr(0, flag.size()) != flag) continue;
+      if (arg.size() > flag.size() && arg[flag.size()] != '=') continue;  // a longer flag
+      const bool counts = flag == "--kokkos-num-devices" || flag == "--kokkos-ndevices";
+      const std::string_view value = arg.size() > flag.size() ? arg.substr(flag.size() + 1)
+                                     : i + 1 < argc           ? std::string_view(argv[i + 1])
+                                                              : std::string_view();
+      const bool ok = !value.empty() && value.size() <= 9 &&
+                      value.find_first_not_of(counts ? "0123456789," : "0123456789") ==
+                          std::string_view::npos &&
+                      value.front() != ',' && value.back() != ',';
+      if (!ok) {
+        throw InputError("command line: " + std::string(arg) +
+                         (arg.size() > flag.size() ? "" : " " + std::string(value)) + ": " +
+                         std::string(flag) + " takes a whole number" + (counts ? " (or N,M)" : "") +
+                         ", found '" + std::string(value) + "'");
+      }
+      break;
+    }
+  }
+}
+}  // namespace
+
+void Runtime::init_kokkos(int& argc, char**& argv, int local_rank, const std::string& rank_source) {
+  check_kokkos_numbers(argc, argv);
+  if (Kokkos::is_initialized()) {
+    device_binding_ = "chosen by the caller, who initialised Kokkos before kpmap::Runtime";
+    device_id_ = detail::kokkos_device_id(-1);
+    return;
+  }
+  const int devices = detail::visible_device_count();
+  std::vector<char*> args(argv, argv + argc);
+  std::string device_flag;
+  int chosen = -1;
+  if (devices == 0) {
+    device_binding_ = "host backend: the rank runs on its CPU cores";
+  } else if (user_chose_device(argc, argv)) {
+    device_binding_ = "chosen by Kokkos options (--kokkos-device-id / KOKKOS_DEVICE_ID / ...)";
+  } else {
+    chosen = local_rank % devices;
+    device_flag = "--kokkos-device-id=" + std::to_string(chosen);
+    args.push_back(device_flag.data());
+    device_binding_ = "node-local rank " + std::to_string(local_rank) + " (" + rank_source +
+                      ") mod " + std::to_string(devices) + " visible GPU(s)";
+  }
+  // kpmap's thread count, unless the user gave one (Kokkos then reads theirs).
+  std::string threads_flag;
+  if (detail::threaded_host_backend && !host_threads_.chosen_by_user) {
+    threads_flag = detail::num_threads_flag(host_threads_.threads);
+    args.push_back(threads_flag.data());
+  }
+  args.push_back(nullptr);
+  int nargs = static_cast<int>(args.size()) - 1;
+  try {
+    Kokkos::initialize(nargs, args.data());
+  } catch (const std::exception& e) {
+    // Kokkos says only "stoi" for --kokkos-threads=x: name what was given.
+    std::string given;
+    for (int i = 0; i < nargs; ++i) {
+      const std::string_view arg(args[i]);
+      if (arg.substr(0, 9) == "--kokkos-") given += (given.empty() ? "" : " ") + std::string(arg);
+    }
+    throw InputError("Kokkos could not read its command-line arguments (" + given +
+                     "): " + e.what() +
+                     "; --kokkos-num-threads (--kokkos-threads before Kokkos 3.7) and "
+                     "--kokkos-device-id take a whole number, and kpmap chooses both when they "
+                     "are left out");
+  }
+  owns_kokkos_ = true;
+  // Kokkos removed the arguments it understood; hand the rest back to the caller.
+  int kept = 0;
+  for (int i = 0; i < nargs; ++i) {
+    if (args[i] != device_flag.data() && args[i] != threads_flag.data()) argv[kept++] = args[i];
+  }
+  argv[kept] = nullptr;
+  argc = kept;
+  device_id_ = devices == 0 ? -1 : detail::kokkos_device_id(chosen);
+}
+
+Runtime::~Runtime() {
+  if (std::uncaught_exceptions() > uncaught_at_start_) {
+    // Unwinding past the Runtime: the other ranks may be blocked in a
+    // collective with this one, and MPI_Finalize could hang. End the job.
+    abort("an exception propagated out of the scope of kpmap::Runtime", exit_code::failure);
+  }
+  detail::run_finalize_hooks();
+  g_runtime = nullptr;
+  if (owns_kokkos_) Kokkos::finalize();
+  if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (owns_mpi_) MPI_Finalize();
+}
+
+Runtime& Runtime::current() {
+  if (g_runtime == nullptr) {
+    throw Error("kpmap::Runtime::current(): no kpmap::Runtime is alive; create one first");
+  }
+  return *g_runtime;
+}
+
+void Runtime::at_finalize(std::function<void()> hook) { detail::at_finalize(std::move(hook)); }
+
+bool Runtime::active() noexcept { return g_runtime != nullptr; }
+
+void Runtime::abort(const std::string& message, int code) const { abort_job(message, code); }
+
+void Runtime::abort_together(const std::string& message, int code) const {
+  if (rank_ == 0) {
+    const std::string line = "kpmap: error: " + message + "\n";
+    std::fflush(stdout);
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+  }
+  // Every rank is here (the error was raised together), so the barrier ends:
+  // no rank's abort kills rank 0 before it has printed.
+  MPI_Barrier(comm_);
+  MPI_Abort(comm_, code);
+  std::_Exit(code);
+}
+
+namespace detail {
+bool allocation_failed(const std::exception& e) noexcept {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+  return std::string_view(e.what()).find("failed to allocate memory") != std::string_view::npos;
+}
+}  // namespace detail
+
+}  // namespace kpmap

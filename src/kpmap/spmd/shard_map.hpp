@@ -1,0 +1,394 @@
+#pragma once
+/// \file
+/// \brief JAX's `shard_map(f, mesh, in_specs, out_specs)` with partition
+/// specs over an N-D mesh: which dimension of an array is split over which
+/// mesh axes. kpmap::pmap is its 1-D case.
+///
+/// `P("data", kpmap::none)` splits dimension 0 over the axis "data" and
+/// leaves dimension 1 whole; `P({"data", "model"})` splits dimension 0 over
+/// both axes (the block index linear in the order named, as JAX's); `P()`
+/// replicates. Dimensions past the spec's length are whole. Splits need not
+/// be even: blocks differ by at most one row, as BlockPartition says. Every
+/// function here is collective over the whole mesh.
+
+#include <kpmap/base/detail/view_utils.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/collectives/checked.hpp>
+#include <kpmap/collectives/collectives.hpp>
+#include <kpmap/runtime/mesh.hpp>
+#include <kpmap/spmd/pmap.hpp>
+#include <kpmap/transport/mpi_ops.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace kpmap {
+
+/// \brief JAX's `None` in a partition spec: the dimension is not split.
+struct NoAxis {};
+inline constexpr NoAxis none{};
+
+/// \brief One entry of a partition spec: no axis, one axis, or a set of axes
+/// (`{"data", "model"}`) whose ranks split the dimension together.
+class SpecDim {
+ public:
+  SpecDim(NoAxis) {}                                       // NOLINT: implicit
+  SpecDim(std::nullptr_t) {}                               // NOLINT: implicit
+  SpecDim(const char* axis) : axes_{std::string(axis)} {}  // NOLINT: implicit
+  SpecDim(const std::string& axis) : axes_{axis} {}        // NOLINT: implicit
+  SpecDim(std::initializer_list<std::string_view> axes) {  // NOLINT: implicit
+    for (auto a : axes) axes_.emplace_back(a);
+  }
+  /// \brief The axes that split this dimension, in block-index order (empty: whole).
+  const std::vector<std::string>& axes() const noexcept { return axes_; }
+
+ private:
+  std::vector<std::string> axes_;
+};
+
+/// \brief JAX's PartitionSpec: one SpecDim per leading dimension of an array.
+class PartitionSpec {
+ public:
+  PartitionSpec() = default;
+  explicit PartitionSpec(std::vector<SpecDim> dims) : dims_(std::move(dims)) {}
+  std::size_t size() const noexcept { return dims_.size(); }
+  const SpecDim& operator[](std::size_t d) const { return dims_.at(d); }
+  /// \brief As JAX prints it: P('data', None), P(('data', 'model'),).
+  std::string str() const {
+    std::string s = "P(";
+    for (std::size_t d = 0; d < dims_.size(); ++d) {
+      const auto& axes = dims_[d].axes();
+      std::string e = axes.empty() ? "None" : "";
+      for (std::size_t k = 0; k < axes.size(); ++k) e += (k ? ", '" : "'") + axes[k] + "'";
+      if (axes.size() > 1) e = "(" + e + ")";
+      s += (d ? ", " : "") + e;
+    }
+    return s + (dims_.size() == 1 && dims_[0].axes().size() > 1 ? ",)" : ")");
+  }
+
+ private:
+  std::vector<SpecDim> dims_;
+};
+
+/// \brief JAX's `P(...)`: `P()`, `P("data")`, `P("data", kpmap::none)`,
+/// `P({"data", "model"}, kpmap::none)`. Functions rather than constructors,
+/// so that `P({"data", "model"})` names one dimension split over two axes.
+inline PartitionSpec P() { return PartitionSpec(); }
+inline PartitionSpec P(SpecDim d0) { return PartitionSpec({std::move(d0)}); }
+inline PartitionSpec P(SpecDim d0, SpecDim d1) {
+  return PartitionSpec({std::move(d0), std::move(d1)});
+}
+inline PartitionSpec P(SpecDim d0, SpecDim d1, SpecDim d2) {
+  return PartitionSpec({std::move(d0), std::move(d1), std::move(d2)});
+}
+inline PartitionSpec P(SpecDim d0, SpecDim d1, SpecDim d2, SpecDim d3) {
+  return PartitionSpec({std::move(d0), std::move(d1), std::move(d2), std::move(d3)});
+}
+
+namespace detail {
+
+/// A spec checked against a mesh and an array rank: for each dimension, the
+/// mesh axes (by position) that split it, in block-index order.
+struct ResolvedSpec {
+  std::vector<std::vector<int>> dims;  // one entry per array dimension
+  std::vector<int> unused;             // mesh axes the spec does not name
+};
+
+inline ResolvedSpec resolve(const Mesh& mesh, const PartitionSpec& spec, int rank,
+                            const std::string& what) {
+  const auto names = mesh.axis_names();
+  if (spec.size() > static_cast<std::size_t>(rank)) {
+    throw InputError("kpmap::shard_map: " + what + " has rank " + std::to_string(rank) +
+                     " but its spec " + spec.str() + " names " + std::to_string(spec.size()) +
+                     " dimensions");
+  }
+  ResolvedSpec r;
+  r.dims.resize(static_cast<std::size_t>(rank));
+  std::vector<bool> used(names.size(), false);
+  for (std::size_t d = 0; d < spec.size(); ++d) {
+    for (const auto& name : spec[d].axes()) {
+      std::vector<int> positions;
+      for (std::size_t a = 0; a < names.size(); ++a) {
+        if (names[a] == name) positions.push_back(static_cast<int>(a));
+      }
+      if (positions.empty() && name == "devices") {
+        for (std::size_t a = 0; a < names.size(); ++a) positions.push_back(static_cast<int>(a));
+      }
+      if (positions.empty()) mesh.axis(name);  // throws, naming the valid axes
+      for (int a : positions) {
+        if (used[a]) {
+          throw InputError("kpmap::shard_map: axis '" + names[a] + "' appears twice in the spec " +
+                           spec.str() + " of " + what);
+        }
+        used[a] = true;
+        r.dims[d].push_back(a);
+      }
+    }
+  }
+  for (std::size_t a = 0; a < names.size(); ++a) {
+    if (!used[a]) r.unused.push_back(static_cast<int>(a));
+  }
+  return r;
+}
+
+/// The Axis of the mesh axes at `positions` taken together.
+inline const Axis& axes_at(const Mesh& mesh, const std::vector<int>& positions) {
+  const auto names = mesh.axis_names();
+  std::vector<std::string_view> set;
+  for (int a : positions) set.emplace_back(names[a]);
+  return mesh.axes(set);
+}
+
+using Ranges = std::array<std::pair<std::size_t, std::size_t>, max_view_rank>;
+
+/// This rank's block of an array of extents `e`: for each split dimension,
+/// the rows BlockPartition gives its index along the splitting axes.
+inline Ranges block_ranges(const Mesh& mesh, const ResolvedSpec& spec, const Extents& e) {
+  Ranges r;
+  for (int d = 0; d < max_view_rank; ++d) {
+    r[d] = {0, e[d]};
+    if (d < static_cast<int>(spec.dims.size()) && !spec.dims[d].empty()) {
+      const Axis& a = axes_at(mesh, spec.dims[d]);
+      const BlockPartition part(e[d], a.size());
+      r[d] = {part.begin(a.index()), part.end(a.index())};
+    }
+  }
+  return r;
+}
+
+template <class V, std::size_t... I>
+auto subview_of(const V& v, const Ranges& r, std::index_sequence<I...>) {
+  return Kokkos::subview(v, r[I]...);
+}
+/// The block of `v` at ranges `r` (a subview of the same rank).
+template <class V>
+auto subview_of(const V& v, const Ranges& r) {
+  return subview_of(v, r, std::make_index_sequence<static_cast<std::size_t>(rank_v<V>)>{});
+}
+
+/// checked mode (JAX's check_vma): a value whose spec leaves mesh axes
+/// unnamed must be identical over them.
+template <class T>
+void verify_unnamed_axes(const Mesh& mesh, const ResolvedSpec& spec, const std::string& what,
+                         const T& x) {
+  if (!checked_mode() || spec.unused.empty()) return;
+  verify_replicated_value(axes_at(mesh, spec.unused), what, x);
+}
+
+template <class Arg>
+decltype(auto) shard_argument(const Mesh& mesh, const PartitionSpec& spec, const Arg& arg,
+                              std::size_t i) {
+  const std::string what = "argument " + std::to_string(i);
+  if constexpr (is_view_v<Arg>) {
+    const auto r = resolve(mesh, spec, rank_v<Arg>, what);
+    if constexpr (rank_v<Arg> == 0) {
+      verify_unnamed_axes(mesh, r, "shard_map " + what, arg);
+      return Arg(arg);
+    } else {
+      // Whole arrays that every rank holds: verify the replicated part only
+      // where the spec replicates the whole argument (a cheap case to check).
+      if (spec.size() == 0) verify_unnamed_axes(mesh, r, "shard_map " + what, arg);
+      return subview_of(arg, block_ranges(mesh, r, extents_of(arg)));
+    }
+  } else {
+    if (spec.size() != 0) {
+      throw InputError("kpmap::shard_map: " + what +
+                       " is not a View, so its spec must be P(), not " + spec.str());
+    }
+    verify_unnamed_axes(mesh, resolve(mesh, spec, 0, what), "shard_map " + what, arg);
+    return (arg);
+  }
+}
+
+template <class R>
+auto shard_result(const Mesh& mesh, const PartitionSpec& spec, R&& result, std::size_t i) {
+  using V = std::decay_t<R>;
+  const std::string what = "result " + std::to_string(i);
+  int rank = 0;
+  if constexpr (is_view_v<V>) rank = rank_v<V>;
+  const auto r = resolve(mesh, spec, rank, what);
+  verify_unnamed_axes(mesh, r, "shard_map " + what + " (out_specs " + spec.str() + ")", result);
+  return std::forward<R>(result);
+}
+
+}  // namespace detail
+
+/// \brief A function mapped over a mesh with partition specs; see kpmap::shard_map.
+template <class F>
+class ShardMapped {
+ public:
+  ShardMapped(const Mesh& mesh, std::vector<PartitionSpec> in_specs,
+              std::vector<PartitionSpec> out_specs, F fn)
+      : mesh_(&mesh), in_(std::move(in_specs)), out_(std::move(out_specs)), fn_(std::move(fn)) {}
+
+  /// \brief Runs the function on every rank with its blocks of the
+  /// arguments (whole arrays that every rank holds); returns this rank's
+  /// blocks of the results. Inside the function, plain axis names mean the
+  /// mesh's axes. Collective over the mesh.
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    if (sizeof...(Args) != in_.size()) {
+      throw InputError("kpmap::shard_map: " + std::to_string(in_.size()) + " in_specs for " +
+                       std::to_string(sizeof...(Args)) + " arguments");
+    }
+    UseMesh use(*mesh_);
+    return call(std::index_sequence_for<Args...>{}, args...);
+  }
+
+ private:
+  template <std::size_t... I, class... Args>
+  auto call(std::index_sequence<I...>, const Args&... args) const {
+    using Result = decltype(fn_(detail::shard_argument(*mesh_, in_[I], args, I)...));
+    if constexpr (std::is_void_v<Result>) {
+      fn_(detail::shard_argument(*mesh_, in_[I], args, I)...);
+    } else {
+      auto result = fn_(detail::shard_argument(*mesh_, in_[I], args, I)...);
+      if constexpr (detail::is_tuple<Result>::value) {
+        constexpr std::size_t n = std::tuple_size_v<Result>;
+        check_out_count(n);
+        return results(result, std::make_index_sequence<n>{});
+      } else {
+        check_out_count(1);
+        return detail::shard_result(*mesh_, out_[0], std::move(result), 0);
+      }
+    }
+  }
+
+  void check_out_count(std::size_t n) const {
+    if (out_.size() != n) {
+      throw InputError("kpmap::shard_map: " + std::to_string(out_.size()) + " out_specs for " +
+                       std::to_string(n) + " results");
+    }
+  }
+
+  template <class Tuple, std::size_t... I>
+  auto results(Tuple& result, std::index_sequence<I...>) const {
+    return std::make_tuple(
+        detail::shard_result(*mesh_, out_[I], std::move(std::get<I>(result)), I)...);
+  }
+
+  const Mesh* mesh_;
+  std::vector<PartitionSpec> in_;
+  std::vector<PartitionSpec> out_;
+  F fn_;
+};
+
+/// \brief JAX's `shard_map(f, mesh=mesh, in_specs=..., out_specs=...)`:
+/// returns a callable that, called on every rank with whole arrays, runs `fn`
+/// on each rank's blocks as `in_specs` split them (one spec per argument;
+/// numbers and other non-Views take `P()`), and returns each rank's blocks of
+/// the results, which stay sharded (kpmap::gather(mesh, spec, block)
+/// reassembles one). A result's spec says how its blocks tile the whole
+/// array; mesh axes it does not name are axes the result is replicated over,
+/// which checked mode verifies (JAX's check_vma). `mesh` must outlive the
+/// callable.
+template <class F>
+ShardMapped<F> shard_map(const Mesh& mesh, std::vector<PartitionSpec> in_specs,
+                         std::vector<PartitionSpec> out_specs, F fn) {
+  return ShardMapped<F>(mesh, std::move(in_specs), std::move(out_specs), std::move(fn));
+}
+
+/// \brief The whole array whose blocks, one per rank, `spec` places over
+/// `mesh` (what shard_map returns), on every rank, on `exec`. Blocks may be
+/// uneven; ranks a spec replicates over send nothing. Collective over the mesh.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+auto gather(const Exec& exec, const Mesh& mesh, const PartitionSpec& spec, const V& block) {
+  using T = detail::value_t<V>;
+  using M = typename V::memory_space;
+  constexpr int R = detail::rank_v<V>;
+  static_assert(R >= 1, "gather needs a View of rank 1 or more");
+  const auto rs = detail::resolve(mesh, spec, R, "the gathered array");
+  const auto shape = mesh.shape();
+  const int nd = static_cast<int>(shape.size());
+  int p = 1;
+  for (int s : shape) p *= s;
+
+  // Every rank's block extents, and its mesh coordinates (row-major ranks).
+  std::vector<std::size_t> mine(R), all(static_cast<std::size_t>(R) * p);
+  for (int d = 0; d < R; ++d) mine[d] = block.extent(d);
+  transport::allgather(mine.data(), all.data(), R, MPI_UINT64_T, mesh.comm(), nullptr);
+  auto coords = [&](int q) {
+    std::vector<int> c(nd);
+    for (int a = nd - 1; a >= 0; --a) {
+      c[a] = q % shape[a];
+      q /= shape[a];
+    }
+    return c;
+  };
+  // A rank's block index along dimension d: linear over d's axes, in order.
+  auto part = [&](const std::vector<int>& c, int d) {
+    int k = 0;
+    for (int a : rs.dims[d]) k = k * shape[a] + c[a];
+    return k;
+  };
+  // Representatives: coordinate 0 on every axis the spec does not name.
+  std::vector<bool> rep(p);
+  for (int q = 0; q < p; ++q) {
+    const auto c = coords(q);
+    rep[q] = true;
+    for (int a : rs.unused) rep[q] = rep[q] && c[a] == 0;
+  }
+  // Offsets along each dimension: the extents of the blocks before.
+  std::vector<std::vector<std::size_t>> offset(R);
+  detail::Extents e;
+  for (int d = 0; d < detail::max_view_rank; ++d) e[d] = d < R ? block.extent(d) : 1;
+  for (int d = 0; d < R; ++d) {
+    int parts = 1;
+    for (int a : rs.dims[d]) parts *= shape[a];
+    std::vector<std::size_t> extent(parts, 0);
+    for (int q = 0; q < p; ++q) {
+      if (rep[q]) extent[part(coords(q), d)] = all[static_cast<std::size_t>(q) * R + d];
+    }
+    offset[d].assign(parts + 1, 0);
+    for (int k = 0; k < parts; ++k) offset[d][k + 1] = offset[d][k] + extent[k];
+    e[d] = offset[d][parts];
+  }
+
+  std::vector<std::size_t> counts(p, 0), displ(p, 0);
+  std::size_t total = 0;
+  for (int q = 0; q < p; ++q) {
+    std::size_t n = 1;
+    for (int d = 0; d < R; ++d) n *= all[static_cast<std::size_t>(q) * R + d];
+    counts[q] = rep[q] ? n : 0;
+    displ[q] = total;
+    total += counts[q];
+  }
+  int me = 0;
+  MPI_Comm_rank(mesh.comm(), &me);
+  auto send = detail::load(exec, rep[me] ? block : V(), true);
+  auto out = detail::allocate<detail::local_view_t<T, R, M>>("kpmap::gather", e);
+  auto recv = transport::make_buffer<T, M>(nullptr, total);
+  detail::fence_before_mpi(exec);
+  transport::allgatherv(send.mpi, recv.mpi, counts, detail::mpi_datatype<T>(), mesh.comm());
+  detail::complete_receive(exec, recv, [&] {
+    for (int q = 0; q < p; ++q) {  // one unpacking kernel per block
+      if (!rep[q]) continue;
+      const auto c = coords(q);
+      detail::Ranges r;
+      for (int d = 0; d < detail::max_view_rank; ++d) r[d] = {0, 1};
+      for (int d = 0; d < R; ++d) {
+        const std::size_t b = offset[d][part(c, d)];
+        r[d] = {b, b + all[static_cast<std::size_t>(q) * R + d]};
+      }
+      detail::unpack(exec, recv.dev, detail::subview_of(out, r), displ[q]);
+    }
+  });
+  return out;
+}
+/// \brief As above, once every execution space instance has finished.
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto gather(const Mesh& mesh, const PartitionSpec& spec, const V& block) {
+  return gather(detail::unnamed_instance<typename V::execution_space>(), mesh, spec, block);
+}
+
+}  // namespace kpmap

@@ -1,0 +1,591 @@
+#pragma once
+/// \file
+/// \brief `vmap`: a per-example function mapped over a batch axis inside one
+/// device, as one Kokkos kernel (JAX's `jax.vmap`).
+///
+/// JAX traces the per-example function and batches every operation in it. C++
+/// cannot, so kpmap asks for the per-example function as a *device function
+/// over subviews*: the mapped callable launches one kernel whose work item `b`
+/// calls the function with example `b` of every batched argument (a subview
+/// with the batch axis removed) and the broadcast arguments as they are. The
+/// function is `KOKKOS_FUNCTION` (a functor or a `KOKKOS_LAMBDA`), so the same
+/// code runs on Serial, OpenMP, CUDA and HIP; it must not allocate, and it
+/// writes its results into the output subviews it is given. Write it as a
+/// functor with a templated `operator()` (the subview types are Kokkos'
+/// business): nvcc cannot pass a generic (`auto`) `KOKKOS_LAMBDA` on to a
+/// kernel, and a lambda's parameter types would have to be spelled out.
+///
+/// Why subviews and one work item per example: that is the whole of what
+/// `vmap` means (the same function, independently, per example), and it maps
+/// onto a GPU as it is. When one example is itself a lot of parallel work (a
+/// long signal, a matrix), map it with `kpmap::per_team` instead: each
+/// example then gets a Kokkos team, and the function takes the team member
+/// first and spreads its loops with `Kokkos::TeamThreadRange` /
+/// `TeamVectorRange`. A `vmap` of a `vmap` is one kernel over the product of
+/// the batch sizes; a `pmap` of a `vmap` maps each device's shard.
+///
+/// \code
+/// // One example: y = correlate(x, w), a "valid" 1-D cross-correlation.
+/// struct Correlate1D {
+///   template <class X, class W, class Y>
+///   KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
+///     for (std::size_t i = 0; i < y.extent(0); ++i) {
+///       double s = 0;
+///       for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
+///       y(i) = s;
+///     }
+///   }
+/// };
+/// // y[b] = correlate(x[b], w) for every b: in_axes=(0, None), out_axes=0
+/// auto correlate = kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+///                         kpmap::out_axes(kpmap::batched));
+/// correlate(x, w, y);  // x: (B, n), w: (k), y: (B, n - k + 1), all device Views
+/// \endcode
+///
+/// Outputs are the trailing arguments, written in place; or, when `vmap` is
+/// given a `kpmap::returns<DataType>(shape)` per output, the call takes the
+/// inputs only and returns freshly allocated outputs (what `pmap` needs to
+/// gather them). Mismatched batch sizes throw a kpmap::Error naming both
+/// arguments and sizes; a batch axis beyond an argument's rank, a batched
+/// scalar, an output that is not batched and a View the kernel cannot reach
+/// are compile-time errors.
+
+#include <kpmap/base/detail/view_utils.hpp>
+#include <kpmap/base/error.hpp>
+#include <kpmap/spmd/pmap.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace kpmap {
+
+/// \brief vmap in_axes / out_axes marker: the batch runs along dimension A of
+/// the argument (JAX's integer in_axes).
+template <int A>
+struct BatchAxis {
+  static_assert(A >= 0, "kpmap::vmap: a batch axis is a dimension index, 0 or more");
+  static constexpr int axis = A;
+};
+/// \brief The batch is the leading dimension (JAX's `in_axes=0`).
+inline constexpr BatchAxis<0> batched{};
+/// \brief The batch is dimension A (JAX's `in_axes=A`).
+template <int A>
+inline constexpr BatchAxis<A> batched_at{};
+/// \brief The argument is the same for every example (JAX's `in_axes=None`).
+struct Broadcast {};
+inline constexpr Broadcast broadcast{};
+
+/// \brief vmap's first argument for per-example work that is itself parallel:
+/// the function takes a Kokkos team member first, one team per example.
+struct PerTeam {};
+inline constexpr PerTeam per_team{};
+
+/// \brief An output that vmap allocates: `DataType` is one example's
+/// (`double*` for a vector per example, `double` for a number), and `shape`,
+/// called on the host with the inputs as given, returns one example's extents
+/// as a `std::array<std::size_t, rank>`. Every call allocates its outputs: in a
+/// loop that must not allocate (a training step, a solver iteration), pass
+/// outputs made once instead.
+template <class DataType, class ShapeFn>
+struct Returns {
+  using data_type = DataType;
+  ShapeFn shape;
+};
+template <class DataType, class ShapeFn>
+Returns<DataType, ShapeFn> returns(ShapeFn shape) {
+  return {std::move(shape)};
+}
+namespace detail {
+/// The shape of a kpmap::returns<T>() output comes from the function's
+/// `shape(examples...)` member.
+struct ShapeFromFunction {};
+}  // namespace detail
+
+/// \brief An output whose shape the per-example function gives: one number
+/// per example when `DataType` is a number (`returns<double>()`), else the
+/// extents the function's member `shape(inputs...)` returns, called on the
+/// host with example 0 of each input (what operator() gets, without the
+/// outputs), as a `std::array<std::size_t, rank>` (a std::tuple of them, one
+/// per output, when there are several).
+template <class DataType>
+auto returns() {
+  if constexpr (detail::rank_v<Kokkos::View<DataType>> == 0) {
+    return returns<DataType>([](const auto&...) { return std::array<std::size_t, 0>{}; });
+  } else {
+    return Returns<DataType, detail::ShapeFromFunction>{};
+  }
+}
+
+template <class F, class InSpecs, class OutSpecs, class Exec, class Rets, bool Team>
+class Vmapped;
+
+namespace detail {
+
+template <class T>
+struct is_batch_axis : std::false_type {};
+template <int A>
+struct is_batch_axis<BatchAxis<A>> : std::true_type {};
+
+template <class F, class... Examples>
+using shape_member_t = decltype(std::declval<const F&>().shape(std::declval<const Examples&>()...));
+template <class Void, class F, class... Examples>
+inline constexpr bool has_shape_member_impl = false;
+template <class F, class... Examples>
+inline constexpr bool
+    has_shape_member_impl<std::void_t<shape_member_t<F, Examples...>>, F, Examples...> = true;
+template <class F, class... Examples>
+inline constexpr bool has_shape_member = has_shape_member_impl<void, F, Examples...>;
+
+template <std::size_t... J>
+auto batched_outputs(std::index_sequence<J...>) {
+  return std::make_tuple(((void)J, BatchAxis<0>{})...);
+}
+
+template <class T>
+struct is_vmapped : std::false_type {};
+template <class F, class I, class O, class E, class R, bool T>
+struct is_vmapped<Vmapped<F, I, O, E, R, T>> : std::true_type {};
+
+template <class T>
+struct is_returns : std::false_type {};
+template <class D, class S>
+struct is_returns<Returns<D, S>> : std::true_type {};
+
+// What a kernel of an outer vmap runs for an inner one: the inner's Body.
+template <class F, bool Nested>
+struct body_of {
+  using type = F;
+};
+template <class F>
+struct body_of<F, true> {
+  using type = typename F::Body;
+};
+
+template <class F>
+constexpr int depth_of() {
+  if constexpr (is_vmapped<F>::value) {
+    return F::depth;
+  } else {
+    return 0;
+  }
+}
+
+// A tuple that kernels can hold and read on any device (std::tuple's
+// accessors are host functions under CUDA without relaxed constexpr).
+template <std::size_t I, class T>
+struct PackLeaf {
+  T value;
+};
+template <class Seq, class... Ts>
+struct PackImpl;
+template <std::size_t... I, class... Ts>
+struct PackImpl<std::index_sequence<I...>, Ts...> : PackLeaf<I, Ts>... {};
+template <class... Ts>
+using Pack = PackImpl<std::index_sequence_for<Ts...>, Ts...>;
+template <std::size_t I, class T>
+KOKKOS_INLINE_FUNCTION const T& pack_get(const PackLeaf<I, T>& p) {
+  return p.value;
+}
+template <class... Ts, std::size_t... I>
+Pack<Ts...> make_pack(std::index_sequence<I...>, const Ts&... values) {
+  return Pack<Ts...>{PackLeaf<I, Ts>{values}...};
+}
+
+using all_t = std::remove_const_t<decltype(Kokkos::ALL)>;
+template <bool Here>
+KOKKOS_INLINE_FUNCTION auto index_or_all(std::size_t b) {
+  if constexpr (Here) {
+    return b;
+  } else {
+    (void)b;
+    return all_t{};
+  }
+}
+template <int A, class V, std::size_t... D>
+KOKKOS_FORCEINLINE_FUNCTION auto slice_at(const V& v, std::size_t b, std::index_sequence<D...>) {
+  return Kokkos::subview(v, index_or_all<static_cast<int>(D) == A>(b)...);
+}
+
+// Example b of an argument: a subview without the batch axis, or the
+// argument itself when it is broadcast.
+template <class Spec, class T, std::enable_if_t<is_batch_axis<Spec>::value, int> = 0>
+KOKKOS_FORCEINLINE_FUNCTION auto example_of(const T& arg, std::size_t b) {
+  return slice_at<Spec::axis>(arg, b, std::make_index_sequence<T::rank>{});
+}
+template <class Spec, class T, std::enable_if_t<!is_batch_axis<Spec>::value, int> = 0>
+KOKKOS_FORCEINLINE_FUNCTION T example_of(const T& arg, std::size_t) {
+  return arg;
+}
+
+// Argument I (from 0) against its marker, at compile time: a failed
+// assertion's instantiation names I, the axis and the rank.
+template <std::size_t I, int Axis, int Rank>
+constexpr bool check_batch_axis() {
+  static_assert(Axis < Rank,
+                "kpmap::vmap: a batch axis is beyond its argument's rank (this instantiation "
+                "names the argument I, from 0, its Axis and its Rank)");
+  return Axis < Rank;
+}
+template <std::size_t I, class Spec, class T, class Exec, bool Output>
+constexpr bool check_argument() {
+  if constexpr (is_batch_axis<Spec>::value) {
+    static_assert(is_view_v<T>, "kpmap::vmap: a batched argument must be a Kokkos::View");
+    if constexpr (is_view_v<T>) static_assert(check_batch_axis<I, Spec::axis, rank_v<T>>());
+  } else {
+    static_assert(std::is_same_v<Spec, Broadcast>,
+                  "kpmap::vmap: in_axes/out_axes markers are kpmap::batched, "
+                  "kpmap::batched_at<A> or kpmap::broadcast");
+    static_assert(!Output,
+                  "kpmap::vmap: an output must be batched (every example writes its own "
+                  "part; a broadcast output would be written by all of them at once)");
+  }
+  if constexpr (is_view_v<T>) {
+    static_assert(
+        Kokkos::SpaceAccessibility<Exec, typename T::memory_space>::accessible,
+        "kpmap::vmap: a View argument lives in a memory space its kernel's execution space "
+        "cannot reach (copy it to the device first, e.g. create_mirror_view_and_copy)");
+    require_kernel_ready<Exec, T>();
+  }
+  return true;
+}
+
+inline std::string argument_name(std::size_t i, std::size_t inputs) {
+  return "argument " + std::to_string(i + 1) + (i >= inputs ? " (an output)" : "");
+}
+
+// The batch size of the batched arguments, which must agree.
+template <class Specs, std::size_t... I, class... Args>
+std::size_t common_batch(std::size_t inputs, std::index_sequence<I...>, const Args&... args) {
+  std::size_t size = 0;
+  std::size_t first = 0;
+  bool seen = false;
+  auto visit = [&](std::size_t i, auto spec, const auto& arg) {
+    using Spec = decltype(spec);
+    if constexpr (is_batch_axis<Spec>::value) {
+      const std::size_t n = arg.extent(Spec::axis);
+      if (!seen) {
+        seen = true;
+        size = n;
+        first = i;
+      } else if (n != size) {
+        throw Error("kpmap::vmap: " + argument_name(i, inputs) + " has " + std::to_string(n) +
+                    " examples along its batch axis " + std::to_string(Spec::axis) + ", but " +
+                    argument_name(first, inputs) + " has " + std::to_string(size));
+      }
+    }
+  };
+  (visit(I, std::tuple_element_t<I, Specs>{}, args), ...);
+  return size;
+}
+
+// What a kernel holds and runs on the device: the per-example function Fn
+// (for a nested vmap, the inner map's VmapBody) and the argument markers.
+template <class Fn, class Specs, bool Nested, int Depth>
+struct VmapBody {
+  Fn fn;
+
+  // Flat index k of the product of the batch sizes (sizes[0] outermost).
+  template <class... A>
+  KOKKOS_FORCEINLINE_FUNCTION void run_flat(const std::size_t* sizes, std::size_t k,
+                                            const A&... args) const {
+    run_flat(std::index_sequence_for<A...>{}, sizes, k, args...);
+  }
+  template <std::size_t... I, class... A>
+  KOKKOS_FORCEINLINE_FUNCTION void run_flat(std::index_sequence<I...>, const std::size_t* sizes,
+                                            std::size_t k, const A&... args) const {
+    if constexpr (Nested) {
+      std::size_t inner = 1;
+      for (int d = 1; d < Depth; ++d) inner *= sizes[d];
+      fn.run_flat(sizes + 1, k % inner,
+                  example_of<std::tuple_element_t<I, Specs>>(args, k / inner)...);
+    } else {
+      (void)sizes;
+      fn(example_of<std::tuple_element_t<I, Specs>>(args, k)...);
+    }
+  }
+  // One example per team: its league rank.
+  template <class Member, class... A>
+  KOKKOS_FORCEINLINE_FUNCTION void run_team(const Member& team, const A&... args) const {
+    run_team(std::index_sequence_for<A...>{}, team, args...);
+  }
+  template <std::size_t... I, class Member, class... A>
+  KOKKOS_FORCEINLINE_FUNCTION void run_team(std::index_sequence<I...>, const Member& team,
+                                            const A&... args) const {
+    const auto b = static_cast<std::size_t>(team.league_rank());
+    fn(team, example_of<std::tuple_element_t<I, Specs>>(args, b)...);
+  }
+};
+
+template <class Body, class ArgPack, std::size_t N, int Depth>
+struct VmapKernel {
+  Body body;
+  ArgPack args;
+  Kokkos::Array<std::size_t, Depth> sizes;
+  template <std::size_t... I>
+  KOKKOS_FORCEINLINE_FUNCTION void run(std::size_t k, std::index_sequence<I...>) const {
+    body.run_flat(sizes.data(), k, pack_get<I>(args)...);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void operator()(std::size_t k) const {
+    run(k, std::make_index_sequence<N>{});
+  }
+};
+
+template <class Body, class ArgPack, std::size_t N, class Member>
+struct VmapTeamKernel {
+  Body body;
+  ArgPack args;
+  template <std::size_t... I>
+  KOKKOS_FORCEINLINE_FUNCTION void run(const Member& team, std::index_sequence<I...>) const {
+    body.run_team(team, pack_get<I>(args)...);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void operator()(const Member& team) const {
+    run(team, std::make_index_sequence<N>{});
+  }
+};
+
+}  // namespace detail
+
+/// \brief A function mapped over a batch axis; see kpmap::vmap.
+template <class F, class InSpecs, class OutSpecs, class Exec, class Rets, bool Team>
+class Vmapped {
+  static constexpr std::size_t n_in = std::tuple_size_v<InSpecs>;
+  static constexpr std::size_t n_out = std::tuple_size_v<OutSpecs>;
+  using Specs = decltype(std::tuple_cat(std::declval<InSpecs>(), std::declval<OutSpecs>()));
+  template <std::size_t I>
+  using spec_t = std::tuple_element_t<I, Specs>;
+  static constexpr bool nested = detail::is_vmapped<F>::value;
+
+ public:
+  using execution_space = Exec;
+  using returns_type = Rets;
+
+  /// \brief Levels of nesting: 1, or 1 + the inner vmap's.
+  static constexpr int depth = 1 + detail::depth_of<F>();
+
+  /// \brief What a kernel holds and runs on the device (no host-only part
+  /// of the map, such as the kpmap::returns shape functions, is in its type).
+  using Body = detail::VmapBody<typename detail::body_of<F, nested>::type, Specs, nested, depth>;
+
+  Vmapped(F fn, Rets rets, std::string label)
+      : fn_(std::move(fn)), rets_(std::move(rets)), label_(std::move(label)) {}
+
+  /// \brief The same map, its kernel run on `exec` (an execution space instance).
+  Vmapped on(const Exec& exec) const {
+    Vmapped v = *this;
+    v.exec_ = exec;
+    return v;
+  }
+  /// \brief The same map, its kernel labelled `label` for profiling tools.
+  Vmapped named(std::string label) const {
+    Vmapped v = *this;
+    v.label_ = std::move(label);
+    return v;
+  }
+
+  /// \brief Runs the function on every example, as one kernel in the
+  /// execution space (asynchronously, as any Kokkos kernel: a fence, a
+  /// deep_copy to the host or a kpmap collective waits for it). Called with
+  /// the inputs and outputs, it writes the outputs; called with the inputs
+  /// only (vmap given kpmap::returns), it returns the outputs: one View, or a
+  /// std::tuple of them.
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    if constexpr (sizeof...(Args) == n_in + n_out) {
+      launch(args...);
+    } else {
+      static_assert(sizeof...(Args) == n_in,
+                    "kpmap::vmap: call it with one argument per in_axes marker, followed by "
+                    "one output per out_axes marker unless vmap was given kpmap::returns");
+      static_assert(std::tuple_size_v<Rets> == n_out,
+                    "kpmap::vmap: to return its outputs, vmap needs one kpmap::returns<...> per "
+                    "out_axes marker");
+      const std::size_t batch =
+          detail::common_batch<InSpecs>(n_in, std::index_sequence_for<Args...>{}, args...);
+      auto outs = allocate(batch, std::make_index_sequence<n_out>{}, args...);
+      std::apply([&](const auto&... o) { launch(args..., o...); }, outs);
+      if constexpr (n_out == 1) {
+        return std::get<0>(outs);
+      } else {
+        return outs;
+      }
+    }
+  }
+
+  /// \brief Total examples per level of nesting, outermost first; checks
+  /// that the batched arguments agree (host).
+  template <class... Args>
+  void batch_sizes(std::size_t* out, const Args&... args) const {
+    out[0] = detail::common_batch<Specs>(n_in, std::index_sequence_for<Args...>{}, args...);
+    if constexpr (nested) {
+      if (out[0] == 0) {
+        for (int d = 1; d < depth; ++d) out[d] = 0;
+      } else {
+        inner_sizes(out + 1, std::index_sequence_for<Args...>{}, args...);
+      }
+    }
+  }
+
+  const F& function() const noexcept { return fn_; }
+  Body body() const {
+    if constexpr (nested) {
+      return Body{fn_.body()};
+    } else {
+      return Body{fn_};
+    }
+  }
+
+ private:
+  template <std::size_t... I, class... Args>
+  void inner_sizes(std::size_t* out, std::index_sequence<I...>, const Args&... args) const {
+    fn_.batch_sizes(out, detail::example_of<spec_t<I>>(args, 0)...);
+  }
+
+  template <std::size_t... J, class... Args>
+  auto allocate(std::size_t batch, std::index_sequence<J...>, const Args&... args) const {
+    return std::make_tuple(allocate_one<J>(batch, args...)...);
+  }
+  template <std::size_t J, class... Args>
+  auto allocate_one(std::size_t batch, const Args&... args) const {
+    using Ret = std::tuple_element_t<J, Rets>;
+    using Spec = std::tuple_element_t<J, OutSpecs>;
+    static_assert(detail::is_batch_axis<Spec>::value, "kpmap::vmap: an output must be batched");
+    const auto& ret = std::get<J>(rets_);
+    using Example = Kokkos::View<typename Ret::data_type>;
+    constexpr int R = detail::rank_v<Example>;
+    std::array<std::size_t, static_cast<std::size_t>(R)> shape{};  // no examples: no shape
+    if constexpr (std::is_same_v<std::decay_t<decltype(ret.shape)>, detail::ShapeFromFunction>) {
+      using Given = decltype(shape_from_function<J>(std::index_sequence_for<Args...>{}, args...));
+      static_assert(std::tuple_size_v<std::decay_t<Given>> == R,
+                    "kpmap::vmap: the function's shape() returns one extent per dimension of "
+                    "one example");
+      if (batch > 0) shape = shape_from_function<J>(std::index_sequence_for<Args...>{}, args...);
+    } else {
+      static_assert(std::tuple_size_v<std::decay_t<decltype(ret.shape(args...))>> == R,
+                    "kpmap::returns: the shape function returns one extent per dimension of "
+                    "one example");
+      shape = ret.shape(args...);
+    }
+    static_assert(Spec::axis <= R, "kpmap::vmap: an output's batch axis is beyond its rank");
+    detail::Extents e;
+    for (int d = 0, s = 0; d < detail::max_view_rank; ++d) {
+      e[d] = d == Spec::axis ? batch : (s < R ? shape[s++] : 1);
+    }
+    using Out = detail::owning_view_t<typename Example::non_const_value_type, R + 1,
+                                      Kokkos::LayoutRight, typename Exec::memory_space>;
+    return detail::allocate<Out>(label_ + " output " + std::to_string(J + 1), e);
+  }
+
+  template <std::size_t J, std::size_t... I, class... Args>
+  auto shape_from_function(std::index_sequence<I...>, const Args&... args) const {
+    static_assert(detail::has_shape_member<F, decltype(detail::example_of<spec_t<I>>(args, 0))...>,
+                  "kpmap::returns<T>() of an array per example needs the function's member "
+                  "shape(inputs...) giving one example's extents; or give returns<T>(shape)");
+    auto s = fn_.shape(detail::example_of<spec_t<I>>(args, 0)...);
+    if constexpr (detail::is_tuple<decltype(s)>::value) {
+      return std::get<J>(s);
+    } else {
+      static_assert(n_out == 1,
+                    "kpmap::vmap: with several outputs, shape() returns a std::tuple "
+                    "of one example's extents per output");
+      return s;
+    }
+  }
+
+  template <class... Args>
+  void launch(const Args&... args) const {
+    check(std::index_sequence_for<Args...>{}, static_cast<const Args*>(nullptr)...);
+    auto pack = detail::make_pack(std::index_sequence_for<Args...>{}, args...);
+    using ArgPack = decltype(pack);
+    if constexpr (Team) {
+      static_assert(!nested, "kpmap::vmap: a per_team map cannot hold another vmap");
+      const std::size_t batch =
+          detail::common_batch<Specs>(n_in, std::index_sequence_for<Args...>{}, args...);
+      if (batch == 0) return;
+      using Policy = Kokkos::TeamPolicy<Exec>;
+      using Member = typename Policy::member_type;
+      Kokkos::parallel_for(
+          label_, Policy(exec_, static_cast<int>(batch), Kokkos::AUTO),
+          detail::VmapTeamKernel<Vmapped::Body, ArgPack, sizeof...(Args), Member>{body(), pack});
+    } else {
+      Kokkos::Array<std::size_t, depth> sizes;
+      batch_sizes(sizes.data(), args...);
+      std::size_t total = 1;
+      for (int d = 0; d < depth; ++d) total *= sizes[d];
+      if (total == 0) return;
+      Kokkos::parallel_for(
+          label_, Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::size_t>>(exec_, 0, total),
+          detail::VmapKernel<Vmapped::Body, ArgPack, sizeof...(Args), depth>{body(), pack, sizes});
+    }
+  }
+
+  template <std::size_t... I, class... Args>
+  static void check(std::index_sequence<I...>, const Args*...) {
+    static_assert(std::tuple_size_v<Specs> == sizeof...(Args));
+    static_assert((detail::check_argument<I, spec_t<I>, Args, Exec, (I >= n_in)>() && ... && true));
+    static_assert(((detail::is_batch_axis<spec_t<I>>::value) || ...),
+                  "kpmap::vmap: at least one argument must be batched (as in JAX)");
+  }
+
+  F fn_;
+  Rets rets_;
+  std::string label_;
+  Exec exec_{};
+
+  template <class, class, class, class, class, bool>
+  friend class Vmapped;
+};
+
+/// \brief JAX's `jax.vmap(fn, in_axes, out_axes)`: `fn` mapped over the
+/// batch axis of the arguments marked batched, inside one device, as one
+/// kernel in `Exec` (the default execution space unless given). `fn` is a
+/// device function of one example of each argument (subviews without the
+/// batch axis; broadcast arguments as given), inputs first, then outputs.
+/// Give one `kpmap::returns<DataType>(shape)` per output to have the call
+/// allocate and return the outputs. `fn` may itself be a vmap: one kernel
+/// then runs over both batch axes. See this file's documentation.
+template <class Exec = Kokkos::DefaultExecutionSpace, class F, class... In, class... Out,
+          class... Rets>
+auto vmap(F fn, std::tuple<In...>, std::tuple<Out...>, Rets... rets) {
+  static_assert((detail::is_returns<Rets>::value && ... && true),
+                "kpmap::vmap: after in_axes and out_axes come kpmap::returns<...>(shape) only");
+  if constexpr (detail::is_vmapped<F>::value) {
+    static_assert(std::tuple_size_v<typename F::returns_type> == 0,
+                  "kpmap::vmap: an inner vmap writes its outputs in place (no kpmap::returns)");
+  }
+  using V = Vmapped<F, std::tuple<In...>, std::tuple<Out...>, Exec, std::tuple<Rets...>, false>;
+  return V(std::move(fn), std::tuple<Rets...>(std::move(rets)...), "kpmap::vmap");
+}
+
+/// \brief vmap with JAX's default out_axes=0: every output, one
+/// kpmap::returns per output, batched along its leading dimension.
+/// `kpmap::vmap(f, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
+/// kpmap::returns<double*>())(x, w)` is JAX's `jax.vmap(f, in_axes=(0, None))(x, w)`.
+template <class Exec = Kokkos::DefaultExecutionSpace, class F, class... In, class D, class S,
+          class... Rets>
+auto vmap(F fn, std::tuple<In...> in, Returns<D, S> first, Rets... rest) {
+  return vmap<Exec>(std::move(fn), in,
+                    detail::batched_outputs(std::make_index_sequence<1 + sizeof...(Rets)>{}),
+                    std::move(first), std::move(rest)...);
+}
+
+/// \brief vmap with one Kokkos team per example, for per-example work that is
+/// itself parallel: `fn(team, examples...)` spreads its loops over the team
+/// (`Kokkos::TeamThreadRange`, `TeamVectorRange`). Cannot be nested.
+template <class Exec = Kokkos::DefaultExecutionSpace, class F, class... In, class... Out,
+          class... Rets>
+auto vmap(PerTeam, F fn, std::tuple<In...>, std::tuple<Out...>, Rets... rets) {
+  static_assert((detail::is_returns<Rets>::value && ... && true),
+                "kpmap::vmap: after in_axes and out_axes come kpmap::returns<...>(shape) only");
+  static_assert(!detail::is_vmapped<F>::value,
+                "kpmap::vmap: a per_team map cannot hold another vmap");
+  using V = Vmapped<F, std::tuple<In...>, std::tuple<Out...>, Exec, std::tuple<Rets...>, true>;
+  return V(std::move(fn), std::tuple<Rets...>(std::move(rets)...), "kpmap::vmap");
+}
+
+}  // namespace kpmap
