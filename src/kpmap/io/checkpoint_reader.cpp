@@ -1,0 +1,241 @@
+#include <kpmap/io/checkpoint.hpp>
+#include <kpmap/io/detail/attributes.hpp>
+
+#include <kpmap/base/files.hpp>
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace kpmap::checkpoint {
+
+using namespace detail;  // the shared pieces of io/detail/attributes.hpp
+
+struct Reader::Impl {
+  std::string path;
+  MPI_Comm comm = MPI_COMM_NULL;
+  hid_t file = -1;
+  Metadata meta;
+};
+
+Reader::Reader(const std::string& path, MPI_Comm comm, const std::string& expected_app)
+    : impl_(std::make_unique<Impl>()) {
+  Quiet quiet;
+  impl_->path = path;
+  impl_->comm = comm;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string error;
+  if (rank == 0) {
+    if (const std::string why = files::not_a_regular_file(path); !why.empty()) {
+      error = "restart file " + path + " " + why;
+    } else if (H5Fis_hdf5(path.c_str()) <= 0) {
+      error = "restart file " + path + " is not an HDF5 file (or it is truncated or corrupted)";
+    }
+  }
+  agree(comm, error, exit_code::bad_input);
+
+  hid_t fapl = mpio_access(comm);
+  impl_->file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
+  H5Pclose(fapl);
+  agree(comm,
+        impl_->file < 0
+            ? "restart file " + path + " cannot be opened as HDF5 (truncated or corrupted?)"
+            : "",
+        exit_code::bad_input);
+
+  auto& m = impl_->meta;
+  std::int64_t step = 0;
+  std::int32_t ranks = 0;
+  // The first root attribute that is missing or of another type.
+  const char* bad = nullptr;
+  const auto need = [&bad](bool ok, const char* name) {
+    if (!ok && bad == nullptr) bad = name;
+  };
+  need(read_string_attr(impl_->file, "app", m.app), "app");
+  need(read_string_attr(impl_->file, "kpmap_version", m.kpmap_version), "kpmap_version");
+  need(read_scalar_attr(impl_->file, "step", H5T_NATIVE_INT64, step), "step (an integer)");
+  need(read_scalar_attr(impl_->file, "time", H5T_NATIVE_DOUBLE, m.time), "time (a number)");
+  need(read_scalar_attr(impl_->file, "ranks", H5T_NATIVE_INT32, ranks), "ranks (an integer)");
+  need(read_string_attr(impl_->file, "decomposition", m.decomposition), "decomposition");
+  need(read_string_attr(impl_->file, "deck", m.deck), "deck");
+  need(read_string_attr(impl_->file, "rng_state", m.rng_state), "rng_state");
+  m.step = step;
+  m.ranks = ranks;
+  if (bad != nullptr) {
+    error = "restart file " + path + " is not a kpmap checkpoint: its root attribute " + bad +
+            " is missing or of another type (a damaged file, or another program's)";
+  } else if (m.app != expected_app) {
+    error = "restart file " + path + " was written by '" + m.app + "', not by " + expected_app;
+  } else if (step < 0) {
+    error = "restart file " + path + ": attribute step is " + std::to_string(step) +
+            " (a damaged file: a step is never negative)";
+  } else if (!std::isfinite(m.time) || m.time < 0) {
+    std::ostringstream t;
+    t << m.time;
+    error = "restart file " + path + ": attribute time is " + t.str() +
+            " (a damaged file: the time is a finite number, never negative)";
+  } else if (ranks < 1) {
+    error = "restart file " + path + ": attribute ranks is " + std::to_string(ranks) +
+            " (a damaged file: it was written by at least one rank)";
+  }
+  agree(comm, error, exit_code::bad_input);
+}
+
+Reader::~Reader() {
+  if (impl_ && impl_->file >= 0) {
+    Quiet quiet;
+    H5Fclose(impl_->file);
+  }
+}
+
+const Metadata& Reader::metadata() const noexcept { return impl_->meta; }
+
+std::optional<std::int64_t> Reader::integer(const std::string& name) const {
+  Quiet quiet;
+  if (H5Aexists(impl_->file, name.c_str()) <= 0) return std::nullopt;
+  hid_t attr = H5Aopen(impl_->file, name.c_str(), H5P_DEFAULT);
+  hid_t type = attr >= 0 ? H5Aget_type(attr) : -1;
+  hid_t space = attr >= 0 ? H5Aget_space(attr) : -1;
+  const bool integral = type >= 0 && H5Tget_class(type) == H5T_INTEGER && space >= 0 &&
+                        H5Sget_simple_extent_npoints(space) == 1;
+  std::int64_t value = 0;
+  const bool ok = integral && H5Aread(attr, H5T_NATIVE_INT64, &value) >= 0;
+  if (space >= 0) H5Sclose(space);
+  if (type >= 0) H5Tclose(type);
+  if (attr >= 0) H5Aclose(attr);
+  if (!ok) {
+    throw InputError("restart file " + impl_->path + ": attribute " + name +
+                         " holds no integer (a damaged file?)",
+                     ErrorScope::all_ranks);
+  }
+  return value;
+}
+
+std::vector<std::size_t> Reader::shape(const std::string& name) const {
+  Quiet quiet;
+  std::vector<std::size_t> out;
+  hid_t dset = H5Lexists(impl_->file, name.c_str(), H5P_DEFAULT) > 0
+                   ? H5Dopen2(impl_->file, name.c_str(), H5P_DEFAULT)
+                   : -1;
+  if (dset >= 0) {
+    hid_t space = H5Dget_space(dset);
+    const int nd = H5Sget_simple_extent_ndims(space);
+    std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(nd, 0)));
+    if (nd > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+    out.assign(dims.begin(), dims.end());
+    H5Sclose(space);
+    H5Dclose(dset);
+  }
+  agree(impl_->comm,
+        dset < 0 ? "restart file " + impl_->path + " has no dataset '" + name + "'" : "",
+        exit_code::bad_input);
+  return out;
+}
+
+namespace {
+// The first element of this rank's block (row-major) whose value is not
+// among `values`, as "element [i, j] is nan (...)", or "".
+template <class T>
+std::string first_bad_value(const T* v, const Block& block, Reader::Values values) {
+  std::size_t n = 1;
+  for (std::size_t c : block.count) n *= c;
+  for (std::size_t k = 0; k < n; ++k) {
+    const double x = static_cast<double>(v[k]);
+    const char* rule = nullptr;
+    if (!std::isfinite(x)) {
+      rule = "a checkpoint holds finite numbers only";
+    } else if (values == Reader::Values::positive && !(x > 0)) {
+      rule = "it must be above zero";
+    } else if (values == Reader::Values::non_negative && !(x >= 0)) {
+      rule = "it must not be negative";
+    }
+    if (rule == nullptr) continue;
+    // The global multi-index of local element k.
+    std::vector<std::size_t> at(block.count.size());
+    std::size_t rest = k;
+    for (std::size_t d = block.count.size(); d-- > 0;) {
+      at[d] = block.offset[d] + rest % block.count[d];
+      rest /= block.count[d];
+    }
+    std::ostringstream s;
+    s << "element [";
+    for (std::size_t d = 0; d < at.size(); ++d) s << (d ? ", " : "") << at[d];
+    s << "] is " << x << " (" << rule << ")";
+    return s.str();
+  }
+  return "";
+}
+}  // namespace
+
+void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
+                      const std::vector<std::size_t>& local_extents, const Block& block,
+                      Values values) {
+  Quiet quiet;
+  const std::string where = "restart file " + impl_->path + ", dataset '" + name + "'";
+  agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
+  const auto stored = shape(name);
+  agree(impl_->comm,
+        stored != block.global
+            ? where + ": its shape is " + shape_text(stored) + " but this run needs " +
+                  shape_text(block.global) + " (does the deck match the run that wrote it?)"
+            : "",
+        exit_code::bad_input);
+  hid_t dset = H5Dopen2(impl_->file, name.c_str(), H5P_DEFAULT);
+  hid_t ftype = H5Dget_type(dset);
+  const bool same_type = H5Tequal(ftype, h5type(elem)) > 0;
+  H5Tclose(ftype);
+  if (!same_type) {
+    H5Dclose(dset);
+    agree(impl_->comm, where + ": stored with another element type than " + elem_name(elem),
+          exit_code::bad_input);
+  }
+  hid_t fspace = H5Dget_space(dset);
+  std::vector<hsize_t> cnt(block.count.begin(), block.count.end());
+  hid_t mspace = cnt.empty() ? H5Screate(H5S_SCALAR)
+                             : H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr);
+  select(fspace, block, false);
+  hid_t dxpl = collective_transfer();
+  const herr_t rc = H5Dread(dset, h5type(elem), mspace, fspace, dxpl, data);
+  H5Pclose(dxpl);
+  H5Sclose(mspace);
+  H5Sclose(fspace);
+  std::uint64_t stored_sum = 0;
+  const bool has_sum = read_scalar_attr(dset, "checksum", H5T_NATIVE_UINT64, stored_sum);
+  H5Dclose(dset);
+  agree(impl_->comm, rc < 0 ? where + ": reading failed (truncated or corrupted file?)" : "",
+        exit_code::bad_input);
+  agree(impl_->comm, has_sum ? "" : where + ": has no checksum attribute", exit_code::bad_input);
+
+  // Blocks that partition the array add up to its checksum; a whole-array
+  // read (replicated data) is checked by each rank on its own.
+  std::uint64_t sum = host_checksum(data, elem, block);
+  bool whole_read = true;
+  for (std::size_t d = 0; d < block.global.size(); ++d) {
+    whole_read = whole_read && block.offset[d] == 0 && block.count[d] == block.global[d];
+  }
+  int all_whole = whole_read ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &all_whole, 1, MPI_INT, MPI_LAND, impl_->comm);
+  if (!all_whole) MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
+  std::ostringstream msg;
+  if (sum != stored_sum) {
+    msg << where << ": checksum mismatch (stored " << stored_sum << ", computed " << sum
+        << "): the file is corrupted";
+  }
+  agree(impl_->comm, msg.str(), exit_code::bad_input);
+
+  // Values a run cannot continue from (the checksum only says the file is
+  // as written: a run that had diverged, or an edit, writes them too).
+  std::string bad;
+  if (values != Values::any && elem == detail::Elem::f64) {
+    bad = first_bad_value(static_cast<const double*>(data), block, values);
+  } else if (values != Values::any && elem == detail::Elem::f32) {
+    bad = first_bad_value(static_cast<const float*>(data), block, values);
+  }
+  agree(impl_->comm, bad.empty() ? "" : where + ": " + bad, exit_code::bad_input);
+}
+
+}  // namespace kpmap::checkpoint

@@ -1,0 +1,154 @@
+#include <kpmap/io/detail/attributes.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace kpmap::checkpoint {
+
+Block row_block(std::vector<std::size_t> global, std::size_t begin, std::size_t rows) {
+  Block b;
+  b.global = global;
+  b.offset.assign(global.size(), 0);
+  b.count = global;
+  if (!global.empty()) {
+    b.offset[0] = begin;
+    b.count[0] = rows;
+  }
+  return b;
+}
+
+Block whole(std::vector<std::size_t> global) {
+  Block b;
+  b.offset.assign(global.size(), 0);
+  b.count = global;
+  b.global = std::move(global);
+  return b;
+}
+
+namespace detail {
+
+hid_t h5type(Elem e) {
+  switch (e) {
+    case Elem::f32:
+      return H5T_NATIVE_FLOAT;
+    case Elem::f64:
+      return H5T_NATIVE_DOUBLE;
+    case Elem::i32:
+      return H5T_NATIVE_INT32;
+    case Elem::i64:
+      return H5T_NATIVE_INT64;
+    case Elem::u64:
+      return H5T_NATIVE_UINT64;
+  }
+  return H5T_NATIVE_DOUBLE;
+}
+
+const char* elem_name(Elem e) {
+  switch (e) {
+    case Elem::f32:
+      return "float32";
+    case Elem::f64:
+      return "float64";
+    case Elem::i32:
+      return "int32";
+    case Elem::i64:
+      return "int64";
+    case Elem::u64:
+      return "uint64";
+  }
+  return "?";
+}
+
+std::string shape_text(const std::vector<std::size_t>& e) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < e.size(); ++i) s += (i ? ", " : "") + std::to_string(e[i]);
+  return s + ")";
+}
+
+std::uint64_t host_checksum(const void* data, Elem elem, const Block& block) {
+  const Kokkos::DefaultHostExecutionSpace host;
+  switch (elem) {
+    case Elem::f32:
+      return block_checksum(host, static_cast<const float*>(data), block);
+    case Elem::f64:
+      return block_checksum(host, static_cast<const double*>(data), block);
+    case Elem::i32:
+      return block_checksum(host, static_cast<const std::int32_t*>(data), block);
+    case Elem::i64:
+      return block_checksum(host, static_cast<const std::int64_t*>(data), block);
+    case Elem::u64:
+      break;
+  }
+  return block_checksum(host, static_cast<const std::uint64_t*>(data), block);
+}
+
+std::string check_block(const std::string& name, const std::vector<std::size_t>& local,
+                        const Block& b) {
+  const std::size_t r = b.global.size();
+  if (b.offset.size() != r || b.count.size() != r || local.size() != r) {
+    return "checkpoint dataset '" + name + "': the block's rank does not match the View's";
+  }
+  for (std::size_t d = 0; d < r; ++d) {
+    if (b.count[d] != local[d]) {
+      return "checkpoint dataset '" + name + "': the block " + shape_text(b.count) +
+             " does not match the View " + shape_text(local);
+    }
+    if (b.offset[d] + b.count[d] > b.global[d]) {
+      return "checkpoint dataset '" + name + "': the block at " + shape_text(b.offset) +
+             " of size " + shape_text(b.count) + " overruns the array " + shape_text(b.global);
+    }
+  }
+  return "";
+}
+
+void write_string_attr(hid_t obj, const char* name, const std::string& value) {
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, std::max<std::size_t>(1, value.size()));
+  H5Tset_strpad(type, H5T_STR_NULLPAD);
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  const std::string padded = value.empty() ? std::string(1, '\0') : value;
+  H5Awrite(attr, type, padded.data());
+  H5Aclose(attr);
+  H5Sclose(space);
+  H5Tclose(type);
+}
+
+bool read_string_attr(hid_t obj, const char* name, std::string& out) {
+  if (H5Aexists(obj, name) <= 0) return false;
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+  if (attr < 0) return false;
+  hid_t ftype = H5Aget_type(attr);
+  bool ok = H5Tget_class(ftype) == H5T_STRING && H5Tis_variable_str(ftype) == 0;
+  if (ok) {
+    const std::size_t n = H5Tget_size(ftype);
+    std::string buf(n, '\0');
+    hid_t mtype = H5Tcopy(H5T_C_S1);
+    H5Tset_size(mtype, n);
+    H5Tset_strpad(mtype, H5T_STR_NULLPAD);
+    ok = H5Aread(attr, mtype, buf.data()) >= 0;
+    H5Tclose(mtype);
+    buf.resize(std::strlen(buf.c_str()));
+    out = buf;
+  }
+  H5Tclose(ftype);
+  H5Aclose(attr);
+  return ok;
+}
+
+void select(hid_t space, const Block& b, bool none) {
+  if (none) {
+    H5Sselect_none(space);
+    return;
+  }
+  std::vector<hsize_t> off(b.offset.begin(), b.offset.end());
+  std::vector<hsize_t> cnt(b.count.begin(), b.count.end());
+  if (off.empty()) return;  // a scalar dataspace: everything
+  H5Sselect_hyperslab(space, H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr);
+}
+
+using kpmap::detail::h5::collective_transfer;
+
+}  // namespace detail
+
+}  // namespace kpmap::checkpoint
