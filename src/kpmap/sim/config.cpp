@@ -42,13 +42,8 @@ deck::Schema build_schema() {
       .integer("time.end_step", 0, {0, none}, "", "stop after this many steps (0: no limit)")
       .string("time.scheme", "implicit", {"implicit", "explicit"},
               "backward Euler with a linear solve, or explicit FTCS (refuses an unstable dt)");
-  std::vector<std::string> methods;
-  std::string described;
-  for (const SolverInfo* m : registered_solvers()) {
-    methods.push_back(m->name);
-    described += (described.empty() ? "" : "; ") + m->name + ": " + m->description;
-  }
-  s.string("solver.method", "cg", methods, "linear solver (" + described + ")")
+  deck::Registry<SolverInfo>& solvers = solver_registry();
+  s.string("solver.method", "cg", solvers.names(), "linear solver (" + solvers.described() + ")")
       .string("solver.preconditioner", "none", {"none", "jac_diag", "jac_block"},
               "preconditioner of CG, Chebyshev and PPCG")
       .real("solver.eps", 1e-10, {0.0, 1.0}, "",
@@ -67,7 +62,7 @@ deck::Schema build_schema() {
                "recompute the true residual after each solve and report it")
       .string("solver.coefficient", "density", {"density", "inverse_density"},
               "conductivity: mean of 1/density (TeaLeaf's default) or of density");
-  for (const SolverInfo* m : registered_solvers()) s.merge("solver.", m->name, m->keys);
+  solvers.merge_keys(s, "solver.");
   s.string("output.dir", "heat_out", {}, "where summaries, checkpoints and fields go")
       .integer("output.summary_every", 10, {0, none}, "",
                "print the field summary every this many steps, and at the start and end (0: "
@@ -110,11 +105,9 @@ std::array<double, 3> vec3(const deck::Deck& d, const std::string& path, int wan
 // The method's own keys into options.settings (deck::own_keys: a key only
 // other methods read is refused).
 void read_solver_keys(const deck::Deck& d, SolverOptions& options) {
-  std::vector<std::pair<std::string, const deck::Schema*>> all;
-  for (const SolverInfo* m : registered_solvers()) all.emplace_back(m->name, &m->keys);
   options.settings = deck::Settings(solver_info(options.method).keys);
   for (const auto& [key, value] :
-       deck::own_keys(d, "solver.", "solver.method", options.method, all)) {
+       solver_registry().own_keys(d, "solver.", "solver.method", options.method)) {
     options.settings.set(key, value);
   }
 }

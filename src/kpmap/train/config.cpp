@@ -23,23 +23,15 @@ deck::Schema train_schema() {
            "layers of model.layers");
   s.integer_list("model.hidden", std::vector<long long>{32, 32}, Range{1, 1 << 20}, "",
                  "mlp: widths of the hidden layers (empty list: softmax/linear regression)");
-  std::string described;
-  for (const LayerInfo* l : registered_layers()) {
-    described += (described.empty() ? "" : "; ") + l->name + ": " + l->description;
-  }
-  s.string(
-      "model.layers.#.type", std::nullopt, layer_types(),
-      "sequential: one layer (model.layers = [{ type = ... }, ...], first to last): " + described);
-  for (const LayerInfo* l : registered_layers()) s.merge("model.layers.#.", l->name, l->keys);
+  deck::Registry<LayerInfo>& layers = layer_registry();
+  s.string("model.layers.#.type", std::nullopt, layers.names(),
+           "sequential: one layer (model.layers = [{ type = ... }, ...], first to last): " +
+               layers.described());
+  layers.merge_keys(s, "model.layers.#.");
   s.string("model.activation", "relu", {"relu", "tanh"}, "mlp: activation of the hidden layers");
-  std::vector<std::string> losses;
-  std::string losses_described;
-  for (const LossInfo* l : registered_losses()) {
-    losses.push_back(l->name);
-    losses_described += (losses_described.empty() ? "" : "; ") + l->name + ": " + l->description;
-  }
-  s.string("model.loss", "mse", losses, "the loss (" + losses_described + ")");
-  for (const LossInfo* l : registered_losses()) s.merge("model.", l->name, l->keys);
+  deck::Registry<LossInfo>& losses = loss_registry();
+  s.string("model.loss", "mse", losses.names(), "the loss (" + losses.described() + ")");
+  losses.merge_keys(s, "model.");
   s.string("model.precision", "double", {"double", "float", "mixed"},
            "scalar type of data, parameters and arithmetic; mixed (mlp, sequential): "
            "parameters, gradient reduction and optimizer in float, forward and backward in "
@@ -78,13 +70,9 @@ deck::Schema train_schema() {
   s.integer("data.seed", 0, Range{0, 9.2e18}, "", "synthetic: seed of the data set");
   s.real("data.validation_fraction", 0.0, Range{0, 0.9}, "",
          "share of the samples held out for validation (the last rows of the set)");
-  std::vector<std::string> kinds;
-  std::string kinds_described;
-  for (const OptimizerInfo* o : registered_optimizers()) {
-    kinds.push_back(o->name);
-    kinds_described += (kinds_described.empty() ? "" : "; ") + o->name + ": " + o->description;
-  }
-  s.string("optimizer.kind", "gd", kinds, "the update rule (" + kinds_described + ")");
+  deck::Registry<OptimizerInfo>& optimizers = optimizer_registry();
+  s.string("optimizer.kind", "gd", optimizers.names(),
+           "the update rule (" + optimizers.described() + ")");
   // The library's default rate, so that a deck and a program agree.
   s.real("optimizer.learning_rate", OptimizerConfig{}.learning_rate, Range{0, 1e6}, "",
          "step size (the peak, after warm-up and before decay)");
@@ -101,7 +89,7 @@ deck::Schema train_schema() {
   s.integer("optimizer.decay_steps", 0, Range{0, 1e15}, "",
             "cosine: steps of the decay (0: the rest of the run); step: steps between decays");
   s.real("optimizer.decay_factor", 0.1, Range{0, 1}, "", "step: factor of each decay");
-  for (const OptimizerInfo* o : registered_optimizers()) s.merge("optimizer.", o->name, o->keys);
+  optimizers.merge_keys(s, "optimizer.");
   s.integer("train.epochs", 50, Range{1, 1e9}, "", "passes over the training set");
   s.integer("train.max_steps", 0, Range{0, 1e15}, "",
             "end the run after this many optimizer steps in all (0: no limit); a run cut "
@@ -336,12 +324,8 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.activation = d.string("model.activation");
   c.loss = d.string("model.loss");
   c.classification = loss_info(c.loss).classification;
-  {
-    // Its own keys (a key only other losses read is refused).
-    std::vector<std::pair<std::string, const deck::Schema*>> all;
-    for (const LossInfo* l : registered_losses()) all.emplace_back(l->name, &l->keys);
-    c.loss_keys = deck::own_keys(d, "model.", "model.loss", c.loss, all);
-  }
+  // Its own keys (a key only other losses read is refused).
+  c.loss_keys = loss_registry().own_keys(d, "model.", "model.loss", c.loss);
   c.precision = d.string("model.precision");
   for (long long w : d.integer_list("model.hidden")) c.hidden.push_back(std::size_t(w));
   c.data_kind = d.string("data.kind");
@@ -355,12 +339,9 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.data_seed = std::uint64_t(d.integer("data.seed"));
   c.fraction = d.real("data.validation_fraction");
   c.optimizer.kind = d.string("optimizer.kind");
-  {
-    // Its own keys (a key only other kinds read is refused).
-    std::vector<std::pair<std::string, const deck::Schema*>> all;
-    for (const OptimizerInfo* o : registered_optimizers()) all.emplace_back(o->name, &o->keys);
-    c.optimizer.keys = deck::own_keys(d, "optimizer.", "optimizer.kind", c.optimizer.kind, all);
-  }
+  // Its own keys (a key only other kinds read is refused).
+  c.optimizer.keys =
+      optimizer_registry().own_keys(d, "optimizer.", "optimizer.kind", c.optimizer.kind);
   c.optimizer.learning_rate = d.real("optimizer.learning_rate");
   c.optimizer.warmup_steps = d.integer("optimizer.warmup_steps");
   c.optimizer.schedule = schedule_kind(d.string("optimizer.schedule"));

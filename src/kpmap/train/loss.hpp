@@ -15,6 +15,7 @@
 
 #include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/deck/deck.hpp>
+#include <kpmap/deck/registry.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/types.hpp>
 
@@ -93,21 +94,17 @@ struct LossInfo {
 template <class C, class M, class A>
 using LossFactory = std::unique_ptr<LossFunction<C, M, A>> (*)(const deck::Settings&);
 
-namespace detail {
-/// \brief Adds a registration (register_loss's checks and record).
-void add_loss(LossInfo info);
-template <class C, class M, class A>
-void add_loss_factory(const std::string& name, LossFactory<C, M, A> make);
-template <class C, class M, class A>
-LossFactory<C, M, A> loss_factory(const std::string& name);
-}  // namespace detail
+/// \brief The registry of losses: every registration (the built-ins of
+/// train/losses/ and a program's own), in order; `model.loss`'s choices and
+/// the losses' own keys under [model].
+deck::Registry<LossInfo>& loss_registry();
 
 /// \brief Every registered loss, in registration order.
-std::vector<const LossInfo*> registered_losses();
+inline std::vector<const LossInfo*> registered_losses() { return loss_registry().all(); }
 
 /// \brief The registration of loss `name`. \throws Error for none, naming
 /// the registered ones.
-const LossInfo& loss_info(const std::string& name);
+inline const LossInfo& loss_info(const std::string& name) { return loss_registry().at(name); }
 
 /// \brief The loss `loss` names, for outputs in C and targets in A, with its
 /// keys (`loss.keys` over its defaults). \throws Error for an unregistered
@@ -124,7 +121,7 @@ std::unique_ptr<LossFunction<C, M, A>> make_loss(const Loss& loss) {
   } catch (const Error& e) {
     throw Error("kpmap::train: loss " + loss.name + ": " + e.what());
   }
-  return detail::loss_factory<C, M, A>(info.name)(settings);
+  return loss_registry().factory<LossFactory<C, M, A>>(info.name)(settings);
 }
 
 /// \brief Registers loss L (a class template `L<C, M, A>` derived from
@@ -137,9 +134,9 @@ std::unique_ptr<LossFunction<C, M, A>> make_loss(const Loss& loss) {
 template <template <class, class, class> class L>
 bool register_loss(LossInfo info) {
   const std::string name = info.name;
-  detail::add_loss(std::move(info));
+  loss_registry().add(std::move(info));
 #define KPMAP_TRAIN_ADD_LOSS_(C, M, A)                                              \
-  detail::add_loss_factory<C, M, A>(                                                \
+  loss_registry().add_factory<LossFactory<C, M, A>>(                                \
       name, [](const deck::Settings& s) -> std::unique_ptr<LossFunction<C, M, A>> { \
         if constexpr (std::is_constructible_v<L<C, M, A>, const deck::Settings&>) { \
           return std::make_unique<L<C, M, A>>(s);                                   \
@@ -243,17 +240,14 @@ struct CountConfusion {
 }  // namespace kpmap::train
 
 /// \brief At namespace scope in a program's source file: registers loss
-/// template L (an unqualified name) with a LossInfo before main() runs (as
-/// register_loss<L>(info)); see KPMAP_TRAIN_REGISTER_LAYER.
-#define KPMAP_TRAIN_REGISTER_LOSS(L, ...)                            \
-  [[maybe_unused]] static const bool kpmap_train_registered_##L##_ = \
-      ::kpmap::train::register_loss<L>(__VA_ARGS__)
+/// template L (an unqualified name) with a LossInfo before main() runs, as
+/// register_loss<L>(info) (deck/registry.hpp, KPMAP_REGISTER_PIECE).
+#define KPMAP_TRAIN_REGISTER_LOSS(L, ...) \
+  KPMAP_REGISTER_PIECE(::kpmap::train::register_loss, L, __VA_ARGS__)
 
 /// \brief In a loss header of src/kpmap/train/losses/ (namespace
 /// kpmap::train, at its end): the registration of the built-in loss `name`,
-/// found by the build and called from the registry (a generated
+/// which the build finds and calls from the registry (a generated
 /// builtin_losses.cpp), as KPMAP_TRAIN_BUILTIN_LAYER is.
-#define KPMAP_TRAIN_BUILTIN_LOSS(name, L, ...)                                     \
-  namespace builtin {                                                              \
-  inline void register_##name() { ::kpmap::train::register_loss<L>(__VA_ARGS__); } \
-  }
+#define KPMAP_TRAIN_BUILTIN_LOSS(name, L, ...) \
+  KPMAP_BUILTIN_PIECE(::kpmap::train::register_loss, name, L, __VA_ARGS__)

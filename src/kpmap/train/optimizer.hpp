@@ -14,6 +14,7 @@
 #include <kpmap/base/detail/view_utils.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/deck/deck.hpp>
+#include <kpmap/deck/registry.hpp>
 #include <kpmap/train/types.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -117,20 +118,20 @@ struct OptimizerInfo {
 template <class T, class M>
 using UpdateRuleFactory = std::unique_ptr<UpdateRule<T, M>> (*)(const deck::Settings&);
 
-namespace detail {
-/// \brief Adds a registration (register_optimizer's checks and record).
-void add_optimizer(OptimizerInfo info);
-template <class T, class M>
-void add_optimizer_factory(const std::string& name, UpdateRuleFactory<T, M> make);
-template <class T, class M>
-UpdateRuleFactory<T, M> optimizer_factory(const std::string& name);
-}  // namespace detail
+/// \brief The registry of optimizers: every registration (the built-ins of
+/// train/optimizers/ and a program's own), in order; `optimizer.kind`'s
+/// choices and the optimizers' own keys under [optimizer].
+deck::Registry<OptimizerInfo>& optimizer_registry();
 
 /// \brief Every registered optimizer, in registration order.
-std::vector<const OptimizerInfo*> registered_optimizers();
+inline std::vector<const OptimizerInfo*> registered_optimizers() {
+  return optimizer_registry().all();
+}
 
 /// \brief The registration of optimizer `name`, or nullptr for none.
-const OptimizerInfo* find_optimizer(const std::string& name);
+inline const OptimizerInfo* find_optimizer(const std::string& name) {
+  return optimizer_registry().find(name);
+}
 
 /// \brief Registers optimizer R (a class template `R<T, M>` derived from
 /// UpdateRule<T, M>, constructed from `const deck::Settings&`, or by default
@@ -144,9 +145,9 @@ const OptimizerInfo* find_optimizer(const std::string& name);
 template <template <class, class> class R>
 bool register_optimizer(OptimizerInfo info) {
   const std::string name = info.name;
-  detail::add_optimizer(std::move(info));
+  optimizer_registry().add(std::move(info));
 #define KPMAP_TRAIN_ADD_RULE_(T, M)                                              \
-  detail::add_optimizer_factory<T, M>(                                           \
+  optimizer_registry().add_factory<UpdateRuleFactory<T, M>>(                     \
       name, [](const deck::Settings& s) -> std::unique_ptr<UpdateRule<T, M>> {   \
         if constexpr (std::is_constructible_v<R<T, M>, const deck::Settings&>) { \
           return std::make_unique<R<T, M>>(s);                                   \
@@ -179,7 +180,7 @@ class Optimizer {
                   "kpmap::train optimizers are built for double and float in the default memory "
                   "space: see KPMAP_TRAIN_FOR_EACH_VALUE_TYPE");
     const auto [info, settings] = optimizer_settings(config);
-    rule_ = detail::optimizer_factory<T, M>(info->name)(settings);
+    rule_ = optimizer_registry().factory<UpdateRuleFactory<T, M>>(info->name)(settings);
     for (const std::string& name : info->state) {
       State s{name, {}};
       params.for_each_view([&](const auto& v) {
@@ -246,16 +247,14 @@ class Optimizer {
 
 /// \brief At namespace scope in a program's source file: registers
 /// optimizer template R (an unqualified name) with an OptimizerInfo before
-/// main() runs (as register_optimizer<R>(info)); see KPMAP_TRAIN_REGISTER_LAYER.
-#define KPMAP_TRAIN_REGISTER_OPTIMIZER(R, ...)                       \
-  [[maybe_unused]] static const bool kpmap_train_registered_##R##_ = \
-      ::kpmap::train::register_optimizer<R>(__VA_ARGS__)
+/// main() runs, as register_optimizer<R>(info) (deck/registry.hpp,
+/// KPMAP_REGISTER_PIECE).
+#define KPMAP_TRAIN_REGISTER_OPTIMIZER(R, ...) \
+  KPMAP_REGISTER_PIECE(::kpmap::train::register_optimizer, R, __VA_ARGS__)
 
 /// \brief In an optimizer header of src/kpmap/train/optimizers/ (namespace
 /// kpmap::train, at its end): the registration of the built-in optimizer
-/// `name`, found by the build and called from the registry (a generated
+/// `name`, which the build finds and calls from the registry (a generated
 /// builtin_optimizers.cpp), as KPMAP_TRAIN_BUILTIN_LAYER is.
-#define KPMAP_TRAIN_BUILTIN_OPTIMIZER(name, R, ...)                                     \
-  namespace builtin {                                                                   \
-  inline void register_##name() { ::kpmap::train::register_optimizer<R>(__VA_ARGS__); } \
-  }
+#define KPMAP_TRAIN_BUILTIN_OPTIMIZER(name, R, ...) \
+  KPMAP_BUILTIN_PIECE(::kpmap::train::register_optimizer, name, R, __VA_ARGS__)

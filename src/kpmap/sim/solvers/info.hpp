@@ -6,6 +6,7 @@
 /// factories: solvers/solver.hpp.
 
 #include <kpmap/deck/deck.hpp>
+#include <kpmap/deck/registry.hpp>
 
 #include <string>
 #include <utility>
@@ -34,15 +35,16 @@ struct SolverInfo {
   deck::Schema keys;
 };
 
-namespace detail {
-/// \brief Adds a registration (register_solver's checks and record).
-void add_solver(SolverInfo info);
-}  // namespace detail
+/// \brief The registry of linear solvers: every registration (the built-ins
+/// of sim/solvers/ and a program's own), in order; `solver.method`'s choices
+/// and the solvers' own keys under [solver].
+deck::Registry<SolverInfo>& solver_registry();
 
 /// \brief Every registered linear solver, by name.
-std::vector<const SolverInfo*> registered_solvers();
+inline std::vector<const SolverInfo*> registered_solvers() { return solver_registry().all(); }
 
-/// \brief The registration of method `name`. \throws Error for none.
-const SolverInfo& solver_info(const std::string& name);
+/// \brief The registration of method `name`. \throws Error naming the
+/// registered solvers when there is none.
+inline const SolverInfo& solver_info(const std::string& name) { return solver_registry().at(name); }
 
 }  // namespace kpmap::sim

@@ -93,11 +93,6 @@ struct SolverContext {
 template <class Exec>
 using SolverFactory = std::unique_ptr<Solver<Exec>> (*)(const SolverContext<Exec>&);
 
-namespace detail {
-template <class Exec>
-void add_solver_factory(const std::string& name, SolverFactory<Exec> make);
-}  // namespace detail
-
 /// \brief Registers the linear solver S (a class template over the
 /// execution space, derived from Solver<Exec> and constructed from a
 /// SolverContext<Exec>; its kernels are compiled here for every space of
@@ -109,12 +104,12 @@ void add_solver_factory(const std::string& name, SolverFactory<Exec> make);
 template <template <class> class S>
 bool register_solver(SolverInfo info) {
   const std::string name = info.name;
-  detail::add_solver(std::move(info));
-#define KPMAP_SIM_ADD_FACTORY_(E)                                                             \
-  detail::add_solver_factory<E>(name,                                                         \
-                                [](const SolverContext<E>& c) -> std::unique_ptr<Solver<E>> { \
-                                  return std::make_unique<S<E>>(c);                           \
-                                });
+  solver_registry().add(std::move(info));
+#define KPMAP_SIM_ADD_FACTORY_(E)                                         \
+  solver_registry().add_factory<SolverFactory<E>>(                        \
+      name, [](const SolverContext<E>& c) -> std::unique_ptr<Solver<E>> { \
+        return std::make_unique<S<E>>(c);                                 \
+      });
   KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_ADD_FACTORY_)
 #undef KPMAP_SIM_ADD_FACTORY_
   return true;
@@ -144,19 +139,14 @@ Eigenvalues cg_eigenvalue_estimates(const std::vector<double>& alphas,
 }  // namespace kpmap::sim
 
 /// \brief At namespace scope in a program's source file: registers solver
-/// template S (an unqualified name) with a SolverInfo before main() runs (as
-/// register_solver<S>(info)). The object file of a program's own source is
-/// always linked, so the registration cannot be dropped; in a static
-/// library of your own, call register_solver from main() instead.
-#define KPMAP_SIM_REGISTER_SOLVER(S, ...)                          \
-  [[maybe_unused]] static const bool kpmap_sim_registered_##S##_ = \
-      ::kpmap::sim::register_solver<S>(__VA_ARGS__)
+/// template S (an unqualified name) with a SolverInfo before main() runs, as
+/// register_solver<S>(info) (deck/registry.hpp, KPMAP_REGISTER_PIECE).
+#define KPMAP_SIM_REGISTER_SOLVER(S, ...) \
+  KPMAP_REGISTER_PIECE(::kpmap::sim::register_solver, S, __VA_ARGS__)
 
 /// \brief In a solver file of src/kpmap/sim/solvers/ (namespace
-/// kpmap::sim::solvers): the registration of the built-in solver `name`.
-/// The build finds this line in each file of the folder and calls every
-/// built-in's registration from the registry itself (a generated
-/// builtin_solvers.cpp), so the linker cannot drop one from libkpmap.a.
+/// kpmap::sim::solvers): the registration of the built-in solver `name`,
+/// which the build finds and calls from the registry (a generated
+/// builtin_solvers.cpp; deck/registry.hpp, KPMAP_BUILTIN_PIECE_IN_SOURCE).
 #define KPMAP_SIM_BUILTIN_SOLVER(name, S, ...) \
-  void register_##name();                      \
-  void register_##name() { ::kpmap::sim::register_solver<S>(__VA_ARGS__); }
+  KPMAP_BUILTIN_PIECE_IN_SOURCE(::kpmap::sim::register_solver, name, S, __VA_ARGS__)

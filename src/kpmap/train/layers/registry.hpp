@@ -14,6 +14,7 @@
 
 #include <kpmap/base/error.hpp>
 #include <kpmap/deck/deck.hpp>
+#include <kpmap/deck/registry.hpp>
 #include <kpmap/train/layers/layer.hpp>
 #include <kpmap/train/types.hpp>
 
@@ -64,22 +65,23 @@ struct LayerSpec {
 template <class T, class M>
 using LayerFactory = std::unique_ptr<Layer<T, M>> (*)(const Shape&, const deck::Settings&);
 
-namespace detail {
-/// \brief Adds a registration (register_layer's checks and record).
-void add_layer(LayerInfo info);
-template <class T, class M>
-void add_layer_factory(const std::string& name, LayerFactory<T, M> make);
-template <class T, class M>
-LayerFactory<T, M> layer_factory(const std::string& name);
+/// \brief The registry of layer types: every registration (the built-ins of
+/// train/layers/ and a program's own), in order (the library's own first);
+/// `model.layers.N.type`'s choices and the layers' own keys.
+deck::Registry<LayerInfo>& layer_registry();
 
+namespace detail {
+/// \brief Adds a registration: a layer's own checks (no key `type`, every
+/// required key declared), then the registry's.
+void add_layer(LayerInfo info);
 }  // namespace detail
 
 /// \brief Every registered layer type, in registration order (the library's
 /// own first).
-std::vector<const LayerInfo*> registered_layers();
+inline std::vector<const LayerInfo*> registered_layers() { return layer_registry().all(); }
 
 /// \brief The registration of layer type `name`, or nullptr for none.
-const LayerInfo* find_layer(const std::string& name);
+inline const LayerInfo* find_layer(const std::string& name) { return layer_registry().find(name); }
 
 /// \brief Registers layer L (a class template `L<T, M>` derived from
 /// Layer<T, M>, constructed from `(const Shape&, const deck::Settings&)`,
@@ -95,7 +97,7 @@ bool register_layer(LayerInfo info) {
   const std::string name = info.name;
   detail::add_layer(std::move(info));
 #define KPMAP_TRAIN_ADD_FACTORY_(T, M)                                                         \
-  detail::add_layer_factory<T, M>(                                                             \
+  layer_registry().add_factory<LayerFactory<T, M>>(                                            \
       name, [](const Shape& in, const deck::Settings& s) -> std::unique_ptr<Layer<T, M>> {     \
         if constexpr (std::is_constructible_v<L<T, M>, const Shape&, const deck::Settings&>) { \
           return std::make_unique<L<T, M>>(in, s);                                             \
@@ -110,11 +112,7 @@ bool register_layer(LayerInfo info) {
 }
 
 /// \brief The deck names of every layer type.
-inline std::vector<std::string> layer_types() {
-  std::vector<std::string> names;
-  for (const LayerInfo* l : registered_layers()) names.push_back(l->name);
-  return names;
-}
+inline std::vector<std::string> layer_types() { return layer_registry().names(); }
 
 /// \brief Builds `specs` in order, each for the previous one's output shape
 /// (the first for `input`). \throws ShapeError naming the layer (1-based),
@@ -144,7 +142,7 @@ std::vector<std::unique_ptr<Layer<T, M>>> build_layers(const Shape& input,
       throw Error(at + " (" + specs[i].type + "): " + e.what());
     }
     try {
-      layers.push_back(detail::layer_factory<T, M>(info->name)(shape, settings));
+      layers.push_back(layer_registry().factory<LayerFactory<T, M>>(info->name)(shape, settings));
     } catch (const ShapeError& e) {
       throw ShapeError(at + " (" + e.what() + ")", i + 1);
     }
@@ -168,20 +166,14 @@ inline std::vector<LayerSpec> mlp_specs(const std::vector<std::size_t>& widths,
 }  // namespace kpmap::train
 
 /// \brief At namespace scope in a program's source file: registers layer
-/// template L (an unqualified name) with a LayerInfo before main() runs (as
-/// register_layer<L>(info)). The object file of a program's own source is
-/// always linked, so the registration cannot be dropped; in a static
-/// library of your own, call register_layer from main() instead.
-#define KPMAP_TRAIN_REGISTER_LAYER(L, ...)                           \
-  [[maybe_unused]] static const bool kpmap_train_registered_##L##_ = \
-      ::kpmap::train::register_layer<L>(__VA_ARGS__)
+/// template L (an unqualified name) with a LayerInfo before main() runs, as
+/// register_layer<L>(info) (deck/registry.hpp, KPMAP_REGISTER_PIECE).
+#define KPMAP_TRAIN_REGISTER_LAYER(L, ...) \
+  KPMAP_REGISTER_PIECE(::kpmap::train::register_layer, L, __VA_ARGS__)
 
 /// \brief In a layer header of src/kpmap/train/layers/ (namespace
-/// kpmap::train, at its end): the registration of the built-in layer
-/// `name`. The build finds this line in each header of the folder and calls
-/// every built-in's registration from the registry itself (a generated
-/// builtin_layers.cpp), so none can be left out of a program's link.
-#define KPMAP_TRAIN_BUILTIN_LAYER(name, L, ...)                                     \
-  namespace builtin {                                                               \
-  inline void register_##name() { ::kpmap::train::register_layer<L>(__VA_ARGS__); } \
-  }
+/// kpmap::train, at its end): the registration of the built-in layer `name`,
+/// which the build finds and calls from the registry (a generated
+/// builtin_layers.cpp; deck/registry.hpp, KPMAP_BUILTIN_PIECE).
+#define KPMAP_TRAIN_BUILTIN_LAYER(name, L, ...) \
+  KPMAP_BUILTIN_PIECE(::kpmap::train::register_layer, name, L, __VA_ARGS__)
