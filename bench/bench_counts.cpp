@@ -31,7 +31,7 @@
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/linear.hpp>
-#include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/optimizers/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -17,6 +17,8 @@
 #include <kpmap/runtime.hpp>
 #include <kpmap/shard_map.hpp>
 #include <kpmap/trace.hpp>
+#include <kpmap/train/loss.hpp>
+#include <kpmap/train/optimizer.hpp>
 #include <kpmap/version.hpp>
 #include <kpmap/vmap.hpp>
 
@@ -30,4 +32,6 @@ TEST_CASE("the headers' old paths still reach the library", "[compat]") {
   int ranks = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   CHECK(kpmap::Mesh::world().axis_size("devices") == ranks);
+  CHECK(kpmap::train::loss_info("mse").outputs == 1);
+  CHECK(kpmap::train::find_optimizer("adam") != nullptr);
 }

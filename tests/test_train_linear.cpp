@@ -7,7 +7,7 @@
 
 #include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/train/linear.hpp>
-#include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/optimizers/optimizer.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 

@@ -11,7 +11,7 @@
 #include <kpmap/train/layers/conv2d.hpp>
 #include <kpmap/train/layers/maxpool2d.hpp>
 #include <kpmap/train/layers/registry.hpp>
-#include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/optimizers/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
 
 #include <catch2/catch_test_macros.hpp>

@@ -9,7 +9,7 @@
 #include <kpmap/deck/deck.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/registry.hpp>
-#include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/optimizers/optimizer.hpp>
 #include <kpmap/train/trainer.hpp>
 
 #include <mpi.h>

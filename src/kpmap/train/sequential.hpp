@@ -22,7 +22,7 @@
 #include <kpmap/tools/profiling.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/layer.hpp>
-#include <kpmap/train/loss.hpp>
+#include <kpmap/train/losses/loss.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -29,7 +29,7 @@
 #include <kpmap/run/phases.hpp>
 #include <kpmap/tools/profiling.hpp>
 #include <kpmap/train/data.hpp>
-#include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/optimizers/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -5,7 +5,7 @@
 /// when it is the label.
 
 #include <kpmap/base/detail/kokkos_compat.hpp>
-#include <kpmap/train/loss.hpp>
+#include <kpmap/train/losses/loss.hpp>
 
 namespace kpmap::train {
 

@@ -2,7 +2,7 @@
 /// \file
 /// \brief Mean squared error on one output: L = (z - y)^2.
 
-#include <kpmap/train/loss.hpp>
+#include <kpmap/train/losses/loss.hpp>
 
 namespace kpmap::train {
 

@@ -1,7 +1,7 @@
 // The loss registry: every registration (the built-ins of this folder and a
 // program's own), in order, with its factories per type.
 
-#include <kpmap/train/loss.hpp>
+#include <kpmap/train/losses/loss.hpp>
 
 namespace kpmap::train {
 

@@ -5,7 +5,7 @@
 
 #include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/base/policy.hpp>
-#include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/optimizers/optimizer.hpp>
 
 #include <cmath>
 

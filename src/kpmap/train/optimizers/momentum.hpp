@@ -3,7 +3,7 @@
 /// \brief SGD with momentum: v = momentum v + g; p -= lr v.
 
 #include <kpmap/base/policy.hpp>
-#include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/optimizers/optimizer.hpp>
 
 namespace kpmap::train {
 

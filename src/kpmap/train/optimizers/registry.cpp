@@ -2,7 +2,7 @@
 // and a program's own), in order, with its update rules per value type and
 // memory space.
 
-#include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/optimizers/optimizer.hpp>
 
 #include <kpmap/base/error.hpp>
 

@@ -3,7 +3,7 @@
 /// \brief Gradient descent, p -= lr g: full-batch (gd) or on minibatches (sgd).
 
 #include <kpmap/base/policy.hpp>
-#include <kpmap/train/optimizer.hpp>
+#include <kpmap/train/optimizers/optimizer.hpp>
 
 namespace kpmap::train {
 

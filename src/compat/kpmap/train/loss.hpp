@@ -1,0 +1,6 @@
+#pragma once
+/// \file
+/// \brief The path this header had before it moved into its folder: it forwards to
+/// <kpmap/train/losses/loss.hpp>. Kept until kpmap 0.3; include that instead.
+
+#include <kpmap/train/losses/loss.hpp>
