@@ -12,6 +12,24 @@
 #include <type_traits>
 #include <vector>
 
+namespace kpmap::sim::kernels {
+
+/// One Jacobi sweep: x = (b + sum_f a_f xold_neighbour) / diagonal; acc += |x - xold|.
+template <bool ThreeD, class M>
+struct JacobiSweep {
+  Stencil<ThreeD, M> s;
+  CellField<M> x, xold, b;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, double& acc) const {
+    double diag = 0.0;
+    const double off = s.neighbours(xold, k, j, i, diag);
+    const double v = (b(k, j, i) + off) / diag;
+    x(k, j, i) = v;
+    acc += kpmap::detail::math::fabs(v - xold(k, j, i));
+  }
+};
+
+}  // namespace kpmap::sim::kernels
+
 namespace kpmap::sim::solvers {
 
 namespace {

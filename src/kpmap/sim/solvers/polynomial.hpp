@@ -13,6 +13,23 @@
 #include <utility>
 #include <vector>
 
+namespace kpmap::sim::kernels {
+
+/// Chebyshev (and polynomial-preconditioner) update:
+/// d = alpha d + beta z; x += d.
+template <class M>
+struct ChebyUpdate {
+  CellField<M> x, d, z;
+  double alpha, beta;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    const double v = alpha * d(k, j, i) + beta * z(k, j, i);
+    d(k, j, i) = v;
+    x(k, j, i) += v;
+  }
+};
+
+}  // namespace kpmap::sim::kernels
+
 namespace kpmap::sim::solvers {
 
 /// \brief The Chebyshev recurrence over [eigmin, eigmax]: step k gives the

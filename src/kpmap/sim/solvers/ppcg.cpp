@@ -14,6 +14,57 @@
 #include <type_traits>
 #include <vector>
 
+namespace kpmap::sim::kernels {
+
+/// rtemp -= A sd.
+template <bool ThreeD, class M>
+struct SubtractMatvec {
+  Stencil<ThreeD, M> s;
+  CellField<M> sd, rtemp;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    rtemp(k, j, i) -= s.apply(sd, k, j, i);
+  }
+};
+
+/// The start of the polynomial preconditioner: sd = z / theta; utemp = sd;
+/// rtemp = r.
+template <class M>
+struct PolyInit {
+  CellField<M> sd, utemp, rtemp, z, r;
+  double inv_theta;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    const double v = z(k, j, i) * inv_theta;
+    sd(k, j, i) = v;
+    utemp(k, j, i) = v;
+    rtemp(k, j, i) = r(k, j, i);
+  }
+};
+
+/// Fused for flexible CG: acc.v[0] += r z; acc.v[1] += (r - rold) z.
+template <class M>
+struct FlexibleDots {
+  CellField<M> r, rold, z;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, Sums<2>& acc) const {
+    const double zv = z(k, j, i);
+    acc.v[0] += r(k, j, i) * zv;
+    acc.v[1] += (r(k, j, i) - rold(k, j, i)) * zv;
+  }
+};
+
+/// x += alpha p; rold = r; r -= alpha w.
+template <class M>
+struct UpdateXRStore {
+  CellField<M> x, p, r, rold, w;
+  double alpha;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i) const {
+    x(k, j, i) += alpha * p(k, j, i);
+    rold(k, j, i) = r(k, j, i);
+    r(k, j, i) -= alpha * w(k, j, i);
+  }
+};
+
+}  // namespace kpmap::sim::kernels
+
 namespace kpmap::sim::solvers {
 
 namespace {
