@@ -176,10 +176,9 @@ int kpmap::apps::heat_main(int argc, char** argv) {
         "  mpiexec -n 4 kpmap-heat inputs/heat2d.toml --restart heat2d_out/checkpoint_000010.h5 "
         "--set time.end_step=40\n"
         "Outputs in output.dir: summary.json, summary.csv, checkpoint_NNNNNN.h5 (+ .xmf for "
-        "ParaView), deck.toml.\n"
-        "Exit codes: 0 success, 1 an unexpected error, 2 bad input, 3 a solve failed (no "
-        "convergence, NaN), 4 stopped by SIGTERM, SIGINT or SIGUSR1 after writing a checkpoint, "
-        "5 a TeaLeaf test problem's answer failed its check (see docs/reliability.md).");
+        "ParaView), deck.toml.\n" +
+        kpmap::exit_code::help("a solve failed (no convergence, NaN)",
+                               "a TeaLeaf test problem's answer failed its check"));
     app.set_version_flag("--version", std::string("kpmap-heat ") + KPMAP_VERSION_STRING);
     kpmap::apps::RunOptions opts;
     kpmap::apps::add_run_options(app, opts);

@@ -235,11 +235,10 @@ int kpmap::apps::train_main(int argc, char** argv) {
         "  mpiexec -n 4 kpmap-train inputs/train_linear.toml\n"
         "  mpiexec -n 2 kpmap-train inputs/train_mlp_classification.toml --set train.epochs=5\n"
         "  mpiexec -n 3 kpmap-train inputs/train_linear.toml --restart "
-        "kpmap-train-out/checkpoint_000050.h5 --set train.epochs=100\n"
-        "Exit codes: 0 success, 1 an unexpected error, 2 bad input, 3 training diverged (NaN or "
-        "Inf loss), 4 stopped by SIGTERM, SIGINT or SIGUSR1 after writing a checkpoint, 5 the "
-        "final validation loss is outside the deck's output.expect_val_loss (see "
-        "docs/reliability.md).");
+        "kpmap-train-out/checkpoint_000050.h5 --set train.epochs=100\n" +
+        kpmap::exit_code::help(
+            "training diverged (NaN or Inf loss)",
+            "the final validation loss is outside the deck's output.expect_val_loss"));
     app.set_version_flag("--version", std::string("kpmap-train ") + KPMAP_VERSION_STRING);
     kpmap::apps::RunOptions opts;
     kpmap::apps::add_run_options(app, opts);

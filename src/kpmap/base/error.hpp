@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace kpmap {
 
@@ -19,6 +20,25 @@ inline constexpr int stopped = 4;
 /// The run finished, but its answer failed the check it carries (a TeaLeaf
 /// test problem's published value).
 inline constexpr int check_failed = 5;
+
+/// \brief The exit codes as a program's --help lists them: "Exit codes: 0
+/// success, ..., 5 ... (see docs/reliability.md)." Codes 3 and 5 are in the
+/// program's own words (what diverges, what the check is).
+inline std::string help(const std::string& diverged_what, const std::string& check_failed_what) {
+  const std::pair<int, std::string> meanings[] = {
+      {success, "success"},
+      {failure, "an unexpected error"},
+      {bad_input, "bad input"},
+      {diverged, diverged_what},
+      {stopped, "stopped by SIGTERM, SIGINT or SIGUSR1 after writing a checkpoint"},
+      {check_failed, check_failed_what},
+  };
+  std::string text = "Exit codes:";
+  for (const auto& [code, what] : meanings) {
+    text += (code == success ? " " : ", ") + std::to_string(code) + " " + what;
+  }
+  return text + " (see docs/reliability.md).";
+}
 }  // namespace exit_code
 
 /// \brief Whether every rank raised the same error (and so can leave cleanly),
