@@ -52,4 +52,14 @@ std::string RunControl::checkpoint(const std::string& name, const std::string& w
 
 std::string RunControl::last_good_note() const { return checkpoint::last_good_note(last_good_); }
 
+int RunControl::end_step(long long step, bool done, long long every,
+                         const std::function<void()>& write) {
+  const bool due = done || (every > 0 && step % every == 0);
+  if (due) write();
+  if (done) return 0;
+  const int signal = poll_stop();
+  if (signal != 0 && !due) write();
+  return signal;
+}
+
 }  // namespace kpmap

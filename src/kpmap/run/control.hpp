@@ -9,8 +9,7 @@
 ///   while (...) {
 ///     if (run.begin_step(step + 1)) poison_state();   // KPMAP_FAULT_INJECT=R:S:nan
 ///     ...
-///     run.checkpoint("checkpoint_000040.h5", "step 40", [&](const std::string& path) {...});
-///     if (run.poll_stop() != 0) break;
+///     if (run.end_step(step + 1, done, every, [&] { run.checkpoint(...); }) != 0) break;
 ///   }
 
 #include <kpmap/run/stop.hpp>
@@ -37,6 +36,14 @@ class RunControl {
   /// \brief Collective: the stop signal any rank received (SIGTERM, SIGINT,
   /// SIGUSR1), or 0.
   int poll_stop() const { return stop_.poll(comm_); }
+
+  /// \brief How every loop ends a step (kpmap-heat) or an epoch (kpmap-train):
+  /// writes a checkpoint with `write()` when one is due (`done`, the run's
+  /// last step, or a multiple of `every` > 0); then, unless `done`, polls
+  /// the stop signals and, on one, writes a checkpoint if none was due, so
+  /// that a stopped run can restart where it stopped. Returns the signal, or
+  /// 0 to go on. Collective unless `done`.
+  int end_step(long long step, bool done, long long every, const std::function<void()>& write);
 
   /// \brief Writes the checkpoint `name` (in the folder) with `write(path)`,
   /// then, if `rotate`, deletes all but the newest `keep` (on rank 0). A

@@ -167,12 +167,9 @@ LoopResult TimeLoop<Exec>::run(
       std::snprintf(name, sizeof name, "fields_%06ld.h5", step);
       write((out_.dir / "fields" / name).string());
     }
-    const bool due = done || (c.checkpoint_every > 0 && step % c.checkpoint_every == 0);
-    if (due) write_step_checkpoint(step);
-    if (!done && (res.stopped_by = run.poll_stop()) != 0) {
-      if (!due) write_step_checkpoint(step);
-      break;
-    }
+    res.stopped_by =
+        run.end_step(step, done, c.checkpoint_every, [&] { write_step_checkpoint(step); });
+    if (res.stopped_by != 0) break;
   }
   res.checkpoint = run.last_good();
   return res;

@@ -229,6 +229,16 @@ class Trainer {
       start_epoch_sums(resumed ? at_.loss_sum : 0.0, resumed ? at_.correct_sum : 0.0);
       EpochSums sums;
       std::size_t steps_done = plan.batches;  // of this epoch, when it ends
+      // Cut short after `at` steps of the epoch (a stop signal, train.max_steps):
+      // a checkpoint of the position, which a restart goes on from.
+      const auto save_position = [&](std::size_t at) {
+        const auto step_in_epoch = static_cast<long long>(at);
+        res.mid_epoch = true;
+        res.epoch = epoch;
+        res.step = step_in_epoch;
+        save(run, checkpoint_file_name(epoch, step_in_epoch),
+             {epoch, step_in_epoch, sums.loss, sums.correct});
+      };
       for (std::size_t k = resumed ? static_cast<std::size_t>(at_.step) : 0; k < plan.batches;
            ++k) {
         if (run.begin_step(opt_.steps() + 1)) poison();
@@ -267,19 +277,12 @@ class Trainer {
           steps_done = k + 1;
           break;
         }
-        // A stop signal ends the run after this step: mid-epoch with a
-        // checkpoint of the position; after an epoch's last step, once the
-        // epoch's evaluation and checkpoint below are done.
-        const bool run_complete = epoch + 1 == c_.epochs && k + 1 == plan.batches;
-        if (!run_complete && (res.stopped_by = run.poll_stop()) != 0) {
-          if (k + 1 < plan.batches) {
-            res.mid_epoch = true;
-            res.epoch = epoch;
-            res.step = static_cast<long long>(k + 1);
-            sums = fetch_epoch_sums(run, epoch, plan.batches);
-            save(run, checkpoint_file_name(epoch, static_cast<long long>(k + 1)),
-                 {epoch, static_cast<long long>(k + 1), sums.loss, sums.correct});
-          }
+        // A stop signal ends the run after this step, mid-epoch with a
+        // checkpoint of the position; after an epoch's last step, the epoch's
+        // end below polls (RunControl::end_step).
+        if (k + 1 < plan.batches && (res.stopped_by = run.poll_stop()) != 0) {
+          sums = fetch_epoch_sums(run, epoch, plan.batches);
+          save_position(k + 1);
           break;
         }
       }
@@ -311,20 +314,14 @@ class Trainer {
       res.epoch = epoch + 1;
       on_epoch(rep);
       if (res.max_steps_reached && steps_done < plan.batches) {
-        // Cut short mid-epoch: a checkpoint of the position, as a stop signal writes.
-        res.mid_epoch = true;
-        res.epoch = epoch;
-        res.step = static_cast<long long>(steps_done);
-        save(run, checkpoint_file_name(epoch, static_cast<long long>(steps_done)),
-             {epoch, static_cast<long long>(steps_done), sums.loss, sums.correct});
+        save_position(steps_done);
         break;
       }
-      const bool last = epoch + 1 == c_.epochs;
-      if (last || res.max_steps_reached || res.stopped_by != 0 ||
-          (c_.checkpoint_every > 0 && (epoch + 1) % c_.checkpoint_every == 0)) {
+      const bool done = epoch + 1 == c_.epochs || res.max_steps_reached;
+      res.stopped_by = run.end_step(epoch + 1, done, c_.checkpoint_every, [&] {
         save(run, checkpoint_file_name(epoch + 1), {epoch + 1, 0, 0.0, 0.0}, /*rotate=*/true);
-      }
-      if (res.stopped_by != 0 || res.max_steps_reached) break;
+      });
+      if (done || res.stopped_by != 0) break;
     }
     res.checkpoint = run.last_good();
     // NaN (null in JSON) when no epoch was completed.
