@@ -14,7 +14,7 @@
 // Counters: `hand_us`, the hand kernel's mean time, and `speed_of_hand`, the
 // hand kernel's time over vmap's (1: as fast; the target is at least 0.9).
 
-#include "correlate1d.hpp"  // tests/programs/
+#include "correlate1d.hpp"  // examples/
 #include "support/mpi_benchmark.hpp"
 
 #include <kpmap/runtime/runtime.hpp>

@@ -15,27 +15,10 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "correlate1d.hpp"  // Correlate1D: y(i) = sum_k w(k) x(i + k), one example
+
 #include <array>
 #include <cstdio>
-
-// One example: y(i) = sum_k w(k) x(i + k), a "valid" cross-correlation. A functor
-// with a templated operator(): its arguments are subviews of Kokkos' making.
-struct Correlate1D {
-  template <class X, class W, class Y>
-  KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
-    for (std::size_t i = 0; i < y.extent(0); ++i) {
-      double s = 0;
-      for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
-      y(i) = s;
-    }
-  }
-  // One example's output extents (n - taps + 1), from one example of each
-  // input, on the host: what lets vmap allocate and return the output.
-  template <class X, class W>
-  std::array<std::size_t, 1> shape(const X& x, const W& w) const {
-    return {x.extent(0) - w.extent(0) + 1};
-  }
-};
 
 int correlate_batch(kpmap::Runtime&) {
   const std::size_t batch = 8, n = 32, taps = 3;

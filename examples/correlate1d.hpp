@@ -1,7 +1,7 @@
 #pragma once
-// The per-example function of docs/pmap.md's vmap section, shared by the tour
-// (pmap_tour.cpp) and the table (pmap_table.cpp); the document quotes the
-// block below.
+// The per-example function of examples 04 and 05 and of docs/pmap.md's vmap
+// section (the document quotes the block below, and its tour and table in
+// tests/programs/ run it).
 
 #include <Kokkos_Core.hpp>
 
