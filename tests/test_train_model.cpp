@@ -926,7 +926,7 @@ TEST_CASE("a program's own loss is named by decks, its keys checked, its gradien
   };
   auto c = from_deck(parse("loss = \"huber\"\nhuber_delta = 0.25"), comm);
   CHECK(c.loss == "huber");
-  CHECK(!c.classification);
+  CHECK(!c.data.classification);
   CHECK(std::get<double>(c.loss_keys.at("huber_delta")) == 0.25);
   CHECK(c.layers.back().keys.at("units") == kpmap::deck::Value(1LL));  // its one output
   CHECK_THROWS_WITH(from_deck(parse("loss = \"mse\"\nhuber_delta = 0.25"), comm),

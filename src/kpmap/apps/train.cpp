@@ -58,7 +58,7 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
                  const kpmap::train::Shard<typename Model::value_type, Mem>& val_set,
                  kpmap::PhaseTimes& times, double t_start, const fs::path& out) {
   const bool root = rt.rank() == 0;
-  const std::size_t n_train = c.samples - c.validation;
+  const std::size_t n_train = c.data.samples - c.data.validation;
   const auto tc = kpmap::train::trainer_config(c, out, deck.to_toml(), rt.size());
   kpmap::train::Trainer<Model> trainer(model, c.optimizer, tc, "devices");
   if (!opts.restart.empty()) {
@@ -77,15 +77,15 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
     std::printf(
         "kpmap-train: %s model (%zu parameters, %s), %zu training + %zu validation samples "
         "on %d ranks, batch %s, optimizer %s, lr %g\n",
-        c.model.c_str(), model.parameter_count(), c.precision.c_str(), n_train, c.validation,
+        c.model.c_str(), model.parameter_count(), c.precision.c_str(), n_train, c.data.validation,
         rt.size(), c.batch == 0 ? "full" : std::to_string(c.batch).c_str(),
         deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
     std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
   }
 
-  const bool classes = c.classification;
+  const bool classes = c.data.classification;
   kpmap::train::EpochLog log(out, first_epoch, c.epochs, !opts.restart.empty(), classes,
-                             c.validation > 0, root);
+                             c.data.validation > 0, root);
   const kpmap::train::FitResult res =
       trainer.fit(train_set, val_set, [&](const kpmap::train::EpochReport& r) { log(r); });
   if (root && res.stopped_by != 0) {
@@ -118,19 +118,19 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
   j["precision"] = c.precision;
   j["parameters"] = model.parameter_count();
   j["train_samples"] = n_train;
-  j["validation_samples"] = c.validation;
+  j["validation_samples"] = c.data.validation;
   j["epochs"] = c.epochs;
   j["train_loss"] = res.has_report ? r.train_loss : nan;
-  j["val_loss"] = res.has_report && c.validation > 0 ? r.held_out.loss : nan;
+  j["val_loss"] = res.has_report && c.data.validation > 0 ? r.held_out.loss : nan;
   j["samples_per_second"] = res.samples_per_second;
   if (classes) {
     j["accuracy"] = res.has_report ? log.accuracy(r) : nan;
     j["train_accuracy"] = res.has_report ? r.train_accuracy : nan;
-    if (c.validation > 0) {
+    if (c.data.validation > 0) {
       // The held-out set's metrics: the test files', or the validation split's.
       j["test_accuracy"] = res.has_report ? r.held_out.accuracy : nan;
       j["test_loss"] = res.has_report ? r.held_out.loss : nan;
-      j["test_set"] = c.test_set ? c.test_path : "validation split";
+      j["test_set"] = c.data.test_set ? c.data.test_path : "validation split";
       j["confusion"] =
           std::vector<long long>(r.held_out.confusion.begin(), r.held_out.confusion.end());
     }
@@ -139,10 +139,11 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
     const auto w = to_vector(model.params().w);
     const auto b = to_vector(model.params().b);
     j["params"] = {{"w", w}, {"b", b[0]}};
-    if (c.data_kind == "synthetic") {
-      const kpmap::train::SyntheticRegression g{c.samples, c.features, c.data_seed, c.noise};
-      std::vector<double> tw(c.features);
-      for (std::size_t i = 0; i < c.features; ++i) tw[i] = g.true_w(i);
+    if (c.data.kind == kpmap::train::DataKind::synthetic) {
+      const kpmap::train::SyntheticRegression g{c.data.samples, c.data.features, c.data.seed,
+                                                c.data.noise};
+      std::vector<double> tw(c.data.features);
+      for (std::size_t i = 0; i < c.data.features; ++i) tw[i] = g.true_w(i);
       j["true_params"] = {{"w", tw}, {"b", g.true_b()}};
       if (root) {
         std::printf("learned w = %s  b = %.6g\n   true w = %s  b = %.6g\n",
@@ -191,13 +192,13 @@ int train_in(const kpmap::train::TrainConfig& c, const Deck& deck,
   kpmap::check_outputs(out, {"result.json", "history.csv", "loss.png", "checkpoint_*"},
                        {opts.deck, opts.restart}, comm);
   kpmap::apps::start_trace(opts, comm);
-  const std::size_t n_train = c.samples - c.validation;
+  const std::size_t n_train = c.data.samples - c.data.validation;
   {
     std::string breakdown;
     const double bytes = kpmap::train::memory_estimate(c, rt.size(), sizeof(T), breakdown);
     kpmap::require_memory(bytes,
-                          deck.source() + " (" + std::to_string(c.samples) + " samples of " +
-                              std::to_string(c.features) + " features)",
+                          deck.source() + " (" + std::to_string(c.data.samples) + " samples of " +
+                              std::to_string(c.data.features) + " features)",
                           breakdown, comm);
   }
 
@@ -205,7 +206,8 @@ int train_in(const kpmap::train::TrainConfig& c, const Deck& deck,
   kpmap::train::Shard<T, Mem> train_set, val_set;
   {
     auto t = times.scope(Phase::io);
-    std::tie(train_set, val_set) = kpmap::train::load_data<T, Mem>(c, kpmap::AxisRef("devices"));
+    std::tie(train_set, val_set) =
+        kpmap::train::load_data<T, Mem>(c.data, kpmap::AxisRef("devices"));
   }
 
   // ---- model, then the training loop ----------------------------------------------
@@ -214,12 +216,12 @@ int train_in(const kpmap::train::TrainConfig& c, const Deck& deck,
       c.batch == 0 ? std::max<std::size_t>(train_set.rows(), 1) : std::min(c.batch, n_train);
   const std::size_t capacity = kpmap::train::work_capacity(c, batch_rows, val_set.rows());
   if (c.model == "linear") {
-    kpmap::train::LinearModel<T, Mem> model(c.features, capacity);
+    kpmap::train::LinearModel<T, Mem> model(c.data.features, capacity);
     return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
   }
-  kpmap::train::Sequential<T, Mem, C> model(c.input,
-                                            kpmap::train::build_layers<C, Mem>(c.input, c.layers),
-                                            kpmap::train::Loss{c.loss, c.loss_keys}, capacity);
+  kpmap::train::Sequential<T, Mem, C> model(
+      c.data.input, kpmap::train::build_layers<C, Mem>(c.data.input, c.layers),
+      kpmap::train::Loss{c.loss, c.loss_keys}, capacity);
   model.set_loss_scale(c.loss_scale);
   model.initialize(c.train_seed);
   return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);

@@ -2,8 +2,10 @@
 
 #include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/base/error.hpp>
+#include <kpmap/io/checkpoint.hpp>
 #include <kpmap/runtime/memory.hpp>
 #include <kpmap/train/sequential.hpp>
+#include <kpmap/train/trainer.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -39,7 +41,9 @@ deck::Schema train_schema() {
   s.real("model.loss_scale", 1024, Range{1, 16777216}, "",
          "mixed: factor of the loss gradient, divided out before the reduction, so small "
          "gradients do not flush to zero in 16 bits (a power of two rounds nothing)");
-  s.string("data.kind", "synthetic", {"synthetic", "images", "idx", "hdf5"},
+  std::vector<std::string> kinds;
+  for (DataKind k : data_kinds) kinds.push_back(data_kind_name(k));
+  s.string("data.kind", "synthetic", kinds,
            "synthetic: generated from the sample index; images: synthetic images (class "
            "patterns and noise); idx: IDX image and label files (MNIST format, .gz or not); "
            "hdf5: read from data.path");
@@ -138,16 +142,17 @@ bool one_label_each(const IdxInfo& labels, std::size_t n) {
 // The data set's size and the shape of one sample, from the generator's
 // keys or the files' headers.
 void read_data_shape(TrainConfig& c, const Deck& d, MPI_Comm comm) {
-  c.input = Shape::flat(c.features);
-  if (c.data_kind == "hdf5") {
-    if (c.path.empty()) bad(d, "data.path", "data.kind = \"hdf5\" needs the data file");
-    const auto shape = hdf5_data_shape(c.path, c.x_name, c.y_name, comm);
-    c.samples = shape.samples;
-    c.features = shape.features;
+  c.data.input = Shape::flat(c.data.features);
+  if (c.data.kind == DataKind::hdf5) {
+    if (c.data.path.empty()) bad(d, "data.path", "data.kind = \"hdf5\" needs the data file");
+    const auto shape = hdf5_data_shape(c.data.path, c.data.x_name, c.data.y_name, comm);
+    c.data.samples = shape.samples;
+    c.data.features = shape.features;
     const auto& e = shape.sample;
-    c.input = e.size() == 1 ? Shape::flat(e[0]) : Shape::hwc(e[0], e[1], e.size() == 3 ? e[2] : 1);
-    c.hdf5_bytes = shape.bytes && c.input.image;
-  } else if (c.data_kind == "images") {
+    c.data.input =
+        e.size() == 1 ? Shape::flat(e[0]) : Shape::hwc(e[0], e[1], e.size() == 3 ? e[2] : 1);
+    c.data.hdf5_bytes = shape.bytes && c.data.input.image;
+  } else if (c.data.kind == DataKind::images) {
     const auto& e = d.integer_list("data.image");
     if (e.size() != 3) {
       throw kpmap::InputError(d.where("data.image") + "key 'data.image': expected [height, " +
@@ -155,74 +160,76 @@ void read_data_shape(TrainConfig& c, const Deck& d, MPI_Comm comm) {
                                   " numbers",
                               kpmap::ErrorScope::all_ranks);
     }
-    c.input = Shape::hwc(std::size_t(e[0]), std::size_t(e[1]), std::size_t(e[2]));
-    c.features = c.input.size();
-  } else if (c.data_kind == "idx") {
+    c.data.input = Shape::hwc(std::size_t(e[0]), std::size_t(e[1]), std::size_t(e[2]));
+    c.data.features = c.data.input.size();
+  } else if (c.data.kind == DataKind::idx) {
     for (const char* key : {"data.path", "data.labels"}) {
       if (d.string(key).empty()) {
         bad(d, key, "data.kind = \"idx\" needs it");
       }
     }
-    c.train_images = idx_info(c.path, "data.path", comm);
-    c.train_labels = idx_info(c.labels, "data.labels", comm);
-    const auto& dims = c.train_images.dims;
+    c.data.train_images = idx_info(c.data.path, "data.path", comm);
+    c.data.train_labels = idx_info(c.data.labels, "data.labels", comm);
+    const auto& dims = c.data.train_images.dims;
     if (dims.size() < 3 || dims.size() > 4) {
       bad(d, "data.path",
-          c.path + " holds " + std::to_string(dims.size()) +
+          c.data.path + " holds " + std::to_string(dims.size()) +
               "-D data; images are N x height x width (x channels)");
     }
-    if (!one_label_each(c.train_labels, dims[0])) {
+    if (!one_label_each(c.data.train_labels, dims[0])) {
       bad(d, "data.labels",
-          c.labels + " holds " + std::to_string(c.train_labels.dims[0]) + " labels (" +
-              std::to_string(c.train_labels.dims.size()) + "-D), not one for each of the " +
-              std::to_string(dims[0]) + " images of " + c.path);
+          c.data.labels + " holds " + std::to_string(c.data.train_labels.dims[0]) + " labels (" +
+              std::to_string(c.data.train_labels.dims.size()) + "-D), not one for each of the " +
+              std::to_string(dims[0]) + " images of " + c.data.path);
     }
-    c.input = Shape::hwc(dims[1], dims[2], dims.size() == 4 ? dims[3] : 1);
-    c.features = c.input.size();
-    c.samples = dims[0];
-    if (!c.test_path.empty() || !c.test_labels.empty()) {
-      if (c.test_path.empty() || c.test_labels.empty()) {
+    c.data.input = Shape::hwc(dims[1], dims[2], dims.size() == 4 ? dims[3] : 1);
+    c.data.features = c.data.input.size();
+    c.data.samples = dims[0];
+    if (!c.data.test_path.empty() || !c.data.test_labels.empty()) {
+      if (c.data.test_path.empty() || c.data.test_labels.empty()) {
         bad(d, "keys 'data.test_path' and 'data.test_labels': give both, or neither");
       }
-      if (c.fraction > 0) {
+      if (c.data.validation_fraction > 0) {
         bad(d, "data.validation_fraction",
             "the test files are the validation set; set "
             "it to 0");
       }
-      c.test_images = idx_info(c.test_path, "data.test_path", comm);
-      c.test_labels_info = idx_info(c.test_labels, "data.test_labels", comm);
-      const auto& t = c.test_images.dims;
+      c.data.test_images = idx_info(c.data.test_path, "data.test_path", comm);
+      c.data.test_labels_info = idx_info(c.data.test_labels, "data.test_labels", comm);
+      const auto& t = c.data.test_images.dims;
       if (t.size() != dims.size() || !std::equal(t.begin() + 1, t.end(), dims.begin() + 1)) {
         bad(d, "data.test_path",
-            "the test images of " + c.test_path + " are not the shape of the training images of " +
-                c.path);
+            "the test images of " + c.data.test_path +
+                " are not the shape of the training images of " + c.data.path);
       }
-      if (!one_label_each(c.test_labels_info, t[0])) {
+      if (!one_label_each(c.data.test_labels_info, t[0])) {
         bad(d, "data.test_labels",
-            c.test_labels + " holds " + std::to_string(c.test_labels_info.dims[0]) + " labels (" +
-                std::to_string(c.test_labels_info.dims.size()) + "-D), not one for each of the " +
-                std::to_string(t[0]) + " images of " + c.test_path);
+            c.data.test_labels + " holds " + std::to_string(c.data.test_labels_info.dims[0]) +
+                " labels (" + std::to_string(c.data.test_labels_info.dims.size()) +
+                "-D), not one for each of the " + std::to_string(t[0]) + " images of " +
+                c.data.test_path);
       }
-      c.test_set = true;
-      c.validation = t[0];
-      c.samples += t[0];
+      c.data.test_set = true;
+      c.data.validation = t[0];
+      c.data.samples += t[0];
     }
   }
-  if ((!c.scaling.mean.empty() || !c.scaling.std.empty()) && c.data_kind != "idx" &&
-      !c.hdf5_bytes) {
-    bad(d, !c.scaling.mean.empty() ? "data.mean" : "data.std",
+  if ((!c.data.scaling.mean.empty() || !c.data.scaling.std.empty()) &&
+      c.data.kind != DataKind::idx && !c.data.hdf5_bytes) {
+    bad(d, !c.data.scaling.mean.empty() ? "data.mean" : "data.std",
         "it scales byte images (data.kind = \"idx\", or HDF5 images of unsigned bytes), and " +
-            (c.data_kind == "hdf5"
-                 ? "the features of " + c.path + " are not bytes; they are used as they are"
-                 : "data.kind = \"" + c.data_kind + "\" makes its own values") +
+            (c.data.kind == DataKind::hdf5
+                 ? "the features of " + c.data.path + " are not bytes; they are used as they are"
+                 : std::string("data.kind = \"") + data_kind_name(c.data.kind) +
+                       "\" makes its own values") +
             ": it would have no effect");
   }
-  if (c.scaling.mean.size() != c.scaling.std.size() ||
-      (!c.scaling.mean.empty() && c.scaling.mean.size() != c.input.channels)) {
+  if (c.data.scaling.mean.size() != c.data.scaling.std.size() ||
+      (!c.data.scaling.mean.empty() && c.data.scaling.mean.size() != c.data.input.channels)) {
     bad(d, "keys 'data.mean' and 'data.std': give one value per channel (" +
-               std::to_string(c.input.channels) + ") in each, or leave both empty");
+               std::to_string(c.data.input.channels) + ") in each, or leave both empty");
   }
-  if (c.input.image && !c.classification && c.model == "linear") {
+  if (c.data.input.image && !c.data.classification && c.model == "linear") {
     bad(d, "model.kind", "images need model.kind = \"sequential\" (or \"mlp\")");
   }
 }
@@ -240,12 +247,12 @@ void read_layers(TrainConfig& c, const Deck& d) {
                               kpmap::ErrorScope::all_ranks);
     }
     if (c.model == "mlp") {
-      std::vector<std::size_t> widths{c.input.size()};
+      std::vector<std::size_t> widths{c.data.input.size()};
       widths.insert(widths.end(), c.hidden.begin(), c.hidden.end());
       const std::size_t outputs = loss_info(c.loss).outputs;
-      widths.push_back(c.classification ? c.classes : outputs > 0 ? outputs : 1);
+      widths.push_back(c.data.classification ? c.data.classes : outputs > 0 ? outputs : 1);
       c.layers = mlp_specs(widths, c.activation);
-      if (c.input.image) c.layers.insert(c.layers.begin(), LayerSpec{"flatten"});
+      if (c.data.input.image) c.layers.insert(c.layers.begin(), LayerSpec{"flatten"});
     }
   } else if (at.empty()) {
     bad(d, "model.layers", "model.kind = \"sequential\" needs its layers");
@@ -294,23 +301,23 @@ void read_layers(TrainConfig& c, const Deck& d) {
     // double-precision model: no other instantiation of the layers' kernels),
     // without its arrays: a layer allocates in reserve(), which is not called.
     using Net = Sequential<double>;
-    const auto layers = build_layers<double>(c.input, c.layers);
-    Net::check(c.input, layers, Loss{c.loss, c.loss_keys});
+    const auto layers = build_layers<double>(c.data.input, c.layers);
+    Net::check(c.data.input, layers, Loss{c.loss, c.loss_keys});
     const std::size_t scores = layers.back()->output_shape().channels;
-    if (c.classification && scores != c.classes) {
+    if (c.data.classification && scores != c.data.classes) {
       throw ShapeError("the last layer gives " + std::to_string(scores) +
-                           " class scores and data.classes is " + std::to_string(c.classes),
+                           " class scores and data.classes is " + std::to_string(c.data.classes),
                        c.layers.size());
     }
     c.parameters = double(Net::parameter_count(layers));
-    c.work_per_sample = Net::work_bytes_per_sample(c.input, layers) / sizeof(double);
+    c.work_per_sample = Net::work_bytes_per_sample(c.data.input, layers) / sizeof(double);
     c.large_work =
         std::any_of(layers.begin(), layers.end(), [](const auto& l) { return l->large_work(); });
   } catch (const ShapeError& e) {
     const std::string path =
         e.layer() > 0 ? "model.layers." + std::to_string(at[e.layer() - 1]) : "model.layers.1";
     throw kpmap::InputError(d.where(path) + "key 'model.layers': " + e.what() + " (the data " +
-                                "gives a " + c.input.str() + " per sample)",
+                                "gives a " + c.data.input.str() + " per sample)",
                             kpmap::ErrorScope::all_ranks);
   }
 }
@@ -323,21 +330,27 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.model = d.string("model.kind");
   c.activation = d.string("model.activation");
   c.loss = d.string("model.loss");
-  c.classification = loss_info(c.loss).classification;
+  c.data.classification = loss_info(c.loss).classification;
   // Its own keys (a key only other losses read is refused).
   c.loss_keys = loss_registry().own_keys(d, "model.", "model.loss", c.loss);
   c.precision = d.string("model.precision");
   for (long long w : d.integer_list("model.hidden")) c.hidden.push_back(std::size_t(w));
-  c.data_kind = d.string("data.kind");
-  c.path = d.string("data.path");
-  c.x_name = d.string("data.x");
-  c.y_name = d.string("data.y");
-  c.samples = std::size_t(d.integer("data.samples"));
-  c.features = std::size_t(d.integer("data.features"));
-  c.classes = c.classification ? std::size_t(d.integer("data.classes")) : 1;
-  c.noise = d.real("data.noise");
-  c.data_seed = std::uint64_t(d.integer("data.seed"));
-  c.fraction = d.real("data.validation_fraction");
+  {
+    const std::string& kind = d.string("data.kind");  // one of the schema's choices
+    for (DataKind k : data_kinds) {
+      if (kind == data_kind_name(k)) c.data.kind = k;
+    }
+  }
+  c.data.source = c.source;
+  c.data.path = d.string("data.path");
+  c.data.x_name = d.string("data.x");
+  c.data.y_name = d.string("data.y");
+  c.data.samples = std::size_t(d.integer("data.samples"));
+  c.data.features = std::size_t(d.integer("data.features"));
+  c.data.classes = c.data.classification ? std::size_t(d.integer("data.classes")) : 1;
+  c.data.noise = d.real("data.noise");
+  c.data.seed = std::uint64_t(d.integer("data.seed"));
+  c.data.validation_fraction = d.real("data.validation_fraction");
   c.optimizer.kind = d.string("optimizer.kind");
   // Its own keys (a key only other kinds read is refused).
   c.optimizer.keys =
@@ -359,11 +372,11 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.checkpoints = d.boolean("output.checkpoints");
   c.expect_val_loss = d.real_list("output.expect_val_loss");
 
-  c.labels = d.string("data.labels");
-  c.test_path = d.string("data.test_path");
-  c.test_labels = d.string("data.test_labels");
-  c.scaling.mean = d.real_list("data.mean");
-  c.scaling.std = d.real_list("data.std");
+  c.data.labels = d.string("data.labels");
+  c.data.test_path = d.string("data.test_path");
+  c.data.test_labels = d.string("data.test_labels");
+  c.data.scaling.mean = d.real_list("data.mean");
+  c.data.scaling.std = d.real_list("data.std");
   read_data_shape(c, d, comm);
   read_layers(c, d);
 
@@ -399,33 +412,36 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
         "a linear model is fitted by mse; for softmax regression use "
         "model.kind = \"mlp\" with model.hidden = []");
   }
-  if (c.data_kind == "synthetic" && c.classification) {
+  if (c.data.kind == DataKind::synthetic && c.data.classification) {
     // Each label is the best of `classes` scores over `classes` hidden units
     // of `features` inputs: samples x classes^2 x features multiply-adds
     // (about 70 ns each on one core, the truth matrices being drawn as they
     // are used). Refused where that would run for minutes without a word.
     int ranks = 1;
     MPI_Comm_size(comm, &ranks);
-    const double per_rank = std::ceil(double(c.samples) / ranks) * double(c.classes) *
-                            double(c.classes) * double(c.features);
+    const double per_rank = std::ceil(double(c.data.samples) / ranks) * double(c.data.classes) *
+                            double(c.data.classes) * double(c.data.features);
     constexpr double limit = 2e9;
     if (per_rank > limit) {
       const double fit = std::floor(
-          std::sqrt(limit / (std::ceil(double(c.samples) / ranks) * double(c.features))));
+          std::sqrt(limit / (std::ceil(double(c.data.samples) / ranks) * double(c.data.features))));
       char text[400];
       std::snprintf(text, sizeof text,
                     "key 'data.classes': the labels of a synthetic set of %zu samples, %zu "
                     "features and %zu classes cost %.3g multiply-adds per rank (samples x "
                     "classes^2 x features; minutes to hours): use at most %.0f classes here, "
                     "fewer samples or features, more ranks, or data from a file",
-                    c.samples, c.features, c.classes, per_rank, std::max(2.0, fit));
+                    c.data.samples, c.data.features, c.data.classes, per_rank, std::max(2.0, fit));
       throw kpmap::InputError(d.where("data.classes") + text, kpmap::ErrorScope::all_ranks);
     }
   }
-  c.validation =
-      c.test_set ? c.validation : std::size_t(std::floor(c.fraction * double(c.samples)));
-  if (c.samples - c.validation < 1) bad(d, "no training samples are left after the split");
-  const std::size_t train_rows = c.samples - c.validation;
+  c.data.validation =
+      c.data.test_set
+          ? c.data.validation
+          : std::size_t(std::floor(c.data.validation_fraction * double(c.data.samples)));
+  if (c.data.samples - c.data.validation < 1)
+    bad(d, "no training samples are left after the split");
+  const std::size_t train_rows = c.data.samples - c.data.validation;
   const std::size_t global_batch = c.batch == 0 || c.batch > train_rows ? train_rows : c.batch;
   if (d.boolean("optimizer.scale_lr_with_batch")) {
     c.optimizer.learning_rate *= double(global_batch) / double(d.integer("optimizer.base_batch"));
@@ -449,7 +465,7 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
     if (e.size() != 2 || e[0] > e[1]) {
       bad(d, "output.expect_val_loss", "expected [low, high] with low <= high");
     }
-    if (c.validation == 0) {
+    if (c.data.validation == 0) {
       bad(d, "output.expect_val_loss",
           "it checks the validation loss, and this run holds out no samples (set "
           "data.validation_fraction, or data.test_path for IDX images)");
@@ -467,6 +483,25 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   return c;
 }
 
+TrainerConfig trainer_config(const TrainConfig& c, const std::string& out,
+                             const std::string& deck_toml, int ranks) {
+  TrainerConfig tc;
+  tc.epochs = c.epochs;
+  tc.batch = c.batch;
+  tc.seed = c.train_seed;
+  tc.accumulate = c.accumulate;
+  tc.max_steps = c.max_steps;
+  tc.log_every = c.log_every;
+  tc.checkpoint_every = c.checkpoint_every;
+  tc.checkpoints = c.checkpoints;
+  tc.keep = c.keep;
+  tc.output_dir = out;
+  tc.meta.app = "kpmap-train";
+  tc.meta.deck = deck_toml;
+  tc.meta.decomposition = std::to_string(ranks) + " ranks; parameters replicated";
+  return tc;
+}
+
 std::size_t work_capacity(const TrainConfig& c, std::size_t batch_rows, std::size_t val_rows) {
   const std::size_t micro = (batch_rows + c.accumulate - 1) / c.accumulate;
   return c.large_work ? micro : std::max(micro, std::min<std::size_t>(val_rows, 4096));
@@ -474,19 +509,20 @@ std::size_t work_capacity(const TrainConfig& c, std::size_t batch_rows, std::siz
 
 double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
                        std::string& breakdown) {
-  const double n_train = double(c.samples - c.validation);
-  const double rows = std::ceil(n_train / ranks) + std::ceil(double(c.validation) / ranks);
+  const double n_train = double(c.data.samples - c.data.validation);
+  const double rows = std::ceil(n_train / ranks) + std::ceil(double(c.data.validation) / ranks);
   double data =
-      rows * double(c.features + 1) * double(value_bytes) + std::ceil(n_train / ranks) * 8.0;
-  if (c.data_kind == "hdf5") data += std::ceil(n_train / ranks) * double(c.features + 1) * 8.0;
-  const double params = c.model == "linear" ? double(c.features + 1) : c.parameters;
+      rows * double(c.data.features + 1) * double(value_bytes) + std::ceil(n_train / ranks) * 8.0;
+  if (c.data.kind == DataKind::hdf5)
+    data += std::ceil(n_train / ranks) * double(c.data.features + 1) * 8.0;
+  const double params = c.model == "linear" ? double(c.data.features + 1) : c.parameters;
   const auto moments = find_optimizer(c.optimizer.kind)->state.size();
   const double model = params * (2 + moments) * double(value_bytes);
   double work = 0;
   if (c.model != "linear") {
     const auto batch_rows =
         std::size_t(c.batch == 0 ? std::ceil(n_train / ranks) : std::min(double(c.batch), n_train));
-    const auto val_rows = std::size_t(std::ceil(double(c.validation) / ranks));
+    const auto val_rows = std::size_t(std::ceil(double(c.data.validation) / ranks));
     work = double(work_capacity(c, batch_rows, val_rows)) *
            (c.work_per_sample * double(value_bytes) + 8.0);
   }

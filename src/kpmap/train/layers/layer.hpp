@@ -24,28 +24,6 @@
 
 namespace kpmap::train {
 
-/// \brief The shape of one sample: an image (height x width x channels,
-/// NHWC), or a flat vector of `channels` features (height = width = 1).
-struct Shape {
-  std::size_t height = 1;
-  std::size_t width = 1;
-  std::size_t channels = 1;
-  bool image = false;
-
-  static Shape flat(std::size_t features) { return {1, 1, features, false}; }
-  static Shape hwc(std::size_t h, std::size_t w, std::size_t c) { return {h, w, c, true}; }
-  std::size_t size() const { return height * width * channels; }
-  /// "28x28x1 image" or "784 features".
-  std::string str() const {
-    if (!image) return std::to_string(channels) + " features";
-    return std::to_string(height) + "x" + std::to_string(width) + "x" + std::to_string(channels) +
-           " image";
-  }
-  bool operator==(const Shape& o) const {
-    return height == o.height && width == o.width && channels == o.channels && image == o.image;
-  }
-};
-
 /// \brief A layer's input does not fit it (the deck's shapes do not chain).
 /// The message names the layer and both shapes.
 class ShapeError : public Error {
