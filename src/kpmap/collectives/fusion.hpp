@@ -89,6 +89,141 @@ struct FusedState {
   std::vector<std::function<void()>> alone_finish;
 };
 
+/// What pass 1 of a fused reduction learns of a tree's leaves: their one
+/// element type and memory space, and (checked mode) their shapes as text.
+struct FusedLeaves {
+  std::string shapes;
+  const std::type_info* type = nullptr;
+  std::string (*type_text)() = nullptr;  // leaf 0's type, named on demand
+  const char* space = nullptr;
+  std::size_t elem_size = 0;
+};
+
+/// Pass 1: sizes, one element type and memory space, what fuses (into `st`).
+/// \throws Error for leaves of several types or memory spaces.
+template <class Tree>
+FusedLeaves plan_fused(Tree& tree, const char* opname, bool checked, FusedState& st) {
+  FusedLeaves f;
+  for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
+    using V = std::decay_t<decltype(leaf)>;
+    using T = value_t<V>;
+    static_assert(!std::is_const_v<typename V::value_type>,
+                  "kpmap: a tree reduced in place needs non-const Views");
+    if (i == 0) {
+      f.type = &typeid(T);
+      f.type_text = &type_name<T>;
+      f.space = V::memory_space::name();
+      f.elem_size = sizeof(T);
+    } else if (typeid(T) != *f.type || std::strcmp(V::memory_space::name(), f.space) != 0) {
+      throw Error(std::string("kpmap::") + opname + ": every leaf of a tree must live in one " +
+                  "memory space; leaf " + std::to_string(i) + " holds " + type_name<T>() + " in " +
+                  V::memory_space::name() + " but leaf 0 holds " + f.type_text() + " in " +
+                  f.space);
+    }
+    if (checked) f.shapes += extents_string(extents_of(leaf), rank_v<V>);
+    const bool alone = leaf.size() * sizeof(T) >= fusion_threshold() && is_contiguous(leaf);
+    st.alone.push_back(alone);
+    st.offsets.push_back(st.total);
+    if (!alone) st.total += leaf.size();
+  });
+  return f;
+}
+
+/// Pass 2: allocates the buffer (typed, at leaf 0), packs the fused leaves
+/// (applying the `before` factor on the way) and starts the lone leaves.
+template <class Exec, class Tree>
+void pack_fused(const Exec& exec, Tree& tree, const Axis& axis, ReduceOp op, double before,
+                double after, transport::Pending* pending, FusedState& st) {
+  for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
+    using V = std::decay_t<decltype(leaf)>;
+    using T = value_t<V>;
+    using M = typename V::memory_space;
+    if (i == 0 && st.total > 0) {
+      // A pooled buffer: a training step that reduces the same tree every
+      // step allocates nothing once the pool has settled.
+      auto lease = std::make_shared<typename transport::ScratchPool<M>::Lease>(
+          transport::ScratchPool<M>::instance().acquire(st.total * sizeof(T)));
+      st.buffer = lease->data();
+      st.owner = lease;
+    }
+    if (st.alone[i]) {
+      auto finish = start_reduce(exec, leaf, axis, op, before, after, pending);
+      auto holder = std::make_shared<decltype(finish)>(std::move(finish));
+      st.alone_finish.emplace_back([holder] { (*holder)(); });
+      return;
+    }
+    flat_view_t<T, M> dst(static_cast<T*>(st.buffer) + st.offsets[i], leaf.size());
+    if (is_contiguous(leaf)) {
+      copy_scaled(exec, dst, flat_view_t<T, M>(leaf.data(), leaf.size()), before);
+    } else {
+      pack(exec, leaf, dst);
+      if (before != 1.0) scale(exec, dst, before);
+    }
+  });
+}
+
+/// Stages the fused buffer where MPI cannot take its memory (typed through
+/// leaf 0) and starts its reduction in messages of at most
+/// fusion_threshold() bytes.
+template <class Exec, class Tree>
+void reduce_fused(const Exec& exec, Tree& tree, const Axis& axis, ReduceOp op,
+                  std::size_t elem_size, transport::Pending* pending, FusedState& st) {
+  MPI_Datatype mpi_type = MPI_DATATYPE_NULL;
+  for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
+    using V = std::decay_t<decltype(leaf)>;
+    using T = value_t<V>;
+    using M = typename V::memory_space;
+    if (i != 0) return;
+    mpi_type = mpi_datatype<T>();
+    flat_view_t<T, M> buf(static_cast<T*>(st.buffer), st.total);
+    if (transport::must_stage<M>()) {
+      st.lease = transport::StagingPool::instance().acquire(st.total * sizeof(T));
+      Kokkos::deep_copy(
+          exec, flat_view_t<T, PinnedHostSpace>(static_cast<T*>(st.lease.data()), st.total), buf);
+      st.mpi = st.lease.data();
+    } else {
+      st.mpi = st.buffer;
+    }
+  });
+  fence_before_mpi(exec);
+  const std::size_t chunk = std::max<std::size_t>(1, fusion_threshold() / elem_size);
+  for (std::size_t off = 0; off < st.total; off += chunk) {
+    transport::allreduce(MPI_IN_PLACE, static_cast<char*>(st.mpi) + off * elem_size,
+                         std::min(chunk, st.total - off), mpi_type, mpi_op(op), axis.comm(),
+                         pending);
+  }
+}
+
+/// The completion step: copies the buffer back from staging, unpacks it into
+/// the fused leaves (applying the `after` factor on the way), and finishes
+/// the lone leaves.
+template <class Exec, class Tree>
+void complete_fused(const Exec& exec, Tree& tree, double after, FusedState& st) {
+  for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
+    using V = std::decay_t<decltype(leaf)>;
+    using T = value_t<V>;
+    using M = typename V::memory_space;
+    if (i == 0) {
+      flat_view_t<T, M> buf(static_cast<T*>(st.buffer), st.total);
+      if (st.lease.data() != nullptr) {
+        Kokkos::deep_copy(
+            exec, buf, flat_view_t<T, PinnedHostSpace>(static_cast<T*>(st.lease.data()), st.total));
+      }
+    }
+    if (st.alone[i]) return;
+    flat_view_t<T, M> src(static_cast<T*>(st.buffer) + st.offsets[i], leaf.size());
+    if (is_contiguous(leaf)) {
+      copy_scaled(exec, flat_view_t<T, M>(leaf.data(), leaf.size()), src, after);
+    } else {
+      unpack(exec, src, leaf);
+      if (after != 1.0) scale(exec, leaf, after);
+    }
+  });
+  for (auto& f : st.alone_finish) f();
+  // The buffer may be reused, and the staging lease returns to the pool.
+  fence(exec, "kpmap: fused reduction complete");
+}
+
 /// Starts a fused in-place reduction of every leaf of `tree`, whose leaves
 /// share one element type: small leaves are packed into one buffer and
 /// reduced in messages of at most fusion_threshold() bytes; large leaves are
@@ -103,33 +238,7 @@ std::function<void()> start_fused_one_type(const Exec& exec, Tree& tree, const A
   // Names and shapes (text) only where they are used: in a message, or in
   // checked mode's signature; a step outside checked mode builds no strings.
   const bool checked = checked_mode();
-  std::string shapes;
-  const std::type_info* type = nullptr;
-  std::string (*type_text)() = nullptr;  // leaf 0's type, named on demand
-  const char* space = nullptr;
-  std::size_t elem_size = 0;
-  // Pass 1: sizes, one element type and memory space, what fuses.
-  for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
-    using V = std::decay_t<decltype(leaf)>;
-    using T = value_t<V>;
-    static_assert(!std::is_const_v<typename V::value_type>,
-                  "kpmap: a tree reduced in place needs non-const Views");
-    if (i == 0) {
-      type = &typeid(T);
-      type_text = &type_name<T>;
-      space = V::memory_space::name();
-      elem_size = sizeof(T);
-    } else if (typeid(T) != *type || std::strcmp(V::memory_space::name(), space) != 0) {
-      throw Error(std::string("kpmap::") + opname + ": every leaf of a tree must live in one " +
-                  "memory space; leaf " + std::to_string(i) + " holds " + type_name<T>() + " in " +
-                  V::memory_space::name() + " but leaf 0 holds " + type_text() + " in " + space);
-    }
-    if (checked) shapes += extents_string(extents_of(leaf), rank_v<V>);
-    const bool alone = leaf.size() * sizeof(T) >= fusion_threshold() && is_contiguous(leaf);
-    st->alone.push_back(alone);
-    st->offsets.push_back(st->total);
-    if (!alone) st->total += leaf.size();
-  });
+  const FusedLeaves leaves = plan_fused(tree, opname, checked, *st);
   if (st->alone.empty()) return std::function<void()>([] {});
   if (axis.size() == 1) {
     // One rank: the reduction is the identity; only the scale factors remain.
@@ -143,106 +252,31 @@ std::function<void()> start_fused_one_type(const Exec& exec, Tree& tree, const A
     Signature sig;
     sig.op = opname;
     sig.arg = "tree of " + std::to_string(st->alone.size()) + " leaves";
-    sig.type = type_text();
+    sig.type = leaves.type_text();
     sig.rank = 1;
     sig.extents[0] = st->total;
-    sig.param = static_cast<long long>(std::hash<std::string>{}(shapes)&0x7fffffffffffffffLL);
+    sig.param =
+        static_cast<long long>(std::hash<std::string>{}(leaves.shapes) & 0x7fffffffffffffffLL);
     verify_signature(axis, sig);
   }
-  // Pass 2: allocate the buffer (typed, at leaf 0), pack fused leaves, start
-  // the lone leaves.
-  for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
-    using V = std::decay_t<decltype(leaf)>;
-    using T = value_t<V>;
-    using M = typename V::memory_space;
-    if (i == 0 && st->total > 0) {
-      // A pooled buffer: a training step that reduces the same tree every
-      // step allocates nothing once the pool has settled.
-      auto lease = std::make_shared<typename transport::ScratchPool<M>::Lease>(
-          transport::ScratchPool<M>::instance().acquire(st->total * sizeof(T)));
-      st->buffer = lease->data();
-      st->owner = lease;
-    }
-    if (st->alone[i]) {
-      auto finish = start_reduce(exec, leaf, axis, op, before, after, pending);
-      auto holder = std::make_shared<decltype(finish)>(std::move(finish));
-      st->alone_finish.emplace_back([holder] { (*holder)(); });
-      return;
-    }
-    // Pack, applying the `before` factor on the way (one pass over the data).
-    flat_view_t<T, M> dst(static_cast<T*>(st->buffer) + st->offsets[i], leaf.size());
-    if (is_contiguous(leaf)) {
-      copy_scaled(exec, dst, flat_view_t<T, M>(leaf.data(), leaf.size()), before);
-    } else {
-      pack(exec, leaf, dst);
-      if (before != 1.0) scale(exec, dst, before);
-    }
-  });
+  pack_fused(exec, tree, axis, op, before, after, pending, *st);
   if (st->total == 0) {
     return std::function<void()>([st] {
       for (auto& f : st->alone_finish) f();
     });
   }
-  // Stage and reduce the fused buffer (typed through leaf 0).
-  MPI_Datatype mpi_type = MPI_DATATYPE_NULL;
-  for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
-    using V = std::decay_t<decltype(leaf)>;
-    using T = value_t<V>;
-    using M = typename V::memory_space;
-    if (i != 0) return;
-    mpi_type = mpi_datatype<T>();
-    flat_view_t<T, M> buf(static_cast<T*>(st->buffer), st->total);
-    if (transport::must_stage<M>()) {
-      st->lease = transport::StagingPool::instance().acquire(st->total * sizeof(T));
-      Kokkos::deep_copy(
-          exec, flat_view_t<T, PinnedHostSpace>(static_cast<T*>(st->lease.data()), st->total), buf);
-      st->mpi = st->lease.data();
-    } else {
-      st->mpi = st->buffer;
-    }
-  });
-  fence_before_mpi(exec);
-  const std::size_t chunk = std::max<std::size_t>(1, fusion_threshold() / elem_size);
-  for (std::size_t off = 0; off < st->total; off += chunk) {
-    transport::allreduce(MPI_IN_PLACE, static_cast<char*>(st->mpi) + off * elem_size,
-                         std::min(chunk, st->total - off), mpi_type, mpi_op(op), axis.comm(),
-                         pending);
-  }
-  // The completion step: copy back, scale, unpack, and finish the lone leaves.
-  // It keeps its own copy of the tree (Views are handles) when the tree can
-  // be copied, so a non-blocking caller may pass a temporary such as std::tie(a, b).
-  auto complete = [exec, st, after](auto& tree) {
-    for_each_leaf_indexed(tree, [&](auto& leaf, std::size_t i) {
-      using V = std::decay_t<decltype(leaf)>;
-      using T = value_t<V>;
-      using M = typename V::memory_space;
-      if (i == 0) {
-        flat_view_t<T, M> buf(static_cast<T*>(st->buffer), st->total);
-        if (st->lease.data() != nullptr) {
-          Kokkos::deep_copy(
-              exec, buf,
-              flat_view_t<T, PinnedHostSpace>(static_cast<T*>(st->lease.data()), st->total));
-        }
-      }
-      if (st->alone[i]) return;
-      // Unpack, applying the `after` factor on the way.
-      flat_view_t<T, M> src(static_cast<T*>(st->buffer) + st->offsets[i], leaf.size());
-      if (is_contiguous(leaf)) {
-        copy_scaled(exec, flat_view_t<T, M>(leaf.data(), leaf.size()), src, after);
-      } else {
-        unpack(exec, src, leaf);
-        if (after != 1.0) scale(exec, leaf, after);
-      }
-    });
-    for (auto& f : st->alone_finish) f();
-    // The buffer may be reused, and the staging lease returns to the pool.
-    fence(exec, "kpmap: fused reduction complete");
-  };
+  reduce_fused(exec, tree, axis, op, leaves.elem_size, pending, *st);
+  // The completion keeps its own copy of the tree (Views are handles) when
+  // the tree can be copied, so a non-blocking caller may pass a temporary
+  // such as std::tie(a, b).
   if constexpr (std::is_copy_constructible_v<std::remove_const_t<Tree>>) {
     return std::function<void()>(
-        [complete, copy = std::remove_const_t<Tree>(tree)]() mutable { complete(copy); });
+        [exec, st, after, copy = std::remove_const_t<Tree>(tree)]() mutable {
+          complete_fused(exec, copy, after, *st);
+        });
   } else {
-    return std::function<void()>([complete, &tree]() { complete(tree); });
+    return std::function<void()>(
+        [exec, st, after, &tree]() { complete_fused(exec, tree, after, *st); });
   }
 }
 
