@@ -1,0 +1,114 @@
+// The optimizers' updates and the learning-rate schedules against their
+// closed forms (part of the test_train_model executable).
+
+#include "support/mpi_test.hpp"
+#include "support/train_checks.hpp"
+
+#include <kpmap/runtime/mesh.hpp>
+#include <kpmap/train/config.hpp>
+#include <kpmap/train/layers/conv2d.hpp>
+#include <kpmap/train/layers/maxpool2d.hpp>
+#include <kpmap/train/layers/registry.hpp>
+#include <kpmap/train/optimizers/optimizer.hpp>
+#include <kpmap/train/sequential.hpp>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace kpmap::train;
+using namespace train_checks;
+
+}  // namespace
+
+TEST_CASE("optimizer updates follow their closed forms", "[train]") {
+  using Params = FlatParams<double, Mem>;
+  auto run = [&](const std::string& kind, const std::vector<std::vector<double>>& grads) {
+    Params p{Kokkos::View<double*, Mem>("p", 9)};
+    Params g{Kokkos::View<double*, Mem>("g", 9)};
+    auto h = Kokkos::create_mirror_view(p.all);
+    for (std::size_t i = 0; i < 9; ++i) h(i) = std::sin(double(i));
+    Kokkos::deep_copy(p.all, h);
+    const auto p0 = to_host(p.all);
+    OptimizerConfig c;
+    c.kind = kind;
+    c.learning_rate = 0.1;
+    if (kind == "momentum") c.keys["momentum"] = 0.5;
+    Optimizer<double, Mem, Params> opt(c, p);
+    for (const auto& step : grads) {
+      auto hg = Kokkos::create_mirror_view(g.all);
+      for (std::size_t i = 0; i < step.size(); ++i) hg(i) = step[i];
+      Kokkos::deep_copy(g.all, hg);
+      opt.step(p, g);
+    }
+    return std::make_pair(p0, to_host(p.all));
+  };
+  const std::size_t n = 2 * 3 + 3;
+  std::vector<double> g1(n), g2(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    g1[i] = 0.3 * double(i) - 1.0;
+    g2[i] = 0.7 - 0.2 * double(i);
+  }
+  {  // gd: p - lr g
+    auto [p0, p1] = run("gd", {g1});
+    for (std::size_t i = 0; i < n; ++i) CHECK(std::abs(p1[i] - (p0[i] - 0.1 * g1[i])) < 1e-15);
+  }
+  {  // momentum: v1 = g1, v2 = 0.5 g1 + g2; p2 = p0 - lr (v1 + v2)
+    auto [p0, p2] = run("momentum", {g1, g2});
+    for (std::size_t i = 0; i < n; ++i) {
+      CHECK(std::abs(p2[i] - (p0[i] - 0.1 * (g1[i] + 0.5 * g1[i] + g2[i]))) < 1e-14);
+    }
+  }
+  {  // adam, first step: the bias-corrected moments are g and g^2, so the
+     // step is lr g / (|g| + eps)
+    auto [p0, p1] = run("adam", {g1});
+    for (std::size_t i = 0; i < n; ++i) {
+      const double expected = p0[i] - 0.1 * g1[i] / (std::abs(g1[i]) + 1e-8);
+      CHECK(std::abs(p1[i] - expected) < 1e-13);
+    }
+  }
+}
+
+TEST_CASE("learning-rate schedules follow their closed forms", "[train]") {
+  OptimizerConfig c;
+  c.learning_rate = 0.4;
+  c.warmup_steps = 4;
+  CHECK(c.rate(1) == 0.1);  // linear warm-up: lr t / warmup
+  CHECK(c.rate(4) == 0.4);
+  CHECK(c.rate(100) == 0.4);  // then constant
+  c.schedule = OptimizerConfig::Schedule::cosine;
+  c.decay_steps = 10;
+  CHECK(std::abs(c.rate(4 + 5) - 0.2) < 1e-15);  // half-way down the half cosine
+  CHECK(std::abs(c.rate(4 + 10)) < 1e-15);       // 0 at the end, and after
+  CHECK(std::abs(c.rate(4 + 20)) < 1e-15);
+  c.schedule = OptimizerConfig::Schedule::step;
+  c.decay_factor = 0.5;
+  CHECK(c.rate(4 + 9) == 0.4);  // s = 9 < 10
+  CHECK(c.rate(4 + 10) == 0.2);
+  CHECK(c.rate(4 + 25) == 0.1);
+  // The optimizer uses the step's rate: a gd step moves lr(t) g.
+  FlatParams<double, Mem> p{Kokkos::View<double*, Mem>("p", 1)};
+  FlatParams<double, Mem> g{Kokkos::View<double*, Mem>("g", 1)};
+  Kokkos::deep_copy(g.all, 1.0);
+  OptimizerConfig gd;
+  gd.kind = "gd";
+  gd.learning_rate = 0.4;
+  gd.warmup_steps = 4;
+  Optimizer<double, Mem, FlatParams<double, Mem>> opt(gd, p);
+  opt.step(p, g);
+  opt.step(p, g);
+  CHECK(std::abs(to_host(p.all)[0] - -(0.1 + 0.2)) < 1e-15);
+}
