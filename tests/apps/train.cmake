@@ -1,0 +1,201 @@
+# kpmap-train's whole-program tests: its decks at every rank count, its outputs,
+# its command line (included by tests/CMakeLists.txt, whose variables it uses).
+
+if(KPMAP_ENABLE_APPS)
+  foreach(n IN LISTS KPMAP_TEST_RANKS)
+    math(EXPR last "${n} - 1")
+    kpmap_add_mpi_test(NAME apps.kpmap-info COMMAND kpmap-info RANKS ${n} LABELS apps
+      EXPECT_OUTPUT "ranks: ${n} on [0-9]+ node.*rank ${last}: host.*GPU-aware MPI: (yes|no) \\(")
+  endforeach()
+  # KPMAP_DEVICE_BEFORE_MPI: Kokkos first, from the launcher's node-local rank
+  # and size (on a host backend: the thread share), and the binding says so.
+  foreach(n 1 3)
+    kpmap_add_mpi_test(NAME apps.kpmap-info.device_before_mpi COMMAND kpmap-info RANKS ${n}
+      LABELS apps ENVIRONMENT KPMAP_DEVICE_BEFORE_MPI=1
+      EXPECT_OUTPUT "ranks: ${n} on [0-9]+ node.*before MPI_Init.*GPU-aware MPI: (yes|no) \\(")
+  endforeach()
+  # A bad environment variable is refused with the variable named and exit code 2.
+  kpmap_add_mpi_test(NAME apps.kpmap-info.bad_env COMMAND kpmap-info RANKS 3 TIMEOUT 60
+    LABELS apps ENVIRONMENT KPMAP_GPU_AWARE=maybe
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 --expect "KPMAP_GPU_AWARE='maybe'" --)
+  kpmap_add_output_test(NAME apps.kpmap-info.help COMMAND kpmap-info --help LABELS apps
+    EXPECT "mpiexec -n 4 kpmap-info")
+
+  # ---- kpmap-train ------------------------------------------------------------
+  set(TRAIN_CHECK ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_train.py)
+  set(INPUTS ${PROJECT_SOURCE_DIR}/inputs)
+  set(TRAIN_OUT ${CMAKE_CURRENT_BINARY_DIR}/train)
+  list(JOIN MPIEXEC_PREFLAGS " " preflags)
+  set(LAUNCHER "${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} {n} ${preflags}")
+  # The same deck at 1, 2, 3 and 4 ranks gives the same parameters (1e-12).
+  set(results "")
+  foreach(n IN LISTS KPMAP_TEST_RANKS)
+    kpmap_add_mpi_test(NAME apps.kpmap-train.linear COMMAND kpmap-train
+      ${INPUTS}/train_linear_ci.toml --output ${TRAIN_OUT}/linear_np${n} RANKS ${n} LABELS apps
+      EXPECT_OUTPUT "learned w = .*true w = ")
+    set_tests_properties(apps.kpmap-train.linear.np${n} PROPERTIES FIXTURES_SETUP train_linear)
+    list(APPEND results ${TRAIN_OUT}/linear_np${n}/result.json)
+  endforeach()
+  add_test(NAME apps.kpmap-train.same_at_any_rank_count
+           COMMAND ${TRAIN_CHECK} compare ${results} --rtol 1e-12)
+  set_tests_properties(apps.kpmap-train.same_at_any_rank_count PROPERTIES
+    LABELS apps FIXTURES_REQUIRED train_linear)
+  # ... and they are the deck's true ones, within the noise (data.noise is 0.1).
+  add_test(NAME apps.kpmap-train.linear_recovers_truth
+           COMMAND ${TRAIN_CHECK} recovers ${results} --noise 0.1)
+  set_tests_properties(apps.kpmap-train.linear_recovers_truth PROPERTIES
+    LABELS apps FIXTURES_REQUIRED train_linear)
+  # Full-batch GD on data read from HDF5 by hyperslab reaches numpy's least squares.
+  add_test(NAME apps.kpmap-train.hdf5_least_squares
+    COMMAND ${TRAIN_CHECK} lstsq --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${INPUTS}/train_linear_hdf5_ci.toml --ranks 3 --work ${TRAIN_OUT}/hdf5)
+  # output.checkpoints = false: no HDF5 file, the same parameters.
+  add_test(NAME apps.kpmap-train.no_checkpoints
+    COMMAND ${TRAIN_CHECK} no_checkpoints --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${INPUTS}/train_linear_ci.toml --ranks 3 --work ${TRAIN_OUT}/no_checkpoints)
+  # Restarts: bit for bit at the same rank count (MLP, Adam, shuffled batches)...
+  add_test(NAME apps.kpmap-train.restart_same_ranks
+    COMMAND ${TRAIN_CHECK} restart --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${INPUTS}/train_mlp_ci.toml --ranks 2 --restart-ranks 2 --epochs 4 --split 2
+            --require-state --work ${TRAIN_OUT}/restart_mlp)
+  # ... and to 1e-12 on another rank count (SGD with momentum, shuffled batches).
+  add_test(NAME apps.kpmap-train.restart_other_ranks
+    COMMAND ${TRAIN_CHECK} restart --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${INPUTS}/train_sgd_ci.toml --ranks 2 --restart-ranks 3 --epochs 6 --split 3
+            --rtol 1e-12 --require-state --work ${TRAIN_OUT}/restart_sgd)
+  # The classification deck reaches the accuracy docs/training.md states.
+  # (Two --set options: each is applied, in order.)
+  kpmap_add_mpi_test(NAME apps.kpmap-train.classification COMMAND kpmap-train
+    ${INPUTS}/train_mlp_ci.toml --output ${TRAIN_OUT}/mlp --set train.epochs=3
+    --set train.epochs=8 RANKS 2 LABELS apps EXPECT_OUTPUT "epoch 8/8")
+  set_tests_properties(apps.kpmap-train.classification.np2 PROPERTIES FIXTURES_SETUP train_mlp)
+  add_test(NAME apps.kpmap-train.accuracy
+           COMMAND ${TRAIN_CHECK} accuracy ${TRAIN_OUT}/mlp/result.json --min 0.88)
+  set_tests_properties(apps.kpmap-train.accuracy PROPERTIES LABELS apps
+                       FIXTURES_REQUIRED train_mlp)
+  # A convolutional network on synthetic images reaches the accuracy
+  # docs/training.md states, and restarts bit for bit / to 1e-12 at another
+  # rank count.
+  kpmap_add_mpi_test(NAME apps.kpmap-train.cnn COMMAND kpmap-train
+    ${INPUTS}/cnn_images_ci.toml --output ${TRAIN_OUT}/cnn RANKS 3 LABELS apps
+    EXPECT_OUTPUT "epoch 8/8")
+  set_tests_properties(apps.kpmap-train.cnn.np3 PROPERTIES FIXTURES_SETUP train_cnn)
+  add_test(NAME apps.kpmap-train.cnn_accuracy
+           COMMAND ${TRAIN_CHECK} accuracy ${TRAIN_OUT}/cnn/result.json --min 0.9)
+  set_tests_properties(apps.kpmap-train.cnn_accuracy PROPERTIES LABELS apps
+                       FIXTURES_REQUIRED train_cnn)
+  add_test(NAME apps.kpmap-train.cnn_restart_same_ranks
+    COMMAND ${TRAIN_CHECK} restart --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${INPUTS}/cnn_images_ci.toml --ranks 2 --restart-ranks 2 --epochs 3 --split 1
+            --work ${TRAIN_OUT}/cnn_restart_same --rtol 0 --require-state)
+  add_test(NAME apps.kpmap-train.cnn_restart_other_ranks
+    COMMAND ${TRAIN_CHECK} restart --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${INPUTS}/cnn_images_ci.toml --ranks 2 --restart-ranks 3 --epochs 3 --split 1
+            --work ${TRAIN_OUT}/cnn_restart_other --rtol 1e-12 --require-state)
+  set_tests_properties(apps.kpmap-train.cnn_restart_same_ranks
+    apps.kpmap-train.cnn_restart_other_ranks PROPERTIES
+    LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  add_test(NAME apps.kpmap-train.images_hdf5_and_idx
+    COMMAND ${TRAIN_CHECK} images --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${CMAKE_CURRENT_SOURCE_DIR}/decks/cnn_file_images.toml --ranks 3
+            --work ${TRAIN_OUT}/images)
+  # Gradient accumulation: 4 micro-batches of 8 make the same steps as batches of 32.
+  add_test(NAME apps.kpmap-train.accumulate
+    COMMAND ${TRAIN_CHECK} same --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${INPUTS}/cnn_images_ci.toml --ranks 3 --rtol 1e-12
+            --set train.epochs=2 --other train.accumulate_steps=4 --work ${TRAIN_OUT}/accumulate)
+  set_tests_properties(apps.kpmap-train.images_hdf5_and_idx apps.kpmap-train.accumulate
+    PROPERTIES LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  # Mixed precision needs a 16-bit type: Kokkos has one for GPU backends only.
+  if(KPMAP_KOKKOS_DEVICES MATCHES "CUDA|HIP|SYCL")
+    kpmap_add_mpi_test(NAME apps.kpmap-train.cnn_mixed COMMAND kpmap-train
+      ${INPUTS}/cnn_images_ci.toml --set model.precision=mixed --output ${TRAIN_OUT}/cnn_mixed
+      RANKS 3 LABELS apps EXPECT_OUTPUT "epoch 8/8")
+    set_tests_properties(apps.kpmap-train.cnn_mixed.np3 PROPERTIES FIXTURES_SETUP train_mixed)
+    add_test(NAME apps.kpmap-train.cnn_mixed_accuracy
+             COMMAND ${TRAIN_CHECK} accuracy ${TRAIN_OUT}/cnn_mixed/result.json --min 0.9)
+    set_tests_properties(apps.kpmap-train.cnn_mixed_accuracy PROPERTIES LABELS apps
+                         FIXTURES_REQUIRED train_mixed)
+  else()
+    kpmap_add_mpi_test(NAME apps.kpmap-train.mixed_needs_half COMMAND kpmap-train
+      ${INPUTS}/cnn_images_ci.toml --set model.precision=mixed --output ${TRAIN_OUT}/bad
+      RANKS 2 TIMEOUT 60 LABELS apps
+      WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+              "--expect=--set model.precision=mixed: key 'model.precision': \"mixed\" needs a 16-bit floating-point type, and this Kokkos build" --)
+  endif()
+  kpmap_add_mpi_test(NAME apps.kpmap-train.mixed_linear COMMAND kpmap-train
+    ${INPUTS}/train_linear_ci.toml --set model.precision=mixed --output ${TRAIN_OUT}/bad
+    RANKS 1 TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+            --expect "key 'model.precision': \"mixed\" is for mlp and sequential models" --)
+  # Layers that do not chain: exit 2 naming the deck line, the layer and both shapes.
+  kpmap_add_mpi_test(NAME apps.kpmap-train.cnn_kernel_too_big COMMAND kpmap-train
+    ${CMAKE_CURRENT_SOURCE_DIR}/decks/cnn_bad_shapes.toml --output ${TRAIN_OUT}/bad RANKS 3
+    TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+            --expect "cnn_bad_shapes.toml:9: key 'model.layers': layer 3 (conv2d: a 5x5 kernel with padding \"valid\" does not fit its 4x4x4 image input)" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-train.cnn_dense_after_image COMMAND kpmap-train
+    ${CMAKE_CURRENT_SOURCE_DIR}/decks/cnn_bad_shapes.toml --set model.layers.3.kernel=3
+    --set model.layers.4.type=relu --output ${TRAIN_OUT}/bad RANKS 2 TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+            --expect "cnn_bad_shapes.toml:11: key 'model.layers': layer 5 (dense: its input is a 2x2x4 image; put a { type = \"flatten\" } layer before it)" --)
+  set_tests_properties(apps.kpmap-train.hdf5_least_squares apps.kpmap-train.restart_same_ranks
+    apps.kpmap-train.no_checkpoints
+    apps.kpmap-train.restart_other_ranks PROPERTIES
+    LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  # Bad input: exit code 2 with the key named; divergence: exit code 3 with the step.
+  kpmap_add_mpi_test(NAME apps.kpmap-train.bad_key COMMAND kpmap-train
+    ${INPUTS}/train_linear_ci.toml --set model.kind=cnn --output ${TRAIN_OUT}/bad RANKS 3
+    TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+            --expect "key 'model.kind': must be one of \"linear\", \"mlp\", \"sequential\", found \"cnn\"" --)
+  # output.expect_val_loss: a run whose final validation loss is outside the
+  # range finishes with exit code 5 (the noise's variance is 0.01 here, so no
+  # model gets below 0.001); a range that is no [low, high], or a run with
+  # nothing held out, is refused up front.
+  kpmap_add_mpi_test(NAME apps.kpmap-train.expect_val_loss_fails COMMAND kpmap-train
+    ${INPUTS}/train_linear_ci.toml --set "output.expect_val_loss=[0.0, 0.001]"
+    --output ${TRAIN_OUT}/expect RANKS 1 3 TIMEOUT 60 LABELS apps reliability
+    WRAPPER ${EXPECT_FAILURE} --within 20 --exit-code 5
+    --regex "validation loss 0\\.01[0-9]+, expected in \\[0, 0\\.001\\]: FAILED" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-train.expect_val_loss_passes COMMAND kpmap-train
+    ${INPUTS}/train_linear_ci.toml --set "output.expect_val_loss=[0.005, 0.02]"
+    --output ${TRAIN_OUT}/expect_passes RANKS 3 TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 20 --exit-code 0
+    --regex "expected in \\[0\\.005, 0\\.02\\]: PASSED" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-train.expect_val_loss_bad COMMAND kpmap-train
+    ${INPUTS}/train_linear_ci.toml --set "output.expect_val_loss=[0.02, 0.01]"
+    --output ${TRAIN_OUT}/bad RANKS 3 TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    --expect "key 'output.expect_val_loss': expected [low, high] with low <= high" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-train.expect_val_loss_nothing_held_out COMMAND kpmap-train
+    ${INPUTS}/train_linear_ci.toml --set "output.expect_val_loss=[0.0, 1.0]"
+    --set data.validation_fraction=0 --output ${TRAIN_OUT}/bad RANKS 1 TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    --expect "this run holds out no samples" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-train.gd_with_batches COMMAND kpmap-train
+    ${INPUTS}/train_linear_ci.toml --set train.batch_size=10 --output ${TRAIN_OUT}/bad RANKS 2
+    TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+            "--expect=--set train.batch_size=10: key 'train.batch_size': optimizer.kind = \"gd\"" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-train.unwritable_output COMMAND kpmap-train
+    ${INPUTS}/train_linear_ci.toml --output /proc/kpmap-cannot-write RANKS 2 TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+            --expect "output folder '/proc/kpmap-cannot-write': cannot create it" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-train.diverges COMMAND kpmap-train
+    ${INPUTS}/train_linear_ci.toml --set optimizer.learning_rate=50 --output ${TRAIN_OUT}/nan
+    RANKS 3 TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 3
+            --expect "training diverged: the loss is" --expect ", step 1 of 1" --)
+  # --help-deck lists the keys; docs/decks.md's tables are the schema's.
+  kpmap_add_output_test(NAME apps.kpmap-train.help_deck COMMAND kpmap-train --help-deck
+    LABELS apps EXPECT "optimizer.learning_rate")
+  # Both apps' --help list the exit codes from one table (kpmap::exit_code::help).
+  kpmap_add_output_test(NAME apps.kpmap-train.help COMMAND kpmap-train --help LABELS apps
+    EXPECT "Exit codes: 0 success, 1 an unexpected error, 2 bad input, 3 training diverged")
+  add_test(NAME docs.decks.kpmap-train
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_deck_docs.py
+            $<TARGET_FILE:kpmap-train> ${PROJECT_SOURCE_DIR}/docs/decks.md)
+  set_tests_properties(docs.decks.kpmap-train PROPERTIES LABELS docs
+    ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+endif()

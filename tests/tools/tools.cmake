@@ -1,0 +1,216 @@
+# Kokkos Tools: the regions and labels a tool sees, the counted kernels, the
+# trace and the phase table (included by tests/CMakeLists.txt).
+
+# ---- Kokkos Tools: the regions and labels a tool sees --------------------------
+# A tool of the tests' own (tests/support/region_tool.cpp) records every region,
+# kernel and fence; a heat step and a training step must open the documented,
+# properly nested regions, and every kernel inside them carries a kpmap:: label.
+if(TARGET kpmap-heat AND TARGET kpmap-train)
+kpmap_add_mpi_test(NAME tools.regions_heat COMMAND kpmap-heat ${HEAT_INPUTS}/tea_bm_1.in
+  --output ${CMAKE_CURRENT_BINARY_DIR}/tools/heat RANKS 2 TIMEOUT 120
+  LABELS tools
+  WRAPPER ${CHECK_REGIONS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/heat_regions --ranks 2
+    "--require=kpmap::sim::step>kpmap::sim::solve"
+    "--require=kpmap::sim::solve>kpmap::sim::cg::iteration"
+    "--require=kpmap::sim::cg::iteration>kpmap::psum*"
+    "--require=kpmap::sim::cg::iteration>kpmap::HaloExchange::start"
+    "--require=kpmap::checkpoint>kpmap::checkpoint::write"
+    --labelled kpmap::sim::step --)
+kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_images_ci.toml
+  --set train.epochs=1 --output ${CMAKE_CURRENT_BINARY_DIR}/tools/train RANKS 2 TIMEOUT 120
+  LABELS tools
+  WRAPPER ${CHECK_REGIONS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/train_regions --ranks 2
+    "--require=kpmap::train::step>kpmap::train::forward"
+    "--require=kpmap::train::step>kpmap::train::backward"
+    "--require=kpmap::train::backward>kpmap::ipsum*"
+    "--require=kpmap::train::step>kpmap::train::gradient_psum_wait"
+    "--require=kpmap::train::step>kpmap::train::update"
+    "--require=kpmap::checkpoint>kpmap::checkpoint::write"
+    --labelled kpmap::train::step --)
+  # The timeline: --trace on kpmap-heat, KPMAP_TRACE on kpmap-train (any kpmap
+  # program), one Chrome trace with a process per rank.
+  set(CHECK_TRACE ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_trace.py)
+  foreach(n 1 3)  # each rank count its own files: ctest runs them side by side
+    kpmap_add_mpi_test(NAME tools.trace_heat COMMAND kpmap-heat ${HEAT_INPUTS}/tea_bm_1.in
+      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/heat_trace_np${n}
+      --trace ${CMAKE_CURRENT_BINARY_DIR}/tools/heat_trace_np${n}.json RANKS ${n} TIMEOUT 120
+      LABELS tools
+      WRAPPER ${CHECK_TRACE} --trace ${CMAKE_CURRENT_BINARY_DIR}/tools/heat_trace_np${n}.json
+        --ranks ${n} --require kpmap::sim::step --require kpmap::sim::cg::iteration
+        "--require=kpmap::psum*" --require kpmap::HaloExchange::start --)
+  endforeach()
+  kpmap_add_mpi_test(NAME tools.trace_train COMMAND kpmap-train ${INPUTS}/cnn_images_ci.toml
+    --set train.epochs=1 --output ${CMAKE_CURRENT_BINARY_DIR}/tools/train_trace RANKS 2
+    TIMEOUT 120 LABELS tools
+    WRAPPER ${CHECK_TRACE} --env --trace ${CMAKE_CURRENT_BINARY_DIR}/tools/train_trace.json
+      --ranks 2 --require kpmap::train::step --require kpmap::train::backward
+      "--require=kpmap::ipsum*" --require kpmap::checkpoint --)
+  # What one solver iteration costs in the steady state at 2 ranks, on a 2-D
+  # TeaLeaf deck split in two (one neighbour each), counted by the same tool from
+  # two run lengths (tests/scripts/check_counts.py): kernels, host
+  # synchronisations (fences and reductions into host values), deep copies and
+  # allocations. Each name carries its bounds. A CG iteration's 3 syncs are the
+  # fence before MPI sends p's faces and one read of each global sum (p.w, r.z);
+  # a build with device paths stages MPI and the sums through host copies.
+  if(KPMAP_DEVICE_PATHS)
+    set(cg_copies 4)
+    set(step_copies 2)
+  else()
+    set(cg_copies 0)
+    set(step_copies 0)
+  endif()
+  set(CHECK_COUNTS ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_counts.py
+      --tool $<TARGET_FILE:kpmap_region_tool> --ranks 2
+      "--short=--set solver.eps=1e-8" "--long=--set solver.eps=1e-15")
+  set(COUNT_DECK ${HEAT_INPUTS}/tea_bm_1.in --set output.progress_every=0
+      --set output.test_problem=0 "--set=mesh.cells=[64,64]" --set time.end_step=2)
+  kpmap_add_mpi_test(
+    NAME tools.counts.cg_iteration.kernels6_syncs3_copies${cg_copies}_allocs0
+    COMMAND kpmap-heat ${COUNT_DECK} --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cg_{run}
+    RANKS 2 TIMEOUT 120 LABELS tools
+    WRAPPER ${CHECK_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cg
+      --region kpmap::sim::cg::iteration --expect kernels=6 --expect reductions=3
+      --expect syncs=3 --expect copies=${cg_copies} --expect allocations=0 --)
+  # Chebyshev reads its residual's norm only every check_every (10) iterations.
+  kpmap_add_mpi_test(
+    NAME tools.counts.chebyshev_iteration.kernels5_syncs_le1.1_allocs0
+    COMMAND kpmap-heat ${COUNT_DECK} "--set=solver.method=\"chebyshev\""
+      --set solver.check_every=10
+      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_chebyshev_{run}
+    RANKS 2 TIMEOUT 120 LABELS tools
+    WRAPPER ${CHECK_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_chebyshev
+      --region kpmap::sim::chebyshev::iteration --expect kernels=5 --expect syncs<=1.1
+      --expect allocations=0 --)
+  kpmap_add_mpi_test(
+    NAME tools.counts.ppcg_inner_step.kernels5_syncs1_copies${step_copies}_allocs0
+    COMMAND kpmap-heat ${COUNT_DECK} "--set=solver.method=\"ppcg\""
+      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_ppcg_{run}
+    RANKS 2 TIMEOUT 120 LABELS tools
+    WRAPPER ${CHECK_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_ppcg --inside
+      --region kpmap::sim::ppcg::inner_step --expect kernels=5 --expect reductions=0
+      --expect syncs=1 --expect copies=${step_copies} --expect allocations=0 --)
+  # A halo exchange packs every neighbour in one kernel and unpacks them in
+  # one: PPCG's deep-halo inner steps on a 3-D deck at 4 ranks (2 x 2 x 1
+  # blocks: two faces and an edge each, ghost width 2, corners included).
+  kpmap_add_mpi_test(
+    NAME tools.counts.deep_halo_exchange_3d.kernels2_syncs1_copies${step_copies}_allocs0
+    COMMAND kpmap-heat ${HEAT_INPUTS}/tea3d_bm_1.in --set output.progress_every=0
+      --set output.test_problem=0 "--set=mesh.cells=[24,24,24]" "--set=mesh.ranks=[2,2,1]"
+      --set mesh.halo_depth=2 "--set=solver.method=\"ppcg\"" --set time.end_step=1
+      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_halo_{run}
+    RANKS 4 TIMEOUT 180 LABELS tools
+    WRAPPER ${CHECK_COUNTS} --ranks 4 --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_halo --inside
+      --region kpmap::HaloExchange::exchange --expect kernels=2 --expect syncs=1
+      --expect copies=${step_copies} --expect allocations=0 --)
+  # What one training step costs, at 2 ranks, from two run lengths within the
+  # first epoch (max_steps), with train.log_every = 0: no figures asked for, so
+  # the loss stays on the device. Every step: 0 allocations, 0 global fences,
+  # and no copy but the staging of the gradient's psum where device paths stage
+  # it (the reduced array out and back: 2 copies per message).
+  # The linear model: 5 kernels (the gradient's partials and finish, the
+  # epoch's loss sum, the update of w and of b) and 1 sync (before MPI reads
+  # the gradient). A batch of more than 512 rows a rank adds the gemv over the
+  # chunks, and Kokkos Kernels 3.4's gemv a fence on each side.
+  # The CNN (cnn_images_ci.toml): 15 kernels, 2 of them reductions (the loss,
+  # and the weight gradient of the first convolution, which computes its max
+  # pooling itself); 4 syncs before MPI reads the loss sums and the gradients
+  # of the 3 layers with parameters, and under Kokkos Kernels 3.4 (no instance
+  # argument) a fence on each side of its 6 gemms and 1 gemv: 18.
+  # Device paths stage each message: 2 copies, and 1 more sync (the copy back
+  # is waited for before its buffer goes back to the staging pool).
+  if(KPMAP_DEVICE_PATHS)
+    set(linear_copies 2)
+    set(linear_syncs 2)
+    set(gemv_syncs 4)
+    set(cnn_copies 8)
+    set(cnn_syncs 22)
+  else()
+    set(linear_copies 0)
+    set(linear_syncs 1)
+    set(gemv_syncs 3)
+    set(cnn_copies 0)
+    set(cnn_syncs 18)
+  endif()
+  set(CHECK_TRAIN_COUNTS ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_counts.py
+      --tool $<TARGET_FILE:kpmap_region_tool> --ranks 2 --region kpmap::train::step)
+  kpmap_add_mpi_test(
+    NAME tools.counts.train_step_linear.kernels5_syncs${linear_syncs}_copies${linear_copies}_allocs0_global0
+    COMMAND kpmap-train ${INPUTS}/train_linear_ci.toml --set train.batch_size=16
+      --set train.log_every=0 "--set=optimizer.kind=\"sgd\""
+      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_train_{run}
+    RANKS 2 TIMEOUT 120 LABELS tools
+    WRAPPER ${CHECK_TRAIN_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_train
+      "--short=--set train.max_steps=3" "--long=--set train.max_steps=9" --expect kernels=5
+      --expect syncs=${linear_syncs} --expect copies=${linear_copies} --expect allocations=0
+      --expect global_fences=0 --)
+  kpmap_add_mpi_test(
+    NAME tools.counts.train_step_linear_gemv.kernels6_syncs${gemv_syncs}_copies${linear_copies}_allocs0_global0
+    COMMAND kpmap-train ${INPUTS}/train_linear_ci.toml --set data.samples=20000
+      --set train.batch_size=4096 --set train.log_every=0 "--set=optimizer.kind=\"sgd\""
+      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_train_gemv_{run}
+    RANKS 2 TIMEOUT 120 LABELS tools
+    WRAPPER ${CHECK_TRAIN_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_train_gemv
+      "--short=--set train.max_steps=1" "--long=--set train.max_steps=4" --expect kernels=6
+      --expect syncs=${gemv_syncs} --expect copies=${linear_copies} --expect allocations=0
+      --expect global_fences=0 --)
+  kpmap_add_mpi_test(
+    NAME tools.counts.train_step_cnn.kernels15_syncs${cnn_syncs}_copies${cnn_copies}_allocs0_global0
+    COMMAND kpmap-train ${INPUTS}/cnn_images_ci.toml --set train.log_every=0
+      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn_{run}
+    RANKS 2 TIMEOUT 120 LABELS tools
+    WRAPPER ${CHECK_TRAIN_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn
+      "--short=--set train.max_steps=3" "--long=--set train.max_steps=9" --expect kernels=15
+      --expect syncs=${cnn_syncs} --expect copies=${cnn_copies} --expect allocations=0
+      --expect global_fences=0 --)
+  # Every run names the command that draws its pictures, field.png (heat) and
+  # loss.png (train), and kpmap-plot, run after mpiexec has returned, draws
+  # them: a PNG (an old one is removed first). No rank forks a process.
+  foreach(app heat train)
+    if(app STREQUAL heat)
+      set(plot_args ${HEAT_INPUTS}/tea_bm_1.in)
+      set(picture field.png)
+    else()
+      set(plot_args ${INPUTS}/cnn_images_ci.toml --set train.epochs=2)
+      set(picture loss.png)
+    endif()
+    set(plot_dir ${CMAKE_CURRENT_BINARY_DIR}/tools/${app}_plots)
+    kpmap_add_mpi_test(NAME apps.kpmap-${app}.plots COMMAND kpmap-${app} ${plot_args}
+      --output ${plot_dir} RANKS 2 TIMEOUT 120 LABELS apps
+      WRAPPER ${EXPECT_EXIT} --exit-code 0
+              "--regex=kpmap-${app}: plots \\(${picture}\\): kpmap-plot '[^\n]*${app}_plots'" --)
+    set_tests_properties(apps.kpmap-${app}.plots.np2 PROPERTIES FIXTURES_SETUP ${app}_plots)
+    add_test(NAME scripts.kpmap-plot.${app}
+      COMMAND ${EXPECT_EXIT} --exit-code 0 "--regex=kpmap: plot written to [^\n]*${picture}"
+              --png ${plot_dir}/${picture} --
+              ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/kpmap-plot ${plot_dir})
+    set_tests_properties(scripts.kpmap-plot.${app} PROPERTIES LABELS apps
+                         FIXTURES_REQUIRED ${app}_plots TIMEOUT 120)
+  endforeach()
+  # A folder that is no run's is refused, exit 2, naming it.
+  add_test(NAME scripts.kpmap-plot.not_a_run
+    COMMAND ${EXPECT_FAILURE} --exit-code 2
+            --expect "kpmap-plot: error: ${CMAKE_CURRENT_SOURCE_DIR}: not a kpmap-train or kpmap-heat run folder"
+            -- ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/kpmap-plot
+               ${CMAKE_CURRENT_SOURCE_DIR})
+  set_tests_properties(scripts.kpmap-plot.not_a_run PROPERTIES LABELS apps TIMEOUT 60)
+  # A trace that cannot be written is refused before the run, not lost after it.
+  kpmap_add_mpi_test(NAME apps.kpmap-heat.trace_unwritable COMMAND kpmap-heat
+    ${HEAT_INPUTS}/tea_bm_1.in --output ${CMAKE_CURRENT_BINARY_DIR}/tools/bad
+    --trace /proc/kpmap-cannot-write/trace.json RANKS 1 3 TIMEOUT 60 LABELS apps reliability
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    --expect "trace file /proc/kpmap-cannot-write/trace.json: its folder /proc/kpmap-cannot-write does not exist" --)
+endif()
+
+# The end-of-run phase table: min / mean / max over the ranks, checkpoints apart.
+if(TARGET kpmap-heat AND TARGET kpmap-train)
+  set(PHASE_TABLE "time per phase over [0-9]+ ranks? [^\n]*\n  compute +[0-9.]+ / +[0-9.]+ / +[0-9.]+ +[0-9.]+ %\n(  [a-z]+ +[0-9.]+ / +[0-9.]+ / +[0-9.]+ +[0-9.]+ %\n)*  checkpoint +[0-9.]+ / +[0-9.]+ / +[0-9.]+ +[0-9.]+ %\n  wall +[0-9.]+")
+  foreach(n 1 3)
+    kpmap_add_mpi_test(NAME apps.kpmap-heat.phase_table COMMAND kpmap-heat
+      ${HEAT_INPUTS}/tea_bm_1.in --output ${CMAKE_CURRENT_BINARY_DIR}/tools/heat_phases_np${n}
+      RANKS ${n} TIMEOUT 120 LABELS apps EXPECT_OUTPUT "${PHASE_TABLE}")
+  endforeach()
+  kpmap_add_mpi_test(NAME apps.kpmap-train.phase_table COMMAND kpmap-train
+    ${INPUTS}/train_mlp_ci.toml --set train.epochs=1
+    --output ${CMAKE_CURRENT_BINARY_DIR}/tools/train_phases RANKS 2 TIMEOUT 120 LABELS apps
+    EXPECT_OUTPUT "${PHASE_TABLE}")
+endif()
