@@ -20,6 +20,7 @@
 #include <kpmap/train/epoch_log.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/linear.hpp>
+#include <kpmap/train/result.hpp>
 #include <kpmap/train/sequential.hpp>
 
 #include <CLI/CLI.hpp>
@@ -40,14 +41,6 @@ namespace fs = std::filesystem;
 using kpmap::deck::Deck;
 using Mem = Kokkos::DefaultExecutionSpace::memory_space;
 using kpmap::Phase;
-
-template <class V>
-std::vector<double> to_vector(const V& v) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-  std::vector<double> out(h.size());
-  for (std::size_t i = 0; i < h.size(); ++i) out[i] = double(h.data()[i]);
-  return out;
-}
 
 // What a run reports besides checkpoints: history.csv, the progress line,
 // result.json. The loop itself is the library's Trainer.
@@ -104,70 +97,14 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
   }
   times += trainer.times();
 
-  // ---- result.json --------------------------------------------------------------
-  // NaN (null in result.json) until an epoch completes.
-  const double nan = std::nan("");
-  const auto& r = res.last;
   const auto report = times.reduce(MPI_Wtime() - t_start, rt.comm());
-  nlohmann::ordered_json j;
-  j["app"] = "kpmap-train";
-  j["kpmap_version"] = KPMAP_VERSION_STRING;
-  j["deck"] = deck.source();
-  j["ranks"] = rt.size();
-  j["model"] = c.model;
-  j["precision"] = c.precision;
-  j["parameters"] = model.parameter_count();
-  j["train_samples"] = n_train;
-  j["validation_samples"] = c.data.validation;
-  j["epochs"] = c.epochs;
-  j["train_loss"] = res.has_report ? r.train_loss : nan;
-  j["val_loss"] = res.has_report && c.data.validation > 0 ? r.held_out.loss : nan;
-  j["samples_per_second"] = res.samples_per_second;
-  if (classes) {
-    j["accuracy"] = res.has_report ? log.accuracy(r) : nan;
-    j["train_accuracy"] = res.has_report ? r.train_accuracy : nan;
-    if (c.data.validation > 0) {
-      // The held-out set's metrics: the test files', or the validation split's.
-      j["test_accuracy"] = res.has_report ? r.held_out.accuracy : nan;
-      j["test_loss"] = res.has_report ? r.held_out.loss : nan;
-      j["test_set"] = c.data.test_set ? c.data.test_path : "validation split";
-      j["confusion"] =
-          std::vector<long long>(r.held_out.confusion.begin(), r.held_out.confusion.end());
-    }
-  }
-  if constexpr (std::is_same_v<Model, kpmap::train::LinearModel<typename Model::value_type, Mem>>) {
-    const auto w = to_vector(model.params().w);
-    const auto b = to_vector(model.params().b);
-    j["params"] = {{"w", w}, {"b", b[0]}};
-    if (c.data.kind == kpmap::train::DataKind::synthetic) {
-      const kpmap::train::SyntheticRegression g{c.data.samples, c.data.features, c.data.seed,
-                                                c.data.noise};
-      std::vector<double> tw(c.data.features);
-      for (std::size_t i = 0; i < c.data.features; ++i) tw[i] = g.true_w(i);
-      j["true_params"] = {{"w", tw}, {"b", g.true_b()}};
-      if (root) {
-        std::printf("learned w = %s  b = %.6g\n   true w = %s  b = %.6g\n",
-                    kpmap::short_list(w).c_str(), b[0], kpmap::short_list(tw).c_str(), g.true_b());
-      }
-    }
-  }
-  bool check_failed = false;
-  if (!c.expect_val_loss.empty() && res.stopped_by == 0) {
-    // The deck's own check: the final validation loss in [low, high].
-    const double low = c.expect_val_loss[0], high = c.expect_val_loss[1];
-    const double loss = res.has_report ? r.held_out.loss : nan;
-    const bool passed = loss >= low && loss <= high;  // false for NaN
-    check_failed = !passed;
-    j["expect_val_loss"] = {{"low", low}, {"high", high}, {"val_loss", loss}, {"passed", passed}};
-    if (root) {
-      std::printf("kpmap-train: validation loss %.6g, expected in [%g, %g]: %s\n", loss, low, high,
-                  passed ? "PASSED" : "FAILED");
-    }
-  }
-  int code =
-      kpmap::write_result(j, out / "result.json", res.stopped_by, res.checkpoint, report, root);
+  auto result = kpmap::train::training_result(c, rt.size(), model, res, log, root);
+  int code = kpmap::write_result(result.json, out / "result.json", res.stopped_by, res.checkpoint,
+                                 report, root);
   // A run that finished with a wrong answer has not succeeded.
-  if (code == kpmap::exit_code::success && check_failed) code = kpmap::exit_code::check_failed;
+  if (code == kpmap::exit_code::success && result.check_failed) {
+    code = kpmap::exit_code::check_failed;
+  }
   if (root) {
     std::printf("kpmap-train: done in %s; results in %s\nkpmap-train: %s",
                 kpmap::Progress::format(report.wall).c_str(), (out / "result.json").c_str(),
