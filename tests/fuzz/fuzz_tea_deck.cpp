@@ -28,7 +28,8 @@
 namespace kpmap::sim::detail {
 void register_builtin_solvers();
 void register_builtin_solvers() {
-  for (const char* name : {"cg", "chebyshev", "jacobi", "ppcg"}) add_solver({name, name, 0, 0});
+  for (const char* name : {"cg", "chebyshev", "jacobi", "ppcg"})
+    solver_registry().add({name, name, 0, 0});
 }
 }  // namespace kpmap::sim::detail
 
