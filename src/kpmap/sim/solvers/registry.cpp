@@ -1,32 +1,20 @@
-// A solver for a scheme, from the registry's factories (info.cpp), and the
-// fields it allocates.
+// The solver registry (names, keys and factories): every registration (the
+// built-ins of this folder and a program's own), in order.
 
-#include <kpmap/sim/solvers/solver.hpp>
+#include <kpmap/sim/solvers/info.hpp>
 
 namespace kpmap::sim {
 
-namespace solvers {
-template <class Exec>
-std::unique_ptr<Solver<Exec>> make_explicit(const SolverContext<Exec>& context);
-}  // namespace solvers
+namespace detail {
+// Defined in the generated builtin_solvers.cpp: calls the registration of
+// every file of sim/solvers/ that holds a KPMAP_SIM_BUILTIN_SOLVER line.
+void register_builtin_solvers();
+}  // namespace detail
 
-template <class Exec>
-std::unique_ptr<Solver<Exec>> make_solver(Scheme scheme, const SolverContext<Exec>& context) {
-  if (scheme == Scheme::explicit_ftcs) return solvers::make_explicit(context);
-  const std::string& name = solver_info(context.options.method).name;
-  return solver_registry().factory<SolverFactory<Exec>>(name)(context);
+deck::Registry<SolverInfo>& solver_registry() {
+  static deck::Registry<SolverInfo> all("solver", "kpmap::sim::register_solver",
+                                        &detail::register_builtin_solvers);
+  return all;
 }
-
-int solver_fields(Scheme scheme, const SolverOptions& options) {
-  if (scheme == Scheme::explicit_ftcs) return 0;
-  const SolverInfo& s = solver_info(options.method);
-  return s.work_fields +
-         (options.preconditioner != Preconditioner::none ? s.preconditioned_fields : 0);
-}
-
-#define KPMAP_SIM_INSTANTIATE(E) \
-  template std::unique_ptr<Solver<E>> make_solver(Scheme, const SolverContext<E>&);
-KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_INSTANTIATE)
-#undef KPMAP_SIM_INSTANTIATE
 
 }  // namespace kpmap::sim
