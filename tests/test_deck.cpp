@@ -272,6 +272,64 @@ TEST_CASE("--help-deck and the Markdown tables come from the schema", "[deck]") 
                                    "\"mlp\" |  | model family |"));
 }
 
+TEST_CASE("a key's old name is read, with a warning naming the new one", "[deck]") {
+  auto s = schema();
+  s.renamed("train.rate", "train.learning_rate", "0.3");
+  // In the deck: the value goes to the new key, and the resolved deck says the new name.
+  const std::string text = std::string(valid) + "[output]\n";  // lines 1-13
+  const std::string old_name = "[model]\nkind = \"mlp\"\n[train]\nrate = 0.5\n[time]\nend = 1.0\n";
+  auto d = deck::parse(s, old_name, "deck.toml");
+  CHECK(d.real("train.learning_rate") == 0.5);
+  REQUIRE(d.warnings().size() == 1);
+  CHECK(d.warnings()[0] ==
+        "deck.toml:4:8: key 'train.rate' is now called 'train.learning_rate'; "
+        "the old name is read until kpmap 0.3");
+  CHECK_THAT(d.to_toml(), ContainsSubstring("learning_rate = 0.5"));
+  CHECK_THAT(d.to_toml(), !ContainsSubstring("rate = 0.5\n[") && !ContainsSubstring("\nrate"));
+  // Later messages about the key name what the user wrote, at its line.
+  CHECK(d.where("train.learning_rate") == "deck.toml:4: ");
+  CHECK(d.named("train.learning_rate") == "'train.rate' (train.learning_rate)");
+  // Its checks are the new key's.
+  CHECK_THROWS_WITH(
+      deck::parse(s, "[model]\nkind = \"mlp\"\n[train]\nrate = 11\n[time]\nend = 1.0\n",
+                  "deck.toml"),
+      StartsWith("deck.toml:4:8: key 'train.rate' (train.learning_rate) is out of "
+                 "range"));
+  // Both names: refused, in either order, naming both lines.
+  const std::string head = "[model]\nkind = \"mlp\"\n[time]\nend = 1.0\n[train]\n";  // lines 1-5
+  for (const auto& [both, at] :
+       {std::pair<std::string, std::string>{"rate = 0.5\nlearning_rate = 0.5\n", "6:8"},
+        {"learning_rate = 0.5\nrate = 0.5\n", "7:8"}}) {
+    const std::string other = at[0] == '6' ? "7" : "6";
+    CHECK_THROWS_WITH(deck::parse(s, head + both, "deck.toml"),
+                      StartsWith("deck.toml:" + at +
+                                 ": key 'train.learning_rate' is given twice "
+                                 "(as 'train.learning_rate' or its old name 'train.rate'; also "
+                                 "at line " +
+                                 other + "); give it once, by its new name"));
+  }
+  // A --set by the old name overrides the deck's value under either name, and warns.
+  auto o = deck::parse(s, valid, "deck.toml", {"train.rate=0.25"});
+  CHECK(o.real("train.learning_rate") == 0.25);
+  REQUIRE(o.warnings().size() == 1);
+  CHECK_THAT(o.warnings()[0], StartsWith("--set train.rate=0.25: key 'train.rate' is now called "
+                                         "'train.learning_rate'"));
+  CHECK(o.where("train.learning_rate") == "--set train.rate=0.25: ");
+  CHECK_THROWS_WITH(deck::parse(s, valid, "deck.toml", {"train.rate=x"}),
+                    StartsWith("--set train.rate=x: key 'train.rate' (train.learning_rate): "
+                               "expected a number"));
+  // A deck without old names has no warnings; --help-deck and the docs list the old names.
+  CHECK(deck::parse(s, text, "deck.toml").warnings().empty());
+  CHECK_THAT(s.help(), ContainsSubstring("  train.rate -> train.learning_rate (until kpmap 0.3)"));
+  CHECK_THAT(s.markdown(),
+             ContainsSubstring("| `train.rate` | `train.learning_rate` | kpmap 0.3 |"));
+  // A rename must name a key, and an old name must not be one.
+  CHECK_THROWS_WITH(deck::Schema(s).renamed("train.x", "train.nothing", "0.3"),
+                    ContainsSubstring("'train.nothing' is no key of kpmap-test"));
+  CHECK_THROWS_WITH(deck::Schema(s).renamed("train.epochs", "train.learning_rate", "0.3"),
+                    ContainsSubstring("'train.epochs' is a key of kpmap-test already"));
+}
+
 TEST_CASE("load gives every rank the same deck, or the same error", "[deck][mpi]") {
   const std::string path = "test_deck_" + std::to_string(kpmap::test::world_size()) + ".toml";
   if (kpmap::test::world_rank() == 0) {
@@ -289,6 +347,11 @@ TEST_CASE("load gives every rank the same deck, or the same error", "[deck][mpi]
   root_text.resize(len);
   MPI_Bcast(root_text.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
   CHECK(kpmap::test::all_ranks(root_text == text));
+  // A warning (an old name) reaches every rank; rank 0 prints it.
+  auto renamed = schema();
+  renamed.renamed("train.rate", "train.learning_rate", "0.3");
+  const auto w = deck::load(renamed, path, {"train.rate=0.5"}, MPI_COMM_WORLD);
+  CHECK(kpmap::test::all_ranks(w.warnings().size() == 1 && w.real("train.learning_rate") == 0.5));
 
   try {
     deck::load(schema(), path, {"train.epochs=0"}, MPI_COMM_WORLD);

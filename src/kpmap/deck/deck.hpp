@@ -101,6 +101,23 @@ class Schema {
   /// \throws Error when the declarations differ, naming both owners.
   Schema& merge(const std::string& prefix, const std::string& owner, const Schema& keys);
 
+  /// \brief An earlier name of a key, accepted for a while.
+  struct Rename {
+    std::string old_path;  ///< "output.keep"
+    std::string new_path;  ///< "output.keep_last", a key of this schema
+    std::string until;     ///< the release that stops accepting the old name: "0.3"
+  };
+  /// \brief Accepts `old_path`, an earlier name of the key `new_path`, until
+  /// kpmap `until`: a deck or --set that gives it sets `new_path`, and the
+  /// deck notes a warning naming the new name (Deck::warnings); giving both
+  /// names is an error. \throws Error when `new_path` is no key of the schema
+  /// (declare it first) or `old_path` is one.
+  Schema& renamed(const std::string& old_path, const std::string& new_path,
+                  const std::string& until);
+  /// \brief The rename whose old name is `path`, or nullptr.
+  const Rename* renamed_from(std::string_view path) const;
+  const std::vector<Rename>& renames() const noexcept { return renames_; }
+
   /// \brief Plain text for `--help-deck`: every key with type, default, range and description.
   std::string help() const;
   /// \brief The same as Markdown tables, one per section, for docs/decks.md.
@@ -110,6 +127,7 @@ class Schema {
   Schema& add(Key key);
   std::string app_;
   std::vector<Key> keys_;
+  std::vector<Rename> renames_;
   std::map<std::string, std::string, std::less<>> owners_;  // merged key -> "a, b"
 };
 
@@ -230,6 +248,10 @@ class Deck {
   /// `path` by a key of its own (TeaLeaf's `ymax` for `mesh.upper`), so
   /// that where() and named() cite that key; otherwise `path`.
   std::string element(std::string_view path, int i) const;
+  /// \brief What the user should change though the deck was accepted (a
+  /// key given by an old name), each message beginning with where().
+  /// load() prints them on rank 0; every rank has them.
+  const std::vector<std::string>& warnings() const noexcept { return warnings_; }
   /// \brief Where the deck came from (its path).
   const std::string& source() const noexcept { return source_; }
   const std::string& app() const noexcept { return app_; }
@@ -246,6 +268,7 @@ class Deck {
   std::map<std::string, Type, std::less<>> types_;
   std::map<std::string, int, std::less<>> lines_;
   std::map<std::string, Origin, std::less<>> origins_;  // keys a Translator or a --set gave
+  std::vector<std::string> warnings_;
 };
 
 /// \brief How `deck` differs from `saved`, the resolved deck of an earlier

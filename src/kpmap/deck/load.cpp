@@ -7,6 +7,7 @@
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <array>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -44,8 +45,13 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
   // Where the user's text set each key, a line per key: path, line, name
   // and --set argument, tab-separated (a deck holds no control characters).
   std::string lines;
+  std::string warnings;  // one a line
   int failed = 0;
   auto resolve = [&](const Deck& d) {
+    for (const auto& w : d.warnings_) {
+      warnings += w + "\n";
+      std::fprintf(stderr, "%s: warning: %s\n", schema.app().c_str(), w.c_str());
+    }
     for (const auto& [key, line] : d.lines_) {
       if (d.origins_.count(key) == 0) lines += key + "\t" + std::to_string(line) + "\t\t\n";
     }
@@ -72,6 +78,7 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
   transport::bcast_string(payload, 0, comm);
   if (failed != 0) throw InputError(payload, ErrorScope::all_ranks);
   transport::bcast_string(lines, 0, comm);
+  transport::bcast_string(warnings, 0, comm);
   // Every rank (rank 0 too) builds the deck from the same resolved text, and
   // keeps the lines (and names) of the user's text for messages.
   // The text is kpmap's own: an error in it is never the user's deck's.
@@ -84,6 +91,8 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
     }
   }();
   deck.lines_.clear();
+  std::istringstream said(warnings);
+  for (std::string w; std::getline(said, w);) deck.warnings_.push_back(w);
   std::istringstream in(lines);
   for (std::string row; std::getline(in, row);) {
     std::array<std::string, 4> f;

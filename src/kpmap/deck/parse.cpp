@@ -238,6 +238,27 @@ class Parser {
     throw InputError(msg + " (" + schema_.app() + " knows the keys listed by --help-deck)");
   }
 
+  // `r.old_path`, given at `where`: the value goes to the new key, whose
+  // messages then name what the user wrote, and a warning says the new name.
+  void rename(const Schema::Rename& r, const std::string& where) {
+    if (deck_.values_.count(r.new_path) != 0) given_twice(r.new_path, where);
+    deck_.origins_[r.new_path] = Origin{0, r.old_path, ""};
+    deck_.warnings_.push_back(where + "key '" + r.old_path + "' is now called '" + r.new_path +
+                              "'; the old name is read until kpmap " + r.until);
+  }
+
+  // A key given by its name and by an old name: which one counts would be a guess.
+  [[noreturn]] void given_twice(const std::string& path, const std::string& where) const {
+    std::string names = "'" + path + "'";
+    for (const auto& r : schema_.renames()) {
+      if (r.new_path == path) names += " or its old name '" + r.old_path + "'";
+    }
+    const int first = deck_.line(path);
+    throw InputError(where + "key '" + path + "' is given twice (as " + names +
+                     (first > 0 ? "; also at line " + std::to_string(first) : std::string()) +
+                     "); give it once, by its new name");
+  }
+
   // Where the user's text set `path`: its TOML line (a translated deck's
   // lines are its origins, noted in run()).
   void note_line(const std::string& path, const toml::node& node) {
@@ -255,8 +276,17 @@ class Parser {
                          "\": a quoted key is one key, and no key's name holds a dot; for '" +
                          path + "' write it without quotes");
       }
+      if (const auto* r = schema_.renamed_from(path); r != nullptr && !node.is_table()) {
+        const std::string where = at(node);
+        rename(*r, where);
+        note_line(r->new_path, node);
+        deck_.values_[r->new_path] =
+            convert(*schema_.find(r->new_path), node, where, "key " + deck_.named(r->new_path));
+        continue;
+      }
       note_line(path, node);
       if (const Key* k = schema_.find(path)) {
+        if (deck_.values_.count(path) != 0) given_twice(path, at(node));
         // A translated deck's messages cite the user's key and line, not the TOML's.
         const std::string where = translation_ ? deck_.where(path) : at(node);
         deck_.values_[path] = convert(*k, node, where, "key " + deck_.named(path));
@@ -394,9 +424,17 @@ class Parser {
     if (eq == std::string::npos || eq == 0) {
       throw InputError(where + "expected section.key=value");
     }
-    const std::string path = text.substr(0, eq);
+    std::string path = text.substr(0, eq);
     const std::string value = text.substr(eq + 1);
     const Key* k = schema_.find(path);
+    std::string written = path;
+    if (const auto* r = k == nullptr ? schema_.renamed_from(path) : nullptr) {
+      // A --set replaces what the deck said, under either name.
+      deck_.values_.erase(r->new_path);
+      rename(*r, where);
+      path = r->new_path;
+      k = schema_.find(path);
+    }
     if (k == nullptr) unknown(path, where);
     toml::table parsed;
     // toml++ 3.3 meets undefined behaviour on non-ASCII characters where it
@@ -413,15 +451,15 @@ class Parser {
     }
     // Later messages about the key cite this argument, not the deck.
     deck_.lines_.erase(path);
-    deck_.origins_[path] = Origin{0, path, text};
+    deck_.origins_[path] = Origin{0, written, text};
     if (ok && parsed.contains("v")) {
-      deck_.values_[path] = convert(*k, *parsed.get("v"), where, "key '" + path + "'");
+      deck_.values_[path] = convert(*k, *parsed.get("v"), where, "key " + deck_.named(path));
     } else if (k->type == Type::string) {
       toml::value<std::string> raw(value);
-      deck_.values_[path] = convert(*k, raw, where, "key '" + path + "'");
+      deck_.values_[path] = convert(*k, raw, where, "key " + deck_.named(path));
     } else {
-      throw InputError(where + "key '" + path + "': expected " + expected_phrase(k->type) +
-                       ", found '" + value + "'");
+      throw InputError(where + "key " + deck_.named(path) + ": expected " +
+                       expected_phrase(k->type) + ", found '" + value + "'");
     }
   }
 

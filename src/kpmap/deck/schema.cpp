@@ -81,6 +81,27 @@ const Key* Schema::find(std::string_view path) const {
   return nullptr;
 }
 
+Schema& Schema::renamed(const std::string& old_path, const std::string& new_path,
+                        const std::string& until) {
+  if (find(new_path) == nullptr) {
+    throw Error("kpmap::deck::Schema::renamed: '" + new_path + "' is no key of " + app_ +
+                " (declare it before its old name)");
+  }
+  if (find(old_path) != nullptr || renamed_from(old_path) != nullptr) {
+    throw Error("kpmap::deck::Schema::renamed: '" + old_path + "' is a key of " + app_ +
+                " already");
+  }
+  renames_.push_back({old_path, new_path, until});
+  return *this;
+}
+
+const Schema::Rename* Schema::renamed_from(std::string_view path) const {
+  for (const auto& r : renames_) {
+    if (r.old_path == path) return &r;
+  }
+  return nullptr;
+}
+
 Schema& Schema::merge(const std::string& prefix, const std::string& owner, const Schema& keys) {
   for (const Key& k : keys.keys()) {
     Key key = k;
@@ -205,6 +226,12 @@ std::string Schema::help() const {
     if (!k.unit.empty()) s << ", unit " << k.unit;
     s << ")\n      " << k.description << "\n";
   }
+  if (!renames_.empty()) {
+    s << "\nOld names, still read (with a warning) until the release named:\n";
+    for (const auto& r : renames_) {
+      s << "  " << r.old_path << " -> " << r.new_path << " (until kpmap " << r.until << ")\n";
+    }
+  }
   return s.str();
 }
 
@@ -229,6 +256,14 @@ std::string Schema::markdown() const {
     s << "| `" << k.path << "` | " << type_word(k.type) << " | "
       << (k.fallback ? "`" + cell(format_value(*k.fallback)) + "`" : "**required**") << " | "
       << cell(format_range(k)) << " | " << k.unit << " | " << cell(k.description) << " |\n";
+  }
+  if (!renames_.empty()) {
+    s << "\n### Old names\n\nA deck may still give these keys by their old names, until the "
+         "release named; the run then warns with the new name.\n\n"
+      << "| old name | key | read until |\n|---|---|---|\n";
+    for (const auto& r : renames_) {
+      s << "| `" << r.old_path << "` | `" << r.new_path << "` | kpmap " << r.until << " |\n";
+    }
   }
   return s.str();
 }
