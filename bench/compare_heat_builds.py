@@ -5,7 +5,7 @@ usage: compare_heat_builds.py --before BIN --after BIN [--deck DECK] [--ranks N]
                               [--rounds R] [--work DIR] [-- EXTRA kpmap-heat ARGS]
 
 Runs the deck R rounds in the order before, after, after, before (so that a drift in
-the machine's speed falls on both alike) and reads each run's summary.json: the time
+the machine's speed falls on both alike) and reads each run's result.json: the time
 of one outer solver iteration is (wall - io - checkpoint) / total_iterations, where
 the wall time is the slowest rank's. Prints each build's median and range, and the
 ratio of the medians; fails if the two builds took different iteration counts.
@@ -32,7 +32,7 @@ def run(binary, deck, ranks, out, extra):
     done = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"{' '.join(cmd)} exited with {done.returncode}:\n{done.stdout}{done.stderr}")
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "result.json").read_text())
     t = s["timing"]
     ms = (t["wall_s"] - t["io_s"] - t["checkpoint_s"]) / s["total_iterations"] * 1e3
     return ms, s["total_iterations"]

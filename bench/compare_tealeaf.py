@@ -18,7 +18,7 @@ against the targets:
 The codes stop at different iteration counts (TeaLeaf_ref and kpmap-heat take
 the same, UoB's port more), so the figure compared is the time of one CG
 iteration: TeaLeaf's final wall clock over its iterations, kpmap-heat's wall
-time less I/O and checkpoints over `total_iterations` (summary.json).
+time less I/O and checkpoints over `total_iterations` (result.json).
 
 usage:
   git clone https://github.com/UoB-HPC/TeaLeaf /tmp/src/TeaLeaf
@@ -123,7 +123,7 @@ def run_kpmap(app, deck, ranks, work, threads=1, extra_env=None):
     bind = ["--bind-to", "none"] if threads > 1 else []
     sh(["mpiexec", "-n", str(ranks), *bind, "-x", "OMP_NUM_THREADS", str(app), str(deck), "--set",
         "output.progress_every=0", "--output", str(out)], env=env)
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "result.json").read_text())
     t = s["timing"]
     solve = t["wall_s"] - t.get("io_s", 0.0) - t.get("checkpoint_s", 0.0)
     return solve / s["total_iterations"], s["total_iterations"]

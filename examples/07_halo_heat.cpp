@@ -10,7 +10,7 @@
 //
 // The second half runs a problem of the same kind on the library's own heat
 // loop (kpmap/sim/time_loop.hpp), as kpmap-heat does: TeaLeaf's implicit
-// step solved with CG, a per-step summary.csv, checkpoints a run restarts
+// step solved with CG, a per-step history.csv, checkpoints a run restarts
 // from, progress lines, stop signals. The program only says what to solve.
 //
 //   mpiexec -n 3 ./07_halo_heat
@@ -115,11 +115,11 @@ int library_loop(kpmap::Runtime& rt) {
   c.solver.eps = 1e-12;
   c.progress_every = 10;
   c.summary_every = 0;  // the summary table at the start and the end only
-  c.output_dir = "07_halo_heat_np" + std::to_string(rt.size());
+  c.output.dir = "07_halo_heat_np" + std::to_string(rt.size());
 
   // [time_loop]
   kpmap::PhaseTimes times;  // compute, halo, collectives, checkpoint: the loop fills them
-  const auto out = kpmap::prepare_output_dir(c.output_dir, rt.comm());
+  const auto out = kpmap::prepare_output_dir(c.output.dir, rt.comm());
   sim::Simulation s(c);  // the mesh over all ranks, the fields
   sim::TimeLoop loop(s, {out, /*deck=*/"", /*restart=*/""}, times);
   loop.start();      // step 0 (or the restart file's step)

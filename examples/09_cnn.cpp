@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
     run.epochs = 4;
     run.batch = batch;
     run.seed = 3;  // the shuffle: the same order at any rank count
-    run.output_dir = "09_cnn_np" + std::to_string(rt.size());  // checkpoints
+    run.output.dir = "09_cnn_np" + std::to_string(rt.size());  // checkpoints
     run.meta.app = "09_cnn";
     OptimizerConfig adam;
     adam.kind = "adam";

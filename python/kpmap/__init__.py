@@ -6,8 +6,8 @@
 Standard library only, plus matplotlib (and numpy, h5py for field.png) for pictures.
 """
 
-# The phases every application times (the "timing" object of result.json and
-# summary.json: <phase>_s, with wall_s), in the order tables and plots show them.
+# The phases every application times (the "timing" object of result.json:
+# <phase>_s, with wall_s), in the order tables and plots show them.
 PHASES = ("compute_s", "halo_s", "collectives_s", "io_s", "checkpoint_s")
 PHASE_LABELS = {"compute_s": "compute", "halo_s": "halo", "collectives_s": "collectives",
                 "io_s": "I/O", "checkpoint_s": "checkpoint"}

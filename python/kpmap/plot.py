@@ -89,7 +89,7 @@ def plot_heat(directory, plt):
     except ImportError:
         return None
     checkpoints = sorted(glob.glob(os.path.join(directory, "checkpoint_*.h5")))
-    rows = _rows(os.path.join(directory, "summary.csv"))
+    rows = _rows(_table(directory))
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     if checkpoints:
         with h5py.File(checkpoints[-1], "r") as f:
@@ -311,14 +311,24 @@ def error_bars(rows, key, scale=1.0):
     return [below, above]
 
 
+def _table(directory):
+    """The run's table: history.csv (summary.csv in a kpmap-heat folder
+    written before kpmap 0.2)."""
+    path = os.path.join(directory, "history.csv")
+    old = os.path.join(directory, "summary.csv")
+    return old if not os.path.isfile(path) and os.path.isfile(old) else path
+
+
 def run_kind(directory):
-    """"train" or "heat": which application left the run folder `directory`
-    (its history.csv or summary.csv), or None."""
-    if os.path.isfile(os.path.join(directory, "history.csv")):
-        return "train"
-    if os.path.isfile(os.path.join(directory, "summary.csv")):
-        return "heat"
-    return None
+    """"train" or "heat": what the run folder `directory` holds, from the
+    first column of its history.csv (a row an epoch or a row a step), or
+    None."""
+    try:
+        with open(_table(directory), newline="", encoding="utf-8") as f:
+            first = next(csv.reader(f), [""])[:1]
+    except OSError:
+        return None
+    return {"epoch": "train", "step": "heat"}.get(first[0] if first else "")
 
 
 def main(argv):
@@ -334,7 +344,7 @@ def main(argv):
         kind = run_kind(args[0])
         if kind is None:
             print(f"kpmap-plot: error: {args[0]}: not a kpmap-train or kpmap-heat run folder "
-                  "(it has neither history.csv nor summary.csv)", file=sys.stderr)
+                  "(it has no history.csv with a column epoch or step)", file=sys.stderr)
             return 2
         args = [kind, args[0]]
     window = None

@@ -105,7 +105,7 @@ def main(argv):
     meaningful = [x.split("!")[0].strip() for x in text.splitlines()]
     if [x for x in meaningful if x][:1] == ["*tea"]:
         cells = {k: int(v) for k, v in re.findall(r"(?m)^\s*([xyz]_cells)\s*[= ]\s*(\d+)", text)}
-        work, mesh, result = cells["x_cells"] * cells["y_cells"], True, "summary.json"
+        work, mesh, result = cells["x_cells"] * cells["y_cells"], True, "result.json"
         scaled = cells["x_cells"]
     else:
         data = tomllib.loads(text)
@@ -117,7 +117,7 @@ def main(argv):
             node[last] = value
         if "mesh" in data:
             cells = data["mesh"]["cells"]
-            work, mesh, result, scaled = 1, True, "summary.json", cells
+            work, mesh, result, scaled = 1, True, "result.json", cells
             for c in cells:
                 work *= c
         else:

@@ -79,20 +79,20 @@ class Studies(Decks, unittest.TestCase):
         p = self.study("--ranks", "1,2", "--mode", "weak", "--repeat", "1", kind="heat")
         self.assertEqual(p.returncode, 0, p.stderr)
         for n in (1, 2):
-            got = json.loads((self.out / f"ranks-{n}/rep-1/summary.json").read_text())
+            got = json.loads((self.out / f"ranks-{n}/rep-1/result.json").read_text())
             self.assertEqual(got["scaled"], [300 * n, 200])
         self.assertIn("| 2 | [600,200] |", (self.out / "scaling.md").read_text())
         p = self.study("--ranks", "1,2", "--mode", "weak", "--repeat", "1",
                        "--scale-key", "mesh.cells[1]", kind="heat")
         self.assertEqual(p.returncode, 0, p.stderr)
-        got = json.loads((self.out / "ranks-2/rep-1/summary.json").read_text())
+        got = json.loads((self.out / "ranks-2/rep-1/result.json").read_text())
         self.assertEqual(got["scaled"], [300, 400])
 
     def test_weak_several_keys(self):
         p = self.study("--ranks", "1,3", "--mode", "weak", "--repeat", "1", "--scale-key",
                        "mesh.cells[0]", "--scale-key", "mesh.cells[1]", kind="heat")
         self.assertEqual(p.returncode, 0, p.stderr)
-        got = json.loads((self.out / "ranks-3/rep-1/summary.json").read_text())
+        got = json.loads((self.out / "ranks-3/rep-1/result.json").read_text())
         self.assertEqual(got["scaled"], [900, 600])
         self.assertEqual(rows(self.out)[1]["mesh.cells"], "[900,600]")
         p = self.study("--ranks", "1,2", "--mode", "weak", "--repeat", "1", "--dry-run",
@@ -108,7 +108,7 @@ class Studies(Decks, unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         copy = (self.out / "ranks-4" / "tea.in").read_text()
         self.assertEqual(copy, self.tea.read_text().replace("x_cells = 100", "x_cells = 400"))
-        got = json.loads((self.out / "ranks-4/rep-1/summary.json").read_text())
+        got = json.loads((self.out / "ranks-4/rep-1/result.json").read_text())
         self.assertEqual(got["work"], 400 * 50)
 
     def test_failing_point_keeps_the_others(self):

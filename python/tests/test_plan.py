@@ -36,7 +36,7 @@ class Arguments(unittest.TestCase):
 
     def test_kind(self):
         self.assertEqual(detect_kind("/opt/kpmap/bin/kpmap-train", None).name, "train")
-        self.assertEqual(detect_kind("kpmap-heat", None).result, "summary.json")
+        self.assertEqual(detect_kind("kpmap-heat", None).result, "result.json")
         self.assertEqual(detect_kind("kpmap-bench-collectives", None).name, "bench")
         self.assertEqual(detect_kind("a.out", "heat").name, "heat")
         with self.assertRaises(UsageError):
@@ -72,7 +72,7 @@ class Studies(Decks, unittest.TestCase):
                      launcher=check_template("mpiexec -n {ranks}", None),
                      launcher_text="mpiexec -n {ranks}", ranks_per_node=None,
                      sets=list(sets), extra_args=[], scale_keys=keys,
-                     tea=is_tea_deck(deck), result_name="summary.json", timeout=None)
+                     tea=is_tea_deck(deck), result_name="result.json", timeout=None)
 
     def test_is_tea_deck(self):
         self.assertTrue(is_tea_deck(self.tea))

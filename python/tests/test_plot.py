@@ -60,8 +60,25 @@ class Pictures(Decks, unittest.TestCase):
         with h5py.File(self.dir / "checkpoint_000004.h5", "w") as f:
             f["fields/u"] = np.arange(12.0).reshape(3, 4)
             f.attrs["step"] = 4
-        self.write("summary.csv", "step,u,error\n0,1.0,0\n1,1.0,1e-9\n2,1.0,2e-9\n")
+        self.write("history.csv", "step,u,error\n0,1.0,0\n1,1.0,1e-9\n2,1.0,2e-9\n")
         p = command("heat", str(self.dir))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(png_size(self.dir / "field.png"), (1210, 495))
+
+    def test_run_kind(self):
+        # Both apps write history.csv: a row an epoch (train) or a step (heat).
+        self.assertIsNone(plot.run_kind(str(self.dir)))
+        self.write("history.csv", "epoch,train_loss\n1,2.0\n")
+        self.assertEqual(plot.run_kind(str(self.dir)), "train")
+        self.write("history.csv", "step,u,error\n0,1.0,0\n")
+        self.assertEqual(plot.run_kind(str(self.dir)), "heat")
+        self.write("history.csv", "")
+        self.assertIsNone(plot.run_kind(str(self.dir)))
+        # A kpmap-heat folder written before kpmap 0.2 has summary.csv instead.
+        os.remove(self.dir / "history.csv")
+        self.write("summary.csv", "step,u,error\n0,1.0,0\n1,1.0,1e-9\n")
+        self.assertEqual(plot.run_kind(str(self.dir)), "heat")
+        p = command(str(self.dir))
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(png_size(self.dir / "field.png"), (1210, 495))
 

@@ -24,7 +24,7 @@ if(KPMAP_ENABLE_APPS)
       kpmap_add_mpi_test(NAME apps.kpmap-heat.${deck} COMMAND kpmap-heat
         ${HEAT_INPUTS}/${deck}.toml --output ${HEAT_OUT}/${deck}_np${n} RANKS ${n} LABELS apps)
       set_tests_properties(apps.kpmap-heat.${deck}.np${n} PROPERTIES FIXTURES_SETUP heat_${deck})
-      list(APPEND results ${HEAT_OUT}/${deck}_np${n}/summary.json)
+      list(APPEND results ${HEAT_OUT}/${deck}_np${n}/result.json)
     endforeach()
     add_test(NAME apps.kpmap-heat.${deck}.same_at_any_rank_count
              COMMAND ${HEAT_CHECK} compare ${results} --rtol 1e-12)
@@ -34,10 +34,10 @@ if(KPMAP_ENABLE_APPS)
   list(GET KPMAP_TEST_RANKS -1 heat_last)
   add_test(NAME apps.kpmap-heat.checkpoint_h5py
     COMMAND ${HEAT_CHECK} checkpoint ${HEAT_OUT}/heat2d_ci_np${heat_last}/checkpoint_000006.h5
-            ${HEAT_OUT}/heat2d_ci_np${heat_last}/summary.json)
+            ${HEAT_OUT}/heat2d_ci_np${heat_last}/result.json)
   add_test(NAME apps.kpmap-heat.checkpoint_h5py_3d
     COMMAND ${HEAT_CHECK} checkpoint ${HEAT_OUT}/heat3d_ci_np${heat_last}/checkpoint_000004.h5
-            ${HEAT_OUT}/heat3d_ci_np${heat_last}/summary.json)
+            ${HEAT_OUT}/heat3d_ci_np${heat_last}/result.json)
   set_tests_properties(apps.kpmap-heat.checkpoint_h5py PROPERTIES LABELS apps
     FIXTURES_REQUIRED heat_heat2d_ci)
   set_tests_properties(apps.kpmap-heat.checkpoint_h5py_3d PROPERTIES LABELS apps

@@ -187,6 +187,19 @@ if(KPMAP_ENABLE_APPS)
     RANKS 3 TIMEOUT 60 LABELS apps
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 3
             --expect "training diverged: the loss is" --expect ", step 1 of 1" --)
+  # A key's old name (output.keep, before the apps shared one [output]
+  # schema) still works until kpmap 0.3, with a warning naming the new one:
+  # 3 checkpoints written, 1 kept (the default keeps 3).
+  kpmap_add_mpi_test(NAME apps.kpmap-train.old_key_name COMMAND kpmap-train
+    ${INPUTS}/train_linear_ci.toml --set output.keep=1 --set output.checkpoint_every=1
+    --set train.epochs=3 --output ${TRAIN_OUT}/old_key_name RANKS 2 TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_EXIT} --exit-code 0 "--regex=kpmap-train: warning: --set output.keep=1: key 'output.keep' is now called 'output.keep_last'; the old name is read until kpmap 0.3" --)
+  set_tests_properties(apps.kpmap-train.old_key_name.np2 PROPERTIES FIXTURES_SETUP train_old_key)
+  add_test(NAME apps.kpmap-train.old_key_name.kept
+    COMMAND ${Python3_EXECUTABLE} -c "import glob, sys; k = sorted(glob.glob(sys.argv[1] + '/checkpoint_*.h5')); print(k); sys.exit(0 if [p[-9:] for p in k] == ['000003.h5'] else 1)"
+            ${TRAIN_OUT}/old_key_name)
+  set_tests_properties(apps.kpmap-train.old_key_name.kept PROPERTIES LABELS apps
+    FIXTURES_REQUIRED train_old_key)
   # --help-deck lists the keys; docs/decks.md's tables are the schema's.
   kpmap_add_output_test(NAME apps.kpmap-train.help_deck COMMAND kpmap-train --help-deck
     LABELS apps EXPECT "optimizer.learning_rate")

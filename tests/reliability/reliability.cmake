@@ -93,8 +93,8 @@ if(KPMAP_ENABLE_APPS)
   # A full disk, a real one (a small tmpfs; mounting it needs root, and the
   # test is skipped, loudly, without): the job ends within seconds at any
   # rank count with the reason, the previous checkpoint intact and no
-  # temporary left. Checkpoints of these runs outgrow 200k (heat) and 100k
-  # (train) at their third.
+  # temporary left. Checkpoints of these runs outgrow 200k (heat) and 112k
+  # (train; the run's deck.toml is in the folder too) at their third.
   set(ON_FULL_DISK ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/on_full_disk.py)
   set(full_heat_args ${INPUTS}/heat2d_ci.toml --set mesh.cells=[64,48]
                      --set output.checkpoint_every=1 --output {disk}/out)
@@ -105,7 +105,7 @@ if(KPMAP_ENABLE_APPS)
       set(size 200k)
       set(when "step 3")
     else()
-      set(size 100k)
+      set(size 112k)
       set(when "epoch 3")
     endif()
     kpmap_add_mpi_test(NAME apps.kpmap-${app}.full_disk COMMAND kpmap-${app} ${full_${app}_args}
@@ -128,8 +128,8 @@ if(KPMAP_ENABLE_APPS)
     ${INPUTS}/heat2d_ci.toml --output ${FAULT_OUT}/heat_devfull RANKS 1 3 TIMEOUT 60
     LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
-            --symlink ${FAULT_OUT}/heat_devfull/summary.csv:/dev/full
-            --expect "output ${FAULT_OUT}/heat_devfull/summary.csv: it is a symbolic link" --)
+            --symlink ${FAULT_OUT}/heat_devfull/history.csv:/dev/full
+            --expect "output ${FAULT_OUT}/heat_devfull/history.csv: it is a symbolic link" --)
   kpmap_add_mpi_test(NAME apps.kpmap-train.table_is_a_link COMMAND kpmap-train
     ${INPUTS}/train_linear_ci.toml --output ${FAULT_OUT}/train_devfull RANKS 1 3 TIMEOUT 60
     LABELS apps reliability
@@ -144,11 +144,11 @@ if(KPMAP_ENABLE_APPS)
   set(SAFETY ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_output_safety.py)
   foreach(app heat train)
     if(app STREQUAL heat)
-      set(safety_args --deck ${INPUTS}/heat2d_ci.toml --resolved-deck deck.toml
+      set(safety_args --deck ${INPUTS}/heat2d_ci.toml
                       --long time.end_step=1000000 time.end_time=1e9 output.checkpoint_every=0)
     else()
-      set(safety_args --deck ${INPUTS}/train_mlp_ci.toml --result result.json
-                      --table history.csv --long train.epochs=1000000 output.checkpoint_every=0)
+      set(safety_args --deck ${INPUTS}/train_mlp_ci.toml
+                      --long train.epochs=1000000 output.checkpoint_every=0)
     endif()
     foreach(case targets lock restart-table non-ascii)
       foreach(n 1 3)
@@ -369,25 +369,25 @@ if(KPMAP_ENABLE_APPS)
   set(train_no_end --stop-set train.epochs=10000000)
   add_test(NAME apps.kpmap-heat.stop_injected
     COMMAND ${STOP_CHECK} --app $<TARGET_FILE:kpmap-heat> --deck ${INPUTS}/heat2d_ci.toml
-            --ranks 3 --inject 1:3 --result summary.json ${heat_keys}
+            --ranks 3 --inject 1:3 ${heat_keys}
             --work ${FAULT_OUT}/heat_stop_injected)
   # SIGUSR1 to the launcher (which forwards it to every rank) ...
   add_test(NAME apps.kpmap-heat.stop_usr1
     COMMAND ${STOP_CHECK} --app $<TARGET_FILE:kpmap-heat> --deck ${INPUTS}/heat2d_ci.toml
             --set time.end_step=100 --set time.end_time=100 ${heat_no_end} --ranks 2 --signal USR1
-            --to launcher --after "^step 5/" --result summary.json ${heat_keys}
+            --to launcher --after "^step 5/" ${heat_keys}
             --work ${FAULT_OUT}/heat_stop_usr1)
   # ... or SIGTERM to one rank only, as a scheduler's signal that reaches one
   # process: every rank stops at the same step. The restart runs on 2 ranks.
   add_test(NAME apps.kpmap-heat.stop_term_one_rank
     COMMAND ${STOP_CHECK} --app $<TARGET_FILE:kpmap-heat> --deck ${INPUTS}/heat2d_ci.toml
             --set time.end_step=100 --set time.end_time=100 ${heat_no_end} --ranks 3 --restart-ranks 2
-            --rtol 1e-12 --signal TERM --to rank --after "^step 5/" --result summary.json
+            --rtol 1e-12 --signal TERM --to rank --after "^step 5/"
             ${heat_keys} --work ${FAULT_OUT}/heat_stop_term)
   # kpmap-train stops mid-epoch (step 7 of 10 in epoch 1) and at an epoch's end.
   add_test(NAME apps.kpmap-train.stop_mid_epoch
     COMMAND ${STOP_CHECK} --app $<TARGET_FILE:kpmap-train> --deck ${INPUTS}/train_sgd_ci.toml
-            --ranks 3 --inject 2:7 --result result.json ${train_keys}
+            --ranks 3 --inject 2:7 ${train_keys}
             --work ${FAULT_OUT}/train_stop_mid)
   set_tests_properties(apps.kpmap-train.stop_mid_epoch PROPERTIES FIXTURES_SETUP train_stop_mid)
   # A checkpoint written before the position had typed attributes (its
@@ -397,7 +397,7 @@ if(KPMAP_ENABLE_APPS)
   add_test(NAME apps.kpmap-train.restart_position_as_text
     COMMAND ${STOP_CHECK} --app $<TARGET_FILE:kpmap-train> --deck ${INPUTS}/train_sgd_ci.toml
             --ranks 1 --given ${CMAKE_CURRENT_SOURCE_DIR}/data/train_sgd_ci_position_as_text.h5
-            --result result.json ${train_keys} --work ${FAULT_OUT}/train_position_as_text)
+            ${train_keys} --work ${FAULT_OUT}/train_position_as_text)
   set_tests_properties(apps.kpmap-train.restart_position_as_text PROPERTIES
     LABELS "apps;reliability;checkpoint" TIMEOUT 120 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   # A mid-epoch checkpoint with a deck whose epoch has fewer steps is refused.
@@ -410,12 +410,12 @@ if(KPMAP_ENABLE_APPS)
     FIXTURES_REQUIRED train_stop_mid)
   add_test(NAME apps.kpmap-train.stop_epoch_end
     COMMAND ${STOP_CHECK} --app $<TARGET_FILE:kpmap-train> --deck ${INPUTS}/train_sgd_ci.toml
-            --ranks 2 --inject 0:20 --result result.json ${train_keys}
+            --ranks 2 --inject 0:20 ${train_keys}
             --work ${FAULT_OUT}/train_stop_end)
   add_test(NAME apps.kpmap-train.stop_int_one_rank
     COMMAND ${STOP_CHECK} --app $<TARGET_FILE:kpmap-train> --deck ${INPUTS}/train_sgd_ci.toml
             --set train.epochs=2000 ${train_no_end} --ranks 3 --signal INT --to rank --after "^epoch 3/"
-            --result result.json ${train_keys} --work ${FAULT_OUT}/train_stop_int)
+            ${train_keys} --work ${FAULT_OUT}/train_stop_int)
   set_tests_properties(apps.kpmap-heat.stop_injected apps.kpmap-heat.stop_usr1
     apps.kpmap-heat.stop_term_one_rank apps.kpmap-train.stop_mid_epoch
     apps.kpmap-train.stop_epoch_end apps.kpmap-train.stop_int_one_rank PROPERTIES

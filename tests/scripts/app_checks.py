@@ -14,7 +14,7 @@ def fail(msg: str) -> None:
 
 
 def load(path: str) -> dict:
-    """An app's JSON output (summary.json, result.json)."""
+    """An app's JSON output (result.json)."""
     with open(path, encoding="utf-8") as f:
         return json.load(f)
 

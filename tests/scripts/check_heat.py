@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Checks of kpmap-heat's outputs with independent tools (json, numpy, h5py).
 
-    check_heat.py compare A/summary.json B/summary.json ... [--rtol R]
+    check_heat.py compare A/result.json B/result.json ... [--rtol R]
         the field summaries (volume, mass, density, energy, U) agree to R
     check_heat.py checkpoint FILE.h5 SUMMARY.json
         reads the checkpoint with h5py: attributes, u = density x energy,
-        and TeaLeaf's summary recomputed from the fields equals summary.json;
+        and TeaLeaf's summary recomputed from the fields equals result.json;
         its XDMF sidecar names the datasets with the right shapes
     check_heat.py fields DIR
         every field dump DIR/fields/fields_NNNNNN.h5 holds its step, u = density x
-        energy, and the conserved energy of DIR/summary.json
+        energy, and the conserved energy of DIR/result.json
     check_heat.py restart --launcher T --app APP --deck DECK --ranks N --restart-ranks M
                           --steps S --split K --work DIR [--rtol R] [--set KEY=VALUE ...]
         S steps straight against K steps + a restart (at M ranks) to S: the
@@ -70,7 +70,7 @@ def cmd_checkpoint(args):
     mine["density"] = mine["mass"] / mine["volume"]
     for k in SUMMARY_KEYS:
         if not rel(mine[k], s[k]) <= 1e-12:
-            fail(f"{k}: {mine[k]!r} from the fields, {s[k]!r} in summary.json")
+            fail(f"{k}: {mine[k]!r} from the fields, {s[k]!r} in result.json")
     xmf = args.file[:-3] + ".xmf"
     root = ET.parse(xmf).getroot()
     items = {d.text.strip().split(":")[1]: d.get("Dimensions")
@@ -79,12 +79,12 @@ def cmd_checkpoint(args):
     for name in ("/fields/density", "/fields/energy", "/fields/u"):
         if items.get(name) != want:
             fail(f"XDMF sidecar: {name} has dimensions {items.get(name)}, expected {want}")
-    print(f"OK: {args.file} holds step {s['step']}; its fields give summary.json's summary "
+    print(f"OK: {args.file} holds step {s['step']}; its fields give result.json's summary "
           f"(h5py {h5py.__version__})")
 
 
 def cmd_fields(args):
-    s = load(os.path.join(args.dir, "summary.json"))
+    s = load(os.path.join(args.dir, "result.json"))
     deck = load_deck_cells(os.path.join(args.dir, "deck.toml"))
     vol = np.prod([(hi - lo) / n for lo, hi, n in zip(deck["lower"], deck["upper"], s["cells"])])
     names = sorted(f for f in os.listdir(os.path.join(args.dir, "fields")) if f.endswith(".h5"))
@@ -150,11 +150,11 @@ def cmd_restart(args):
             fail(f"time {a.attrs['time']!r} straight, {b.attrs['time']!r} after the restart")
     if worst > args.rtol:
         fail(f"fields differ by {worst:.3e} > {args.rtol:g}")
-    s1, s2 = load(os.path.join(straight, "summary.json")), load(os.path.join(second, "summary.json"))
+    s1, s2 = load(os.path.join(straight, "result.json")), load(os.path.join(second, "result.json"))
     if args.rtol == 0:
         if s1["u"] != s2["u"] or s1["energy"] != s2["energy"]:
             fail(f"summary U {s1['u']!r} straight, {s2['u']!r} after the restart")
-        f1 = load(os.path.join(first, "summary.json"))
+        f1 = load(os.path.join(first, "result.json"))
         if s1["total_iterations"] != f1["total_iterations"] + s2["total_iterations"]:
             fail("the restarted run took other iterations than the straight one")
     print(f"OK: {args.split} steps + restart ({args.restart_ranks} ranks) to {args.steps} = "

@@ -3,7 +3,7 @@
 and checks both its exit code and that nothing it must not touch changed.
 
   check_output_safety.py CASE --launcher "mpiexec -n {n}" --app kpmap-heat \
-      --deck inputs/heat2d_ci.toml --ranks 3 --workdir DIR [--result summary.json]
+      --deck inputs/heat2d_ci.toml --ranks 3 --workdir DIR
 
 CASE is one of:
   targets        --trace and output files that are devices, FIFOs, links, folders,
@@ -24,6 +24,10 @@ import stat
 import subprocess
 import sys
 import time
+
+# What every run leaves in its folder, by the same names for every app
+# (kpmap/run/output_keys.hpp).
+RESULT, TABLE, RESOLVED_DECK = "result.json", "history.csv", "deck.toml"
 
 failures = []
 
@@ -113,8 +117,8 @@ def targets(args):
 
     # Output files: a FIFO where the result goes, a link where the table goes,
     # a FIFO named like a checkpoint, the deck where the resolved deck goes.
-    for name, make, why in ((args.result, os.mkfifo, "is a FIFO"),
-                            (args.table, lambda p: os.symlink(precious, p), "is a symbolic link"),
+    for name, make, why in ((RESULT, os.mkfifo, "is a FIFO"),
+                            (TABLE, lambda p: os.symlink(precious, p), "is a symbolic link"),
                             ("checkpoint_000001.h5", os.mkfifo, "is a FIFO")):
         out = out_dir(args, "o_" + name)
         os.makedirs(out)
@@ -122,18 +126,17 @@ def targets(args):
         run(args, ["--output", out], 2, contains=why)
         if kind(os.path.join(out, name)) == "file":
             fail(f"{out}/{name} was replaced by a regular file")
-    if args.resolved_deck:
-        out = out_dir(args, "o_deck")
-        os.makedirs(out)
-        inside = os.path.join(out, args.resolved_deck)
-        shutil.copy(args.deck, inside)
-        p = command(args, ["--output", out])
-        p[p.index(args.deck)] = inside
-        print("$ " + " ".join(p), flush=True)
-        r = subprocess.run(p, capture_output=True, text=True)
-        if r.returncode != 2 or "is this run's input" not in r.stdout + r.stderr:
-            print((r.stdout + r.stderr)[-2000:])
-            fail(f"a run whose deck is {inside}: exit {r.returncode}, expected 2 naming the input")
+    out = out_dir(args, "o_deck")
+    os.makedirs(out)
+    inside = os.path.join(out, RESOLVED_DECK)
+    shutil.copy(args.deck, inside)
+    p = command(args, ["--output", out])
+    p[p.index(args.deck)] = inside
+    print("$ " + " ".join(p), flush=True)
+    r = subprocess.run(p, capture_output=True, text=True)
+    if r.returncode != 2 or "is this run's input" not in r.stdout + r.stderr:
+        print((r.stdout + r.stderr)[-2000:])
+        fail(f"a run whose deck is {inside}: exit {r.returncode}, expected 2 naming the input")
 
     # Nothing that was there changed.
     expect = {fifo: "fifo", link: "link", precious: "file", deck_copy: "file"}
@@ -215,7 +218,7 @@ def first_column(path):
 def restart_table(args):
     out = out_dir(args, "rt")
     run(args, ["--output", out], 0)
-    table = os.path.join(out, args.table)
+    table = os.path.join(out, TABLE)
     header, before = first_column(table)
     checkpoints = sorted(n for n in os.listdir(out) if n.startswith("checkpoint_") and n.endswith(".h5"))
     if len(checkpoints) < 2:
@@ -232,16 +235,15 @@ def restart_table(args):
 def non_ascii(args):
     out = out_dir(args, "résultats 日本")
     run(args, ["--output", out], 0)
-    if not os.path.isfile(os.path.join(out, args.result)):
-        fail(f"no {args.result} in {out}")
-    if args.resolved_deck:
-        again = command(args, ["--output", out_dir(args, "again")])
-        again[again.index(args.deck)] = os.path.join(out, args.resolved_deck)
-        print("$ " + " ".join(again), flush=True)
-        r = subprocess.run(again, capture_output=True, text=True)
-        if r.returncode != 0:
-            print((r.stdout + r.stderr)[-2000:])
-            fail(f"the resolved deck of {out} does not read back: exit {r.returncode}")
+    if not os.path.isfile(os.path.join(out, RESULT)):
+        fail(f"no {RESULT} in {out}")
+    again = command(args, ["--output", out_dir(args, "again")])
+    again[again.index(args.deck)] = os.path.join(out, RESOLVED_DECK)
+    print("$ " + " ".join(again), flush=True)
+    r = subprocess.run(again, capture_output=True, text=True)
+    if r.returncode != 0:
+        print((r.stdout + r.stderr)[-2000:])
+        fail(f"the resolved deck of {out} does not read back: exit {r.returncode}")
 
 
 def main():
@@ -252,9 +254,6 @@ def main():
     p.add_argument("--deck", required=True)
     p.add_argument("--ranks", type=int, default=1)
     p.add_argument("--workdir", required=True)
-    p.add_argument("--result", default="summary.json")
-    p.add_argument("--table", default="summary.csv")
-    p.add_argument("--resolved-deck", default="", help="the resolved deck's name in the folder")
     p.add_argument("--long", nargs="*", default=[], help="--set arguments of a run that lasts")
     args = p.parse_args()
     args.long = [a for s in args.long for a in ("--set", s)]

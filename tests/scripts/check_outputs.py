@@ -145,33 +145,47 @@ def load(path):
         return {}
 
 
+# Every run's folder holds these, by the same names for every app
+# (kpmap/run/output_keys.hpp), and its checkpoints.
+RUN_FILES = ["result.json", "history.csv", "deck.toml"]
+
+
+def check_run(args, what, n, cmd, checkpoints, result_spec, csv_header, rows):
+    """Runs `cmd` on `n` ranks into the folder it names with --output, then
+    checks the folder holds the run files and exactly `checkpoints`, the
+    result's keys and types, and the table's header and first column."""
+    out = cmd[cmd.index("--output") + 1]
+    run(args, n, cmd, 0)
+    check_folder(out, RUN_FILES + checkpoints)
+    result = load(os.path.join(out, "result.json"))
+    check_object(f"{what} result.json", result, result_spec)
+    check_csv(os.path.join(out, "history.csv"), csv_header, rows)
+    return result
+
+
 def heat(args):
     deck = os.path.join(args.inputs, "heat2d_ci.toml")  # 6 steps, checkpoint_every 3
     out = os.path.join(args.workdir, "heat")
-    run(args, 3, [deck, "--output", out], 0)
-    check_folder(out, ["checkpoint_000003.h5", "checkpoint_000003.xmf", "checkpoint_000006.h5",
-                       "checkpoint_000006.xmf", "deck.toml", "summary.csv", "summary.json"])
-    result = load(os.path.join(out, "summary.json"))
-    check_object("heat summary.json", result, HEAT_RESULT)
+    result = check_run(args, "heat", 3, [deck, "--output", out],
+                       ["checkpoint_000003.h5", "checkpoint_000003.xmf", "checkpoint_000006.h5",
+                        "checkpoint_000006.xmf"], HEAT_RESULT, HEAT_CSV, list(range(7)))
     if result.get("checkpoint") != os.path.join(out, "checkpoint_000006.h5"):
-        fail(f"heat summary.json: checkpoint {result.get('checkpoint')!r}")
-    check_csv(os.path.join(out, "summary.csv"), HEAT_CSV, list(range(7)))
+        fail(f"heat result.json: checkpoint {result.get('checkpoint')!r}")
 
     # A restart into a new folder: the rest of the steps, and the restart named.
     again = os.path.join(args.workdir, "heat_restart")
     start = os.path.join(out, "checkpoint_000003.h5")
-    run(args, 2, [deck, "--output", again, "--restart", start], 0)
-    result = load(os.path.join(again, "summary.json"))
-    check_object("heat restarted summary.json", result, HEAT_RESULT)
+    result = check_run(args, "heat restarted", 2, [deck, "--output", again, "--restart", start],
+                       ["checkpoint_000006.h5", "checkpoint_000006.xmf"], HEAT_RESULT, HEAT_CSV,
+                       [4, 5, 6])
     if (result.get("restart"), result.get("steps_run")) != (start, 3):
         fail(f"restarted: restart {result.get('restart')!r}, steps_run {result.get('steps_run')}")
-    check_csv(os.path.join(again, "summary.csv"), HEAT_CSV, [4, 5, 6])
 
     # TeaLeaf's deck with its test problem: the check's own object.
     tea = os.path.join(args.workdir, "tea")
     run(args, 2, [os.path.join(args.inputs, "tea_bm_1.in"), "--output", tea], 0)
-    result = load(os.path.join(tea, "summary.json"))
-    check_object("tea summary.json", result,
+    result = load(os.path.join(tea, "result.json"))
+    check_object("tea result.json", result,
                  {**HEAT_RESULT, "test_problem": HEAT_TEST_PROBLEM})
 
     # Exit codes: bad input 2, a wrong published answer 5.
@@ -182,20 +196,15 @@ def heat(args):
 
 def train(args):
     out = os.path.join(args.workdir, "mlp")  # 8 epochs, checkpoint_every 4
-    run(args, 2, [os.path.join(args.inputs, "train_mlp_ci.toml"), "--output", out], 0)
-    check_folder(out, ["checkpoint_000004.h5", "checkpoint_000008.h5", "history.csv",
-                       "result.json"])
-    result = load(os.path.join(out, "result.json"))
-    check_object("mlp result.json", result, {**TRAIN_COMMON, **TRAIN_CLASSES})
-    check_csv(os.path.join(out, "history.csv"), TRAIN_CSV, list(range(1, 9)))
+    check_run(args, "mlp", 2, [os.path.join(args.inputs, "train_mlp_ci.toml"), "--output", out],
+              ["checkpoint_000004.h5", "checkpoint_000008.h5"], {**TRAIN_COMMON, **TRAIN_CLASSES},
+              TRAIN_CSV, list(range(1, 9)))
 
     lin = os.path.join(args.workdir, "linear")
-    run(args, 3, [os.path.join(args.inputs, "train_linear_ci.toml"), "--output", lin,
-                  "--set", "train.epochs=5"], 0)
-    check_folder(lin, ["checkpoint_000005.h5", "history.csv", "result.json"])
-    check_object("linear result.json", load(os.path.join(lin, "result.json")),
-                 {**TRAIN_COMMON, **TRAIN_LINEAR})
-    check_csv(os.path.join(lin, "history.csv"), TRAIN_CSV, list(range(1, 6)))
+    check_run(args, "linear", 3, [os.path.join(args.inputs, "train_linear_ci.toml"), "--output",
+                                  lin, "--set", "train.epochs=5"],
+              ["checkpoint_000005.h5"], {**TRAIN_COMMON, **TRAIN_LINEAR}, TRAIN_CSV,
+              list(range(1, 6)))
 
     # Cut mid-epoch by max_steps: the position's checkpoint, by its own name.
     cut = os.path.join(args.workdir, "cut")

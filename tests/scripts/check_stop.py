@@ -3,7 +3,7 @@
 checkpoint ends with the same result as an uninterrupted run.
 
 usage: check_stop.py --launcher "mpiexec -n {n}" --app APP --deck DECK
-                     --ranks N [--restart-ranks M] --work DIR --result FILE
+                     --ranks N [--restart-ranks M] --work DIR
                      --key KEY [--key KEY ...] [--set key=value ...] [--rtol R]
                      [--stop-set key=value ...]
                      (--inject RANK:STEP | --signal SIG --to launcher|rank --after REGEX
@@ -15,7 +15,7 @@ usage: check_stop.py --launcher "mpiexec -n {n}" --app APP --deck DECK
    step STEP), or with --signal by sending SIG to the launcher or to one rank
    process once a line of the output matches REGEX. The run must end within
    60 s with exit code 4, say which signal stopped it, and name in FILE
-   (result.json or summary.json) a checkpoint that exists. --stop-set
+   (result.json) a checkpoint that exists. --stop-set
    settings apply to this run only: a later end (more epochs or steps) keeps
    a run that outpaces the signal's delivery from finishing before it lands;
    With --given, no run is stopped: CHECKPOINT (one kept under tests/, in the
@@ -34,6 +34,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+RESULT = "result.json"  # every app's result file (kpmap/run/output_keys.hpp)
 
 from app_checks import fail, load, rel, run
 
@@ -111,7 +113,6 @@ def main():
     p.add_argument("--ranks", type=int, required=True)
     p.add_argument("--restart-ranks", type=int)
     p.add_argument("--work", required=True)
-    p.add_argument("--result", required=True)
     p.add_argument("--key", action="append", required=True)
     p.add_argument("--set", action="append", default=[])
     p.add_argument("--stop-set", action="append", default=[])
@@ -132,7 +133,7 @@ def main():
 
     full_dir = work / "full"
     run(a.launcher, a.ranks, base + ["--output", str(full_dir)])
-    expected = load(full_dir / a.result)
+    expected = load(full_dir / RESULT)
 
     stop_dir = work / "stopped"
     if a.given:
@@ -149,16 +150,16 @@ def main():
         if "received: stopped" not in out:
             print(out[-4000:])
             fail("the stopped run did not say which signal stopped it")
-        stopped = load(stop_dir / a.result)
+        stopped = load(stop_dir / RESULT)
         checkpoint = stopped.get("checkpoint", "")
         if not stopped.get("stopped_by") or not checkpoint or not Path(checkpoint).is_file():
-            fail(f"{a.result} of the stopped run: stopped_by {stopped.get('stopped_by')!r}, "
+            fail(f"{RESULT} of the stopped run: stopped_by {stopped.get('stopped_by')!r}, "
                  f"checkpoint {checkpoint!r} (must exist)")
         print(f"stopped by {stopped['stopped_by']}; checkpoint {checkpoint}")
 
     run(a.launcher, a.restart_ranks or a.ranks,
         base + ["--output", str(stop_dir), "--restart", checkpoint])
-    got = load(stop_dir / a.result)
+    got = load(stop_dir / RESULT)
     if got.get("stopped_by"):
         fail(f"the restarted run reports stopped_by {got['stopped_by']!r}")
     for key in a.key:

@@ -32,7 +32,8 @@ for f in text schema suggest parse load deck; do deck_objects+=("$work/obj/$f.o"
 pids=()
 for f in kpmap/deck/text kpmap/deck/schema kpmap/deck/suggest kpmap/deck/parse kpmap/deck/load \
   kpmap/deck/deck kpmap/base/files kpmap/sim/tea_deck/words kpmap/sim/tea_deck/read \
-  kpmap/sim/tea_deck/translate kpmap/sim/config kpmap/sim/solvers/registry kpmap/transport/mpi_ops kpmap/base/detail/mpi_util; do
+  kpmap/sim/tea_deck/translate kpmap/sim/config kpmap/run/output_keys kpmap/sim/solvers/registry \
+  kpmap/transport/mpi_ops kpmap/base/detail/mpi_util; do
   "$cxx" "${flags[@]}" "${mpi_compile[@]}" -c "$src/src/$f.cpp" -o "$work/obj/${f##*/}.o" &
   pids+=($!)
 done
@@ -44,8 +45,8 @@ for p in "${pids[@]}"; do wait "$p"; done
 "$cxx" "${flags[@]}" "${deck_objects[@]}" "$work/obj/files.o" "$work/obj/mpi_ops.o" "$work/obj/mpi_util.o" \
   "$work/obj/fuzz_deck.o" "${mpi_link[@]}" -o "$work/fuzz_deck"
 "$cxx" "${flags[@]}" "${deck_objects[@]}" "$work/obj/files.o" "$work/obj/mpi_ops.o" "$work/obj/mpi_util.o" \
-  "$work/obj/words.o" "$work/obj/read.o" "$work/obj/translate.o" "$work/obj/config.o" "$work/obj/registry.o" \
-  "$work/obj/fuzz_tea_deck.o" "${mpi_link[@]}" \
+  "$work/obj/words.o" "$work/obj/read.o" "$work/obj/translate.o" "$work/obj/config.o" "$work/obj/output_keys.o" \
+  "$work/obj/registry.o" "$work/obj/fuzz_tea_deck.o" "${mpi_link[@]}" \
   -o "$work/fuzz_tea_deck"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1

@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "kpmap-heat, x_cells for a TeaLeaf deck)")
     p.add_argument("--kind", choices=sorted(KINDS),
                    help="what the program is, when its name does not say: train and heat "
-                        "write DIR/result.json and DIR/summary.json, bench is a Google "
+                        "write DIR/result.json, bench is a Google "
                         "Benchmark executable")
     p.add_argument("--result", metavar="NAME",
                    help="the JSON file the program writes in --output DIR (default by kind)")

@@ -1,8 +1,8 @@
 """What the runs measured: reading their JSON, and the study's results from it.
 
 A run's time is the wall time its program reports (the slowest rank's), never a
-time taken from outside: an application's "timing" object (result.json,
-summary.json) or a Google Benchmark JSON. A point's time is the median of its
+time taken from outside: an application's "timing" object (result.json)
+or a Google Benchmark JSON. A point's time is the median of its
 repetitions; speedup is against the smallest rank count measured (scaled by the
 work in weak mode), efficiency = speedup / ideal. The results are written as
 scaling.csv, scaling.json and scaling.md after every run.
@@ -45,7 +45,7 @@ def load_result(path: Path, command: List[str]) -> Any:
 
 
 def read_app_json(path: Path, ranks: int, command: List[str]) -> Sample:
-    """wall and phase times from an application's result.json / summary.json."""
+    """wall and phase times from an application's result.json."""
     data = load_result(path, command)
     timing = data.get("timing") if isinstance(data, dict) else None
     if not isinstance(timing, dict):

@@ -36,7 +36,7 @@ class Kind:
 
 KINDS: Dict[str, Kind] = {
     "train": Kind("train", "result.json", "data.samples", None, True),
-    "heat": Kind("heat", "summary.json", "mesh.cells[0]", "x_cells", True),
+    "heat": Kind("heat", "result.json", "mesh.cells[0]", "x_cells", True),
     "bench": Kind("bench", "benchmark.json", None, None, False),
 }
 

@@ -6,7 +6,7 @@
 //   mpiexec -n 2 kpmap-heat inputs/tea_bm_1.in
 //
 // Each step solves backward Euler for u = density x energy (or takes one
-// explicit FTCS step). Summaries, checkpoints, field dumps and summary.json
+// explicit FTCS step). Summaries, checkpoints, field dumps and result.json
 // go to output.dir; see docs/heat.md.
 
 #include <kpmap/apps/heat.hpp>
@@ -63,11 +63,9 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   const MPI_Comm comm = rt.comm();
   kpmap::PhaseTimes times;
   const double t_start = MPI_Wtime();
-  const fs::path out = kpmap::prepare_output_dir(c.output_dir, comm);
+  const fs::path out = kpmap::prepare_output_dir(c.output.dir, comm);
   const kpmap::OutputLock lock(out, comm);  // one run per folder
-  kpmap::check_outputs(out,
-                       {"summary.json", "summary.csv", "deck.toml", "field.png", "checkpoint_*"},
-                       {opts.deck, opts.restart}, comm);
+  kpmap::check_outputs(out, kpmap::run_files({"field.png"}), {opts.deck, opts.restart}, comm);
   kpmap::apps::start_trace(opts, comm);
   if (!opts.restart.empty()) sim::check_restart(deck, opts.restart, comm);
   sim::Simulation s(c);
@@ -89,7 +87,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
     if (c.scheme == sim::Scheme::explicit_ftcs) {
       std::printf("kpmap-heat: explicit scheme, stable for dt <= %.6e s\n", s.stable_dt());
     }
-    kpmap::files::write_atomic((out / "deck.toml").string(), deck.to_toml());
+    kpmap::files::write_atomic((out / kpmap::run_file::deck).string(), deck.to_toml());
   }
   const sim::LoopResult res = loop.run();
   const sim::Summary& summary = res.summary;
@@ -141,8 +139,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
       std::printf("This test is considered %s\n", passed ? "PASSED" : "FAILED");
     }
   }
-  int code =
-      kpmap::write_result(j, out / "summary.json", res.stopped_by, res.checkpoint, report, root);
+  int code = kpmap::write_result(j, out, res.stopped_by, res.checkpoint, report, root);
   // A run that finished with a wrong answer has not succeeded.
   if (code == kpmap::exit_code::success && answer_failed) code = kpmap::exit_code::check_failed;
   if (root) {
@@ -175,7 +172,8 @@ int kpmap::apps::heat_main(int argc, char** argv) {
         "  mpiexec -n 3 kpmap-heat inputs/heat3d.toml --set solver.method=ppcg --output run1\n"
         "  mpiexec -n 4 kpmap-heat inputs/heat2d.toml --restart heat2d_out/checkpoint_000010.h5 "
         "--set time.end_step=40\n"
-        "Outputs in output.dir: summary.json, summary.csv, checkpoint_NNNNNN.h5 (+ .xmf for "
+        "Outputs in output.dir (kpmap-heat-out unless the deck names one): result.json, "
+        "history.csv, checkpoint_NNNNNN.h5 (+ .xmf for "
         "ParaView), deck.toml.\n" +
         kpmap::exit_code::help("a solve failed (no convergence, NaN)",
                                "a TeaLeaf test problem's answer failed its check"));

@@ -74,6 +74,7 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
         rt.size(), c.batch == 0 ? "full" : std::to_string(c.batch).c_str(),
         deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
     std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
+    kpmap::files::write_atomic((out / kpmap::run_file::deck).string(), deck.to_toml());
   }
 
   const bool classes = c.data.classification;
@@ -99,16 +100,15 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
 
   const auto report = times.reduce(MPI_Wtime() - t_start, rt.comm());
   auto result = kpmap::train::training_result(c, rt.size(), model, res, log, root);
-  int code = kpmap::write_result(result.json, out / "result.json", res.stopped_by, res.checkpoint,
-                                 report, root);
+  int code = kpmap::write_result(result.json, out, res.stopped_by, res.checkpoint, report, root);
   // A run that finished with a wrong answer has not succeeded.
   if (code == kpmap::exit_code::success && result.check_failed) {
     code = kpmap::exit_code::check_failed;
   }
   if (root) {
     std::printf("kpmap-train: done in %s; results in %s\nkpmap-train: %s",
-                kpmap::Progress::format(report.wall).c_str(), (out / "result.json").c_str(),
-                kpmap::phase_table(report).c_str());
+                kpmap::Progress::format(report.wall).c_str(),
+                (out / kpmap::run_file::result).c_str(), kpmap::phase_table(report).c_str());
     std::printf("kpmap-train: plots (loss.png): %s\n", kpmap::plot_command(out).c_str());
     if (res.stopped_by) {
       std::printf("kpmap-train: continue with --restart %s\n", res.checkpoint.c_str());
@@ -124,10 +124,9 @@ int train_in(const kpmap::train::TrainConfig& c, const Deck& deck,
   const MPI_Comm comm = rt.comm();
   kpmap::PhaseTimes times;
   const double t_start = MPI_Wtime();
-  const fs::path out = kpmap::prepare_output_dir(c.output, comm);
+  const fs::path out = kpmap::prepare_output_dir(c.output.dir, comm);
   const kpmap::OutputLock lock(out, comm);  // one run per folder
-  kpmap::check_outputs(out, {"result.json", "history.csv", "loss.png", "checkpoint_*"},
-                       {opts.deck, opts.restart}, comm);
+  kpmap::check_outputs(out, kpmap::run_files({"loss.png"}), {opts.deck, opts.restart}, comm);
   kpmap::apps::start_trace(opts, comm);
   const std::size_t n_train = c.data.samples - c.data.validation;
   {
@@ -174,7 +173,9 @@ int kpmap::apps::train_main(int argc, char** argv) {
         "  mpiexec -n 4 kpmap-train inputs/train_linear.toml\n"
         "  mpiexec -n 2 kpmap-train inputs/train_mlp_classification.toml --set train.epochs=5\n"
         "  mpiexec -n 3 kpmap-train inputs/train_linear.toml --restart "
-        "kpmap-train-out/checkpoint_000050.h5 --set train.epochs=100\n" +
+        "kpmap-train-out/checkpoint_000050.h5 --set train.epochs=100\n"
+        "Outputs in output.dir (kpmap-train-out unless the deck names one): result.json, "
+        "history.csv, checkpoint_NNNNNN.h5, deck.toml.\n" +
         kpmap::exit_code::help(
             "training diverged (NaN or Inf loss)",
             "the final validation loss is outside the deck's output.expect_val_loss"));

@@ -1,6 +1,7 @@
 #include <kpmap/base/error.hpp>
 #include <kpmap/base/files.hpp>
 #include <kpmap/run/output.hpp>
+#include <kpmap/run/output_keys.hpp>
 #include <kpmap/run/stop.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
@@ -233,7 +234,7 @@ void CsvTable::row(const std::string& line) {
   }
 }
 
-int write_result(nlohmann::ordered_json& result, const fs::path& path, int stopped_by,
+int write_result(nlohmann::ordered_json& result, const fs::path& dir, int stopped_by,
                  const std::string& checkpoint, const PhaseTimes::Report& report, bool root) {
   result["stopped_by"] = stopped_by ? StopSignals::name(stopped_by) : "";
   result["checkpoint"] = checkpoint;
@@ -241,7 +242,7 @@ int write_result(nlohmann::ordered_json& result, const fs::path& path, int stopp
   // JSON has no NaN or infinity: they are written as null.
   if (root) {
     files::write_atomic(
-        path.string(),
+        (dir / run_file::result).string(),
         result.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
   }
   return stopped_by ? exit_code::stopped : exit_code::success;

@@ -6,11 +6,11 @@
 /// the progress line's clock.
 ///
 ///   const auto out = kpmap::prepare_output_dir("run1", comm);     // collective
-///   kpmap::CsvTable table(out / "summary.csv", "step,u", restarted, root);
+///   kpmap::CsvTable table(out / kpmap::run_file::history, "step,u", restarted, root);
 ///   table.row(std::to_string(step) + ',' + kpmap::csv_number(u));
 ///   nlohmann::ordered_json result;
 ///   result["u"] = u;
-///   return kpmap::write_result(result, out / "summary.json", stopped_by, checkpoint,
+///   return kpmap::write_result(result, out, stopped_by, checkpoint,
 ///                              times.reduce(wall, comm), root);
 
 #include <kpmap/run/phases.hpp>
@@ -105,9 +105,10 @@ class CsvTable {
 
 /// \brief Ends a run's result file: adds `stopped_by` (the signal's name, or
 /// ""), `checkpoint` and `timing` to `result`, writes it (two-space indent,
-/// NaN as null) to `path` atomically on rank 0, and returns the run's exit
-/// code: exit_code::stopped after a signal, else success.
-int write_result(nlohmann::ordered_json& result, const std::filesystem::path& path, int stopped_by,
+/// NaN as null) to `dir`/result.json (run_file::result) atomically on rank
+/// 0, and returns the run's exit code: exit_code::stopped after a signal,
+/// else success.
+int write_result(nlohmann::ordered_json& result, const std::filesystem::path& dir, int stopped_by,
                  const std::string& checkpoint, const PhaseTimes::Report& report, bool root);
 
 /// \brief `s` quoted for a POSIX shell: pasted into a terminal, it is one word.

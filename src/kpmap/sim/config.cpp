@@ -63,13 +63,10 @@ deck::Schema build_schema() {
       .string("solver.coefficient", "density", {"density", "inverse_density"},
               "conductivity: mean of 1/density (TeaLeaf's default) or of density");
   solvers.merge_keys(s, "solver.");
-  s.string("output.dir", "heat_out", {}, "where summaries, checkpoints and fields go")
-      .integer("output.summary_every", 10, {0, none}, "",
-               "print the field summary every this many steps, and at the start and end (0: "
-               "those only; summary.csv has every step)")
-      .integer("output.checkpoint_every", 0, {0, none}, "",
-               "HDF5 checkpoint every this many steps, and at the end (0: at the end only)")
-      .integer("output.keep_last", 3, {1, 1000}, "", "checkpoints kept (older ones are deleted)")
+  declare_output_keys(s, "kpmap-heat", "steps");
+  s.integer("output.summary_every", 10, {0, none}, "",
+            "print the field summary every this many steps, and at the start and end (0: "
+            "those only; history.csv has every step)")
       .integer("output.fields_every", 0, {0, none}, "",
                "HDF5 + XDMF field dump every this many steps (0: none; TeaLeaf's visit_frequency)")
       .integer("output.progress_every", 1, {0, none}, "",
@@ -275,10 +272,8 @@ HeatConfig from_deck(const deck::Deck& d) {
     c.solver.ppcg_inner_steps = std::max(1, 4 * static_cast<int>(std::sqrt(std::sqrt(n))));
   }
 
-  c.output_dir = d.string("output.dir");
+  c.output = read_output_keys(d);
   c.summary_every = static_cast<long>(d.integer("output.summary_every"));
-  c.checkpoint_every = static_cast<long>(d.integer("output.checkpoint_every"));
-  c.keep_last = static_cast<int>(d.integer("output.keep_last"));
   c.fields_every = static_cast<long>(d.integer("output.fields_every"));
   c.progress_every = static_cast<long>(d.integer("output.progress_every"));
   c.test_problem = static_cast<int>(d.integer("output.test_problem"));

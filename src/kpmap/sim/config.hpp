@@ -9,6 +9,7 @@
 /// the same for both.
 
 #include <kpmap/deck/deck.hpp>
+#include <kpmap/run/output_keys.hpp>
 
 #include <array>
 #include <cstddef>
@@ -84,10 +85,8 @@ struct HeatConfig {
   Scheme scheme = Scheme::implicit;
   SolverOptions solver;
   // output
-  std::string output_dir = "heat_out";
+  OutputConfig output{default_output_dir("kpmap-heat")};  ///< dir, checkpoint_every, keep_last
   long summary_every = 10;
-  long checkpoint_every = 0;
-  int keep_last = 3;
   long fields_every = 0;
   long progress_every = 1;
   int test_problem = 0;

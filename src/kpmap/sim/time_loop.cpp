@@ -1,6 +1,7 @@
 #include <kpmap/base/error.hpp>
 #include <kpmap/run/control.hpp>
 #include <kpmap/run/output.hpp>
+#include <kpmap/run/output_keys.hpp>
 #include <kpmap/sim/time_loop.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -97,7 +98,7 @@ LoopResult TimeLoop<Exec>::run(
   const long last = last_step(c);
 
   // The per-step summary, appended to after a restart.
-  CsvTable table(out_.dir / "summary.csv",
+  CsvTable table(out_.dir / run_file::history,
                  "step,time,volume,mass,density,energy,u,iterations,error,wall_s",
                  out_.restart.empty() ? -1 : res.first_step, root);
   {
@@ -114,7 +115,7 @@ LoopResult TimeLoop<Exec>::run(
   Progress progress(res.first_step, last);
   // Watchdog, fault injection, stop signals, and the newest checkpoint of
   // this run (or the restart file): what a failure leaves to continue from.
-  RunControl run(s_.layout().comm(), out_.dir.string(), c.keep_last, out_.restart);
+  RunControl run(s_.layout().comm(), out_.dir.string(), c.output.keep_last, out_.restart);
   auto write_step_checkpoint = [&](long step) {
     run.checkpoint(
         checkpoint_file_name(step), "step " + std::to_string(step),
@@ -168,7 +169,7 @@ LoopResult TimeLoop<Exec>::run(
       write((out_.dir / "fields" / name).string());
     }
     res.stopped_by =
-        run.end_step(step, done, c.checkpoint_every, [&] { write_step_checkpoint(step); });
+        run.end_step(step, done, c.output.checkpoint_every, [&] { write_step_checkpoint(step); });
     if (res.stopped_by != 0) break;
   }
   res.checkpoint = run.last_good();

@@ -4,7 +4,7 @@
 /// last, as train::Trainer runs the epochs. It starts the Simulation (or
 /// restarts it from a checkpoint), steps it to the end time or end step, and
 /// does what every long run does around the steps, through the run layer
-/// (kpmap/run/): the per-step summary.csv, progress lines with an ETA,
+/// (kpmap/run/): the per-step history.csv, progress lines with an ETA,
 /// checkpoints at the deck's cadence and rotation, field dumps, stop
 /// signals, the hang watchdog, fault injection, and the phase times.
 ///
@@ -14,7 +14,7 @@
 ///   loop.start();                          // initialise() or restart()
 ///   const kpmap::sim::LoopResult r = loop.run();
 ///
-/// The cadences (output.checkpoint_every, keep, fields_every, progress_every,
+/// The cadences (output.checkpoint_every, keep_last, fields_every, progress_every,
 /// summary_every) are the HeatConfig's. Output goes to rank 0's stdout and to
 /// the output folder; every member function is collective.
 

@@ -106,10 +106,7 @@ deck::Schema train_schema() {
   s.integer("train.batch_size", 0, Range{0, 1e12}, "",
             "global batch (over all ranks); 0: the whole training set");
   s.integer("train.seed", 0, Range{0, 9.2e18}, "", "seed of the initial weights and the shuffle");
-  s.string("output.dir", "kpmap-train-out", {}, "folder for result.json, history.csv, checkpoints");
-  s.integer("output.checkpoint_every", 0, Range{0, 1e9}, "epochs",
-            "write a checkpoint every N epochs (0: only at the end)");
-  s.integer("output.keep", 3, Range{1, 1000}, "", "checkpoints kept (older ones are deleted)");
+  declare_output_keys(s, "kpmap-train", "epochs");
   s.boolean("output.checkpoints", true,
             "false: write no checkpoint (a run that only reports; nothing to restart from, and "
             "a stop signal ends it without one)");
@@ -366,9 +363,7 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.accumulate = std::size_t(d.integer("train.accumulate_steps"));
   c.batch = std::size_t(d.integer("train.batch_size"));
   c.train_seed = std::uint64_t(d.integer("train.seed"));
-  c.output = d.string("output.dir");
-  c.checkpoint_every = d.integer("output.checkpoint_every");
-  c.keep = int(d.integer("output.keep"));
+  c.output = read_output_keys(d);
   c.checkpoints = d.boolean("output.checkpoints");
   c.expect_val_loss = d.real_list("output.expect_val_loss");
 
@@ -492,10 +487,9 @@ TrainerConfig trainer_config(const TrainConfig& c, const std::string& out,
   tc.accumulate = c.accumulate;
   tc.max_steps = c.max_steps;
   tc.log_every = c.log_every;
-  tc.checkpoint_every = c.checkpoint_every;
+  tc.output = c.output;
+  tc.output.dir = out;
   tc.checkpoints = c.checkpoints;
-  tc.keep = c.keep;
-  tc.output_dir = out;
   tc.meta.app = "kpmap-train";
   tc.meta.deck = deck_toml;
   tc.meta.decomposition = std::to_string(ranks) + " ranks; parameters replicated";

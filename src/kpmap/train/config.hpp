@@ -6,6 +6,7 @@
 
 #include <kpmap/base/error.hpp>
 #include <kpmap/deck/deck.hpp>
+#include <kpmap/run/output_keys.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/losses/loss.hpp>
@@ -45,9 +46,7 @@ struct TrainConfig {
   std::size_t accumulate = 1;  ///< micro-batches per step
   std::uint64_t train_seed = 0;
   // [output]
-  std::string output;
-  long long checkpoint_every = 0;
-  int keep = 3;
+  OutputConfig output;                  ///< output.dir, checkpoint_every, keep_last
   bool checkpoints = true;              ///< output.checkpoints
   std::vector<double> expect_val_loss;  ///< [low, high] the final validation loss must lie in
   std::string source;                   ///< the deck, for messages

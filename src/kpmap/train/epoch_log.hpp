@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// \brief train::EpochLog: what a training run reports after each epoch, on
-/// rank 0 (as sim::TimeLoop writes summary.csv and its progress lines):
+/// rank 0 (as sim::TimeLoop writes its history.csv and its progress lines):
 /// a row of history.csv (continued after a restart) and a progress line with
 /// the losses, the accuracy, the samples per second and an ETA.
 ///
@@ -25,7 +25,7 @@ class EpochLog {
   /// `held_out`: a validation or test set is evaluated.
   EpochLog(const std::filesystem::path& out, long long first_epoch, long long epochs,
            bool restarted, bool classes, bool held_out, bool root)
-      : table_(out / "history.csv",
+      : table_(out / run_file::history,
                "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s,train_accuracy",
                restarted ? first_epoch : -1, root),
         progress_(first_epoch, epochs),

@@ -26,6 +26,7 @@
 #include <kpmap/io/checkpoint.hpp>
 #include <kpmap/run/control.hpp>
 #include <kpmap/run/output.hpp>
+#include <kpmap/run/output_keys.hpp>
 #include <kpmap/run/phases.hpp>
 #include <kpmap/tools/profiling.hpp>
 #include <kpmap/train/data.hpp>
@@ -48,16 +49,16 @@ namespace kpmap::train {
 /// \brief How a Trainer runs.
 struct TrainerConfig {
   long long epochs = 1;
-  std::size_t batch = 0;           ///< global batch (all ranks); 0: the whole training set
-  std::uint64_t seed = 0;          ///< of the shuffle (the initial weights are the model's)
-  std::size_t accumulate = 1;      ///< micro-batches per step
-  long long max_steps = 0;         ///< end after this many steps in all (0: no limit)
-  long long log_every = 0;         ///< rank 0 prints the step's figures every N steps (0: never)
-  long long checkpoint_every = 0;  ///< epochs between checkpoints (0: only at the end)
-  bool checkpoints = true;         ///< false: write none (nothing to restart from)
-  int keep = 3;                    ///< checkpoints kept in `output_dir`
-  std::string output_dir = ".";    ///< where checkpoints go (created if missing)
-  checkpoint::Metadata meta;       ///< app, deck and decomposition stamped on every checkpoint
+  std::size_t batch = 0;       ///< global batch (all ranks); 0: the whole training set
+  std::uint64_t seed = 0;      ///< of the shuffle (the initial weights are the model's)
+  std::size_t accumulate = 1;  ///< micro-batches per step
+  long long max_steps = 0;     ///< end after this many steps in all (0: no limit)
+  long long log_every = 0;     ///< rank 0 prints the step's figures every N steps (0: never)
+  /// Where checkpoints go (created if missing), every how many epochs (0:
+  /// only at the end), and how many are kept.
+  OutputConfig output{"."};
+  bool checkpoints = true;    ///< false: write none (nothing to restart from)
+  checkpoint::Metadata meta;  ///< app, deck and decomposition stamped on every checkpoint
 };
 
 /// \brief Where a run stands: `epoch` epochs done, then `step` steps of the
@@ -193,16 +194,16 @@ class Trainer {
   /// \brief Trains from the current position to config.epochs (or
   /// max_steps, or a stop signal), evaluating `held_out` (if it has rows
   /// anywhere) after every epoch and calling `on_epoch` with the figures.
-  /// Checkpoints every config.checkpoint_every epochs, at the end, and where
+  /// Checkpoints every config.output.checkpoint_every epochs, at the end, and where
   /// a signal or max_steps stops the run. Collective over the axis.
   /// \throws Error (exit_code::diverged) when the loss stops being finite.
   FitResult fit(const Shard<T, M>& train, const Shard<T, M>& held_out,
                 const std::function<void(const EpochReport&)>& on_epoch) {
     const bool root = axis_->index() == 0;
     const std::size_t n = train.global_rows;
-    prepare_output_dir(c_.output_dir, axis_->comm());
+    prepare_output_dir(c_.output.dir, axis_->comm());
     FitResult res;
-    RunControl run(axis_->comm(), c_.output_dir, c_.keep, restart_file_);
+    RunControl run(axis_->comm(), c_.output.dir, c_.output.keep_last, restart_file_);
     double train_seconds = 0;
     std::size_t samples_done = 0;
     double log_t0 = MPI_Wtime();
@@ -318,7 +319,7 @@ class Trainer {
         break;
       }
       const bool done = epoch + 1 == c_.epochs || res.max_steps_reached;
-      res.stopped_by = run.end_step(epoch + 1, done, c_.checkpoint_every, [&] {
+      res.stopped_by = run.end_step(epoch + 1, done, c_.output.checkpoint_every, [&] {
         save(run, checkpoint_file_name(epoch + 1), {epoch + 1, 0, 0.0, 0.0}, /*rotate=*/true);
       });
       if (done || res.stopped_by != 0) break;

@@ -83,7 +83,7 @@ inline constexpr NoteKey note_keys[] = {
     {"use_c_kernels", false, "picks TeaLeaf's C kernels; kpmap-heat has one set"},
     {"use_oa_kernels", false, "picks TeaLeaf's OpenACC kernels; kpmap-heat has one set"},
     {"use_vector_loops", false, "picks TeaLeaf's vector loops; kpmap-heat has one set"},
-    {"profiler_on", false, "kpmap-heat always reports its phase times in summary.json"},
+    {"profiler_on", false, "kpmap-heat always reports its phase times in result.json"},
     {"verbose_on", false, "kpmap-heat prints residuals on its progress line"},
     {"reflective_boundary", false,
      "kpmap-heat's boundaries are always zero-flux, which is what reflective boundaries give"},

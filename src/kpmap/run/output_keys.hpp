@@ -1,0 +1,57 @@
+#pragma once
+/// \file
+/// \brief The [output] keys every run's deck shares, declared and read one way
+/// for every application, and the names of the files every run leaves in its
+/// output folder.
+///
+///   deck::Schema s("kpmap-heat");
+///   kpmap::declare_output_keys(s, "kpmap-heat", "steps");  // output.dir, ...
+///   ...
+///   const kpmap::OutputConfig out = kpmap::read_output_keys(deck);
+///
+/// A folder holds result.json (the run's figures, written at the end),
+/// history.csv (a row per step or epoch, written as the run goes), deck.toml
+/// (the resolved deck: running it again reproduces the run) and the
+/// checkpoints, checkpoint_NNNNNN.h5.
+
+#include <kpmap/deck/deck.hpp>
+
+#include <string>
+#include <vector>
+
+namespace kpmap {
+
+/// \brief The names of the files every run writes in its output folder.
+namespace run_file {
+inline constexpr const char* result = "result.json";
+inline constexpr const char* history = "history.csv";
+inline constexpr const char* deck = "deck.toml";
+}  // namespace run_file
+
+/// \brief Where a run writes and how many checkpoints it keeps: the deck's
+/// output.dir, output.checkpoint_every and output.keep_last.
+struct OutputConfig {
+  std::string dir;                 ///< the output folder (created if missing)
+  long long checkpoint_every = 0;  ///< steps (or epochs) between checkpoints; 0: at the end only
+  int keep_last = 3;               ///< the newest checkpoints kept; older ones are deleted
+};
+
+/// \brief "kpmap-heat-out" for "kpmap-heat": the folder a run writes to
+/// when its deck names none.
+std::string default_output_dir(const std::string& app);
+
+/// \brief Declares output.dir (default default_output_dir(app)),
+/// output.checkpoint_every (in `unit`, "steps" or "epochs") and
+/// output.keep_last in `s`, with the old names the applications once used
+/// (output.keep), read with a warning until kpmap 0.3.
+void declare_output_keys(deck::Schema& s, const std::string& app, const std::string& unit);
+
+/// \brief The values of the keys declare_output_keys declared.
+OutputConfig read_output_keys(const deck::Deck& d);
+
+/// \brief The files a run writes in its folder, for check_outputs: result.json,
+/// history.csv, deck.toml, every checkpoint, and `pictures` (the plots
+/// kpmap-plot draws there, which a run must not find in its way either).
+std::vector<std::string> run_files(const std::vector<std::string>& pictures);
+
+}  // namespace kpmap
