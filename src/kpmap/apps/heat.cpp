@@ -12,20 +12,18 @@
 #include <kpmap/apps/heat.hpp>
 
 #include <kpmap/apps/options.hpp>
-#include <kpmap/apps/tealeaf_answers.hpp>
 
 #include <kpmap/base/version.hpp>
 #include <kpmap/kpmap.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/sim/config.hpp>
+#include <kpmap/sim/result.hpp>
 #include <kpmap/sim/simulation.hpp>
 #include <kpmap/sim/tea_deck.hpp>
 #include <kpmap/sim/time_loop.hpp>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -37,7 +35,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace sim = kpmap::sim;
-namespace heat = kpmap::apps::heat;
 using kpmap::Phase;
 
 std::string cells_text(const sim::HeatConfig& c) {
@@ -90,58 +87,15 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
     kpmap::files::write_atomic((out / kpmap::run_file::deck).string(), deck.to_toml());
   }
   const sim::LoopResult res = loop.run();
-  const sim::Summary& summary = res.summary;
-
   const auto report = times.reduce(MPI_Wtime() - t_start, comm);
-  nlohmann::ordered_json j;
-  j["app"] = "kpmap-heat";
-  j["kpmap_version"] = KPMAP_VERSION_STRING;
-  j["deck"] = deck.source();
-  j["restart"] = opts.restart;
-  j["ranks"] = rt.size();
-  j["decomposition"] = s.layout().describe();
-  j["dimensions"] = c.ndim;
-  j["cells"] = std::vector<long long>(c.cells.begin(), c.cells.begin() + c.ndim);
-  j["scheme"] = sim::to_string(c.scheme);
-  j["solver"] = c.scheme == sim::Scheme::implicit ? c.solver.method : "ftcs";
-  j["preconditioner"] = sim::to_string(c.solver.preconditioner);
-  j["step"] = s.step_count();
-  j["steps_run"] = s.step_count() - first;
-  j["time"] = s.time();
-  j["dt"] = c.dt;
-  j["volume"] = summary.volume;
-  j["mass"] = summary.mass;
-  j["density"] = summary.density;
-  j["energy"] = summary.energy;
-  j["u"] = summary.u;
-  j["total_iterations"] = res.iterations;
-  j["total_inner_iterations"] = res.inner_iterations;
-  j["last_error"] = res.last_error;
-  if (res.last_exact_error >= 0) j["last_exact_error"] = res.last_exact_error;
-  bool answer_failed = false;
-  if (c.test_problem > 0) {
-    // TeaLeaf's check: the final U within 0.001 % of its published value.
-    const double expected = heat::tealeaf_expected_u(c.ndim, c.test_problem);
-    const double diff = std::abs(100.0 * (summary.u / expected) - 100.0);
-    const bool passed = diff < 0.001;
-    answer_failed = !passed;
-    j["test_problem"] = {{"number", c.test_problem},
-                         {"expected_u", expected},
-                         {"difference_percent", diff},
-                         {"tolerance_percent", 0.001},
-                         {"passed", passed}};
-    if (root) {
-      std::printf("Test problem %d: U = %.17g, TeaLeaf's expected U = %.17g\n", c.test_problem,
-                  summary.u, expected);
-      std::printf(
-          "Test problem %d is within %.7e %% of the expected solution (tolerance 0.001 %%)\n",
-          c.test_problem, diff);
-      std::printf("This test is considered %s\n", passed ? "PASSED" : "FAILED");
-    }
-  }
-  int code = kpmap::write_result(j, out, res.stopped_by, res.checkpoint, report, root);
+  const sim::RunFacts facts{deck.source(),         opts.restart,   rt.size(),
+                            s.layout().describe(), s.step_count(), s.time()};
+  auto result = sim::heat_result(c, facts, res, root);
+  int code = kpmap::write_result(result.json, out, res.stopped_by, res.checkpoint, report, root);
   // A run that finished with a wrong answer has not succeeded.
-  if (code == kpmap::exit_code::success && answer_failed) code = kpmap::exit_code::check_failed;
+  if (code == kpmap::exit_code::success && result.check_failed) {
+    code = kpmap::exit_code::check_failed;
+  }
   if (root) {
     std::printf("kpmap-heat: %lld iterations in %ld steps, %s; results in %s\nkpmap-heat: %s",
                 res.iterations, s.step_count() - first,

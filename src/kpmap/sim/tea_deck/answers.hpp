@@ -1,10 +1,9 @@
 #pragma once
 // The final U that TeaLeaf's reference codes print for their benchmark decks
 // (TeaLeaf_ref and TeaLeaf3D_ref, field_summary): what a TeaLeaf deck's
-// `test_problem N` checks a run against, as TeaLeaf does. kpmap-heat's own
-// answer key, not part of the library.
+// `test_problem N` checks a run against, as TeaLeaf does (sim/result.hpp).
 
-namespace kpmap::apps::heat {
+namespace kpmap::sim::tea {
 
 /// \brief TeaLeaf's published U for benchmark `test_problem` (1..6) in 2-D or
 /// 3-D, or 0 when there is none.
@@ -17,4 +16,4 @@ inline double tealeaf_expected_u(int ndim, int test_problem) {
   return ndim == 3 ? three_d[test_problem - 1] : two_d[test_problem - 1];
 }
 
-}  // namespace kpmap::apps::heat
+}  // namespace kpmap::sim::tea
