@@ -162,11 +162,12 @@ TEST_CASE("every solver key of TeaLeaf_ref maps onto the schema", "[tea]") {
   CHECK(c.solver.preconditioner == sim::Preconditioner::jac_diag);
   CHECK(c.solver.coefficient == sim::Coefficient::inverse_density);
   CHECK(c.halo_depth == 2);
-  CHECK(c.solver.ppcg_inner_steps == 12);
   CHECK(c.summary_every == 5);
   CHECK(c.fields_every == 4);
   CHECK(c.end_time == 1.5);
-  CHECK(c.solver.check_every == 20);
+  // Chebyshev's own key; PPCG's inner steps are PPCG's (below).
+  CHECK(c.solver.settings.integer("check_every") == 20);
+  CHECK(c.solver.settings.keys()->find("ppcg_inner_steps") == nullptr);
   CHECK(c.states[1].geometry == sim::Geometry::circle);
   CHECK(c.states[1].centre[0] == 50.0);
   CHECK(c.states[1].radius == 10.0);
@@ -176,7 +177,41 @@ TEST_CASE("every solver key of TeaLeaf_ref maps onto the schema", "[tea]") {
       sim::from_deck(load_text("*tea\nstate 1 density=1 energy=2\ntl_use_ppcg\n"
                                "tl_ppcg_inner_steps -1\n*endtea\n"));
   CHECK(p.solver.method == "ppcg");
-  CHECK(p.solver.ppcg_inner_steps == 4 * 3);  // TeaLeaf's guess: 4 int(sqrt(sqrt(100)))
+  // TeaLeaf's guess: 4 int(sqrt(sqrt(100))).
+  CHECK(p.solver.settings.integer("ppcg_inner_steps") == 4 * 3);
+  CHECK(sim::from_deck(load_text("*tea\nstate 1 density=1 energy=2\ntl_use_ppcg\n"
+                                 "tl_ppcg_inner_steps 12\n*endtea\n"))
+            .solver.settings.integer("ppcg_inner_steps") == 12);
+}
+
+TEST_CASE("a solver key the deck's method does not read has no effect, as in TeaLeaf", "[tea]") {
+  // TeaLeaf reads tl_ppcg_inner_steps and tl_check_result_every whatever the
+  // method; kpmap-heat's solvers own them, so the translation drops the one
+  // the method does not read, with a note naming who reads it.
+  const std::string deck =
+      "*tea\nstate 1 density=1 energy=2\ntl_use_cg\ntl_ppcg_inner_steps 12\n"
+      "tl_check_result_every 20\n*endtea\n";
+  std::vector<std::string> sets;
+  auto t = sim::translate_tea_deck(deck, "tea.in", sets);
+  REQUIRE(t.notes.size() == 2);
+  CHECK(t.notes[0] ==
+        "tea.in:5: note: 'tl_check_result_every' accepted without effect: only the "
+        "chebyshev method reads it, and this deck uses cg");
+  CHECK(t.notes[1] ==
+        "tea.in:4: note: 'tl_ppcg_inner_steps' accepted without effect: only the "
+        "ppcg method reads it, and this deck uses cg");
+  CHECK_THAT(t.toml, !ContainsSubstring("ppcg_inner_steps") && !ContainsSubstring("check_every"));
+  CHECK(sim::from_deck(load_text(deck)).solver.method == "cg");
+  // The method a --set chooses, in either form, decides.
+  for (const std::string method : {"use_ppcg", "solver.method=ppcg", "solver.method=\"ppcg\""}) {
+    CAPTURE(method);
+    const auto c = sim::from_deck(load_text(deck, {method}));
+    CHECK(c.solver.method == "ppcg");
+    CHECK(c.solver.settings.integer("ppcg_inner_steps") == 12);
+  }
+  // A kpmap-heat deck that gives another method's key is refused, as before.
+  CHECK_THROWS_WITH(sim::from_deck(load_text(native_bm_1, {"solver.check_every=20"})),
+                    ContainsSubstring("solver.method = \"cg\" reads no check_every"));
 }
 
 TEST_CASE("keys that only pick TeaLeaf's implementation are accepted with a note", "[tea]") {
@@ -314,7 +349,7 @@ TEST_CASE("meshes and process grids beyond what the indices count are refused", 
   // 2^63 - 1 cells and less: TeaLeaf's PPCG guess, 4 (cells)^(1/4), still fits an int.
   const auto c =
       sim::from_deck(load_text(head + "x_cells 3037000499 y_cells 3037000499\n*endtea\n"));
-  CHECK(c.solver.ppcg_inner_steps == 4 * 55108);
+  CHECK(c.solver.settings.integer("ppcg_inner_steps") == 4 * 55108);
   // More is refused; the second mesh also overflowed the PPCG guess (4 x 6.8e8 > 2^31).
   for (const std::string cells :
        {"x_cells 9000000000000 y_cells 9000000000000 z_cells 9000",

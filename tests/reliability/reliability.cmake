@@ -322,7 +322,8 @@ if(KPMAP_ENABLE_APPS)
     LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
     "--expect=--set mesh.ranks=[5, 1]: key 'mesh.ranks': a process grid of 5 blocks does not fit 3 ranks" --)
   kpmap_add_mpi_test(NAME apps.kpmap-heat.check_every_above_max_iters COMMAND kpmap-heat
-    ${heat_args} --set solver.check_every=500 --set solver.max_iters=100
+    ${heat_args} --set solver.method=chebyshev --set solver.check_every=500
+    --set solver.max_iters=100
     --output ${FAULT_OUT}/bad RANKS 1 LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
     "--expect=key 'solver.check_every': 500 is above solver.max_iters (100)" --)

@@ -61,6 +61,10 @@ std::string Deck::named(std::string_view path) const {
   return "'" + it->second.name + "' (" + shown + ")";
 }
 
+InputError Deck::bad(std::string_view path, const std::string& what) const {
+  return InputError(where(path) + "key " + named(path) + ": " + what, ErrorScope::all_ranks);
+}
+
 std::string Deck::element(std::string_view path, int i) const {
   std::string part = std::string(path) + "." + std::to_string(i);
   return origins_.count(part) != 0 ? part : std::string(path);

@@ -244,6 +244,10 @@ class Deck {
   /// (mesh.upper)` for a key a Translator made of the user's own keys: to
   /// name a key in a message that begins with where().
   std::string named(std::string_view path) const;
+  /// \brief The error for a value the deck gave `path` that does not fit the
+  /// rest of the run: "FILE:LINE: key 'path': `what`", thrown on every rank
+  /// alike (ErrorScope::all_ranks), exit code 2.
+  InputError bad(std::string_view path, const std::string& what) const;
   /// \brief `path.i` when the user's text set element `i` of the list at
   /// `path` by a key of its own (TeaLeaf's `ymax` for `mesh.upper`), so
   /// that where() and named() cite that key; otherwise `path`.

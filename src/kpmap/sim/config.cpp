@@ -54,10 +54,6 @@ deck::Schema build_schema() {
                "CG iterations before Chebyshev or PPCG estimate eigenvalues")
       .real("solver.epslim", 1.0, {0.0, none}, "",
             "... and only once the CG error is below this (TeaLeaf's tl_ch_cg_epslim)")
-      .integer("solver.ppcg_inner_steps", 0, {0, 1e6}, "",
-               "inner Chebyshev steps per PPCG iteration (0: 4 (cells)^(1/4) as TeaLeaf)")
-      .integer("solver.check_every", 10, {1, 1e6}, "",
-               "Chebyshev computes its residual every this many iterations")
       .boolean("solver.check_result", false,
                "recompute the true residual after each solve and report it")
       .string("solver.coefficient", "density", {"density", "inverse_density"},
@@ -247,29 +243,13 @@ HeatConfig from_deck(const deck::Deck& d) {
   c.solver.max_iters = static_cast<long>(d.integer("solver.max_iters"));
   c.solver.presteps = static_cast<int>(d.integer("solver.presteps"));
   c.solver.epslim = d.real("solver.epslim");
-  c.solver.ppcg_inner_steps = static_cast<int>(d.integer("solver.ppcg_inner_steps"));
-  c.solver.check_every = static_cast<int>(d.integer("solver.check_every"));
   c.solver.check_result = d.boolean("solver.check_result");
   c.solver.coefficient = d.string("solver.coefficient") == "density" ? Coefficient::density
                                                                      : Coefficient::inverse_density;
-  if (d.given("solver.check_every") && c.solver.check_every > c.solver.max_iters) {
-    throw bad("solver.check_every",
-              std::to_string(c.solver.check_every) + " is above solver.max_iters (" +
-                  std::to_string(c.solver.max_iters) +
-                  "): no residual would be computed before the solve gives up, which would "
-                  "then report a solve that did not converge");
-  }
   if (c.solver.preconditioner == Preconditioner::jac_block && c.halo_depth > 1) {
     throw bad("solver.preconditioner",
               "jac_block works with mesh.halo_depth = 1 only (as in TeaLeaf), found " +
                   std::to_string(c.halo_depth));
-  }
-  if (c.solver.ppcg_inner_steps == 0) {
-    // TeaLeaf's guess: 4 times the fourth root of the number of cells (of a 2-D
-    // mesh); below 2.3e5 for the at most 2^63 cells checked above.
-    double n = 1;
-    for (int i = 0; i < c.ndim; ++i) n *= static_cast<double>(c.cells[i]);
-    c.solver.ppcg_inner_steps = std::max(1, 4 * static_cast<int>(std::sqrt(std::sqrt(n))));
   }
 
   c.output = read_output_keys(d);
@@ -277,6 +257,8 @@ HeatConfig from_deck(const deck::Deck& d) {
   c.fields_every = static_cast<long>(d.integer("output.fields_every"));
   c.progress_every = static_cast<long>(d.integer("output.progress_every"));
   c.test_problem = static_cast<int>(d.integer("output.test_problem"));
+  // The method's own keys against the whole run (sim/solvers/info.hpp).
+  if (const auto& configure = solver_info(c.solver.method).configure) configure(d, c);
   return c;
 }
 

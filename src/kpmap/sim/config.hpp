@@ -57,12 +57,11 @@ struct SolverOptions {
   long max_iters = 1000;      ///< a solve that has not converged after this many iterations fails
   int presteps = 25;          ///< CG steps before Chebyshev/PPCG estimate eigenvalues
   double epslim = 1.0;        ///< ... and only once the CG error is below this
-  int ppcg_inner_steps = 0;   ///< inner Chebyshev steps per PPCG iteration (0: TeaLeaf's guess)
-  int check_every = 10;       ///< Chebyshev computes its residual every this many iterations
   bool check_result = false;  ///< recompute the true residual after each solve
   Coefficient coefficient = Coefficient::density;
   /// The method's own deck keys (SolverInfo::keys): the deck's values, else
-  /// their defaults. Empty for a method that declares none.
+  /// their defaults (PPCG's `ppcg_inner_steps`, Chebyshev's `check_every`).
+  /// Left empty, make_solver() gives the method its keys' defaults.
   deck::Settings settings;
 };
 

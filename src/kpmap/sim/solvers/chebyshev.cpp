@@ -18,10 +18,13 @@ class Chebyshev final : public PolynomialSolver<Exec> {
   KPMAP_SIM_USE_POLYNOMIAL_BASE(PolynomialSolver<Exec>);
 
  public:
-  explicit Chebyshev(const SolverContext<Exec>& context) : PolynomialSolver<Exec>(context) {}
+  explicit Chebyshev(const SolverContext<Exec>& context)
+      : PolynomialSolver<Exec>(context),
+        check_every_(context.options.settings.integer("check_every")) {}
 
  private:
   void phase(const Operator& A, long first, SolveResult& res) override;
+  long long check_every_;  ///< the residual's norm is read every this many iterations
 };
 
 template <class Exec>
@@ -51,7 +54,7 @@ void Chebyshev<Exec>::phase(const Operator& A, long first, SolveResult& res) {
   const long estimate = std::lround(std::log(it_alpha) / std::log(gamma));
   for (long n = first + 1; n <= options_.max_iters; ++n) {
     const ProfilingRegion iteration("kpmap::sim::chebyshev::iteration");
-    const bool check = n >= estimate && n % options_.check_every == 0;
+    const bool check = n >= estimate && n % check_every_ == 0;
     if (check) {
       rr = global_sum(residual(A));
     } else {
@@ -67,11 +70,31 @@ void Chebyshev<Exec>::phase(const Operator& A, long first, SolveResult& res) {
   exhausted(res);
 }
 
+// Its own key, solver.check_every.
+deck::Schema own_keys() {
+  return deck::Schema("solver").integer("check_every", 10, {1, 1e6}, "",
+                                        "the residual is computed every this many iterations");
+}
+
+// A residual interval the iteration limit never reaches: no residual would
+// be computed before the solve gives up, which would then report a solve
+// that did not converge.
+void check_interval(const deck::Deck& d, HeatConfig& c) {
+  const long long every = c.solver.settings.integer("check_every");
+  if (d.given("solver.check_every") && every > c.solver.max_iters) {
+    throw d.bad("solver.check_every",
+                std::to_string(every) + " is above solver.max_iters (" +
+                    std::to_string(c.solver.max_iters) +
+                    "): no residual would be computed before the solve gives up, which would "
+                    "then report a solve that did not converge");
+  }
+}
+
 }  // namespace
 
 // As CG: r, p (the Chebyshev direction d), w; z with a preconditioner.
 KPMAP_SIM_BUILTIN_SOLVER(chebyshev, Chebyshev,
                          {"chebyshev", "Chebyshev iteration after CG estimates the eigenvalues", 3,
-                          1})
+                          1, own_keys(), check_interval})
 
 }  // namespace kpmap::sim::solvers

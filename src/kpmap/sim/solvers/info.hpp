@@ -7,7 +7,9 @@
 
 #include <kpmap/deck/deck.hpp>
 #include <kpmap/deck/registry.hpp>
+#include <kpmap/sim/config.hpp>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,13 +18,18 @@ namespace kpmap::sim {
 
 /// \brief A linear solver as a registration declares it.
 struct SolverInfo {
+  /// Checks the deck's values of the solver's own keys against the rest of
+  /// the run, and fills in those whose default depends on it.
+  using Configure = std::function<void(const deck::Deck&, HeatConfig&)>;
+
   SolverInfo(std::string name_, std::string description_, int work, int preconditioned,
-             deck::Schema keys_ = deck::Schema("solver"))
+             deck::Schema keys_ = deck::Schema("solver"), Configure configure_ = nullptr)
       : name(std::move(name_)),
         description(std::move(description_)),
         work_fields(work),
         preconditioned_fields(preconditioned),
-        keys(std::move(keys_)) {}
+        keys(std::move(keys_)),
+        configure(std::move(configure_)) {}
 
   std::string name;               ///< the deck's `solver.method` (letters, digits, '_')
   std::string description;        ///< a few words, for --help-deck
@@ -33,6 +40,12 @@ struct SolverInfo {
   /// another method is refused. The solver reads their values from
   /// SolverOptions::settings.
   deck::Schema keys;
+  /// Called by from_deck once the whole run is read (HeatConfig complete,
+  /// its solver.settings holding these keys' values), when the deck chose
+  /// this method: PPCG's inner steps default to a count from the mesh, and
+  /// Chebyshev refuses a residual interval above solver.max_iters. Throws
+  /// Deck::bad(key, why) for a value that does not fit. May be empty.
+  Configure configure;
 };
 
 /// \brief The registry of linear solvers: every registration (the built-ins

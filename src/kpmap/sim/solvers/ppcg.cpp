@@ -9,6 +9,7 @@
 #include <kpmap/sim/solvers/polynomial.hpp>
 #include <kpmap/tools/profiling.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <type_traits>
@@ -69,6 +70,14 @@ namespace kpmap::sim::solvers {
 
 namespace {
 
+// The inner steps a deck's `given` count means on a mesh of `cells` cells:
+// 0 is TeaLeaf's guess, 4 times the fourth root of the cell count (of a 2-D
+// mesh; below 2.3e5 for the at most 2^63 cells the deck allows).
+long long inner_steps(long long given, double cells) {
+  if (given > 0) return given;
+  return std::max(1, 4 * static_cast<int>(std::sqrt(std::sqrt(cells))));
+}
+
 template <class Exec>
 class Ppcg final : public PolynomialSolver<Exec> {
   KPMAP_SIM_USE_POLYNOMIAL_BASE(PolynomialSolver<Exec>);
@@ -90,10 +99,14 @@ class Ppcg final : public PolynomialSolver<Exec> {
   // With a ghost width D > 1: sd and rtemp to depth D, corners included.
   std::unique_ptr<HaloExchange<double, Exec>> halo_inner_;
   DeviceSums<Sums<2>, Exec> flexible_dots_{"kpmap::sim::ppcg::flexible_dots"};
+  long long inner_steps_;  ///< Chebyshev steps of the preconditioner, per outer iteration
 };
 
 template <class Exec>
-Ppcg<Exec>::Ppcg(const SolverContext<Exec>& context) : PolynomialSolver<Exec>(context) {
+Ppcg<Exec>::Ppcg(const SolverContext<Exec>& context)
+    : PolynomialSolver<Exec>(context),
+      inner_steps_(inner_steps(context.options.settings.integer("ppcg_inner_steps"),
+                               static_cast<double>(context.layout.global_count()))) {
   const auto& l = layout_;
   rold_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::r_old");
   sd_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::sd");
@@ -122,7 +135,7 @@ void Ppcg<Exec>::polynomial_preconditioner(const Operator& A) {
     deep_inner_steps(A, coef);
     return;
   }
-  for (int s = 0; s < options_.ppcg_inner_steps; ++s) {
+  for (int s = 0; s < inner_steps_; ++s) {
     const ProfilingRegion step("kpmap::sim::ppcg::inner_step");
     A.visit([&](auto st) {
       constexpr bool three = decltype(st)::three_d;
@@ -146,7 +159,7 @@ void Ppcg<Exec>::deep_inner_steps(const Operator& A, ChebyshevCoefficients& coef
   const Exec& exec = A.exec();
   const int depth = layout_.ghost();
   const Box owned = layout_.interior();
-  for (int s = 0; s < options_.ppcg_inner_steps; ++s) {
+  for (int s = 0; s < inner_steps_; ++s) {
     const ProfilingRegion step("kpmap::sim::ppcg::inner_step");
     const int t = s % depth;
     if (t == 0) timed_exchange(exec, *halo_inner_, timings_);
@@ -172,7 +185,7 @@ void Ppcg<Exec>::phase(const Operator& A, long first, SolveResult& res) {
   const Exec& exec = A.exec();
   const Box owned = layout_.interior();
   polynomial_preconditioner(A);
-  res.inner_iterations += options_.ppcg_inner_steps;
+  res.inner_iterations += inner_steps_;
   double rro =
       global_sum(local_sum(exec, "kpmap::sim::ppcg::rz", kernels::Dot<Memory>{r_, utemp_}));
   for_cells(exec, "kpmap::sim::ppcg::init_p", owned, kernels::Copy<Memory>{p_, utemp_});
@@ -184,7 +197,7 @@ void Ppcg<Exec>::phase(const Operator& A, long first, SolveResult& res) {
     for_cells(exec, "kpmap::sim::ppcg::update_xr", owned,
               kernels::UpdateXRStore<Memory>{x_, p_, r_, rold_, w_, alpha});
     polynomial_preconditioner(A);
-    res.inner_iterations += options_.ppcg_inner_steps;
+    res.inner_iterations += inner_steps_;
     // Flexible CG (Polak-Ribiere): the preconditioner is a polynomial that
     // rounding makes slightly different at every application.
     flexible_dots_.add(exec, "kpmap::sim::ppcg::dots", owned,
@@ -200,10 +213,26 @@ void Ppcg<Exec>::phase(const Operator& A, long first, SolveResult& res) {
   exhausted(res);
 }
 
+// Its own key, solver.ppcg_inner_steps.
+deck::Schema own_keys() {
+  return deck::Schema("solver").integer(
+      "ppcg_inner_steps", 0, {0, 1e6}, "",
+      "inner Chebyshev steps per PPCG iteration (0: 4 (cells)^(1/4) as TeaLeaf)");
+}
+
+// The deck's 0 (TeaLeaf's -1) is TeaLeaf's count from the mesh.
+void default_inner_steps(const deck::Deck&, HeatConfig& c) {
+  double n = 1;
+  for (int i = 0; i < c.ndim; ++i) n *= static_cast<double>(c.cells[i]);
+  c.solver.settings.set("ppcg_inner_steps",
+                        inner_steps(c.solver.settings.integer("ppcg_inner_steps"), n));
+}
+
 }  // namespace
 
 // CG's r, p, w (and z), and r_old, sd, rtemp, utemp (and zt with a preconditioner).
 KPMAP_SIM_BUILTIN_SOLVER(ppcg, Ppcg,
-                         {"ppcg", "CG with a Chebyshev polynomial preconditioner", 7, 2})
+                         {"ppcg", "CG with a Chebyshev polynomial preconditioner", 7, 2, own_keys(),
+                          default_inner_steps})
 
 }  // namespace kpmap::sim::solvers

@@ -109,6 +109,8 @@ TeaTranslation Translator::run(const std::string& text, std::vector<std::string>
     // A TeaLeaf key has no dot: "tl_max_iters=50", or a switch: "tl_use_cg".
     const std::string key = o.substr(0, o.find('='));
     if (key.find('.') != std::string::npos) {
+      // The method a --set chooses decides which solver keys have an effect.
+      if (key == "solver.method") method_set_ = unquoted(o.substr(o.find('=') + 1));
       kept.push_back(o);
       continue;
     }

@@ -5,6 +5,7 @@
 
 #include <kpmap/base/error.hpp>
 #include <kpmap/sim/config.hpp>
+#include <kpmap/sim/solvers/info.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -16,9 +17,40 @@ namespace kpmap::sim {
 
 namespace tea {
 
+// TeaLeaf reads tl_ppcg_inner_steps and tl_check_result_every whatever the
+// method; kpmap-heat's solvers own theirs (sim/solvers/info.hpp), and a
+// key only another method reads is refused in a kpmap-heat deck. A TeaLeaf
+// deck keeps TeaLeaf's meaning: the key is dropped, with a note.
+bool Translator::read_by_another_method(const std::string& key, const Setting& value) {
+  if (key.rfind("solver.", 0) != 0) return false;
+  const std::string own = key.substr(7);
+  std::string method = method_set_;
+  if (method.empty()) {
+    auto it = values_.find("solver.method");
+    method = it == values_.end() ? "jacobi" : unquoted(it->second.toml);
+  }
+  std::string readers;
+  bool chosen_known = false;
+  for (const SolverInfo* s : solver_registry().all()) {
+    const bool reads = s->keys.find(own) != nullptr;
+    if (s->name == method) {
+      if (reads) return false;
+      chosen_known = true;
+    } else if (reads) {
+      readers += (readers.empty() ? "" : ", ") + s->name;
+    }
+  }
+  // An unknown method is the schema's to refuse; a key no solver reads is
+  // one of kpmap-heat's own.
+  if (!chosen_known || readers.empty()) return false;
+  notes_.push_back(value.where.text + ": note: '" + value.name +
+                   "' accepted without effect: only the " + readers +
+                   " method reads it, and this deck uses " + method);
+  return true;
+}
+
 TeaTranslation Translator::finish() {
   TeaTranslation out;
-  out.notes = notes_;
   const bool three = values_.count("mesh.cells.2") || values_.count("mesh.lower.2") ||
                      values_.count("mesh.upper.2") ||
                      std::any_of(states_.begin(), states_.end(), [](const auto& s) {
@@ -72,7 +104,8 @@ TeaTranslation Translator::finish() {
   t << "solver.method = " << take("solver.method", "\"jacobi\"") << "\n";
   for (const auto& [key, value] : values_) {
     if (key.rfind("mesh.cells.", 0) == 0 || key.rfind("mesh.lower.", 0) == 0 ||
-        key.rfind("mesh.upper.", 0) == 0 || key == "time.dt" || key == "solver.method") {
+        key.rfind("mesh.upper.", 0) == 0 || key == "time.dt" || key == "solver.method" ||
+        read_by_another_method(key, value)) {
       continue;
     }
     t << key << " = " << value.toml << "\n";
@@ -124,6 +157,7 @@ TeaTranslation Translator::finish() {
     }
   }
   out.toml = t.str();
+  out.notes = notes_;
   return out;
 }
 

@@ -27,12 +27,15 @@ class Translator {
   void read_state(const std::vector<std::string>& words, const Where& where, int line_no);
   void set_value(const ValueKey& k, const std::string& v, const Where& where);
   TeaTranslation finish();
+  /// \brief The solver keys the deck's method does not read, dropped with a note.
+  bool read_by_another_method(const std::string& key, const Setting& value);
 
   std::string path_;
   std::map<std::string, std::string> given_;  // key -> where the deck gave it
   std::map<std::string, Setting> values_;     // kpmap-heat key -> its setting
   std::map<int, TeaStateLine> states_;
   std::vector<std::string> notes_;
+  std::string method_set_;  // solver.method by a --set in kpmap-heat's own form
 };
 
 }  // namespace kpmap::sim::tea

@@ -15,6 +15,18 @@ std::string toml_real(double v);
 /// (and control characters) as blanks, split into words.
 std::vector<std::string> words_of(std::string line);
 
+/// \brief A TOML string's text, or a --set value's: `"ppcg"`, ` "ppcg" ` and
+/// `ppcg` are all ppcg (blanks and one pair of quotes dropped).
+inline std::string unquoted(std::string v) {
+  const auto first = v.find_first_not_of(" \t");
+  const auto last = v.find_last_not_of(" \t");
+  v = first == std::string::npos ? std::string() : v.substr(first, last - first + 1);
+  if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) {
+    v = v.substr(1, v.size() - 2);
+  }
+  return v;
+}
+
 /// \brief A whole word as an integer ("+3" too), or nothing.
 std::optional<long long> to_integer(const std::string& w);
 /// \brief A whole word as a finite real (Fortran's 1.0d-15 too), or nothing.
