@@ -123,7 +123,7 @@ int kpmap::apps::heat_main(int argc, char** argv) {
         "Examples:\n"
         "  mpiexec -n 4 kpmap-heat inputs/heat2d.toml\n"
         "  mpiexec -n 2 kpmap-heat inputs/tea_bm_1.in --set tl_max_iters=500\n"
-        "  mpiexec -n 3 kpmap-heat inputs/heat3d.toml --set solver.method=ppcg --output run1\n"
+        "  mpiexec -n 3 kpmap-heat inputs/heat2d.toml --set solver.method=ppcg --output run1\n"
         "  mpiexec -n 4 kpmap-heat inputs/heat2d.toml --restart heat2d_out/checkpoint_000010.h5 "
         "--set time.end_step=40\n"
         "Outputs in output.dir (kpmap-heat-out unless the deck names one): result.json, "
