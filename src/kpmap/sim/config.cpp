@@ -105,6 +105,151 @@ void read_solver_keys(const deck::Deck& d, SolverOptions& options) {
   }
 }
 
+// Each section of the deck into its part of the run, in the order the
+// later ones need (the states and the solver need the mesh's dimensions).
+
+// [mesh]: cells, corners, ghost width, process grid.
+void read_mesh(const deck::Deck& d, HeatConfig& c) {
+  const auto& cells = d.integer_list("mesh.cells");
+  if (cells.size() != 2 && cells.size() != 3) {
+    throw d.bad("mesh.cells", "expected 2 (x, y) or 3 (x, y, z) cell counts, found " +
+                                  std::to_string(cells.size()));
+  }
+  c.ndim = static_cast<int>(cells.size());
+  // The mesh's cell count must fit the 64-bit indices that count it (the
+  // schema keeps each entry >= 1; their product is unbounded).
+  long long total = 1;
+  for (int i = 0; i < c.ndim; ++i) {
+    if (total > std::numeric_limits<long long>::max() / cells[i]) {
+      throw d.bad("mesh.cells", "the mesh has more cells than a 64-bit integer counts");
+    }
+    total *= cells[i];
+    c.cells[i] = static_cast<std::size_t>(cells[i]);
+  }
+  c.lower = vec3(d, "mesh.lower", c.ndim, {0, 0, 0}, true);
+  c.upper = vec3(d, "mesh.upper", c.ndim, {1, 1, 1}, false);
+  for (int i = 0; i < c.ndim; ++i) {
+    if (!(c.upper[i] > c.lower[i])) {
+      throw d.bad(d.element("mesh.upper", i),
+                  "must exceed the lower corner (mesh.lower) in every dimension; dimension " +
+                      std::to_string(i) + " has lower " + fmt(c.lower[i]) + " and upper " +
+                      fmt(c.upper[i]));
+    }
+  }
+  c.halo_depth = static_cast<int>(d.integer("mesh.halo_depth"));
+  if (d.given("mesh.ranks")) c.ranks_key = d.where("mesh.ranks") + "key " + d.named("mesh.ranks");
+  for (long long r : d.integer_list("mesh.ranks")) {
+    if (r > std::numeric_limits<int>::max()) {
+      throw d.bad("mesh.ranks",
+                  "an entry of " + std::to_string(r) + " is more ranks than MPI counts");
+    }
+    c.ranks.push_back(static_cast<int>(r));
+  }
+  if (!c.ranks.empty() && static_cast<int>(c.ranks.size()) != c.ndim) {
+    throw d.bad("mesh.ranks", "expected " + std::to_string(c.ndim) + " entries (one per " +
+                                  "dimension), found " + std::to_string(c.ranks.size()));
+  }
+}
+
+// [states.N]: the background (1) and the regions painted over it.
+void read_states(const deck::Deck& d, HeatConfig& c) {
+  const std::string& src = d.source();
+  const auto indices = d.indices("states");
+  if (indices.empty()) {
+    throw InputError(src + ": no states: a deck needs at least [states.1] (the background) " +
+                         "with a density and an energy",
+                     ErrorScope::all_ranks);
+  }
+  for (std::size_t n = 0; n < indices.size(); ++n) {
+    if (indices[n] != static_cast<int>(n) + 1) {
+      throw InputError(src + ": states are numbered 1, 2, 3, ... without gaps; states." +
+                           std::to_string(n + 1) + " is missing",
+                       ErrorScope::all_ranks);
+    }
+    const std::string p = "states." + std::to_string(n + 1) + ".";
+    State s;
+    s.density = d.real(p + "density");
+    if (!(s.density > 0)) throw d.bad(p + "density", "must be positive, found " + fmt(s.density));
+    s.energy = d.real(p + "energy");
+    const std::string& g = d.string(p + "geometry");
+    if (g == "rectangle" || g == "cuboid") {
+      s.geometry = Geometry::rectangle;
+    } else if (g == "circle" || g == "sphere") {
+      s.geometry = Geometry::circle;
+    } else {
+      s.geometry = Geometry::point;
+    }
+    s.radius = d.real(p + "radius");
+    if (n > 0) {  // state 1 is the background: its region is the whole domain
+      if (s.geometry == Geometry::rectangle) {
+        s.lower = vec3(d, p + "lower", c.ndim, {0, 0, 0}, false);
+        s.upper = vec3(d, p + "upper", c.ndim, {0, 0, 0}, false);
+        for (int i = 0; i < c.ndim; ++i) {
+          if (!(s.upper[i] > s.lower[i])) {
+            throw d.bad(p + "upper", "must exceed " + d.named(p + "lower") + " in every dimension");
+          }
+        }
+      } else {
+        s.centre = vec3(d, p + "centre", c.ndim, {0, 0, 0}, false);
+        if (s.geometry == Geometry::circle && !(s.radius > 0)) {
+          throw d.bad(p + "radius", "a " + g + " needs a positive radius");
+        }
+      }
+    }
+    c.states.push_back(s);
+  }
+}
+
+// [time]: step, end, scheme.
+void read_time(const deck::Deck& d, HeatConfig& c) {
+  c.dt = d.real("time.dt");
+  if (!(c.dt > 0)) throw d.bad("time.dt", "must be positive, found " + fmt(c.dt));
+  c.end_time = d.real("time.end_time");
+  c.end_step = static_cast<long>(d.integer("time.end_step"));
+  // A run ends once time + dt / 1e9 reaches end_time (Simulation::done):
+  // an end time within that of 0 runs no step at all.
+  if (!(c.end_time > 1e-9 * c.dt)) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "the run ends at %g s, before its first step of %g s: it would do nothing "
+                  "(raise time.end_time)",
+                  c.end_time, c.dt);
+    throw d.bad("time.end_time", text);
+  }
+  c.scheme = d.string("time.scheme") == "explicit" ? Scheme::explicit_ftcs : Scheme::implicit;
+}
+
+// [solver]: the method, its own keys, and what every method reads.
+void read_solver(const deck::Deck& d, HeatConfig& c) {
+  c.solver.method = d.string("solver.method");
+  read_solver_keys(d, c.solver);
+  const std::string& pc = d.string("solver.preconditioner");
+  c.solver.preconditioner = pc == "none"       ? Preconditioner::none
+                            : pc == "jac_diag" ? Preconditioner::jac_diag
+                                               : Preconditioner::jac_block;
+  c.solver.eps = d.real("solver.eps");
+  c.solver.max_iters = static_cast<long>(d.integer("solver.max_iters"));
+  c.solver.presteps = static_cast<int>(d.integer("solver.presteps"));
+  c.solver.epslim = d.real("solver.epslim");
+  c.solver.check_result = d.boolean("solver.check_result");
+  c.solver.coefficient = d.string("solver.coefficient") == "density" ? Coefficient::density
+                                                                     : Coefficient::inverse_density;
+  if (c.solver.preconditioner == Preconditioner::jac_block && c.halo_depth > 1) {
+    throw d.bad("solver.preconditioner",
+                "jac_block works with mesh.halo_depth = 1 only (as in TeaLeaf), found " +
+                    std::to_string(c.halo_depth));
+  }
+}
+
+// [output]: the keys every run shares (run/output_keys.hpp) and kpmap-heat's own.
+void read_output(const deck::Deck& d, HeatConfig& c) {
+  c.output = read_output_keys(d);
+  c.summary_every = static_cast<long>(d.integer("output.summary_every"));
+  c.fields_every = static_cast<long>(d.integer("output.fields_every"));
+  c.progress_every = static_cast<long>(d.integer("output.progress_every"));
+  c.test_problem = static_cast<int>(d.integer("output.test_problem"));
+}
+
 }  // namespace
 
 deck::Schema heat_schema() { return build_schema(); }
@@ -124,139 +269,14 @@ const char* to_string(Preconditioner p) {
 const char* to_string(Scheme s) { return s == Scheme::implicit ? "implicit" : "explicit"; }
 
 HeatConfig from_deck(const deck::Deck& d) {
+  // A refused value's message cites the line (and, for a TeaLeaf deck, the
+  // TeaLeaf keys) that set it (Deck::bad).
   HeatConfig c;
-  const std::string& src = d.source();
-  // A refused value: the message cites the line (and, for a TeaLeaf deck,
-  // the TeaLeaf keys) that set it.
-  auto bad = [&](const std::string& key, const std::string& what) {
-    return InputError(d.where(key) + "key " + d.named(key) + ": " + what, ErrorScope::all_ranks);
-  };
-
-  const auto& cells = d.integer_list("mesh.cells");
-  if (cells.size() != 2 && cells.size() != 3) {
-    throw bad("mesh.cells", "expected 2 (x, y) or 3 (x, y, z) cell counts, found " +
-                                std::to_string(cells.size()));
-  }
-  c.ndim = static_cast<int>(cells.size());
-  // The mesh's cell count must fit the 64-bit indices that count it (the
-  // schema keeps each entry >= 1; their product is unbounded).
-  long long total = 1;
-  for (int i = 0; i < c.ndim; ++i) {
-    if (total > std::numeric_limits<long long>::max() / cells[i]) {
-      throw bad("mesh.cells", "the mesh has more cells than a 64-bit integer counts");
-    }
-    total *= cells[i];
-    c.cells[i] = static_cast<std::size_t>(cells[i]);
-  }
-  c.lower = vec3(d, "mesh.lower", c.ndim, {0, 0, 0}, true);
-  c.upper = vec3(d, "mesh.upper", c.ndim, {1, 1, 1}, false);
-  for (int i = 0; i < c.ndim; ++i) {
-    if (!(c.upper[i] > c.lower[i])) {
-      throw bad(d.element("mesh.upper", i),
-                "must exceed the lower corner (mesh.lower) in every dimension; dimension " +
-                    std::to_string(i) + " has lower " + fmt(c.lower[i]) + " and upper " +
-                    fmt(c.upper[i]));
-    }
-  }
-  c.halo_depth = static_cast<int>(d.integer("mesh.halo_depth"));
-  if (d.given("mesh.ranks")) c.ranks_key = d.where("mesh.ranks") + "key " + d.named("mesh.ranks");
-  for (long long r : d.integer_list("mesh.ranks")) {
-    if (r > std::numeric_limits<int>::max()) {
-      throw bad("mesh.ranks",
-                "an entry of " + std::to_string(r) + " is more ranks than MPI counts");
-    }
-    c.ranks.push_back(static_cast<int>(r));
-  }
-  if (!c.ranks.empty() && static_cast<int>(c.ranks.size()) != c.ndim) {
-    throw bad("mesh.ranks", "expected " + std::to_string(c.ndim) + " entries (one per " +
-                                "dimension), found " + std::to_string(c.ranks.size()));
-  }
-
-  const auto indices = d.indices("states");
-  if (indices.empty()) {
-    throw InputError(src + ": no states: a deck needs at least [states.1] (the background) " +
-                         "with a density and an energy",
-                     ErrorScope::all_ranks);
-  }
-  for (std::size_t n = 0; n < indices.size(); ++n) {
-    if (indices[n] != static_cast<int>(n) + 1) {
-      throw InputError(src + ": states are numbered 1, 2, 3, ... without gaps; states." +
-                           std::to_string(n + 1) + " is missing",
-                       ErrorScope::all_ranks);
-    }
-    const std::string p = "states." + std::to_string(n + 1) + ".";
-    State s;
-    s.density = d.real(p + "density");
-    if (!(s.density > 0)) throw bad(p + "density", "must be positive, found " + fmt(s.density));
-    s.energy = d.real(p + "energy");
-    const std::string& g = d.string(p + "geometry");
-    if (g == "rectangle" || g == "cuboid") {
-      s.geometry = Geometry::rectangle;
-    } else if (g == "circle" || g == "sphere") {
-      s.geometry = Geometry::circle;
-    } else {
-      s.geometry = Geometry::point;
-    }
-    s.radius = d.real(p + "radius");
-    if (n > 0) {  // state 1 is the background: its region is the whole domain
-      if (s.geometry == Geometry::rectangle) {
-        s.lower = vec3(d, p + "lower", c.ndim, {0, 0, 0}, false);
-        s.upper = vec3(d, p + "upper", c.ndim, {0, 0, 0}, false);
-        for (int i = 0; i < c.ndim; ++i) {
-          if (!(s.upper[i] > s.lower[i])) {
-            throw bad(p + "upper", "must exceed " + d.named(p + "lower") + " in every dimension");
-          }
-        }
-      } else {
-        s.centre = vec3(d, p + "centre", c.ndim, {0, 0, 0}, false);
-        if (s.geometry == Geometry::circle && !(s.radius > 0)) {
-          throw bad(p + "radius", "a " + g + " needs a positive radius");
-        }
-      }
-    }
-    c.states.push_back(s);
-  }
-
-  c.dt = d.real("time.dt");
-  if (!(c.dt > 0)) throw bad("time.dt", "must be positive, found " + fmt(c.dt));
-  c.end_time = d.real("time.end_time");
-  c.end_step = static_cast<long>(d.integer("time.end_step"));
-  // A run ends once time + dt / 1e9 reaches end_time (Simulation::done):
-  // an end time within that of 0 runs no step at all.
-  if (!(c.end_time > 1e-9 * c.dt)) {
-    char text[160];
-    std::snprintf(text, sizeof text,
-                  "the run ends at %g s, before its first step of %g s: it would do nothing "
-                  "(raise time.end_time)",
-                  c.end_time, c.dt);
-    throw bad("time.end_time", text);
-  }
-  c.scheme = d.string("time.scheme") == "explicit" ? Scheme::explicit_ftcs : Scheme::implicit;
-
-  c.solver.method = d.string("solver.method");
-  read_solver_keys(d, c.solver);
-  const std::string& pc = d.string("solver.preconditioner");
-  c.solver.preconditioner = pc == "none"       ? Preconditioner::none
-                            : pc == "jac_diag" ? Preconditioner::jac_diag
-                                               : Preconditioner::jac_block;
-  c.solver.eps = d.real("solver.eps");
-  c.solver.max_iters = static_cast<long>(d.integer("solver.max_iters"));
-  c.solver.presteps = static_cast<int>(d.integer("solver.presteps"));
-  c.solver.epslim = d.real("solver.epslim");
-  c.solver.check_result = d.boolean("solver.check_result");
-  c.solver.coefficient = d.string("solver.coefficient") == "density" ? Coefficient::density
-                                                                     : Coefficient::inverse_density;
-  if (c.solver.preconditioner == Preconditioner::jac_block && c.halo_depth > 1) {
-    throw bad("solver.preconditioner",
-              "jac_block works with mesh.halo_depth = 1 only (as in TeaLeaf), found " +
-                  std::to_string(c.halo_depth));
-  }
-
-  c.output = read_output_keys(d);
-  c.summary_every = static_cast<long>(d.integer("output.summary_every"));
-  c.fields_every = static_cast<long>(d.integer("output.fields_every"));
-  c.progress_every = static_cast<long>(d.integer("output.progress_every"));
-  c.test_problem = static_cast<int>(d.integer("output.test_problem"));
+  read_mesh(d, c);
+  read_states(d, c);
+  read_time(d, c);
+  read_solver(d, c);
+  read_output(d, c);
   // The method's own keys against the whole run (sim/solvers/info.hpp).
   if (const auto& configure = solver_info(c.solver.method).configure) configure(d, c);
   return c;

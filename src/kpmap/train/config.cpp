@@ -319,11 +319,12 @@ void read_layers(TrainConfig& c, const Deck& d) {
   }
 }
 
-}  // namespace
+// Each section of the deck into its part of the run, in the order the later
+// ones need: the data's shape needs the loss (labels or values), the layers
+// the data's shape.
 
-TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
-  TrainConfig c;
-  c.source = d.source();
+// [model] without its layers: the kind, the loss and its own keys, the precision.
+void read_model(const Deck& d, TrainConfig& c) {
   c.model = d.string("model.kind");
   c.activation = d.string("model.activation");
   c.loss = d.string("model.loss");
@@ -331,7 +332,12 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   // Its own keys (a key only other losses read is refused).
   c.loss_keys = loss_registry().own_keys(d, "model.", "model.loss", c.loss);
   c.precision = d.string("model.precision");
+  c.loss_scale = d.real("model.loss_scale");
   for (long long w : d.integer_list("model.hidden")) c.hidden.push_back(std::size_t(w));
+}
+
+// [data], with the files' headers read on rank 0 (collective over `comm`).
+void read_data(const Deck& d, TrainConfig& c, MPI_Comm comm) {
   {
     const std::string& kind = d.string("data.kind");  // one of the schema's choices
     for (DataKind k : data_kinds) {
@@ -348,6 +354,16 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.data.noise = d.real("data.noise");
   c.data.seed = std::uint64_t(d.integer("data.seed"));
   c.data.validation_fraction = d.real("data.validation_fraction");
+  c.data.labels = d.string("data.labels");
+  c.data.test_path = d.string("data.test_path");
+  c.data.test_labels = d.string("data.test_labels");
+  c.data.scaling.mean = d.real_list("data.mean");
+  c.data.scaling.std = d.real_list("data.std");
+  read_data_shape(c, d, comm);
+}
+
+// [optimizer]: the kind and its own keys, the learning rate and its schedule.
+void read_optimizer(const Deck& d, TrainConfig& c) {
   c.optimizer.kind = d.string("optimizer.kind");
   // Its own keys (a key only other kinds read is refused).
   c.optimizer.keys =
@@ -357,24 +373,30 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   c.optimizer.schedule = schedule_kind(d.string("optimizer.schedule"));
   c.optimizer.decay_steps = d.integer("optimizer.decay_steps");
   c.optimizer.decay_factor = d.real("optimizer.decay_factor");
+}
+
+// [train]: the loop's length, batch and seed.
+void read_train(const Deck& d, TrainConfig& c) {
   c.epochs = d.integer("train.epochs");
   c.max_steps = d.integer("train.max_steps");
   c.log_every = d.integer("train.log_every");
   c.accumulate = std::size_t(d.integer("train.accumulate_steps"));
   c.batch = std::size_t(d.integer("train.batch_size"));
   c.train_seed = std::uint64_t(d.integer("train.seed"));
+}
+
+// [output]: the keys every run shares (run/output_keys.hpp) and kpmap-train's own.
+void read_output(const Deck& d, TrainConfig& c) {
   c.output = read_output_keys(d);
   c.checkpoints = d.boolean("output.checkpoints");
   c.expect_val_loss = d.real_list("output.expect_val_loss");
+}
 
-  c.data.labels = d.string("data.labels");
-  c.data.test_path = d.string("data.test_path");
-  c.data.test_labels = d.string("data.test_labels");
-  c.data.scaling.mean = d.real_list("data.mean");
-  c.data.scaling.std = d.real_list("data.std");
-  read_data_shape(c, d, comm);
-  read_layers(c, d);
-
+// What one section's values mean for another's: the model against the
+// precision and the loop, the validation split, the learning rate against
+// the batch, the schedule against the run's length, the check against the
+// split, the optimizer against the batch.
+void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
   if (c.model == "linear" && c.accumulate > 1) {
     throw kpmap::InputError(d.where("train.accumulate_steps") +
                                 "key 'train.accumulate_steps': the linear model reads its whole "
@@ -401,7 +423,6 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
           kpmap::ErrorScope::all_ranks);
     }
   }
-  c.loss_scale = d.real("model.loss_scale");
   if (c.model == "linear" && c.loss != "mse") {
     bad(d, "model.loss",
         "a linear model is fitted by mse; for softmax regression use "
@@ -475,6 +496,20 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
         "optimizer.kind = \"" + c.optimizer.kind + "\" takes whole-batch steps " +
             "(train.batch_size = 0); use " + minibatch + " for minibatches");
   }
+}
+
+}  // namespace
+
+TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
+  TrainConfig c;
+  c.source = d.source();
+  read_model(d, c);
+  read_data(d, c, comm);
+  read_layers(c, d);
+  read_optimizer(d, c);
+  read_train(d, c);
+  read_output(d, c);
+  check_across(d, c, comm);
   return c;
 }
 
