@@ -114,12 +114,12 @@ TEST_CASE("a program's own layer is named by decks, its keys checked, its gradie
   auto c = from_deck(train_deck("{type = \"dense\", units = 3}, {type = \"scale\", factor = -0.5},"
                                 " {type = \"dense\", units = 1}"),
                      comm);
-  REQUIRE(c.layers.size() == 3);
-  CHECK(std::get<double>(c.layers[1].keys.at("factor")) == -0.5);
+  REQUIRE(c.model.layers.size() == 3);
+  CHECK(std::get<double>(c.model.layers[1].keys.at("factor")) == -0.5);
   // The default, a value out of range (file and line), a misspelling, the
   // key on a layer that does not read it, and a required key left out.
   c = from_deck(train_deck("{type = \"scale\"}, {type = \"dense\", units = 1}"), comm);
-  CHECK(std::get<double>(c.layers[0].keys.at("factor")) == 1.0);
+  CHECK(std::get<double>(c.model.layers[0].keys.at("factor")) == 1.0);
   CHECK_THROWS_WITH(from_deck(train_deck("{type = \"scale\", factor = 11.0}"), comm),
                     StartsWith("test.toml:") && ContainsSubstring("model.layers.1.factor"));
   CHECK_THROWS_WITH(from_deck(train_deck("{type = \"scale\", factr = 2.0}"), comm),
@@ -135,9 +135,9 @@ TEST_CASE("a program's own layer is named by decks, its keys checked, its gradie
           " {type = \"dense\", units = 1}")
           .to_toml();
   c = from_deck(kpmap::deck::parse(schema, resolved, "deck.toml"), comm);
-  REQUIRE(c.layers.size() == 3);
-  CHECK(std::get<long long>(c.layers[0].keys.at("units")) == 3);
-  CHECK(std::get<double>(c.layers[1].keys.at("factor")) == -0.5);
+  REQUIRE(c.model.layers.size() == 3);
+  CHECK(std::get<long long>(c.model.layers[0].keys.at("units")) == 3);
+  CHECK(std::get<double>(c.model.layers[1].keys.at("factor")) == -0.5);
   CHECK_THROWS_WITH(from_deck(train_deck("{type = \"scale\"}, {type = \"dense\"}"), comm),
                     ContainsSubstring("key 'model.layers.2.units': a dense layer needs units"));
   // Built by name, its backward pass against finite differences.
@@ -335,15 +335,15 @@ TEST_CASE("a program's own loss is named by decks, its keys checked, its gradien
     return kpmap::deck::parse(schema, "[model]\nkind = \"mlp\"\n" + model + "\n", "test.toml");
   };
   auto c = from_deck(parse("loss = \"huber\"\nhuber_delta = 0.25"), comm);
-  CHECK(c.loss == "huber");
+  CHECK(c.model.loss == "huber");
   CHECK(!c.data.classification);
-  CHECK(std::get<double>(c.loss_keys.at("huber_delta")) == 0.25);
-  CHECK(c.layers.back().keys.at("units") == kpmap::deck::Value(1LL));  // its one output
+  CHECK(std::get<double>(c.model.loss_keys.at("huber_delta")) == 0.25);
+  CHECK(c.model.layers.back().keys.at("units") == kpmap::deck::Value(1LL));  // its one output
   CHECK_THROWS_WITH(from_deck(parse("loss = \"mse\"\nhuber_delta = 0.25"), comm),
                     ContainsSubstring("model.loss = \"mse\" reads no huber_delta"));
   // A resolved deck reads back.
   c = from_deck(kpmap::deck::parse(schema, parse("loss = \"huber\"").to_toml(), "deck.toml"), comm);
-  CHECK(c.loss == "huber");
+  CHECK(c.model.loss == "huber");
   // Its gradient against finite differences, residuals on both sides of
   // the threshold (the targets are about 1 in size).
   check_gradient(SyntheticRegression{31, 3, 5, 0.1}, Shape::flat(3), mlp_specs({3, 5, 1}, "tanh"),

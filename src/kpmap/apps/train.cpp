@@ -18,7 +18,6 @@
 #include <kpmap/run/output.hpp>
 #include <kpmap/train/config.hpp>
 #include <kpmap/train/epoch_log.hpp>
-#include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/linear.hpp>
 #include <kpmap/train/result.hpp>
 #include <kpmap/train/sequential.hpp>
@@ -33,6 +32,7 @@
 #include <filesystem>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -70,15 +70,16 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
     std::printf(
         "kpmap-train: %s model (%zu parameters, %s), %zu training + %zu validation samples "
         "on %d ranks, batch %s, optimizer %s, lr %g\n",
-        c.model.c_str(), model.parameter_count(), c.precision.c_str(), n_train, c.data.validation,
-        rt.size(), c.batch == 0 ? "full" : std::to_string(c.batch).c_str(),
+        c.model.kind.c_str(), model.parameter_count(), c.model.precision.c_str(), n_train,
+        c.data.validation, rt.size(),
+        c.train.batch == 0 ? "full" : std::to_string(c.train.batch).c_str(),
         deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
     std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
     kpmap::files::write_atomic((out / kpmap::run_file::deck).string(), deck.to_toml());
   }
 
   const bool classes = c.data.classification;
-  kpmap::train::EpochLog log(out, first_epoch, c.epochs, !opts.restart.empty(), classes,
+  kpmap::train::EpochLog log(out, first_epoch, c.train.epochs, !opts.restart.empty(), classes,
                              c.data.validation > 0, root);
   const kpmap::train::FitResult res =
       trainer.fit(train_set, val_set, [&](const kpmap::train::EpochReport& r) { log(r); });
@@ -94,7 +95,7 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
   } else if (root && res.max_steps_reached && res.mid_epoch) {
     std::printf(
         "kpmap-train: train.max_steps = %lld reached after step %lld of %zu in epoch %lld\n",
-        c.max_steps, res.step, res.steps_per_epoch, res.epoch + 1);
+        c.train.max_steps, res.step, res.steps_per_epoch, res.epoch + 1);
   }
   times += trainer.times();
 
@@ -119,9 +120,11 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
 
 // T: data, parameters and optimizer; C: what the layers compute in.
 template <class T, class C = T>
-int train_in(const kpmap::train::TrainConfig& c, const Deck& deck,
-             const kpmap::apps::RunOptions& opts, const kpmap::Runtime& rt) {
+int train_in(kpmap::train::TrainConfig c, const Deck& deck, const kpmap::apps::RunOptions& opts,
+             const kpmap::Runtime& rt) {
   const MPI_Comm comm = rt.comm();
+  // The model's layers, built once and checked before anything is written.
+  auto layers = kpmap::train::build_model_layers<T, C, Mem>(deck, c);
   kpmap::PhaseTimes times;
   const double t_start = MPI_Wtime();
   const fs::path out = kpmap::prepare_output_dir(c.output.dir, comm);
@@ -148,18 +151,18 @@ int train_in(const kpmap::train::TrainConfig& c, const Deck& deck,
 
   // ---- model, then the training loop ----------------------------------------------
   // A rank may hold all of a batch.
-  const std::size_t batch_rows =
-      c.batch == 0 ? std::max<std::size_t>(train_set.rows(), 1) : std::min(c.batch, n_train);
+  const std::size_t batch_rows = c.train.batch == 0 ? std::max<std::size_t>(train_set.rows(), 1)
+                                                    : std::min(c.train.batch, n_train);
   const std::size_t capacity = kpmap::train::work_capacity(c, batch_rows, val_set.rows());
-  if (c.model == "linear") {
+  if (c.model.kind == "linear") {
     kpmap::train::LinearModel<T, Mem> model(c.data.features, capacity);
     return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
   }
-  kpmap::train::Sequential<T, Mem, C> model(
-      c.data.input, kpmap::train::build_layers<C, Mem>(c.data.input, c.layers),
-      kpmap::train::Loss{c.loss, c.loss_keys}, capacity);
-  model.set_loss_scale(c.loss_scale);
-  model.initialize(c.train_seed);
+  kpmap::train::Sequential<T, Mem, C> model(c.data.input, std::move(layers),
+                                            kpmap::train::Loss{c.model.loss, c.model.loss_keys},
+                                            capacity);
+  model.set_loss_scale(c.model.loss_scale);
+  model.initialize(c.train.seed);
   return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
 }
 
@@ -188,13 +191,13 @@ int kpmap::apps::train_main(int argc, char** argv) {
     }
     const Deck deck = kpmap::apps::load_deck(schema, opts, rt.comm());
     const kpmap::train::TrainConfig c = kpmap::train::from_deck(deck, rt.comm());
-    if (c.precision == "mixed") {
+    if (c.model.precision == "mixed") {
       // configure() refused "mixed" where half_t is float.
       if constexpr (kpmap::detail::has_half_type) {
         return train_in<float, kpmap::detail::half>(c, deck, opts, rt);
       }
     }
-    return c.precision == "float" ? train_in<float>(c, deck, opts, rt)
-                                  : train_in<double>(c, deck, opts, rt);
+    return c.model.precision == "float" ? train_in<float>(c, deck, opts, rt)
+                                        : train_in<double>(c, deck, opts, rt);
   });
 }

@@ -226,35 +226,35 @@ void read_data_shape(TrainConfig& c, const Deck& d, MPI_Comm comm) {
     bad(d, "keys 'data.mean' and 'data.std': give one value per channel (" +
                std::to_string(c.data.input.channels) + ") in each, or leave both empty");
   }
-  if (c.data.input.image && !c.data.classification && c.model == "linear") {
+  if (c.data.input.image && !c.data.classification && c.model.kind == "linear") {
     bad(d, "model.kind", "images need model.kind = \"sequential\" (or \"mlp\")");
   }
 }
 
-// model.layers (sequential) or model.hidden (mlp) as layer specs, built
-// once here so that shapes that do not chain are refused before any work.
+// model.layers (sequential) or model.hidden (mlp) as layer specs: their
+// types and keys (build_model_layers builds the stack and checks its shapes).
 void read_layers(TrainConfig& c, const Deck& d) {
   const std::vector<int> at = d.indices("model.layers");
-  if (c.model != "sequential") {
+  if (c.model.kind != "sequential") {
     if (!at.empty()) {
       throw kpmap::InputError(d.where("model.layers.1") +
                                   "key 'model.layers': layers are read "
                                   "for model.kind = \"sequential\", and model.kind is \"" +
-                                  c.model + "\"",
+                                  c.model.kind + "\"",
                               kpmap::ErrorScope::all_ranks);
     }
-    if (c.model == "mlp") {
+    if (c.model.kind == "mlp") {
       std::vector<std::size_t> widths{c.data.input.size()};
-      widths.insert(widths.end(), c.hidden.begin(), c.hidden.end());
-      const std::size_t outputs = loss_info(c.loss).outputs;
+      widths.insert(widths.end(), c.model.hidden.begin(), c.model.hidden.end());
+      const std::size_t outputs = loss_info(c.model.loss).outputs;
       widths.push_back(c.data.classification ? c.data.classes : outputs > 0 ? outputs : 1);
-      c.layers = mlp_specs(widths, c.activation);
-      if (c.data.input.image) c.layers.insert(c.layers.begin(), LayerSpec{"flatten"});
+      c.model.layers = mlp_specs(widths, c.model.activation);
+      if (c.data.input.image) c.model.layers.insert(c.model.layers.begin(), LayerSpec{"flatten"});
     }
   } else if (at.empty()) {
     bad(d, "model.layers", "model.kind = \"sequential\" needs its layers");
   }
-  if (c.model == "linear") return;
+  if (c.model.kind == "linear") return;
   for (std::size_t n = 0; n < at.size(); ++n) {
     if (at[n] != static_cast<int>(n) + 1) {
       bad(d, "model.layers." + std::to_string(at[n]) + ".type",
@@ -291,31 +291,7 @@ void read_layers(TrainConfig& c, const Deck& d) {
       }
     }
     for (const deck::Key& key : mine.keys.keys()) s.keys[key.path] = d.value(k + key.path);
-    c.layers.push_back(s);
-  }
-  try {
-    // The stack the model builds (in the default memory space, as the run's
-    // double-precision model: no other instantiation of the layers' kernels),
-    // without its arrays: a layer allocates in reserve(), which is not called.
-    using Net = Sequential<double>;
-    const auto layers = build_layers<double>(c.data.input, c.layers);
-    Net::check(c.data.input, layers, Loss{c.loss, c.loss_keys});
-    const std::size_t scores = layers.back()->output_shape().channels;
-    if (c.data.classification && scores != c.data.classes) {
-      throw ShapeError("the last layer gives " + std::to_string(scores) +
-                           " class scores and data.classes is " + std::to_string(c.data.classes),
-                       c.layers.size());
-    }
-    c.parameters = double(Net::parameter_count(layers));
-    c.work_per_sample = Net::work_bytes_per_sample(c.data.input, layers) / sizeof(double);
-    c.large_work =
-        std::any_of(layers.begin(), layers.end(), [](const auto& l) { return l->large_work(); });
-  } catch (const ShapeError& e) {
-    const std::string path =
-        e.layer() > 0 ? "model.layers." + std::to_string(at[e.layer() - 1]) : "model.layers.1";
-    throw kpmap::InputError(d.where(path) + "key 'model.layers': " + e.what() + " (the data " +
-                                "gives a " + c.data.input.str() + " per sample)",
-                            kpmap::ErrorScope::all_ranks);
+    c.model.layers.push_back(s);
   }
 }
 
@@ -324,16 +300,17 @@ void read_layers(TrainConfig& c, const Deck& d) {
 // the data's shape.
 
 // [model] without its layers: the kind, the loss and its own keys, the precision.
-void read_model(const Deck& d, TrainConfig& c) {
-  c.model = d.string("model.kind");
-  c.activation = d.string("model.activation");
-  c.loss = d.string("model.loss");
-  c.data.classification = loss_info(c.loss).classification;
+ModelConfig read_model(const Deck& d) {
+  ModelConfig m;
+  m.kind = d.string("model.kind");
+  m.activation = d.string("model.activation");
+  m.loss = d.string("model.loss");
   // Its own keys (a key only other losses read is refused).
-  c.loss_keys = loss_registry().own_keys(d, "model.", "model.loss", c.loss);
-  c.precision = d.string("model.precision");
-  c.loss_scale = d.real("model.loss_scale");
-  for (long long w : d.integer_list("model.hidden")) c.hidden.push_back(std::size_t(w));
+  m.loss_keys = loss_registry().own_keys(d, "model.", "model.loss", m.loss);
+  m.precision = d.string("model.precision");
+  m.loss_scale = d.real("model.loss_scale");
+  for (long long w : d.integer_list("model.hidden")) m.hidden.push_back(std::size_t(w));
+  return m;
 }
 
 // [data], with the files' headers read on rank 0 (collective over `comm`).
@@ -363,26 +340,29 @@ void read_data(const Deck& d, TrainConfig& c, MPI_Comm comm) {
 }
 
 // [optimizer]: the kind and its own keys, the learning rate and its schedule.
-void read_optimizer(const Deck& d, TrainConfig& c) {
-  c.optimizer.kind = d.string("optimizer.kind");
+OptimizerConfig read_optimizer(const Deck& d) {
+  OptimizerConfig o;
+  o.kind = d.string("optimizer.kind");
   // Its own keys (a key only other kinds read is refused).
-  c.optimizer.keys =
-      optimizer_registry().own_keys(d, "optimizer.", "optimizer.kind", c.optimizer.kind);
-  c.optimizer.learning_rate = d.real("optimizer.learning_rate");
-  c.optimizer.warmup_steps = d.integer("optimizer.warmup_steps");
-  c.optimizer.schedule = schedule_kind(d.string("optimizer.schedule"));
-  c.optimizer.decay_steps = d.integer("optimizer.decay_steps");
-  c.optimizer.decay_factor = d.real("optimizer.decay_factor");
+  o.keys = optimizer_registry().own_keys(d, "optimizer.", "optimizer.kind", o.kind);
+  o.learning_rate = d.real("optimizer.learning_rate");
+  o.warmup_steps = d.integer("optimizer.warmup_steps");
+  o.schedule = schedule_kind(d.string("optimizer.schedule"));
+  o.decay_steps = d.integer("optimizer.decay_steps");
+  o.decay_factor = d.real("optimizer.decay_factor");
+  return o;
 }
 
 // [train]: the loop's length, batch and seed.
-void read_train(const Deck& d, TrainConfig& c) {
-  c.epochs = d.integer("train.epochs");
-  c.max_steps = d.integer("train.max_steps");
-  c.log_every = d.integer("train.log_every");
-  c.accumulate = std::size_t(d.integer("train.accumulate_steps"));
-  c.batch = std::size_t(d.integer("train.batch_size"));
-  c.train_seed = std::uint64_t(d.integer("train.seed"));
+LoopConfig read_train(const Deck& d) {
+  LoopConfig l;
+  l.epochs = d.integer("train.epochs");
+  l.max_steps = d.integer("train.max_steps");
+  l.log_every = d.integer("train.log_every");
+  l.accumulate = std::size_t(d.integer("train.accumulate_steps"));
+  l.batch = std::size_t(d.integer("train.batch_size"));
+  l.seed = std::uint64_t(d.integer("train.seed"));
+  return l;
 }
 
 // [output]: the keys every run shares (run/output_keys.hpp) and kpmap-train's own.
@@ -397,14 +377,14 @@ void read_output(const Deck& d, TrainConfig& c) {
 // the batch, the schedule against the run's length, the check against the
 // split, the optimizer against the batch.
 void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
-  if (c.model == "linear" && c.accumulate > 1) {
+  if (c.model.kind == "linear" && c.train.accumulate > 1) {
     throw kpmap::InputError(d.where("train.accumulate_steps") +
                                 "key 'train.accumulate_steps': the linear model reads its whole "
                                 "batch in one pass; accumulation is for mlp and sequential models",
                             kpmap::ErrorScope::all_ranks);
   }
-  if (c.precision == "mixed") {
-    if (c.model == "linear") {
+  if (c.model.precision == "mixed") {
+    if (c.model.kind == "linear") {
       throw kpmap::InputError(d.where("model.precision") +
                                   "key 'model.precision': \"mixed\" is for mlp and sequential "
                                   "models (the linear model has no layers to run in 16 bits); "
@@ -423,7 +403,7 @@ void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
           kpmap::ErrorScope::all_ranks);
     }
   }
-  if (c.model == "linear" && c.loss != "mse") {
+  if (c.model.kind == "linear" && c.model.loss != "mse") {
     bad(d, "model.loss",
         "a linear model is fitted by mse; for softmax regression use "
         "model.kind = \"mlp\" with model.hidden = []");
@@ -458,7 +438,8 @@ void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
   if (c.data.samples - c.data.validation < 1)
     bad(d, "no training samples are left after the split");
   const std::size_t train_rows = c.data.samples - c.data.validation;
-  const std::size_t global_batch = c.batch == 0 || c.batch > train_rows ? train_rows : c.batch;
+  const std::size_t global_batch =
+      c.train.batch == 0 || c.train.batch > train_rows ? train_rows : c.train.batch;
   if (d.boolean("optimizer.scale_lr_with_batch")) {
     c.optimizer.learning_rate *= double(global_batch) / double(d.integer("optimizer.base_batch"));
   }
@@ -472,8 +453,9 @@ void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
     // Cosine over the rest of the run.
     const long long per_epoch =
         static_cast<long long>((train_rows + global_batch - 1) / global_batch);
-    const long long total =
-        c.max_steps > 0 ? std::min(c.max_steps, c.epochs * per_epoch) : c.epochs * per_epoch;
+    const long long total = c.train.max_steps > 0
+                                ? std::min(c.train.max_steps, c.train.epochs * per_epoch)
+                                : c.train.epochs * per_epoch;
     c.optimizer.decay_steps = std::max(1LL, total - c.optimizer.warmup_steps);
   }
   if (!c.expect_val_loss.empty()) {
@@ -487,7 +469,8 @@ void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
           "data.validation_fraction, or data.test_path for IDX images)");
     }
   }
-  if (find_optimizer(c.optimizer.kind)->full_batch && c.batch != 0 && c.batch < train_rows) {
+  if (find_optimizer(c.optimizer.kind)->full_batch && c.train.batch != 0 &&
+      c.train.batch < train_rows) {
     std::string minibatch;
     for (const OptimizerInfo* o : registered_optimizers()) {
       if (!o->full_batch) minibatch += (minibatch.empty() ? "\"" : ", \"") + o->name + "\"";
@@ -503,25 +486,64 @@ void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
 TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   TrainConfig c;
   c.source = d.source();
-  read_model(d, c);
+  c.model = read_model(d);
+  c.data.classification = loss_info(c.model.loss).classification;
   read_data(d, c, comm);
   read_layers(c, d);
-  read_optimizer(d, c);
-  read_train(d, c);
+  c.optimizer = read_optimizer(d);
+  c.train = read_train(d);
   read_output(d, c);
   check_across(d, c, comm);
   return c;
 }
 
+template <class T, class C, class M>
+std::vector<std::unique_ptr<Layer<C, M>>> build_model_layers(const deck::Deck& d, TrainConfig& c) {
+  if (c.model.kind == "linear") return {};
+  using Net = Sequential<T, M, C>;
+  try {
+    // Without its arrays: a layer allocates in reserve(), called by the model.
+    auto layers = build_layers<C, M>(c.data.input, c.model.layers);
+    Net::check(c.data.input, layers, Loss{c.model.loss, c.model.loss_keys});
+    const std::size_t scores = layers.back()->output_shape().channels;
+    if (c.data.classification && scores != c.data.classes) {
+      throw ShapeError("the last layer gives " + std::to_string(scores) +
+                           " class scores and data.classes is " + std::to_string(c.data.classes),
+                       c.model.layers.size());
+    }
+    c.model.parameters = double(Net::parameter_count(layers));
+    c.model.work_per_sample = Net::work_bytes_per_sample(c.data.input, layers) / sizeof(C);
+    c.model.large_work =
+        std::any_of(layers.begin(), layers.end(), [](const auto& l) { return l->large_work(); });
+    return layers;
+  } catch (const ShapeError& e) {
+    // The deck's layers are numbered from 1 without gaps (read_layers); an
+    // mlp's come from model.hidden.
+    const std::string key = c.model.kind == "mlp" ? "model.hidden" : "model.layers";
+    const std::string path = c.model.kind == "mlp"
+                                 ? key
+                                 : key + "." + std::to_string(std::max<std::size_t>(e.layer(), 1));
+    throw kpmap::InputError(d.where(path) + "key '" + key + "': " + e.what() + " (the data " +
+                                "gives a " + c.data.input.str() + " per sample)",
+                            kpmap::ErrorScope::all_ranks);
+  }
+}
+
+#define KPMAP_TRAIN_BUILD_MODEL_LAYERS_(T, C)                                                  \
+  template std::vector<std::unique_ptr<Layer<C, Kokkos::DefaultExecutionSpace::memory_space>>> \
+  build_model_layers<T, C, Kokkos::DefaultExecutionSpace::memory_space>(const deck::Deck&,     \
+                                                                        TrainConfig&);
+KPMAP_TRAIN_BUILD_MODEL_LAYERS_(double, double)
+KPMAP_TRAIN_BUILD_MODEL_LAYERS_(float, float)
+#if defined(KOKKOS_HALF_T_IS_FLOAT) && !KOKKOS_HALF_T_IS_FLOAT
+KPMAP_TRAIN_BUILD_MODEL_LAYERS_(float, kpmap::detail::half)
+#endif
+#undef KPMAP_TRAIN_BUILD_MODEL_LAYERS_
+
 TrainerConfig trainer_config(const TrainConfig& c, const std::string& out,
                              const std::string& deck_toml, int ranks) {
   TrainerConfig tc;
-  tc.epochs = c.epochs;
-  tc.batch = c.batch;
-  tc.seed = c.train_seed;
-  tc.accumulate = c.accumulate;
-  tc.max_steps = c.max_steps;
-  tc.log_every = c.log_every;
+  static_cast<LoopConfig&>(tc) = c.train;
   tc.output = c.output;
   tc.output.dir = out;
   tc.checkpoints = c.checkpoints;
@@ -532,8 +554,8 @@ TrainerConfig trainer_config(const TrainConfig& c, const std::string& out,
 }
 
 std::size_t work_capacity(const TrainConfig& c, std::size_t batch_rows, std::size_t val_rows) {
-  const std::size_t micro = (batch_rows + c.accumulate - 1) / c.accumulate;
-  return c.large_work ? micro : std::max(micro, std::min<std::size_t>(val_rows, 4096));
+  const std::size_t micro = (batch_rows + c.train.accumulate - 1) / c.train.accumulate;
+  return c.model.large_work ? micro : std::max(micro, std::min<std::size_t>(val_rows, 4096));
 }
 
 double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
@@ -544,16 +566,16 @@ double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
       rows * double(c.data.features + 1) * double(value_bytes) + std::ceil(n_train / ranks) * 8.0;
   if (c.data.kind == DataKind::hdf5)
     data += std::ceil(n_train / ranks) * double(c.data.features + 1) * 8.0;
-  const double params = c.model == "linear" ? double(c.data.features + 1) : c.parameters;
+  const double params = c.model.kind == "linear" ? double(c.data.features + 1) : c.model.parameters;
   const auto moments = find_optimizer(c.optimizer.kind)->state.size();
   const double model = params * (2 + moments) * double(value_bytes);
   double work = 0;
-  if (c.model != "linear") {
-    const auto batch_rows =
-        std::size_t(c.batch == 0 ? std::ceil(n_train / ranks) : std::min(double(c.batch), n_train));
+  if (c.model.kind != "linear") {
+    const auto batch_rows = std::size_t(
+        c.train.batch == 0 ? std::ceil(n_train / ranks) : std::min(double(c.train.batch), n_train));
     const auto val_rows = std::size_t(std::ceil(double(c.data.validation) / ranks));
     work = double(work_capacity(c, batch_rows, val_rows)) *
-           (c.work_per_sample * double(value_bytes) + 8.0);
+           (c.model.work_per_sample * double(value_bytes) + 8.0);
   }
   breakdown = "data " + kpmap::format_bytes(data) + ", parameters with gradients and optimizer " +
               "state " + kpmap::format_bytes(model) + ", work arrays " + kpmap::format_bytes(work);

@@ -9,6 +9,7 @@
 #include <kpmap/run/output_keys.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/registry.hpp>
+#include <kpmap/train/loop.hpp>
 #include <kpmap/train/losses/loss.hpp>
 #include <kpmap/train/optimizers/optimizer.hpp>
 
@@ -16,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,36 +28,52 @@ namespace kpmap::train {
 /// (it validates decks, prints --help-deck and generates docs/decks.md's table).
 deck::Schema train_schema();
 
-/// \brief Everything a kpmap-train deck says, checked across keys.
+/// \brief A deck's [model] section: what is trained and how its output is
+/// scored, with what its layer stack says of itself once built.
+struct ModelConfig {
+  std::string kind;                 ///< model.kind: linear, mlp or sequential
+  std::string activation;           ///< of an mlp's hidden layers
+  std::vector<std::size_t> hidden;  ///< an mlp's hidden widths
+  std::vector<LayerSpec> layers;    ///< mlp and sequential: the stack, first to last
+  std::string loss;
+  Loss::Keys loss_keys;  ///< the loss's own keys that the deck sets
+  std::string precision;
+  double loss_scale = 1;  ///< mixed precision
+  // What the stack needs (mlp, sequential), found when it was checked:
+  double parameters = 0;       ///< trainable numbers
+  double work_per_sample = 0;  ///< work array elements per sample of capacity
+  bool large_work = false;     ///< a layer declares large work arrays: chunks of the micro-batch
+};
+
+/// \brief Everything a kpmap-train deck says, section by section, checked
+/// across sections.
 struct TrainConfig {
-  DataConfig data;  ///< [data], with the files' headers read
-  // [model]
-  std::string model, activation, loss, precision;
-  double loss_scale = 1;            ///< mixed precision
-  Loss::Keys loss_keys;             ///< the loss's own keys that the deck sets
-  std::vector<std::size_t> hidden;  ///< mlp
-  std::vector<LayerSpec> layers;    ///< mlp and sequential
-  double parameters = 0;            ///< mlp, sequential: trainable numbers
-  double work_per_sample = 0;       ///< mlp, sequential: work array elements per sample of capacity
-  bool large_work = false;  ///< a layer declares large work arrays: chunks of the micro-batch
-  // [optimizer]
-  OptimizerConfig optimizer;
-  // [train]
-  long long epochs = 0, max_steps = 0, log_every = 0;
-  std::size_t batch = 0;
-  std::size_t accumulate = 1;  ///< micro-batches per step
-  std::uint64_t train_seed = 0;
-  // [output]
-  OutputConfig output;                  ///< output.dir, checkpoint_every, keep_last
-  bool checkpoints = true;              ///< output.checkpoints
-  std::vector<double> expect_val_loss;  ///< [low, high] the final validation loss must lie in
-  std::string source;                   ///< the deck, for messages
+  DataConfig data;            ///< [data], with the files' headers read
+  ModelConfig model;          ///< [model]
+  OptimizerConfig optimizer;  ///< [optimizer]
+  LoopConfig train;           ///< [train]
+  OutputConfig output;        ///< [output]: the keys every run shares
+  bool checkpoints = true;    ///< [output]: output.checkpoints
+  std::vector<double>
+      expect_val_loss;  ///< [output]: [low, high] the final validation loss must lie in
+  std::string source;   ///< the deck, for messages
 };
 
 /// \brief The run deck `d` describes. Collective over `comm` (the data files'
 /// headers are read on rank 0 and shared). \throws InputError (all ranks)
 /// naming the file, line and key of what does not fit.
 TrainConfig from_deck(const deck::Deck& d, MPI_Comm comm);
+
+/// \brief The layer stack of run `c`'s model (none for a linear model),
+/// built once for a model of parameters T computing in C in memory space M
+/// (double and float, and float with half_t where half_t is 16 bits), without
+/// its arrays; checked to chain from the data's shape to what the loss reads
+/// and to data.classes scores. Records in `c.model` what the stack needs
+/// (parameters, work arrays), which memory_estimate() and work_capacity()
+/// read. \throws InputError (all ranks) naming the deck's line of the layer
+/// that does not fit, with both shapes.
+template <class T, class C = T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+std::vector<std::unique_ptr<Layer<C, M>>> build_model_layers(const deck::Deck& d, TrainConfig& c);
 
 /// \brief What the Trainer of run `c` needs: its cadences, the output folder
 /// `out`, and the checkpoints' metadata (the resolved deck `deck_toml`, the

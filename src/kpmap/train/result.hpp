@@ -58,12 +58,12 @@ TrainingResult training_result(const TrainConfig& c, int ranks, const Model& mod
   j["kpmap_version"] = KPMAP_VERSION_STRING;
   j["deck"] = c.source;
   j["ranks"] = ranks;
-  j["model"] = c.model;
-  j["precision"] = c.precision;
+  j["model"] = c.model.kind;
+  j["precision"] = c.model.precision;
   j["parameters"] = model.parameter_count();
   j["train_samples"] = n_train;
   j["validation_samples"] = c.data.validation;
-  j["epochs"] = c.epochs;
+  j["epochs"] = c.train.epochs;
   j["train_loss"] = res.has_report ? r.train_loss : nan;
   j["val_loss"] = res.has_report && c.data.validation > 0 ? r.held_out.loss : nan;
   j["samples_per_second"] = res.samples_per_second;

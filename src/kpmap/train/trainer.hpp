@@ -30,6 +30,7 @@
 #include <kpmap/run/phases.hpp>
 #include <kpmap/tools/profiling.hpp>
 #include <kpmap/train/data.hpp>
+#include <kpmap/train/loop.hpp>
 #include <kpmap/train/optimizers/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
 
@@ -46,14 +47,8 @@
 
 namespace kpmap::train {
 
-/// \brief How a Trainer runs.
-struct TrainerConfig {
-  long long epochs = 1;
-  std::size_t batch = 0;       ///< global batch (all ranks); 0: the whole training set
-  std::uint64_t seed = 0;      ///< of the shuffle (the initial weights are the model's)
-  std::size_t accumulate = 1;  ///< micro-batches per step
-  long long max_steps = 0;     ///< end after this many steps in all (0: no limit)
-  long long log_every = 0;     ///< rank 0 prints the step's figures every N steps (0: never)
+/// \brief How a Trainer runs: its loop, and where its checkpoints go.
+struct TrainerConfig : LoopConfig {
   /// Where checkpoints go (created if missing), every how many epochs (0:
   /// only at the end), and how many are kept.
   OutputConfig output{"."};

@@ -1,0 +1,21 @@
+#pragma once
+/// \file
+/// \brief The training loop's length, batch and seed: a deck's [train]
+/// section, and what a Trainer runs by (train/trainer.hpp).
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kpmap::train {
+
+/// \brief How long a training loop runs, over which batches.
+struct LoopConfig {
+  long long epochs = 1;
+  std::size_t batch = 0;       ///< global batch (all ranks); 0: the whole training set
+  std::uint64_t seed = 0;      ///< of the shuffle (the initial weights are the model's)
+  std::size_t accumulate = 1;  ///< micro-batches per step
+  long long max_steps = 0;     ///< end after this many steps in all (0: no limit)
+  long long log_every = 0;     ///< rank 0 prints the step's figures every N steps (0: never)
+};
+
+}  // namespace kpmap::train
