@@ -140,7 +140,7 @@ if(KPMAP_ENABLE_APPS)
   # outputs that are devices, FIFOs, links, folders or the input are refused
   # and left as they were; one run per output folder; a restart into the
   # folder keeps each step of the table once; output folders in any
-  # language.
+  # language; long output paths that checkpoint, too long ones refused.
   set(SAFETY ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_output_safety.py)
   foreach(app heat train)
     if(app STREQUAL heat)
@@ -150,7 +150,7 @@ if(KPMAP_ENABLE_APPS)
       set(safety_args --deck ${INPUTS}/train_mlp_ci.toml
                       --long train.epochs=1000000 output.checkpoint_every=0)
     endif()
-    foreach(case targets lock restart-table non-ascii)
+    foreach(case targets lock restart-table non-ascii long-path)
       foreach(n 1 3)
         add_test(NAME apps.kpmap-${app}.outputs_safe.${case}.np${n}
           COMMAND ${SAFETY} ${case} --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-${app}>
@@ -331,6 +331,10 @@ if(KPMAP_ENABLE_APPS)
     ${INPUTS}/train_linear_ci.toml --output "out\nput" RANKS 1 3 TIMEOUT 60
     LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
     --expect "--output: a control character (U+000A) in the path at position 3" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-heat.output_dir_control_character COMMAND kpmap-heat
+    ${heat_args} "--set=output.dir=\"${FAULT_OUT}/D33\\nx\"" RANKS 1 3 TIMEOUT 60
+    LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    --expect "key 'output.dir': a control character (U+000A) in the path at position" --)
   kpmap_add_mpi_test(NAME apps.kpmap-train.output_dangling_link COMMAND kpmap-train
     ${INPUTS}/train_linear_ci.toml --output ${FAULT_OUT}/dangling/out RANKS 1 3 TIMEOUT 60
     LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2

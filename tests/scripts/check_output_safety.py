@@ -13,6 +13,10 @@ CASE is one of:
   restart-table  a restart into the same folder keeps each step of the CSV table once
   non-ascii      an output folder named in any language works, and its resolved
                  deck reads back
+  long-path      output folders of 240 and 400 characters take checkpoints (Open MPI
+                 4's MPI-IO once overflowed a buffer on them); a name of 256
+                 characters or a path of 4100 is refused up front, exit 2, and nothing
+                 is created
 """
 import argparse
 import csv
@@ -246,9 +250,41 @@ def non_ascii(args):
         fail(f"the resolved deck of {out} does not read back: exit {r.returncode}")
 
 
+def folder_of_length(args, name, length):
+    """A folder under the workdir whose absolute path is `length` characters."""
+    base = os.path.abspath(out_dir(args, name))
+    parts, left = [], length - len(base)
+    while left > 0:
+        part = min(left - 1, 100)  # "/" and the name
+        if part < 1:  # fold a lone slash into the previous name
+            parts[-1] += "p"
+            break
+        parts.append("p" * part)
+        left -= part + 1
+    path = os.path.join(base, *parts)
+    assert len(path) == length, (len(path), length)
+    return path
+
+
+def long_path(args):
+    for length in (240, 400):
+        out = folder_of_length(args, f"len{length}", length)
+        run(args, ["--output", out, "--set", "output.checkpoint_every=1"], 0)
+        written = os.listdir(out) if os.path.isdir(out) else []
+        if not any(f.startswith("checkpoint_") and f.endswith(".h5") for f in written):
+            fail(f"a folder of {length} characters holds no checkpoint: {sorted(written)}")
+    refused = [(out_dir(args, "name") + "/" + "n" * 256, "a file system takes names of at most 255"),
+               (out_dir(args, "path") + "/" + "/".join(["d" * 200] * 20), "a path may have")]
+    for out, says in refused:
+        run(args, ["--output", out], 2, contains=says)
+        top = out[: out.index("/", len(args.workdir) + 1)]
+        if os.path.exists(top):
+            fail(f"a refused folder was created in part: {top}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("case", choices=["targets", "lock", "restart-table", "non-ascii"])
+    p.add_argument("case", choices=["targets", "lock", "restart-table", "non-ascii", "long-path"])
     p.add_argument("--launcher", required=True)
     p.add_argument("--app", required=True)
     p.add_argument("--deck", required=True)
@@ -259,7 +295,8 @@ def main():
     args.long = [a for s in args.long for a in ("--set", s)]
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
-    {"targets": targets, "lock": lock, "restart-table": restart_table, "non-ascii": non_ascii}[args.case](args)
+    {"targets": targets, "lock": lock, "restart-table": restart_table, "non-ascii": non_ascii,
+     "long-path": long_path}[args.case](args)
     if failures:
         sys.exit(1)
     print(f"{args.case}: as promised")

@@ -3,6 +3,7 @@
 #include <kpmap/apps/cli.hpp>
 
 #include <kpmap/base/error.hpp>
+#include <kpmap/run/output_keys.hpp>
 #include <kpmap/tools/trace.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -76,15 +77,8 @@ deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm c
                        ErrorScope::all_ranks);
     }
     // Named as --output, not as the --set it becomes.
-    const auto control = std::find_if(o.output.begin(), o.output.end(),
-                                      [](unsigned char c) { return c < 0x20 || c == 0x7f; });
-    if (control != o.output.end()) {
-      char code[8];
-      std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned char>(*control));
-      throw InputError(
-          std::string("--output: a control character (") + code + ") in the path at position " +
-              std::to_string(control - o.output.begin()) + "; give a folder name without one",
-          ErrorScope::all_ranks);
+    if (const std::string problem = output_path_problem(o.output); !problem.empty()) {
+      throw InputError("--output: " + problem, ErrorScope::all_ranks);
     }
     overrides.push_back("output.dir=" + deck::toml_quoted(o.output));
   }

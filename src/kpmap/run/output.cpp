@@ -31,11 +31,12 @@ fs::path prepare_output_dir(const std::string& dir, MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   std::string problem;
-  if (rank == 0) {
-    std::error_code ec;
+  if (rank == 0) problem = output_path_problem(dir);
+  if (rank == 0 && problem.empty()) {
+    std::error_code ec, status;
     fs::create_directories(dir, ec);
-    const auto link = fs::symlink_status(dir);
-    if (ec && fs::is_symlink(link) && !fs::exists(dir)) {
+    const auto link = fs::symlink_status(dir, status);
+    if (ec && fs::is_symlink(link) && !fs::exists(dir, status)) {
       // create_directories says only "File exists" for a dangling link.
       std::error_code read;
       problem = "it is a symbolic link to " + fs::read_symlink(dir, read).string() +

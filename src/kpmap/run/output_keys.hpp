@@ -47,7 +47,16 @@ std::string default_output_dir(const std::string& app);
 void declare_output_keys(deck::Schema& s, const std::string& app, const std::string& unit);
 
 /// \brief The values of the keys declare_output_keys declared.
+/// \throws InputError naming output.dir's line where output_path_problem()
+/// finds one.
 OutputConfig read_output_keys(const deck::Deck& d);
+
+/// \brief What makes `dir` unfit as a run's output folder before anything is
+/// created, or "": a control character (a newline would make a folder no
+/// listing shows as written), a name longer than the 255 bytes a file system
+/// takes, or a path that with the run's own file names would pass the 4096
+/// bytes a path may have.
+std::string output_path_problem(const std::string& dir);
 
 /// \brief The files a run writes in its folder, for check_outputs: result.json,
 /// history.csv, deck.toml, every checkpoint, and `pictures` (the plots

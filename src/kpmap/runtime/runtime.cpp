@@ -133,6 +133,14 @@ void Runtime::init_mpi(int& argc, char**& argv, const RuntimeOptions& options) {
   if (initialized) {
     MPI_Query_thread(&thread_provided_);
   } else {
+    // Open MPI 4's "lockedfile" shared-file-pointer component, asked at every
+    // MPI_File_open (HDF5's), formats the file's name with a suffix into a
+    // 256-byte buffer on the stack: a path of about 240 bytes or more aborts
+    // the job with a buffer overflow at its first checkpoint. kpmap uses no
+    // shared file pointers; leave that component out unless the user has
+    // chosen the components (docs/reliability.md). Other MPIs read no such
+    // variable.
+    ::setenv("OMPI_MCA_sharedfp", "^lockedfile", 0);
     if (MPI_Init_thread(&argc, &argv, options.mpi_thread_level, &thread_provided_) != MPI_SUCCESS) {
       abort_job("MPI_Init_thread failed", exit_code::failure);
     }
