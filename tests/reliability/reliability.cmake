@@ -140,7 +140,9 @@ if(KPMAP_ENABLE_APPS)
   # outputs that are devices, FIFOs, links, folders or the input are refused
   # and left as they were; one run per output folder; a restart into the
   # folder keeps each step of the table once; output folders in any
-  # language; long output paths that checkpoint, too long ones refused.
+  # language; hard links and FIFOs among its files and a linked fields/
+  # folder are never written through; long output paths that checkpoint,
+  # too long ones refused.
   set(SAFETY ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_output_safety.py)
   foreach(app heat train)
     if(app STREQUAL heat)
@@ -150,7 +152,7 @@ if(KPMAP_ENABLE_APPS)
       set(safety_args --deck ${INPUTS}/train_mlp_ci.toml
                       --long train.epochs=1000000 output.checkpoint_every=0)
     endif()
-    foreach(case targets lock restart-table non-ascii long-path)
+    foreach(case targets lock restart-table non-ascii links long-path)
       foreach(n 1 3)
         add_test(NAME apps.kpmap-${app}.outputs_safe.${case}.np${n}
           COMMAND ${SAFETY} ${case} --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-${app}>

@@ -13,6 +13,10 @@ CASE is one of:
   restart-table  a restart into the same folder keeps each step of the CSV table once
   non-ascii      an output folder named in any language works, and its resolved
                  deck reads back
+  links          a hard link to a file elsewhere as history.csv or result.json is
+                 replaced, not written through; one as the lock, or a FIFO there, is
+                 refused (exit 2) and left as it was; kpmap-heat's fields/ as a
+                 symbolic link is refused
   long-path      output folders of 240 and 400 characters take checkpoints (Open MPI
                  4's MPI-IO once overflowed a buffer on them); a name of 256
                  characters or a path of 4100 is refused up front, exit 2, and nothing
@@ -250,6 +254,57 @@ def non_ascii(args):
         fail(f"the resolved deck of {out} does not read back: exit {r.returncode}")
 
 
+def links(args):
+    victim = os.path.join(args.workdir, "victim.txt")
+    words = "a file of someone else's\n"
+
+    def fresh_victim():
+        with open(victim, "w", encoding="utf-8") as f:
+            f.write(words)
+
+    def victim_intact(what):
+        with open(victim, encoding="utf-8") as f:
+            if f.read() != words:
+                fail(f"{what}: the file it links to was written")
+
+    # Outputs that are hard links to a file elsewhere: replaced, the file untouched.
+    for name in (TABLE, RESULT, RESOLVED_DECK):
+        out = out_dir(args, "hard_" + name.replace(".", "_"))
+        os.makedirs(out)
+        fresh_victim()
+        os.link(victim, os.path.join(out, name))
+        run(args, ["--output", out], 0)
+        victim_intact(name)
+        os.remove(os.path.join(out, name))
+    # A lock that is a hard link, a FIFO or a folder: refused and left as it was.
+    for what in ("hard link", "fifo"):
+        out = out_dir(args, "lock_" + what.replace(" ", "_"))
+        os.makedirs(out)
+        lock_file = os.path.join(out, ".kpmap-lock")
+        fresh_victim()
+        if what == "fifo":
+            os.mkfifo(lock_file)
+        else:
+            os.link(victim, lock_file)
+        run(args, ["--output", out], 2, contains="kpmap locks only a file of its own", timeout=60)
+        if what == "fifo" and kind(lock_file) != "fifo":
+            fail("the FIFO lock was removed or replaced")
+        victim_intact("the lock")
+        if os.path.exists(os.path.join(out, RESULT)):
+            fail(f"a run with a refused lock wrote {RESULT}")
+        os.remove(lock_file)
+    if "heat" in os.path.basename(args.app):
+        out = out_dir(args, "fields_link")
+        elsewhere = out_dir(args, "elsewhere")
+        os.makedirs(out)
+        os.makedirs(elsewhere)
+        os.symlink(elsewhere, os.path.join(out, "fields"))
+        run(args, ["--output", out, "--set", "output.fields_every=1"], 2,
+            contains="fields': it is a symbolic link")
+        if os.listdir(elsewhere):
+            fail(f"fields were written through the link: {os.listdir(elsewhere)}")
+
+
 def folder_of_length(args, name, length):
     """A folder under the workdir whose absolute path is `length` characters."""
     base = os.path.abspath(out_dir(args, name))
@@ -284,7 +339,7 @@ def long_path(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("case", choices=["targets", "lock", "restart-table", "non-ascii", "long-path"])
+    p.add_argument("case", choices=["targets", "lock", "restart-table", "non-ascii", "links", "long-path"])
     p.add_argument("--launcher", required=True)
     p.add_argument("--app", required=True)
     p.add_argument("--deck", required=True)
@@ -296,7 +351,7 @@ def main():
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
     {"targets": targets, "lock": lock, "restart-table": restart_table, "non-ascii": non_ascii,
-     "long-path": long_path}[args.case](args)
+     "links": links, "long-path": long_path}[args.case](args)
     if failures:
         sys.exit(1)
     print(f"{args.case}: as promised")

@@ -67,6 +67,17 @@ std::string not_replaceable(const std::string& path) {
   return S_ISREG(st.st_mode) ? "" : kind_of(st.st_mode);
 }
 
+std::string not_ours(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return not_replaceable(path);
+  if (!S_ISREG(st.st_mode)) return kind_of(st.st_mode);
+  if (st.st_nlink > 1) {
+    return "has " + std::to_string(st.st_nlink) +
+           " names (hard links): it is also a file elsewhere, which writing it would change";
+  }
+  return "";
+}
+
 void clear_temporary(const std::string& tmp) {
   if (const std::string why = not_replaceable(tmp); !why.empty()) {
     throw Error("will not write '" + tmp + "': it " + why +

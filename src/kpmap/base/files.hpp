@@ -40,6 +40,11 @@ std::string not_a_regular_file(const std::string& path);
 /// (run as root, over /dev/null), and one over a link would replace the link.
 std::string not_replaceable(const std::string& path);
 
+/// \brief What keeps kpmap from writing into `path` in place (a lock file):
+/// not_replaceable()'s reasons, and "has N names (hard links)" for a regular
+/// file that is also a file elsewhere, which writing it would change.
+std::string not_ours(const std::string& path);
+
 /// \brief Makes `path.tmp` ready to be created: removes a regular file left
 /// there by a killed run. \throws kpmap::Error (this rank) when it is
 /// anything else (a FIFO would block the open, a link would be followed).

@@ -67,6 +67,22 @@ fs::path prepare_output_dir(const std::string& dir, MPI_Comm comm) {
   return fs::path(dir);
 }
 
+fs::path prepare_run_subfolder(const fs::path& run_dir, const std::string& name, MPI_Comm comm) {
+  const fs::path dir = run_dir / name;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string problem;
+  std::error_code ec;
+  if (rank == 0 && fs::is_symlink(fs::symlink_status(dir, ec))) {
+    problem = "output folder '" + dir.string() +
+              "': it is a symbolic link, and a run writes its files only in its own folder "
+              "(remove the link, or choose another --output)";
+  }
+  transport::bcast_string(problem, 0, comm);
+  if (!problem.empty()) throw InputError(problem, ErrorScope::all_ranks);
+  return prepare_output_dir(dir.string(), comm);
+}
+
 void check_outputs(const fs::path& folder, const std::vector<std::string>& names,
                    const std::vector<std::string>& inputs, MPI_Comm comm) {
   int rank = 0;
@@ -116,6 +132,15 @@ OutputLock::OutputLock(const fs::path& dir, MPI_Comm comm) : path_(dir / ".kpmap
     // Lock the file at the path; a file another run removed as we locked it
     // is not the lock any more: open it again.
     for (int attempt = 0; attempt < 10 && fd_ < 0 && problem.empty(); ++attempt) {
+      // A lock that is not a plain file of its own (a FIFO, a device, a
+      // hard link to a file elsewhere) is not ours to open, truncate or
+      // remove.
+      if (const std::string why = files::not_ours(path_.string()); !why.empty()) {
+        problem = "its lock file " + path_.string() + " " + why +
+                  ", and kpmap locks only a file of its own (remove it, or choose another "
+                  "--output)";
+        break;
+      }
       const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
       if (fd < 0) {
         problem = "cannot create its lock file " + path_.string() + ": " + std::strerror(errno);
@@ -140,7 +165,8 @@ OutputLock::OutputLock(const fs::path& dir, MPI_Comm comm) : path_(dir / ".kpmap
       struct stat held {
       }, named{};
       if (::fstat(fd, &held) != 0 || ::stat(path_.c_str(), &named) != 0 ||
-          held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
+          held.st_ino != named.st_ino || held.st_dev != named.st_dev || !S_ISREG(held.st_mode) ||
+          held.st_nlink != 1) {
         ::close(fd);
         continue;
       }
@@ -215,13 +241,15 @@ CsvTable::CsvTable(fs::path path, const std::string& header, long long restarted
     throw Error("will not write '" + path_.string() + "': it " + why +
                 ", and kpmap replaces only regular files");
   }
-  owner_.reset(std::fopen(path_.c_str(), append ? "a" : "w"));
+  // A new table is a new file (written and renamed), never the old one
+  // truncated: that may be a hard link to a file elsewhere.
+  if (!append) files::write_atomic(path_.string(), header + '\n');
+  owner_.reset(std::fopen(path_.c_str(), "a"));
   file_ = owner_.get();
   if (file_ == nullptr) {
     throw Error("cannot write '" + path_.string() +
                 "': " + files::write_failure_reason(path_.string(), errno));
   }
-  if (!append) row(header);
 }
 
 void CsvTable::row(const std::string& line) {

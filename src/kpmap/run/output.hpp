@@ -32,6 +32,13 @@ namespace kpmap {
 /// naming the folder and the reason.
 std::filesystem::path prepare_output_dir(const std::string& dir, MPI_Comm comm);
 
+/// \brief Collective: prepare_output_dir() for the folder `name` inside the
+/// run's folder `run_dir` (kpmap-heat's fields/), which must be a folder of
+/// its own: a symbolic link there would send the run's files elsewhere.
+/// \throws InputError (all ranks) naming the folder and the reason.
+std::filesystem::path prepare_run_subfolder(const std::filesystem::path& run_dir,
+                                            const std::string& name, MPI_Comm comm);
+
 /// \brief Collective: refuses, before any work, the files a run will write
 /// in `folder` that it must not replace: a device, a FIFO, a link, a folder
 /// (files::not_replaceable), or one of the run's `inputs` (its deck, the

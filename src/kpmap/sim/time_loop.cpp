@@ -43,7 +43,7 @@ template <class Exec>
 TimeLoop<Exec>::TimeLoop(Simulation<Exec>& simulation, LoopOutput output, PhaseTimes& times)
     : s_(simulation), out_(std::move(output)), times_(times) {
   if (s_.config().fields_every > 0) {
-    prepare_output_dir((out_.dir / "fields").string(), s_.layout().comm());
+    prepare_run_subfolder(out_.dir, "fields", s_.layout().comm());
   }
 }
 
