@@ -147,12 +147,14 @@ if(KPMAP_ENABLE_APPS)
   foreach(app heat train)
     if(app STREQUAL heat)
       set(safety_args --deck ${INPUTS}/heat2d_ci.toml
+                      --other-app $<TARGET_FILE:kpmap-train> --other-deck ${INPUTS}/train_linear_ci.toml
                       --long time.end_step=1000000 time.end_time=1e9 output.checkpoint_every=0)
     else()
       set(safety_args --deck ${INPUTS}/train_mlp_ci.toml
+                      --other-app $<TARGET_FILE:kpmap-heat> --other-deck ${INPUTS}/heat2d_ci.toml
                       --long train.epochs=1000000 output.checkpoint_every=0)
     endif()
-    foreach(case targets lock restart-table non-ascii links long-path)
+    foreach(case targets lock restart-table non-ascii links other-app long-path)
       foreach(n 1 3)
         add_test(NAME apps.kpmap-${app}.outputs_safe.${case}.np${n}
           COMMAND ${SAFETY} ${case} --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-${app}>

@@ -17,6 +17,8 @@ CASE is one of:
                  replaced, not written through; one as the lock, or a FIFO there, is
                  refused (exit 2) and left as it was; kpmap-heat's fields/ as a
                  symbolic link is refused
+  other-app      a folder that holds the other application's run is refused (exit 2)
+                 and its checkpoints are left as they were
   long-path      output folders of 240 and 400 characters take checkpoints (Open MPI
                  4's MPI-IO once overflowed a buffer on them); a name of 256
                  characters or a path of 4100 is refused up front, exit 2, and nothing
@@ -305,6 +307,26 @@ def links(args):
             fail(f"fields were written through the link: {os.listdir(elsewhere)}")
 
 
+def other_app(args):
+    out = out_dir(args, "other")
+    first = shlex.split(args.launcher.format(n=args.ranks)) + [args.other_app, args.other_deck,
+                                                              "--output", out, "--set",
+                                                              "output.checkpoint_every=1"]
+    print("$ " + " ".join(first), flush=True)
+    r = subprocess.run(first, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        print((r.stdout + r.stderr)[-2000:])
+        fail(f"the other application's run failed: exit {r.returncode}")
+        return
+    before = {f: os.stat(os.path.join(out, f)).st_mtime_ns for f in os.listdir(out)}
+    other = os.path.basename(args.other_app)
+    run(args, ["--output", out, "--set", "output.keep_last=1", "--set", "output.checkpoint_every=1"],
+        2, contains=f"holds a {other} run")
+    after = {f: os.stat(os.path.join(out, f)).st_mtime_ns for f in os.listdir(out)}
+    if after != before:
+        fail(f"the other application's folder changed: {sorted(before)} -> {sorted(after)}")
+
+
 def folder_of_length(args, name, length):
     """A folder under the workdir whose absolute path is `length` characters."""
     base = os.path.abspath(out_dir(args, name))
@@ -339,19 +361,22 @@ def long_path(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("case", choices=["targets", "lock", "restart-table", "non-ascii", "links", "long-path"])
+    p.add_argument("case", choices=["targets", "lock", "restart-table", "non-ascii", "links", "other-app",
+                                      "long-path"])
     p.add_argument("--launcher", required=True)
     p.add_argument("--app", required=True)
     p.add_argument("--deck", required=True)
     p.add_argument("--ranks", type=int, default=1)
     p.add_argument("--workdir", required=True)
+    p.add_argument("--other-app", help="the other application (other-app)")
+    p.add_argument("--other-deck", help="a deck of the other application (other-app)")
     p.add_argument("--long", nargs="*", default=[], help="--set arguments of a run that lasts")
     args = p.parse_args()
     args.long = [a for s in args.long for a in ("--set", s)]
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
     {"targets": targets, "lock": lock, "restart-table": restart_table, "non-ascii": non_ascii,
-     "links": links, "long-path": long_path}[args.case](args)
+     "links": links, "other-app": other_app, "long-path": long_path}[args.case](args)
     if failures:
         sys.exit(1)
     print(f"{args.case}: as promised")

@@ -62,6 +62,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   const double t_start = MPI_Wtime();
   const fs::path out = kpmap::prepare_output_dir(c.output.dir, comm);
   const kpmap::OutputLock lock(out, comm);  // one run per folder
+  kpmap::check_folder_app(out, "kpmap-heat", comm);
   kpmap::check_outputs(out, kpmap::run_files({"field.png"}), {opts.deck, opts.restart}, comm);
   kpmap::apps::start_trace(opts, comm);
   if (!opts.restart.empty()) sim::check_restart(deck, opts.restart, comm);

@@ -129,6 +129,7 @@ int train_in(kpmap::train::TrainConfig c, const Deck& deck, const kpmap::apps::R
   const double t_start = MPI_Wtime();
   const fs::path out = kpmap::prepare_output_dir(c.output.dir, comm);
   const kpmap::OutputLock lock(out, comm);  // one run per folder
+  kpmap::check_folder_app(out, "kpmap-train", comm);
   kpmap::check_outputs(out, kpmap::run_files({"loss.png"}), {opts.deck, opts.restart}, comm);
   kpmap::apps::start_trace(opts, comm);
   const std::size_t n_train = c.data.samples - c.data.validation;

@@ -422,6 +422,11 @@ std::string last_good_note(const std::string& file);
 /// Call on one rank.
 void keep_last(const std::string& dir, const std::string& stem, int keep, long long newest = -1);
 
+/// \brief Deletes all but the last `keep` of `files` (checkpoints, oldest
+/// first), with their .xmf sidecars, and drops them from the list: a run
+/// prunes only the checkpoints it wrote itself. Call on one rank.
+void keep_last(std::vector<std::string>& files, int keep);
+
 /// \brief A cell-centred field on a uniform grid, for write_xdmf.
 struct XdmfField {
   std::string dataset;  ///< dataset name in the HDF5 file

@@ -44,6 +44,18 @@ void keep_last(const std::string& dir, const std::string& stem, int keep, long l
   }
 }
 
+void keep_last(std::vector<std::string>& files, int keep) {
+  const std::size_t keep_n = static_cast<std::size_t>(std::max(keep, 0));
+  if (files.size() <= keep_n) return;
+  const std::size_t gone = files.size() - keep_n;
+  std::error_code ec;
+  for (std::size_t i = 0; i < gone; ++i) {
+    fs::remove(files[i], ec);
+    fs::remove(fs::path(files[i]).replace_extension(".xmf"), ec);
+  }
+  files.erase(files.begin(), files.begin() + static_cast<std::ptrdiff_t>(gone));
+}
+
 void write_xdmf(const std::string& xmf_path, const std::string& h5_file,
                 const std::vector<std::size_t>& cells, const std::vector<double>& origin,
                 const std::vector<double>& spacing, const std::vector<XdmfField>& fields,

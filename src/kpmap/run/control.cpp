@@ -25,7 +25,15 @@ RunControl::RunControl(MPI_Comm comm, std::string dir, int keep, std::string las
       dir_(std::move(dir)),
       keep_(keep),
       last_good_(std::move(last_good)),
-      watchdog_(Watchdog::from_environment(), rank_) {}
+      watchdog_(Watchdog::from_environment(), rank_) {
+  namespace fs = std::filesystem;
+  if (!last_good_.empty()) {
+    const fs::path from = fs::path(last_good_).parent_path();
+    std::error_code ec;
+    continues_folder_ = fs::equivalent(from.empty() ? fs::path(".") : from,
+                                       dir_.empty() ? fs::path(".") : fs::path(dir_), ec);
+  }
+}
 
 bool RunControl::begin_step(long long step) {
   watchdog_.beat(step);
@@ -46,7 +54,14 @@ std::string RunControl::checkpoint(const std::string& name, const std::string& w
   }
   watchdog_.alive();
   last_good_ = path;
-  if (rotate && rank_ == 0) checkpoint::keep_last(dir_, "checkpoint", keep_, newest);
+  if (rotate && rank_ == 0) {
+    if (continues_folder_) {
+      checkpoint::keep_last(dir_, "checkpoint", keep_, newest);
+    } else {
+      if (written_.empty() || written_.back() != path) written_.push_back(path);
+      checkpoint::keep_last(written_, keep_);
+    }
+  }
   return path;
 }
 

@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace kpmap {
 
@@ -46,7 +47,10 @@ class RunControl {
   int end_step(long long step, bool done, long long every, const std::function<void()>& write);
 
   /// \brief Writes the checkpoint `name` (in the folder) with `write(path)`,
-  /// then, if `rotate`, deletes all but the newest `keep` (on rank 0). A
+  /// then, if `rotate`, deletes all but the newest `keep` (on rank 0): of
+  /// the folder's checkpoints up to step `newest` when the run continues
+  /// from a checkpoint in the same folder (they are its run's), else of the
+  /// ones this run wrote (the folder's others are another run's). A
   /// failure is rethrown (same exit code) as "WHAT: the checkpoint failed:
   /// ..., the last good checkpoint is ...". Returns the path.
   std::string checkpoint(const std::string& name, const std::string& what,
@@ -64,6 +68,8 @@ class RunControl {
   std::string dir_;
   int keep_;
   std::string last_good_;
+  bool continues_folder_ = false;     ///< restarted from a checkpoint in dir_
+  std::vector<std::string> written_;  ///< rotated checkpoints this run wrote, oldest first
   StopSignals stop_;
   Watchdog watchdog_;
 };

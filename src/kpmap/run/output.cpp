@@ -124,6 +124,47 @@ void check_outputs(const fs::path& folder, const std::vector<std::string>& names
   if (!problem.empty()) throw InputError(problem, ErrorScope::all_ranks);
 }
 
+namespace {
+// The application that wrote `file` of a run folder, or "": deck.toml opens
+// with "# <app> deck", result.json holds {"app": ...}.
+std::string written_by(const fs::path& file) {
+  if (!files::not_replaceable(file.string()).empty()) return "";  // check_outputs says why
+  std::ifstream in(file);
+  if (file.filename() == run_file::deck) {
+    std::string first;
+    std::getline(in, first);
+    // Deck::to_toml's first line: "# <app> deck, resolved (defaults filled in) from ...".
+    const std::string::size_type end = first.find(' ', 2);
+    return first.rfind("# kpmap-", 0) == 0 && end != std::string::npos &&
+                   first.compare(end, 16, " deck, resolved ") == 0
+               ? first.substr(2, end - 2)
+               : "";
+  }
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("app") && j["app"].is_string() ? j["app"].get<std::string>()
+                                                                    : "";
+}
+}  // namespace
+
+void check_folder_app(const fs::path& folder, const std::string& app, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string problem;
+  if (rank == 0) {
+    for (const char* name : {run_file::deck, run_file::result}) {
+      const std::string other = written_by(folder / name);
+      if (!other.empty() && other != app) {
+        problem = "output folder " + folder.string() + " holds a " + other + " run (its " + name +
+                  "), and a folder holds the runs of one application, whose checkpoints " + app +
+                  " would replace or delete: choose another --output";
+        break;
+      }
+    }
+  }
+  transport::bcast_string(problem, 0, comm);
+  if (!problem.empty()) throw InputError(problem, ErrorScope::all_ranks);
+}
+
 OutputLock::OutputLock(const fs::path& dir, MPI_Comm comm) : path_(dir / ".kpmap-lock") {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);

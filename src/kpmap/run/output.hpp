@@ -48,6 +48,13 @@ std::filesystem::path prepare_run_subfolder(const std::filesystem::path& run_dir
 void check_outputs(const std::filesystem::path& folder, const std::vector<std::string>& names,
                    const std::vector<std::string>& inputs, MPI_Comm comm);
 
+/// \brief Collective: refuses a folder that holds another application's run
+/// (its deck.toml or result.json names another app): a folder holds the
+/// runs of one application, whose checkpoints another would prune or
+/// replace. \throws InputError (all ranks) naming the folder, the file and
+/// the application that wrote it.
+void check_folder_app(const std::filesystem::path& folder, const std::string& app, MPI_Comm comm);
+
 /// \brief One run per output folder: an advisory lock (flock) on
 /// `DIR/.kpmap-lock`, taken by rank 0 for the object's life and recorded
 /// with its pid and host. A second run on the folder is refused; a lock left
