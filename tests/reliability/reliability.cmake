@@ -154,7 +154,7 @@ if(KPMAP_ENABLE_APPS)
                       --other-app $<TARGET_FILE:kpmap-heat> --other-deck ${INPUTS}/heat2d_ci.toml
                       --long train.epochs=1000000 output.checkpoint_every=0)
     endif()
-    foreach(case targets lock restart-table non-ascii links other-app long-path)
+    foreach(case targets lock restart-table non-ascii links other-app trace-target long-path)
       foreach(n 1 3)
         add_test(NAME apps.kpmap-${app}.outputs_safe.${case}.np${n}
           COMMAND ${SAFETY} ${case} --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-${app}>

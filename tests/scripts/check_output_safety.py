@@ -19,6 +19,9 @@ CASE is one of:
                  symbolic link is refused
   other-app      a folder that holds the other application's run is refused (exit 2)
                  and its checkpoints are left as they were
+  trace-target   a --trace or KPMAP_TRACE file that is, or could become, one of the
+                 run's own files is refused (exit 2) before the run, and nothing is
+                 written there; KPMAP_TRACE_MAX_EVENTS is checked without a trace too
   long-path      output folders of 240 and 400 characters take checkpoints (Open MPI
                  4's MPI-IO once overflowed a buffer on them); a name of 256
                  characters or a path of 4100 is refused up front, exit 2, and nothing
@@ -327,6 +330,29 @@ def other_app(args):
         fail(f"the other application's folder changed: {sorted(before)} -> {sorted(after)}")
 
 
+def trace_target(args):
+    out = out_dir(args, "traced")
+    names = ["checkpoint_000003.h5", RESULT, RESOLVED_DECK, TABLE, "checkpoint_000001.xmf"]
+    if "heat" in os.path.basename(args.app):
+        names.append("fields/fields_000002.h5")
+    for name in names:
+        run(args, ["--output", out, "--trace", os.path.join(out, name)], 2,
+            contains="which the trace would replace")
+        if os.path.exists(os.path.join(out, name)):
+            fail(f"--trace {name}: the file was written")
+    run(args, ["--output", out], 2, env={"KPMAP_TRACE": os.path.join(out, RESULT)},
+        contains="KPMAP_TRACE ")
+    if os.path.exists(os.path.join(out, RESULT)):
+        fail(f"KPMAP_TRACE={RESULT}: the file was written")
+    # Beside the run's files, under a name of its own, a trace is welcome.
+    run(args, ["--output", out, "--trace", os.path.join(out, "trace.json")], 0)
+    if kind(os.path.join(out, "trace.json")) != "file":
+        fail("a trace beside the run's files was not written")
+    for value in ("1e3", "5000001"):
+        run(args, ["--output", out_dir(args, "max_events")], 2,
+            env={"KPMAP_TRACE_MAX_EVENTS": value}, contains="KPMAP_TRACE_MAX_EVENTS")
+
+
 def folder_of_length(args, name, length):
     """A folder under the workdir whose absolute path is `length` characters."""
     base = os.path.abspath(out_dir(args, name))
@@ -362,7 +388,7 @@ def long_path(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=["targets", "lock", "restart-table", "non-ascii", "links", "other-app",
-                                      "long-path"])
+                                      "trace-target", "long-path"])
     p.add_argument("--launcher", required=True)
     p.add_argument("--app", required=True)
     p.add_argument("--deck", required=True)
@@ -376,7 +402,8 @@ def main():
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
     {"targets": targets, "lock": lock, "restart-table": restart_table, "non-ascii": non_ascii,
-     "links": links, "other-app": other_app, "long-path": long_path}[args.case](args)
+     "links": links, "other-app": other_app,
+     "trace-target": trace_target, "long-path": long_path}[args.case](args)
     if failures:
         sys.exit(1)
     print(f"{args.case}: as promised")

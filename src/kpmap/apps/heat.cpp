@@ -64,7 +64,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
   const kpmap::OutputLock lock(out, comm);  // one run per folder
   kpmap::check_folder_app(out, "kpmap-heat", comm);
   kpmap::check_outputs(out, kpmap::run_files({"field.png"}), {opts.deck, opts.restart}, comm);
-  kpmap::apps::start_trace(opts, comm);
+  kpmap::apps::start_trace(opts, out, kpmap::run_files({"field.png"}), comm);
   if (!opts.restart.empty()) sim::check_restart(deck, opts.restart, comm);
   sim::Simulation s(c);
   sim::TimeLoop loop(s, {out, deck.to_toml(), opts.restart}, times);

@@ -3,6 +3,7 @@
 #include <kpmap/apps/cli.hpp>
 
 #include <kpmap/base/error.hpp>
+#include <kpmap/run/output.hpp>
 #include <kpmap/run/output_keys.hpp>
 #include <kpmap/tools/trace.hpp>
 
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <utility>
 
 namespace kpmap::apps {
 
@@ -64,7 +66,22 @@ std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& o, const de
   return std::nullopt;
 }
 
-void start_trace(const RunOptions& o, MPI_Comm comm) {
+void start_trace(const RunOptions& o, const std::filesystem::path& out,
+                 const std::vector<std::string>& names, MPI_Comm comm) {
+  // KPMAP_TRACE started with the Runtime, before the folder was known.
+  const std::string from_environment = trace::path();
+  for (const auto& [path, source] : {std::pair{o.trace, std::string("--trace")},
+                                     std::pair{from_environment, std::string("KPMAP_TRACE")}}) {
+    if (path.empty()) continue;
+    if (const std::string name = run_output_name(out, names, path); !name.empty()) {
+      if (source == "KPMAP_TRACE") trace::discard();
+      throw InputError(source + " " + path + ": it is the run's own " + name + " in " +
+                           out.string() +
+                           ", which the trace would replace at the end; write "
+                           "the trace elsewhere",
+                       ErrorScope::all_ranks);
+    }
+  }
   if (!o.trace.empty()) trace::start(o.trace, comm);  // written when the Runtime ends
 }
 

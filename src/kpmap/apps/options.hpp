@@ -7,6 +7,8 @@
 #include <kpmap/deck/deck.hpp>
 #include <kpmap/runtime/runtime.hpp>
 
+#include <filesystem>
+
 #include <mpi.h>
 #include <CLI/CLI.hpp>
 
@@ -39,10 +41,14 @@ std::optional<int> parse_run_command_line(CLI::App& app, RunOptions& options,
                                           const deck::Schema& schema, int argc, char** argv,
                                           const Runtime& rt);
 
-/// \brief Collective: starts the --trace timeline, once the output folder is
-/// made (a trace may go inside it). \throws InputError (all ranks) for a
-/// trace file kpmap must not or cannot write (kpmap/tools/trace.hpp).
-void start_trace(const RunOptions& options, MPI_Comm comm);
+/// \brief Collective: starts the --trace timeline, once the output folder
+/// `out` is made (a trace may go inside it). \throws InputError (all ranks)
+/// for a trace file kpmap must not or cannot write (kpmap/tools/trace.hpp),
+/// and for a --trace or KPMAP_TRACE file that is, or could become, one of the
+/// run's own files in `out` (`names`, as for check_outputs): the trace,
+/// written at exit, would replace it.
+void start_trace(const RunOptions& options, const std::filesystem::path& out,
+                 const std::vector<std::string>& names, MPI_Comm comm);
 
 /// \brief Collective: loads the deck with the --set overrides, and --output as
 /// an override of `output.dir`. Every rank gets the same resolved deck, or

@@ -131,7 +131,7 @@ int train_in(kpmap::train::TrainConfig c, const Deck& deck, const kpmap::apps::R
   const kpmap::OutputLock lock(out, comm);  // one run per folder
   kpmap::check_folder_app(out, "kpmap-train", comm);
   kpmap::check_outputs(out, kpmap::run_files({"loss.png"}), {opts.deck, opts.restart}, comm);
-  kpmap::apps::start_trace(opts, comm);
+  kpmap::apps::start_trace(opts, out, kpmap::run_files({"loss.png"}), comm);
   const std::size_t n_train = c.data.samples - c.data.validation;
   {
     std::string breakdown;

@@ -124,6 +124,30 @@ void check_outputs(const fs::path& folder, const std::vector<std::string>& names
   if (!problem.empty()) throw InputError(problem, ErrorScope::all_ranks);
 }
 
+std::string run_output_name(const fs::path& folder, const std::vector<std::string>& names,
+                            const std::string& path) {
+  std::error_code ec;
+  const fs::path rel =
+      fs::weakly_canonical(path, ec).lexically_relative(fs::weakly_canonical(folder, ec));
+  const std::string r = rel.generic_string();
+  if (ec || r.empty() || r == "." || r.rfind("..", 0) == 0) return "";
+  if (r.rfind("fields/", 0) == 0 || r == ".kpmap-lock") return r;
+  std::string stem = r;
+  for (const char* companion : {".tmp", ".xmf"}) {
+    const std::string c = companion;
+    if (stem.size() > c.size() && stem.compare(stem.size() - c.size(), c.size(), c) == 0) {
+      stem.resize(stem.size() - c.size());
+    }
+  }
+  for (const auto& name : names) {
+    const bool prefix = !name.empty() && name.back() == '*';
+    const bool match =
+        prefix ? stem.rfind(name.substr(0, name.size() - 1), 0) == 0 : stem == name || r == name;
+    if (match) return r;
+  }
+  return "";
+}
+
 namespace {
 // The application that wrote `file` of a run folder, or "": deck.toml opens
 // with "# <app> deck", result.json holds {"app": ...}.

@@ -48,6 +48,13 @@ std::filesystem::path prepare_run_subfolder(const std::filesystem::path& run_dir
 void check_outputs(const std::filesystem::path& folder, const std::vector<std::string>& names,
                    const std::vector<std::string>& inputs, MPI_Comm comm);
 
+/// \brief The name, relative to `folder`, under which `path` is or could
+/// become one of a run's files there (`names` as for check_outputs, with
+/// their `.tmp` and `.xmf` companions, the `fields/` folder and the lock), or
+/// "" when it is none of them. Not collective.
+std::string run_output_name(const std::filesystem::path& folder,
+                            const std::vector<std::string>& names, const std::string& path);
+
 /// \brief Collective: refuses a folder that holds another application's run
 /// (its deck.toml or result.json names another app): a folder holds the
 /// runs of one application, whose checkpoints another would prune or

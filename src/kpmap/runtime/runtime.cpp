@@ -113,6 +113,13 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
     if (rank_ == first_failing) abort(error, exit_code::bad_input);
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  // KPMAP_TRACE_MAX_EVENTS is checked whether or not a trace is asked for:
+  // a wrong setting is never silently ignored.
+  try {
+    trace::check_environment();
+  } catch (const InputError& e) {
+    abort_together(e.what(), exit_code::bad_input);
+  }
   // KPMAP_TRACE=FILE: a timeline of every rank (kpmap/tools/trace.hpp), recorded
   // when every rank has it (starting is collective).
   const char* trace_file = std::getenv("KPMAP_TRACE");

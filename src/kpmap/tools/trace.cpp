@@ -168,6 +168,23 @@ void start(const std::string& path, MPI_Comm comm) {
   kpmap::detail::at_finalize([] { finish(); });
 }
 
+const std::string& path() noexcept {
+  static const std::string none;
+  return detail::g_enabled ? g_path : none;
+}
+
+void discard() noexcept {
+  detail::g_enabled = false;
+  g_events.clear();
+  g_open.clear();
+}
+
+void check_environment() {
+  if (const char* m = std::getenv("KPMAP_TRACE_MAX_EVENTS"); m != nullptr && *m != '\0') {
+    max_events(m);
+  }
+}
+
 void begin(const std::string& name, Track track) { g_open.push_back({name, track, MPI_Wtime()}); }
 
 Args& Args::operator+=(const Args& more) {

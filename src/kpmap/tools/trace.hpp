@@ -36,6 +36,17 @@ inline bool enabled() noexcept { return detail::g_enabled; }
 /// device, a FIFO, a link, a folder, an input deck), or its folder is missing.
 void start(const std::string& path, MPI_Comm comm);
 
+/// \brief The file the trace goes to while one is recorded, else "".
+const std::string& path() noexcept;
+
+/// \brief Stops recording without writing the file (a trace refused once the
+/// run's outputs are known must not be written at exit either).
+void discard() noexcept;
+
+/// \brief Checks KPMAP_TRACE_MAX_EVENTS where it is set, whether or not a
+/// trace is recorded. \throws InputError (all ranks) naming the variable.
+void check_environment();
+
 /// \brief Collective over the communicator recording started on: gathers
 /// the events, rank 0 writes the file, recording stops. Returns false on
 /// every rank when the file could not be written (rank 0 says why); true
