@@ -10,13 +10,17 @@
 after mpiexec returns: a run names the command in its last lines, and scripts/run-demo
 runs it. No MPI rank forks a process (unsafe with InfiniBand/UCX-registered or CUDA
 memory). Without matplotlib (or numpy, h5py) it prints a one-line notice and exits 0: a
-missing plotting library is not an error. A folder that is no run's, exit 2. kpmap-scale
-draws its speedup.png, efficiency.png and phases.png with scaling().
+missing plotting library is not an error. A folder that is no run's, a file that is a link,
+a FIFO or anything but a regular file, or a damaged one: a line that says what is wrong with
+which file, exit 2. Pictures are written under a temporary name and renamed into place, never
+through a link. kpmap-scale draws its speedup.png, efficiency.png and phases.png with
+scaling().
 """
 import csv
 import glob
 import json
 import os
+import stat
 import sys
 
 from kpmap import PHASE_LABELS, PHASES
@@ -32,9 +36,68 @@ def _pyplot():
         return None
 
 
+class BadFile(Exception):
+    """A file kpmap-plot will not read or write, or cannot make sense of: its
+    message is one line naming the file and what is wrong."""
+
+
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def _not_regular(path):
+    """What `path` is when it is there and not a regular file (a FIFO would block a
+    reader for ever, a link send a picture elsewhere), else None."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _readable(path):
+    """`path`, once it is known to be a regular file (or absent)."""
+    what = _not_regular(path)
+    if what:
+        raise BadFile(f"{path}: it is {what}, and kpmap-plot reads only regular files")
+    return path
+
+
+def _save(fig, path, dpi):
+    """fig as a PNG at `path`: written to PATH.tmp and renamed over it, never through
+    a link or into anything but a regular file."""
+    what = _not_regular(path)
+    if what:
+        raise BadFile(f"{path}: it is {what}, and kpmap-plot replaces only regular files "
+                      "(remove it)")
+    tmp = path + ".tmp"
+    what = _not_regular(tmp)
+    if what:
+        raise BadFile(f"{tmp}: it is {what}, and kpmap-plot replaces only regular files")
+    if os.path.exists(tmp):
+        os.remove(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format="png", dpi=dpi)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
 def _rows(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    with open(_readable(path), newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    for n, r in enumerate(rows, start=2):
+        if None in r.values() or None in r:
+            raise BadFile(f"{path}: line {n} has {len([v for v in r.values() if v is not None])} "
+                          f"fields and the header {len([k for k in r if k is not None])}")
+    return rows
 
 
 def _numbers(rows, key):
@@ -76,7 +139,7 @@ def plot_train(directory, plt):
     ax.set_title("kpmap-train: " + os.path.basename(os.path.abspath(directory)))
     path = os.path.join(directory, "loss.png")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _save(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -92,9 +155,20 @@ def plot_heat(directory, plt):
     rows = _rows(_table(directory))
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     if checkpoints:
-        with h5py.File(checkpoints[-1], "r") as f:
-            u = np.asarray(f["fields/u"])
-            step = int(f.attrs.get("step", 0))
+        newest = _readable(checkpoints[-1])
+        try:
+            with h5py.File(newest, "r") as f:
+                u = np.asarray(f["fields/u"])
+                step = np.asarray(f.attrs.get("step", 0))
+        except (OSError, KeyError) as e:
+            raise BadFile(f"{newest}: not a kpmap-heat checkpoint ({e})") from None
+        if u.ndim not in (2, 3) or 0 in u.shape:
+            raise BadFile(f"{newest}: fields/u has shape {u.shape}; a kpmap-heat checkpoint "
+                          "holds a 2-D or 3-D field")
+        if step.ndim != 0 or not np.issubdtype(step.dtype, np.integer):
+            raise BadFile(f"{newest}: its step attribute is {step.tolist()!r}, "
+                          "not a whole number")
+        step = int(step)
         plane = u[u.shape[0] // 2] if u.ndim == 3 else u
         image = left.imshow(plane, origin="lower", cmap="inferno", aspect="equal")
         fig.colorbar(image, ax=left, label="u")
@@ -110,14 +184,15 @@ def plot_heat(directory, plt):
         right.semilogy(steps, [e if e > 0 else float("nan") for e in error], "o-", ms=3)
         right.set_ylabel("final relative residual of the solve")
     else:
-        right.plot(steps, _numbers([r for r in rows if float(r["step"]) > 0], "u"), "o-", ms=3)
+        right.plot(steps, [u for s, u in zip(_numbers(rows, "step"), _numbers(rows, "u")) if s > 0],
+                   "o-", ms=3)
         right.set_ylabel("U (field summary)")
     right.set_xlabel("step")
     right.grid(alpha=0.3)
     right.set_title("per step")
     path = os.path.join(directory, "field.png")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _save(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -149,7 +224,7 @@ def scaling(directory, rows, title, mode, repeat):
 
     def save(fig, name):
         fig.tight_layout()
-        fig.savefig(os.path.join(directory, name), dpi=100)
+        _save(fig, os.path.join(directory, name), dpi=100)
         plt.close(fig)
         written.append(name)
 
@@ -235,6 +310,31 @@ def trace_slices(events):
     return out
 
 
+def _check_events(trace_path, events):
+    """Refuses, naming the file and the event, what is not a Chrome trace's event list."""
+    if not isinstance(events, list):
+        raise BadFile(f"{trace_path}: not a trace (no list of events, as --trace writes)")
+    for n, e in enumerate(events):
+        if not isinstance(e, dict):
+            raise BadFile(f"{trace_path}: event {n} is {json.dumps(e)[:40]}, not an object")
+        ints = ("pid", "tid") if e.get("ph") in ("X", "M") else ()
+        for key in ints:
+            if key in e and (not isinstance(e[key], int) or isinstance(e[key], bool)):
+                raise BadFile(f"{trace_path}: event {n}'s {key} is {json.dumps(e[key])[:40]}, "
+                              "not a whole number")
+        if e.get("ph") == "X":
+            if not isinstance(e.get("name"), str):
+                raise BadFile(f"{trace_path}: event {n}'s name is "
+                              f"{json.dumps(e.get('name'))[:40]}, not text")
+            for key in ("ts", "dur"):
+                v = e.get(key, 0)
+                if not isinstance(v, (int, float)) or isinstance(v, bool):
+                    raise BadFile(f"{trace_path}: event {n}'s {key} is {json.dumps(v)[:40]}, "
+                                  "not a number")
+        if e.get("ph") == "M" and not isinstance((e.get("args") or {}).get("name", ""), str):
+            raise BadFile(f"{trace_path}: event {n}'s args.name is not text")
+
+
 def timeline(trace_path, out_path, window_ms=None):
     """A picture of a kpmap Chrome trace (--trace, KPMAP_TRACE) laid out as Perfetto
     shows it: one band per rank, a compute and a communication track in each, nested
@@ -243,9 +343,13 @@ def timeline(trace_path, out_path, window_ms=None):
     plt = _pyplot()
     if plt is None:
         return None
-    with open(trace_path, encoding="utf-8") as f:
-        doc = json.load(f)
-    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    with open(_readable(trace_path), encoding="utf-8") as f:
+        try:
+            doc = json.load(f)
+        except ValueError as e:
+            raise BadFile(f"{trace_path}: not JSON ({e})") from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+    _check_events(trace_path, events)
     names = {}
     for e in events:
         if e.get("ph") == "M" and e.get("name") in ("process_name", "thread_name"):
@@ -292,7 +396,7 @@ def timeline(trace_path, out_path, window_ms=None):
     ax.set_title(os.path.basename(trace_path) + (f", {window_ms[0]:g} to {window_ms[1]:g} ms"
                                                  if window_ms else ""), fontsize=9)
     fig.tight_layout()
-    fig.savefig(out_path, dpi=110)
+    _save(fig, out_path, dpi=110)
     plt.close(fig)
     return out_path
 
@@ -324,7 +428,7 @@ def run_kind(directory):
     first column of its history.csv (a row an epoch or a row a step), or
     None."""
     try:
-        with open(_table(directory), newline="", encoding="utf-8") as f:
+        with open(_readable(_table(directory)), newline="", encoding="utf-8") as f:
             first = next(csv.reader(f), [""])[:1]
     except OSError:
         return None
@@ -341,7 +445,11 @@ def main(argv):
             print(f"kpmap-plot: error: {args[0]}: no such folder (give a run's output folder)",
                   file=sys.stderr)
             return 2
-        kind = run_kind(args[0])
+        try:
+            kind = run_kind(args[0])
+        except BadFile as e:
+            print(f"kpmap-plot: error: {e}", file=sys.stderr)
+            return 2
         if kind is None:
             print(f"kpmap-plot: error: {args[0]}: not a kpmap-train or kpmap-heat run folder "
                   "(it has no history.csv with a column epoch or step)", file=sys.stderr)
@@ -372,6 +480,9 @@ def main(argv):
             path = timeline(args[1], out, window)
         else:
             path = (plot_train if args[0] == "train" else plot_heat)(args[1], plt)
+    except BadFile as e:
+        print(f"kpmap-plot: error: {e}", file=sys.stderr)
+        return 2
     except (OSError, KeyError, ValueError) as e:
         print(f"kpmap: no plot: {e}")
         return 0

@@ -193,6 +193,14 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
             -- ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/kpmap-plot
                ${CMAKE_CURRENT_SOURCE_DIR})
   set_tests_properties(scripts.kpmap-plot.not_a_run PROPERTIES LABELS apps TIMEOUT 60)
+  # kpmap-plot is as careful as the apps: links and FIFOs among a folder's
+  # files and damaged results and traces get one line and exit 2, no
+  # traceback, no hang, and nothing outside the folder changes.
+  add_test(NAME scripts.kpmap-plot.safe
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/scripts/check_plot_safety.py
+            --plot ${PROJECT_SOURCE_DIR}/scripts/kpmap-plot
+            --workdir ${CMAKE_CURRENT_BINARY_DIR}/tools/plot_safety)
+  set_tests_properties(scripts.kpmap-plot.safe PROPERTIES LABELS "apps;reliability" TIMEOUT 300)
   # A trace that cannot be written is refused before the run, not lost after it.
   kpmap_add_mpi_test(NAME apps.kpmap-heat.trace_unwritable COMMAND kpmap-heat
     ${HEAT_INPUTS}/tea_bm_1.in --output ${CMAKE_CURRENT_BINARY_DIR}/tools/bad
