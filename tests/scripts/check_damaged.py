@@ -316,6 +316,7 @@ def main():
              position("optimizer_steps", np.float64(12.5),
                       "attribute optimizer_steps holds no integer")),
             ("negative batch", position("batch", np.int64(-2), "gives a negative batch position")),
+            ("negative seed", position("train_seed", np.int64(-5), "gives train.seed -5")),
             ("optimizer steps that would overflow",
              position("optimizer_steps", np.int64(2**63 - 1),
                       "9223372036854775807 optimizer steps, more than 1000000000000000")),
@@ -339,6 +340,9 @@ def main():
         ]
     cases += [
         ("negative step", lambda path: (set_attr(path, "step", -5), ["attribute step is -5"])[1]),
+        ("step near 2^63", lambda path: (set_attr(path, "step", 2**63 - 10),
+                                         ["attribute step is 9223372036854775798 (a damaged file: "
+                                          "a step lies from 0 to 1000000000000000"])[1]),
         ("nan time", lambda path: (set_attr(path, "time", np.nan), ["attribute time is nan"])[1]),
         ("no ranks", lambda path: (set_attr(path, "ranks", 0), ["attribute ranks is 0"])[1]),
         ("step not an integer", lambda path: (retype_attr(path, "step", np.float64(2.5)),

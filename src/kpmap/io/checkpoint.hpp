@@ -415,6 +415,12 @@ class Reader {
 /// message that stops a run.
 std::string last_good_note(const std::string& file);
 
+/// \brief The largest step (or epoch) a checkpoint may record: 10^15, the
+/// most steps train.max_steps allows, far beyond any run, and far enough
+/// below 2^63 that counting on from it never overflows. A reader refuses a
+/// file that records more.
+inline constexpr long long max_step = 1'000'000'000'000'000LL;
+
 /// \brief Deletes all but the newest `keep` files named `<stem>_<digits>.h5`
 /// (and their .xmf sidecars) in `dir`. With `newest` >= 0 (the step just
 /// written), files of later steps, left in the folder by an earlier run, are

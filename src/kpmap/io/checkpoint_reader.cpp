@@ -70,9 +70,10 @@ Reader::Reader(const std::string& path, MPI_Comm comm, const std::string& expect
             " is missing or of another type (a damaged file, or another program's)";
   } else if (m.app != expected_app) {
     error = "restart file " + path + " was written by '" + m.app + "', not by " + expected_app;
-  } else if (step < 0) {
+  } else if (step < 0 || step > max_step) {
     error = "restart file " + path + ": attribute step is " + std::to_string(step) +
-            " (a damaged file: a step is never negative)";
+            " (a damaged file: a step lies from 0 to " + std::to_string(max_step) +
+            ", the most steps a run can take)";
   } else if (!std::isfinite(m.time) || m.time < 0) {
     std::ostringstream t;
     t << m.time;

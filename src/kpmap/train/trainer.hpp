@@ -435,7 +435,7 @@ class Trainer {
   }
 
   // The most optimizer steps a checkpoint may count (train.max_steps' largest value).
-  static constexpr long long max_optimizer_steps = 1'000'000'000'000'000;
+  static constexpr long long max_optimizer_steps = checkpoint::max_step;
 
   // Where a checkpoint stands: the deck's train.seed, epochs done, optimizer
   // steps of the next, optimizer steps in all.
@@ -487,6 +487,8 @@ class Trainer {
               std::to_string(p.batch) + " took");
     }
     p.seed = field("train_seed", "train.seed", static_cast<long long>(c_.seed));
+    if (p.seed < 0)
+      damaged("gives train.seed " + std::to_string(p.seed) + ", which is never negative");
     return p;
   }
 
