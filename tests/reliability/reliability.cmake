@@ -208,7 +208,8 @@ if(KPMAP_ENABLE_APPS)
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
             --expect "restart file ${INPUTS} is a directory, not a regular file" --)
   # Damaged checkpoints (a NaN, an impossible density or energy, a negative
-  # step, a NaN time, a position at odds with itself; each dataset's checksum
+  # step, a NaN time, a position at odds with itself, another model of the
+  # same shapes; each dataset's checksum
   # recomputed, so only the value gives it away) and data holding a NaN are
   # refused at load: exit 2 within 10 s at 1 and 3 ranks, naming the file,
   # the dataset and the first bad element.
@@ -218,7 +219,8 @@ if(KPMAP_ENABLE_APPS)
             --deck ${INPUTS}/heat2d_ci.toml --work ${FAULT_OUT}/damaged_heat)
   add_test(NAME apps.kpmap-train.damaged_inputs
     COMMAND ${DAMAGED} train --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
-            --deck ${INPUTS}/train_mlp_ci.toml --work ${FAULT_OUT}/damaged_train)
+            --deck ${INPUTS}/train_mlp_ci.toml --cnn-deck ${INPUTS}/cnn_images_ci.toml
+            --work ${FAULT_OUT}/damaged_train)
   set_tests_properties(apps.kpmap-heat.damaged_inputs apps.kpmap-train.damaged_inputs PROPERTIES
     LABELS "apps;reliability" PROCESSORS 2 TIMEOUT 300
     ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")

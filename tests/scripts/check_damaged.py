@@ -242,6 +242,33 @@ def damaged_idx(a, ranks, launch):
     return failures
 
 
+def another_layer(a, ranks, launch):
+    """A restart of a CNN into a model with the same parameter shapes but another
+    layer (another pooling, another activation): refused, naming the layer's key."""
+    out = os.path.join(a.work, "cnn")
+    code, text, _ = run(launch(2) + [a.app, a.cnn_deck, "--output", out, "--set",
+                                     "train.max_steps=2"], timeout=120)
+    if code != 0:
+        print(text)
+        return ["the CNN run that writes the checkpoint failed"]
+    ckpt = os.path.join(out, sorted(f for f in os.listdir(out) if f.startswith("checkpoint_")
+                                    and f.endswith(".h5"))[-1])
+    failures = []
+    for key, value, saved in (("model.layers.3.type", "avgpool2d", "maxpool2d"),
+                              ("model.layers.2.type", "tanh", "relu")):
+        for n in ranks:
+            code, text, _ = run(launch(n) + [a.app, a.cnn_deck, "--restart", ckpt, "--output",
+                                             os.path.join(a.work, "cnn_out"), "--set",
+                                             f"{key}={value}"])
+            says = f"key '{key}' is \"{value}\" here and \"{saved}\" in the checkpoint"
+            if code != 2 or says not in (text or ""):
+                print((text or "")[-2000:])
+                failures.append(f"{key}={value}, {n} rank(s): exit code {code}, lacks '{says}'")
+            else:
+                print(f"ok: {key}={value}, {n} rank(s): exit 2")
+    return failures
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("app_kind", choices=["heat", "train"])
@@ -250,6 +277,7 @@ def main():
     p.add_argument("--deck", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--ranks", type=int, action="append", default=[])
+    p.add_argument("--cnn-deck", help="train: a CNN deck, restarted into another layer")
     a = p.parse_args()
     ranks = a.ranks or [1, 3]
     launch = lambda n: shlex.split(a.launcher.format(n=n))  # noqa: E731
@@ -334,6 +362,11 @@ def main():
             ("another learning rate",
              lambda path: (["key 'optimizer.learning_rate' is 0.5 here"],
                            ["--set", "optimizer.learning_rate=0.5"])),
+            # Another model of the same shapes: its parameters would fit, silently.
+            ("another activation",
+             lambda path: (["key 'model.activation' is \"tanh\" here and \"relu\" in the "
+                            "checkpoint: restart file " + path + " holds the parameters of "
+                            "another model"], ["--set", "model.activation=tanh"])),
             ("restart beyond train.max_steps",
              lambda path: (["train.max_steps is 3: nothing left to do"],
                            ["--set", "train.max_steps=3"])),
@@ -376,6 +409,8 @@ def main():
             else:
                 print(f"ok: {what}: exit 2 after {secs:.1f} s: {expect[0]}")
 
+    if a.app_kind == "train" and a.cnn_deck:
+        failures += another_layer(a, ranks, launch)
     if a.app_kind == "train":
         failures += damaged_data(a, ranks, launch)
         failures += damaged_idx(a, ranks, launch)

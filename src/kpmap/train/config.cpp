@@ -584,6 +584,18 @@ double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
 
 void check_restart(const deck::Deck& d, const std::string& file, MPI_Comm comm) {
   const checkpoint::Reader r(file, comm, "kpmap-train");
+  // The model: its parameters are read by shape, and another model of the
+  // same shapes (another activation, a pooling of another kind, a stride)
+  // would take them without a word and train something else.
+  const std::string model = deck::first_difference(
+      d, r.metadata().deck, {"model.kind", "model.activation", "model.hidden", "model.layers"});
+  if (!model.empty()) {
+    throw InputError(model + ": restart file " + file +
+                         " holds the parameters of another model, which continue only in "
+                         "the model that made them; restart with the checkpoint's model (its "
+                         "deck.toml)",
+                     ErrorScope::all_ranks);
+  }
   const std::string diff = deck::first_difference(d, r.metadata().deck, {"optimizer"});
   if (!diff.empty()) {
     throw InputError(diff + ": restart file " + file +

@@ -95,7 +95,8 @@ std::size_t work_capacity(const TrainConfig& c, std::size_t batch_rows, std::siz
 double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
                        std::string& breakdown);
 
-/// \brief Refuses a restart from checkpoint `file` written with other
+/// \brief Refuses a restart from checkpoint `file` written for another model
+/// (model.kind, activation, hidden or any layer's type or key), or with other
 /// optimizer settings than deck `d` gives (any optimizer.* key: the kind, the
 /// learning rate and its schedule, the moments' decay): the optimizer's state
 /// (velocity, moments, step count) continues only under the settings that
