@@ -99,6 +99,8 @@ TEST_CASE("every spelling of a TeaLeaf deck reads the same", "[tea]") {
           "x_cells=10\ny_cells=10\nxmin=0.0\nymin=0.0\nxmax=10.0\nymax=10.0\n"
           "initial_timestep=0.004\nend_step=10\nmax_iters=10000\nuse_cg\neps 1.0e-15\n"
           "test_problem 1\nuse_c_kernels\n*endtea\n",
+      // A UTF-8 byte-order mark before the block is skipped, as in a TOML deck.
+      "\xEF\xBB\xBF" + tea_bm_1,
       // Of two solver switches the later wins, as in TeaLeaf.
       [] {
         std::string t = tea_bm_1;

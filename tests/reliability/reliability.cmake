@@ -333,6 +333,17 @@ if(KPMAP_ENABLE_APPS)
     --output ${FAULT_OUT}/bad RANKS 1 LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
     "--expect=key 'solver.check_every': 500 is above solver.max_iters (100)" --)
+  # A tolerance of 0, given or underflowed from TeaLeaf's 1d-400, is never
+  # met: refused up front, naming the key, rather than iterating to the
+  # limit and ending unconverged (exit 3).
+  kpmap_add_mpi_test(NAME apps.kpmap-heat.zero_eps COMMAND kpmap-heat ${heat_args}
+    --set solver.eps=0.0 --output ${FAULT_OUT}/bad RANKS 1 3 TIMEOUT 60
+    LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    "--expect=key 'solver.eps': 0 is a tolerance no solve reaches" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-heat.tea_eps_underflow COMMAND kpmap-heat
+    ${CMAKE_CURRENT_SOURCE_DIR}/decks/tea_eps_underflow.in --output ${FAULT_OUT}/bad RANKS 1 3
+    TIMEOUT 60 LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    "--expect=tea_eps_underflow.in:14: key 'tl_eps' (solver.eps): 0 is a tolerance" --)
   kpmap_add_mpi_test(NAME apps.kpmap-train.output_control_character COMMAND kpmap-train
     ${INPUTS}/train_linear_ci.toml --output "out\nput" RANKS 1 3 TIMEOUT 60
     LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2

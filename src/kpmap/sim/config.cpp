@@ -228,6 +228,13 @@ void read_solver(const deck::Deck& d, HeatConfig& c) {
                             : pc == "jac_diag" ? Preconditioner::jac_diag
                                                : Preconditioner::jac_block;
   c.solver.eps = d.real("solver.eps");
+  if (!(c.solver.eps > 0)) {
+    // A tolerance of 0 (or one that underflowed to 0, as 1d-400) is never
+    // met: the run would iterate to solver.max_iters and end as unconverged.
+    throw d.bad("solver.eps",
+                "0 is a tolerance no solve reaches (a residual is never exactly 0 in floating "
+                "point); give a positive one, such as 1e-10");
+  }
   c.solver.max_iters = static_cast<long>(d.integer("solver.max_iters"));
   c.solver.presteps = static_cast<int>(d.integer("solver.presteps"));
   c.solver.epslim = d.real("solver.epslim");

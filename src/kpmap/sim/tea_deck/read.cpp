@@ -37,7 +37,9 @@ const NoteKey* find_note(const std::string& w) {
 }  // namespace
 
 TeaTranslation Translator::run(const std::string& text, std::vector<std::string>& overrides) {
-  std::istringstream in(text);
+  // A UTF-8 byte-order mark (editors on Windows write one) is skipped, as a
+  // TOML deck's is.
+  std::istringstream in(text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? text.substr(3) : text);
   std::string raw;
   int line_no = 0;
   bool inside = false;

@@ -164,6 +164,7 @@ TeaTranslation Translator::finish() {
 }  // namespace tea
 
 bool is_tea_deck(std::string_view text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte-order mark
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
