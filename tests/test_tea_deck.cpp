@@ -242,6 +242,11 @@ TEST_CASE("--set takes TeaLeaf keys and schema keys alike", "[tea]") {
                                "mean 'tl_max_iters'?"));
   CHECK_THROWS_WITH(load_text(tea_bm_1, {"x_cells=ten"}),
                     StartsWith("--set x_cells=ten: key 'x_cells': expected an integer"));
+  // One key per --set: two would be two settings, a state line a third way in.
+  CHECK_THROWS_WITH(load_text(tea_bm_1, {"x_cells=12 y_cells=12"}),
+                    StartsWith("--set x_cells=12 y_cells=12: a --set gives one key"));
+  CHECK_THROWS_WITH(load_text(tea_bm_1, {"tl_eps=1e-12 state 3 density=1"}),
+                    StartsWith("--set tl_eps=1e-12 state 3 density=1: a --set gives one key"));
 }
 
 TEST_CASE("malformed TeaLeaf decks are refused with file, line and key", "[tea]") {
@@ -269,6 +274,10 @@ TEST_CASE("malformed TeaLeaf decks are refused with file, line and key", "[tea]"
       {"bad preconditioner", head + "tl_preconditioner_type jacobi\n",
        "tea.in:3: key 'tl_preconditioner_type': 'jacobi' is not one of none, jac_diag, "
        "jac_block"},
+      {"state key twice", head + "state 2 density=1 energy=1 density=5 geometry=rectangle\n",
+       "tea.in:3: state 2: key 'density' is given twice on the line; give each key once"},
+      {"state bound twice", head + "state 2 density=1 energy=1 ymax=2 ymax=3\n",
+       "tea.in:3: state 2: key 'ymax' is given twice on the line; give each key once"},
       {"state twice", head + "state 1 density=1 energy=1\n",
        "tea.in:3: state 1 is defined twice (first at tea.in:2)"},
       {"state key misspelt", head + "state 2 densty=1 energy=1 geometry=rectangle\n",

@@ -120,6 +120,13 @@ TeaTranslation Translator::run(const std::string& text, std::vector<std::string>
     if (!words.empty() && words[0] == "state") {
       throw InputError("--set " + o + ": set a state's key as states.N.key=value");
     }
+    // One key per --set, as for a TOML deck's keys: "x_cells=12 y_cells=12"
+    // is two settings, each of which gets its own --set.
+    if (words.size() > 2) {
+      throw InputError("--set " + o +
+                       ": a --set gives one key (key=value, or a switch such as "
+                       "tl_use_cg); give each key its own --set");
+    }
     read_line(words, Where{"--set " + o, 0, o}, 0);
   }
   overrides = kept;
@@ -207,8 +214,14 @@ void Translator::read_state(const std::vector<std::string>& words, const Where& 
   s.line_no = line_no;
   s.where = where.text;
   const std::string sname = "state " + std::to_string(id);
+  std::vector<std::string> given;  // a key given twice on the line is refused, not the last kept
   for (std::size_t i = 2; i < words.size(); i += 2) {
     const std::string& k = words[i];
+    if (std::find(given.begin(), given.end(), k) != given.end()) {
+      throw InputError(where.at() + sname + ": key '" + k +
+                       "' is given twice on the line; give each key once");
+    }
+    given.push_back(k);
     const bool known = std::find_if(std::begin(state_keys), std::end(state_keys),
                                     [&](auto* x) { return k == x; }) != std::end(state_keys);
     if (!known) {
