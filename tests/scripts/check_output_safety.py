@@ -131,6 +131,7 @@ def targets(args):
     # Output files: a FIFO where the result goes, a link where the table goes,
     # a FIFO named like a checkpoint, the deck where the resolved deck goes.
     for name, make, why in ((RESULT, os.mkfifo, "is a FIFO"),
+                            (RESOLVED_DECK + ".tmp", os.mkfifo, "is a FIFO"),
                             (TABLE, lambda p: os.symlink(precious, p), "is a symbolic link"),
                             ("checkpoint_000001.h5", os.mkfifo, "is a FIFO")):
         out = out_dir(args, "o_" + name)

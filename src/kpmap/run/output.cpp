@@ -105,11 +105,17 @@ void check_outputs(const fs::path& folder, const std::vector<std::string>& names
       }
     }
     for (const auto& [out, not_input] : outputs) {
-      if (const std::string why = files::not_replaceable(out.string()); !why.empty()) {
-        problem = "output " + out.string() + ": it " + why +
-                  ", and kpmap replaces only regular files (remove it or choose another --output)";
-        break;
+      // The file, and the temporary it is written to first (a FIFO there
+      // would end the run at its first write, after the set-up).
+      for (const std::string& path : {out.string(), out.string() + ".tmp"}) {
+        if (const std::string why = files::not_replaceable(path); !why.empty()) {
+          problem = "output " + path + ": it " + why +
+                    ", and kpmap replaces only regular files (remove it or choose another "
+                    "--output)";
+          break;
+        }
       }
+      if (!problem.empty()) break;
       for (const auto& in : inputs) {
         if (not_input && !in.empty() && fs::equivalent(out, in, ec)) {
           problem = "output " + out.string() + " is this run's input " + in +
