@@ -188,18 +188,18 @@ if(KPMAP_ENABLE_APPS)
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 --fifo ${NOT_FILES}/deck_fifo.in
             --expect "deck_fifo.in: the deck file is a FIFO (named pipe), not a regular file" --)
   kpmap_add_mpi_test(NAME apps.kpmap-train.deck_is_a_directory COMMAND kpmap-train ${INPUTS}
-    --output ${NOT_FILES}/out RANKS 1 3 TIMEOUT 60 LABELS apps reliability
+    --output ${NOT_FILES}/out_train RANKS 1 3 TIMEOUT 60 LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
             --expect "the deck file is a directory, not a regular file" --)
   kpmap_add_mpi_test(NAME apps.kpmap-train.data_is_a_device COMMAND kpmap-train
-    ${INPUTS}/train_linear_hdf5_ci.toml --set data.path=/dev/urandom --output ${NOT_FILES}/out
+    ${INPUTS}/train_linear_hdf5_ci.toml --set data.path=/dev/urandom --output ${NOT_FILES}/out_train
     RANKS 1 3 TIMEOUT 60 LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
             --expect "data file /dev/urandom is a character device, not a regular file" --)
   kpmap_add_mpi_test(NAME apps.kpmap-train.images_are_a_fifo COMMAND kpmap-train
     ${CMAKE_CURRENT_SOURCE_DIR}/decks/cnn_file_images.toml --set data.kind=idx
     --set data.path=${NOT_FILES}/images_fifo --set data.labels=${NOT_FILES}/images_fifo
-    --output ${NOT_FILES}/out RANKS 1 3 TIMEOUT 60 LABELS apps reliability
+    --output ${NOT_FILES}/out_train RANKS 1 3 TIMEOUT 60 LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 --fifo ${NOT_FILES}/images_fifo
             --expect "is a FIFO (named pipe), not a regular file" --)
   kpmap_add_mpi_test(NAME apps.kpmap-heat.restart_is_a_directory COMMAND kpmap-heat
@@ -228,7 +228,7 @@ if(KPMAP_ENABLE_APPS)
   # vectors are summarised on the terminal (result.json has them whole);
   # empty paths are mistakes, not "none".
   kpmap_add_mpi_test(NAME apps.kpmap-train.too_many_classes COMMAND kpmap-train
-    ${INPUTS}/train_mlp_ci.toml --set data.classes=1000000 --output ${FAULT_OUT}/bad RANKS 1 3
+    ${INPUTS}/train_mlp_ci.toml --set data.classes=1000000 --output ${FAULT_OUT}/bad_train RANKS 1 3
     TIMEOUT 60 LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
             "--expect=--set data.classes=1000000: key 'data.classes': the labels of a synthetic set"
@@ -252,7 +252,7 @@ if(KPMAP_ENABLE_APPS)
   # A Kokkos flag whose number does not parse is named (Kokkos itself says
   # "stoi", or aborts).
   kpmap_add_mpi_test(NAME apps.kpmap-train.kokkos_bad_number COMMAND kpmap-train
-    ${INPUTS}/train_linear_ci.toml --kokkos-num-threads=abc --output ${FAULT_OUT}/bad RANKS 1 3
+    ${INPUTS}/train_linear_ci.toml --kokkos-num-threads=abc --output ${FAULT_OUT}/bad_train RANKS 1 3
     TIMEOUT 60 LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
             --expect "command line: --kokkos-num-threads=abc: --kokkos-num-threads takes a whole number, found 'abc'" --)
@@ -266,7 +266,7 @@ if(KPMAP_ENABLE_APPS)
   # scaling for data that are no byte images.
   function(kpmap_add_no_effect_test name set text)
     kpmap_add_mpi_test(NAME apps.kpmap-train.no_effect_${name} COMMAND kpmap-train
-      ${INPUTS}/cnn_images_ci.toml --set ${set} --output ${FAULT_OUT}/bad
+      ${INPUTS}/cnn_images_ci.toml --set ${set} --output ${FAULT_OUT}/bad_train
       RANKS 1 3 TIMEOUT 60 LABELS apps reliability
       WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 "--expect=${text}" --)
   endfunction()
@@ -280,7 +280,7 @@ if(KPMAP_ENABLE_APPS)
   # a trace's event limit that is no whole number in range is refused, not
   # read as 0.
   kpmap_add_mpi_test(NAME apps.kpmap-train.fault_no_such_rank COMMAND kpmap-train
-    ${INPUTS}/train_linear_ci.toml --output ${FAULT_OUT}/bad RANKS 1 2 TIMEOUT 60
+    ${INPUTS}/train_linear_ci.toml --output ${FAULT_OUT}/bad_train RANKS 1 2 TIMEOUT 60
     LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 --env KPMAP_FAULT_INJECT=5:1
             --expect "KPMAP_FAULT_INJECT='5:1': RANK 5 is not a rank of this job of " --)
@@ -336,6 +336,11 @@ if(KPMAP_ENABLE_APPS)
   # A tolerance of 0, given or underflowed from TeaLeaf's 1d-400, is never
   # met: refused up front, naming the key, rather than iterating to the
   # limit and ending unconverged (exit 3).
+  kpmap_add_mpi_test(NAME apps.kpmap-heat.halo_deeper_than_blocks COMMAND kpmap-heat ${heat_args}
+    --set mesh.halo_depth=8 "--set=mesh.cells=[6, 6]" "--set=mesh.ranks=[3, 1]"
+    --output ${FAULT_OUT}/bad RANKS 3 TIMEOUT 60 LABELS apps reliability
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    "--expect=--set mesh.halo_depth=8: key 'mesh.halo_depth': 8 is deeper than the thinnest block, 2 cells along x (6 cells over 3 ranks)" --)
   kpmap_add_mpi_test(NAME apps.kpmap-heat.zero_eps COMMAND kpmap-heat ${heat_args}
     --set solver.eps=0.0 --output ${FAULT_OUT}/bad RANKS 1 3 TIMEOUT 60
     LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
@@ -367,7 +372,7 @@ if(KPMAP_ENABLE_APPS)
             --expect "needs about 993 GiB on rank " --expect "(9 fields of 99.3 GiB"
             --expect "it may use" --)
   kpmap_add_mpi_test(NAME apps.kpmap-train.too_big COMMAND kpmap-train ${train_args}
-    --set data.samples=100000000000 --set data.features=1000 --output ${FAULT_OUT}/bad RANKS 3
+    --set data.samples=100000000000 --set data.features=1000 --output ${FAULT_OUT}/bad_train RANKS 3
     TIMEOUT 60 LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
             --expect "train_sgd_ci.toml (100000000000 samples of 1000 features) needs about 243 TiB on rank "
@@ -424,7 +429,7 @@ if(KPMAP_ENABLE_APPS)
     LABELS "apps;reliability;checkpoint" TIMEOUT 120 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   # A mid-epoch checkpoint with a deck whose epoch has fewer steps is refused.
   kpmap_add_mpi_test(NAME apps.kpmap-train.restart_mid_epoch_other_batch COMMAND kpmap-train
-    ${INPUTS}/train_sgd_ci.toml --set train.batch_size=64 --output ${FAULT_OUT}/bad
+    ${INPUTS}/train_sgd_ci.toml --set train.batch_size=64 --output ${FAULT_OUT}/bad_train
     --restart ${FAULT_OUT}/train_stop_mid/stopped/checkpoint_000000_000007.h5 RANKS 2 TIMEOUT 60
     LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
     --expect "stopped after step 7 of epoch 1, but this deck's epoch has 5 steps" --)

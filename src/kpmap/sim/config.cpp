@@ -137,6 +137,7 @@ void read_mesh(const deck::Deck& d, HeatConfig& c) {
     }
   }
   c.halo_depth = static_cast<int>(d.integer("mesh.halo_depth"));
+  c.depth_key = d.where("mesh.halo_depth") + "key " + d.named("mesh.halo_depth");
   if (d.given("mesh.ranks")) c.ranks_key = d.where("mesh.ranks") + "key " + d.named("mesh.ranks");
   for (long long r : d.integer_list("mesh.ranks")) {
     if (r > std::numeric_limits<int>::max()) {

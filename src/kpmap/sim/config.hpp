@@ -75,6 +75,7 @@ struct HeatConfig {
   int halo_depth = 1;
   std::vector<int> ranks;  ///< process grid, x first; empty or 0 entries: chosen
   std::string ranks_key;   ///< "deck.toml:5: key 'mesh.ranks'" where the deck gave the grid
+  std::string depth_key;   ///< "deck.toml:4: key 'mesh.halo_depth'", for a depth the blocks lack
   // states
   std::vector<State> states;
   // time

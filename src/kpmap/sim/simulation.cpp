@@ -55,15 +55,33 @@ std::vector<std::size_t> cells_of(const HeatConfig& c) {
 // The layout of `config` over `comm`: a process grid the deck gave that does
 // not fit the job names the deck's key and line.
 CartesianLayout layout_of(const HeatConfig& config, MPI_Comm comm) {
-  try {
-    return CartesianLayout(cells_of(config), config.halo_depth, config.ranks, comm);
-  } catch (const InputError& e) {
-    if (config.ranks_key.empty()) throw;
-    std::string what = e.what();
-    const std::string prefix = "kpmap::CartesianLayout: ";
-    if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
-    throw InputError(config.ranks_key + ": " + what, e.scope());
+  CartesianLayout layout = [&] {
+    try {
+      return CartesianLayout(cells_of(config), config.halo_depth, config.ranks, comm);
+    } catch (const InputError& e) {
+      if (config.ranks_key.empty()) throw;
+      std::string what = e.what();
+      const std::string prefix = "kpmap::CartesianLayout: ";
+      if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
+      throw InputError(config.ranks_key + ": " + what, e.scope());
+    }
+  }();
+  // A halo as deep as the blocks are thin reaches past the neighbour: the
+  // exchange refuses it; say so with the deck's key (every rank computes
+  // the same grid, so every rank refuses).
+  for (int d = 0; d < layout.ndim(); ++d) {
+    const std::size_t thinnest = layout.global_cells(d) / static_cast<std::size_t>(layout.ranks(d));
+    if (layout.ranks(d) > 1 && thinnest < static_cast<std::size_t>(config.halo_depth)) {
+      throw InputError(config.depth_key + ": " + std::to_string(config.halo_depth) +
+                           " is deeper than the thinnest block, " + std::to_string(thinnest) +
+                           " cells along " + std::string(1, "xyz"[d]) + " (" +
+                           std::to_string(layout.global_cells(d)) + " cells over " +
+                           std::to_string(layout.ranks(d)) + " ranks); use a depth of at most " +
+                           std::to_string(thinnest) + ", fewer ranks or a larger mesh",
+                       ErrorScope::all_ranks);
+    }
   }
+  return layout;
 }
 
 std::string sci(double v) {
