@@ -234,6 +234,24 @@ class Parser {
       throw InputError(where + "'" + path + "' is a section: write [" + path +
                        "] and its keys below it (see --help-deck)");
     }
+    // A number where the schema numbers its tables (model.layers.0,
+    // states.02, layer 10000): say how they are numbered.
+    const auto segs = detail::segments(path);
+    for (std::size_t i = 0; i < segs.size(); ++i) {
+      const bool digits =
+          !segs[i].empty() && segs[i].find_first_not_of("0123456789") == std::string_view::npos;
+      if (!digits || detail::is_index(segs[i])) continue;
+      std::string table, numbered;
+      for (std::size_t j = 0; j < segs.size(); ++j) {
+        numbered += std::string(j ? "." : "") + std::string(j == i ? "1" : segs[j]);
+        if (j < i) table += std::string(j ? "." : "") + std::string(segs[j]);
+      }
+      if (schema_.find(numbered) != nullptr) {
+        throw InputError(where + "'" + table + "." + std::string(segs[i]) + "': the tables of " +
+                         table + " are numbered 1 to 9999 without leading zeros (" + table +
+                         ".1, " + table + ".2, ...)");
+      }
+    }
     if (auto c = schema_.closest(path); !c.empty()) msg += "; did you mean '" + c + "'?";
     throw InputError(msg + " (" + schema_.app() + " knows the keys listed by --help-deck)");
   }
