@@ -274,6 +274,8 @@ TEST_CASE("malformed TeaLeaf decks are refused with file, line and key", "[tea]"
       {"bad preconditioner", head + "tl_preconditioner_type jacobi\n",
        "tea.in:3: key 'tl_preconditioner_type': 'jacobi' is not one of none, jac_diag, "
        "jac_block"},
+      {"state after a key on its line", head + "end_step=5 state 2 density=1.0 energy=1\n",
+       "tea.in:3: 'state' after '5' on the same line: a state is a line of its own"},
       {"state key twice", head + "state 2 density=1 energy=1 density=5 geometry=rectangle\n",
        "tea.in:3: state 2: key 'density' is given twice on the line; give each key once"},
       {"state bound twice", head + "state 2 density=1 energy=1 ymax=2 ymax=3\n",

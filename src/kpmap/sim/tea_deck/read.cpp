@@ -138,6 +138,12 @@ void Translator::read_line(const std::vector<std::string>& words, const Where& w
   while (i < words.size()) {
     const std::string& w = words[i];
     if (w == "state") {
+      if (i > 0) {
+        // The state's words would be read from the line's start.
+        throw InputError(where.at() + "'state' after '" + words[i - 1] +
+                         "' on the same line: a state is a line of its own ('state N key=value "
+                         "...'); put it on the next line");
+      }
       read_state(words, where, line_no);
       return;
     }
