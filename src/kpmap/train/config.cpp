@@ -584,25 +584,24 @@ double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
 
 void check_restart(const deck::Deck& d, const std::string& file, MPI_Comm comm) {
   const checkpoint::Reader r(file, comm, "kpmap-train");
-  // The model: its parameters are read by shape, and another model of the
-  // same shapes (another activation, a pooling of another kind, a stride)
-  // would take them without a word and train something else.
-  const std::string model = deck::first_difference(
-      d, r.metadata().deck, {"model.kind", "model.activation", "model.hidden", "model.layers"});
-  if (!model.empty()) {
-    throw InputError(model + ": restart file " + file +
-                         " holds the parameters of another model, which continue only in "
-                         "the model that made them; restart with the checkpoint's model (its "
-                         "deck.toml)",
-                     ErrorScope::all_ranks);
-  }
-  const std::string diff = deck::first_difference(d, r.metadata().deck, {"optimizer"});
-  if (!diff.empty()) {
-    throw InputError(diff + ": restart file " + file +
-                         " was written with other optimizer settings, and its state "
-                         "(velocity, moments, step count) continues only under them; "
-                         "restart with the checkpoint's settings (its deck.toml)",
-                     ErrorScope::all_ranks);
+  // What a checkpoint's state continues only under, and why: the model (its
+  // parameters are read by shape, and another model of the same shapes, as
+  // another activation or a pooling of another kind, would take them without
+  // a word and train something else) and the optimizer.
+  const std::pair<std::vector<std::string>, const char*> same[] = {
+      {{"model.kind", "model.activation", "model.hidden", "model.layers"},
+       " holds the parameters of another model, which continue only in the model that made "
+       "them; restart with the checkpoint's model"},
+      {{"optimizer"},
+       " was written with other optimizer settings, and its state (velocity, moments, step "
+       "count) continues only under them; restart with the checkpoint's settings"},
+  };
+  for (const auto& [paths, why] : same) {
+    const std::string diff = deck::first_difference(d, r.metadata().deck, paths);
+    if (!diff.empty()) {
+      throw InputError(diff + ": restart file " + file + why + " (its deck.toml)",
+                       ErrorScope::all_ranks);
+    }
   }
 }
 
