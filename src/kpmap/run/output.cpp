@@ -27,6 +27,15 @@ namespace kpmap {
 
 namespace fs = std::filesystem;
 
+namespace {
+// Collective: rank 0 examined the folder and found `problem` ("" when all is
+// well); every rank throws it (prefixed by `context`) as bad input.
+void refuse_from_root(std::string problem, const std::string& context, MPI_Comm comm) {
+  transport::bcast_string(problem, 0, comm);
+  if (!problem.empty()) throw InputError(context + problem, ErrorScope::all_ranks);
+}
+}  // namespace
+
 fs::path prepare_output_dir(const std::string& dir, MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
@@ -60,10 +69,7 @@ fs::path prepare_output_dir(const std::string& dir, MPI_Comm comm) {
       }
     }
   }
-  transport::bcast_string(problem, 0, comm);
-  if (!problem.empty()) {
-    throw InputError("output folder '" + dir + "': " + problem, ErrorScope::all_ranks);
-  }
+  refuse_from_root(problem, "output folder '" + dir + "': ", comm);
   return fs::path(dir);
 }
 
@@ -78,8 +84,7 @@ fs::path prepare_run_subfolder(const fs::path& run_dir, const std::string& name,
               "': it is a symbolic link, and a run writes its files only in its own folder "
               "(remove the link, or choose another --output)";
   }
-  transport::bcast_string(problem, 0, comm);
-  if (!problem.empty()) throw InputError(problem, ErrorScope::all_ranks);
+  refuse_from_root(problem, "", comm);
   return prepare_output_dir(dir.string(), comm);
 }
 
@@ -126,8 +131,7 @@ void check_outputs(const fs::path& folder, const std::vector<std::string>& names
       if (!problem.empty()) break;
     }
   }
-  transport::bcast_string(problem, 0, comm);
-  if (!problem.empty()) throw InputError(problem, ErrorScope::all_ranks);
+  refuse_from_root(problem, "", comm);
 }
 
 std::string run_output_name(const fs::path& folder, const std::vector<std::string>& names,
@@ -191,8 +195,7 @@ void check_folder_app(const fs::path& folder, const std::string& app, MPI_Comm c
       }
     }
   }
-  transport::bcast_string(problem, 0, comm);
-  if (!problem.empty()) throw InputError(problem, ErrorScope::all_ranks);
+  refuse_from_root(problem, "", comm);
 }
 
 OutputLock::OutputLock(const fs::path& dir, MPI_Comm comm) : path_(dir / ".kpmap-lock") {
@@ -254,10 +257,7 @@ OutputLock::OutputLock(const fs::path& dir, MPI_Comm comm) : path_(dir / ".kpmap
       problem = "cannot hold its lock file " + path_.string();
     }
   }
-  transport::bcast_string(problem, 0, comm);
-  if (!problem.empty()) {
-    throw InputError("output folder " + dir.string() + ": " + problem, ErrorScope::all_ranks);
-  }
+  refuse_from_root(problem, "output folder " + dir.string() + ": ", comm);
 }
 
 OutputLock::~OutputLock() {
