@@ -21,17 +21,13 @@ std::vector<HaloNeighbor> plan_neighbors(const CartesianLayout& layout, const Ha
                          " is outside [1, ghost width " + std::to_string(layout.ghost()) + "]",
                      ErrorScope::all_ranks);
   }
-  for (int d = 0; d < layout.ndim(); ++d) {
-    // The thinnest block along d; every rank computes the same, so every rank
-    // raises the same error.
-    const std::size_t thinnest = layout.global_cells(d) / static_cast<std::size_t>(layout.ranks(d));
-    if (layout.ranks(d) > 1 && thinnest < static_cast<std::size_t>(depth)) {
-      throw InputError("kpmap::HaloExchange: blocks along dimension " + std::to_string(d) +
-                           " are as thin as " + std::to_string(thinnest) +
-                           " cells, less than the halo depth " + std::to_string(depth) +
-                           "; use fewer ranks or a larger grid",
-                       ErrorScope::all_ranks);
-    }
+  // Every rank computes the same layout, so every rank raises the same error.
+  if (const int d = layout.too_thin_for(depth); d >= 0) {
+    throw InputError("kpmap::HaloExchange: blocks along dimension " + std::to_string(d) +
+                         " are as thin as " + std::to_string(layout.thinnest_block(d)) +
+                         " cells, less than the halo depth " + std::to_string(depth) +
+                         "; use fewer ranks or a larger grid",
+                     ErrorScope::all_ranks);
   }
   const auto code = [](const std::array<int, 3>& o) {
     return (o[0] + 1) + 3 * (o[1] + 1) + 9 * (o[2] + 1);

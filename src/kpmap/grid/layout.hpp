@@ -78,6 +78,19 @@ class CartesianLayout {
   std::size_t global_count() const noexcept { return global_[0] * global_[1] * global_[2]; }
   /// \brief Blocks along dimension d (the process grid).
   int ranks(int d) const noexcept { return dims_[d]; }
+  /// \brief The thinnest block along dimension d (every rank computes the same).
+  std::size_t thinnest_block(int d) const noexcept {
+    return global_[d] / static_cast<std::size_t>(dims_[d]);
+  }
+  /// \brief The first dimension along which a halo `depth` cells deep would
+  /// reach past the neighbouring block (split over ranks into blocks thinner
+  /// than that), or -1 when it fits along every dimension.
+  int too_thin_for(int depth) const noexcept {
+    for (int d = 0; d < ndim_; ++d) {
+      if (dims_[d] > 1 && thinnest_block(d) < static_cast<std::size_t>(depth)) return d;
+    }
+    return -1;
+  }
   /// \brief First global cell index of this rank's block along dimension d.
   std::size_t offset(int d) const noexcept { return offset_[d]; }
   /// \brief Cells this rank owns along dimension d.

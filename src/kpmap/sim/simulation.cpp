@@ -69,17 +69,15 @@ CartesianLayout layout_of(const HeatConfig& config, MPI_Comm comm) {
   // A halo as deep as the blocks are thin reaches past the neighbour: the
   // exchange refuses it; say so with the deck's key (every rank computes
   // the same grid, so every rank refuses).
-  for (int d = 0; d < layout.ndim(); ++d) {
-    const std::size_t thinnest = layout.global_cells(d) / static_cast<std::size_t>(layout.ranks(d));
-    if (layout.ranks(d) > 1 && thinnest < static_cast<std::size_t>(config.halo_depth)) {
-      throw InputError(config.depth_key + ": " + std::to_string(config.halo_depth) +
-                           " is deeper than the thinnest block, " + std::to_string(thinnest) +
-                           " cells along " + std::string(1, "xyz"[d]) + " (" +
-                           std::to_string(layout.global_cells(d)) + " cells over " +
-                           std::to_string(layout.ranks(d)) + " ranks); use a depth of at most " +
-                           std::to_string(thinnest) + ", fewer ranks or a larger mesh",
-                       ErrorScope::all_ranks);
-    }
+  if (const int d = layout.too_thin_for(config.halo_depth); d >= 0) {
+    const std::string thinnest = std::to_string(layout.thinnest_block(d));
+    throw InputError(config.depth_key + ": " + std::to_string(config.halo_depth) +
+                         " is deeper than the thinnest block, " + thinnest + " cells along " +
+                         std::string(1, "xyz"[d]) + " (" + std::to_string(layout.global_cells(d)) +
+                         " cells over " + std::to_string(layout.ranks(d)) +
+                         " ranks); use a depth of at most " + thinnest +
+                         ", fewer ranks or a larger mesh",
+                     ErrorScope::all_ranks);
   }
   return layout;
 }
