@@ -526,6 +526,89 @@ TEST_CASE("pieces' own keys merge into a schema, and a key two pieces share mean
                     ContainsSubstring("key 'solver.method' of m is a key of app itself"));
 }
 
+TEST_CASE("a key given where it would have no effect is refused, naming when it takes effect",
+          "[deck]") {
+  deck::Schema s("app");
+  s.string("data.kind", "synthetic", {"synthetic", "file", "stream"}, "where the data come from")
+      .string("data.path", "", {}, "file, stream: the data file")
+      .boolean("opt.scale", false, "scale the rate")
+      .integer("opt.base", 256, {1, 1e6}, "", "scale: the batch the rate is tuned for")
+      .real("states.#.density", std::nullopt, {0.0, std::nullopt}, "", "density")
+      .string("states.#.geometry", "box", {"box", "ball"}, "region")
+      .real("states.#.radius", 0.0, {0.0, std::nullopt}, "", "radius of a ball");
+  s.when("data.path", "data.kind", {"file", "stream"})
+      .when("opt.base", "opt.scale", {"true"})
+      .when("states.#.radius", "states.#.geometry", {"ball"})
+      .from_table("states.#.geometry", 2, "state 1 fills the domain")
+      .from_table("states.#.radius", 2, "state 1 fills the domain");
+  const std::string states = "[states.1]\ndensity = 1\n[states.2]\ndensity = 2\n";
+  auto parse = [&](const std::string& text, std::vector<std::string> sets = {}) {
+    return deck::parse(s, states + text, "d.toml", sets);
+  };
+  // Where it takes effect, a key is read as any other.
+  CHECK(parse("[data]\nkind = \"file\"\npath = \"x.h5\"\n").string("data.path") == "x.h5");
+  CHECK(parse("", {"opt.scale=true", "opt.base=64"}).integer("opt.base") == 64);
+  CHECK(parse("", {"states.2.geometry=\"ball\"", "states.2.radius=0.5"}).real("states.2.radius") ==
+        0.5);
+  // Where it would do nothing, it is refused: the key, its line, the value
+  // that makes it useless and where it is read.
+  CHECK_THROWS_WITH(parse("[data]\npath = \"x.h5\"\n"),
+                    StartsWith("d.toml:6: key 'data.path': data.kind = \"synthetic\" reads no "
+                               "data.path, it would have no effect (data.path is read only where "
+                               "data.kind is \"file\" or \"stream\")"));
+  CHECK_THROWS_WITH(parse("", {"opt.base=64"}),
+                    StartsWith("--set opt.base=64: key 'opt.base': opt.scale = false reads no "
+                               "opt.base") &&
+                        ContainsSubstring("read only where opt.scale is true)"));
+  // In a numbered table, the condition reads the same table's key.
+  CHECK_THROWS_WITH(parse("", {"states.2.radius=0.5"}),
+                    ContainsSubstring("key 'states.2.radius': states.2.geometry = \"box\" reads "
+                                      "no states.2.radius"));
+  CHECK_THROWS_WITH(parse("", {"states.1.geometry=\"ball\""}),
+                    ContainsSubstring("key 'states.1.geometry': it would have no effect in "
+                                      "states.1 (state 1 fills the domain; states.#.geometry is "
+                                      "read from states.2 on)"));
+  // A default is never refused: the resolved deck writes every key's, and
+  // reads back as it was.
+  const auto d = parse("", {"data.path=\"\"", "opt.base=256"});
+  const std::string resolved = d.to_toml();
+  CHECK_THAT(resolved, ContainsSubstring("base = 256"));
+  const std::string again = deck::parse(s, resolved, "resolved.toml").to_toml();
+  CHECK(again.substr(again.find('\n')) == resolved.substr(resolved.find('\n')));
+  // --help-deck and docs/decks.md say when each key takes effect.
+  CHECK_THAT(s.help(), ContainsSubstring("(read only where data.kind is \"file\" or \"stream\")"));
+  CHECK_THAT(s.help(), ContainsSubstring("(read only where states.#.geometry is \"ball\"; from "
+                                         "states.2 on (state 1 fills the domain))"));
+  CHECK_THAT(s.markdown(), ContainsSubstring("*(read only where opt.scale is true)*"));
+  // Declared for keys of the schema only.
+  CHECK_THROWS_WITH(deck::Schema(s).when("data.pth", "data.kind", {"file"}),
+                    ContainsSubstring("'data.pth' is no key of app"));
+  CHECK_THROWS_WITH(deck::Schema(s).when("data.path", "data.knd", {"file"}),
+                    ContainsSubstring("'data.knd' is no key of app"));
+  CHECK_THROWS_WITH(deck::Schema(s).from_table("data.path", 2, "why"),
+                    ContainsSubstring("no key of a numbered table"));
+}
+
+TEST_CASE("a piece's key given with another piece chosen is refused", "[deck]") {
+  deck::Schema a("a");
+  a.real("omega", 1.0, {0.0, 2.0}, "", "weight");
+  deck::Schema b("b");
+  b.real("omega", 1.0, {0.0, 2.0}, "", "relaxation").integer("sweeps", 2, {1, 10}, "", "sweeps");
+  deck::Schema s("app");
+  s.string("solver.method", "a", {"a", "b", "c"}, "method");
+  s.merge("solver.", "a", a, "solver.method").merge("solver.", "b", b, "solver.method");
+  CHECK(
+      deck::parse(s, "[solver]\nmethod = \"b\"\nsweeps = 3\n", "d.toml").integer("solver.sweeps") ==
+      3);
+  CHECK_THROWS_WITH(deck::parse(s, "[solver]\nsweeps = 3\n", "d.toml"),
+                    StartsWith("d.toml:2: key 'solver.sweeps': solver.method = \"a\" reads no "
+                               "sweeps, it would have no effect (sweeps is read by b)"));
+  CHECK_THROWS_WITH(deck::parse(s, "[solver]\nmethod = \"c\"\nomega = 1.5\n", "d.toml"),
+                    ContainsSubstring("(omega is read by a, b)"));
+  // Its default, as a resolved deck writes it, is no change.
+  CHECK(deck::parse(s, "[solver]\nsweeps = 2\n", "d.toml").integer("solver.sweeps") == 2);
+}
+
 TEST_CASE("settings give a piece its keys' values, else their defaults", "[deck]") {
   deck::Schema keys("weighted_jacobi");
   keys.real("omega", 0.8, {0.0, 2.0}, "", "weight")

@@ -36,6 +36,7 @@
 #include <vector>
 
 using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
 using kpmap::test::all_ranks;
 using kpmap::test::world_rank;
 using kpmap::test::world_size;
@@ -357,6 +358,34 @@ TEST_CASE("volume, mass and energy are conserved", "[heat][physics]") {
   CHECK(rel(end.u, start.u) > 1e-3);
 }
 
+TEST_CASE("a key that other keys make useless is refused, naming when it takes effect",
+          "[heat][deck]") {
+  const std::string deck = tea_deck(8, "method = \"cg\"");
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"solver.method=\"jacobi\"", "solver.preconditioner=\"jac_diag\""},
+       "key 'solver.preconditioner': solver.method = \"jacobi\" reads no solver.preconditioner"},
+      {{"solver.ppcg_inner_steps=5"}, "solver.method = \"cg\" reads no ppcg_inner_steps"},
+      {{"states.2.radius=1.0"},
+       "key 'states.2.radius': states.2.geometry = \"rectangle\" reads no states.2.radius"},
+      {{"states.6.density=1.0", "states.6.energy=1.0", "states.6.geometry=\"circle\"",
+        "states.6.centre=[1.0, 1.0]", "states.6.radius=1.0", "states.6.upper=[3.0, 3.0]"},
+       "key 'states.6.upper': states.6.geometry = \"circle\" reads no states.6.upper"},
+      {{"states.1.lower=[0.0, 0.0]"},
+       "key 'states.1.lower': it would have no effect in states.1 (state 1 fills the domain"},
+      {{"states.1.geometry=\"circle\""}, "key 'states.1.geometry': it would have no effect"},
+  };
+  for (const auto& [sets, expect] : cases) {
+    CAPTURE(sets);
+    CHECK_THROWS_WITH(config_of(deck, sets), StartsWith("--set ") && ContainsSubstring(expect));
+  }
+  // Where they take effect, the same keys are read.
+  const auto c = config_of(deck, {"states.6.density=1.0", "states.6.energy=1.0",
+                                  "states.6.geometry=\"circle\"", "states.6.centre=[1.0, 1.0]",
+                                  "states.6.radius=1.5", "solver.preconditioner=\"jac_diag\""});
+  CHECK(c.states.at(5).radius == 1.5);
+  CHECK(c.solver.preconditioner == sim::Preconditioner::jac_diag);
+}
+
 TEST_CASE("every solver and preconditioner reaches the same solution", "[heat][solver]") {
   auto reference = config_of(tea_deck(16, "method = \"cg\"\neps = 1e-15"));
   sim::Simulation ref(reference);
@@ -372,6 +401,13 @@ TEST_CASE("every solver and preconditioner reaches the same solution", "[heat][s
       const std::string solver = "method = \"" + m->name + "\"\npreconditioner = \"" + pc +
                                  "\"\neps = 1e-13\nmax_iters = 200000";
       CAPTURE(solver);
+      if (pc != "none" && m->preconditioned_fields == 0) {
+        // A method that applies no preconditioner (Jacobi) refuses one.
+        CHECK_THROWS_WITH(config_of(tea_deck(16, solver)),
+                          ContainsSubstring("reads no solver.preconditioner, it would have no "
+                                            "effect"));
+        continue;
+      }
       auto c = config_of(tea_deck(16, solver));
       sim::Simulation s(c);
       s.initialise();

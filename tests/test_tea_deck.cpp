@@ -216,6 +216,29 @@ TEST_CASE("a solver key the deck's method does not read has no effect, as in Tea
                     ContainsSubstring("solver.method = \"cg\" reads no check_every"));
 }
 
+TEST_CASE("a state's key that its geometry or its number makes useless is refused", "[tea]") {
+  const std::string head = "*tea\nx_cells=4\ny_cells=4\nxmax=10.0\nymax=10.0\n";
+  // TeaLeaf reads a radius for circles only, and state 1 fills the domain.
+  const std::pair<std::string, std::string> cases[] = {
+      {"state 1 density=1 energy=1\nstate 2 density=2 energy=2 geometry=rectangle radius=2.0 "
+       "xmin=1 xmax=2 ymin=1 ymax=2\n",
+       "tea.in:7: key 'state 2 radius' (states.2.radius): states.2.geometry = \"rectangle\" reads "
+       "no states.2.radius, it would have no effect"},
+      {"state 1 density=1 energy=1 geometry=circle\n",
+       "tea.in:6: key 'state 1 geometry' (states.1.geometry): it would have no effect in states.1 "
+       "(state 1 fills the domain"},
+      {"state 1 density=1 energy=1 xmin=1.0 xmax=2.0\n",
+       "tea.in:6: key 'state 1 xmin/ymin' (states.1.lower): it would have no effect in states.1"},
+  };
+  for (const auto& [states, expect] : cases) {
+    CAPTURE(states);
+    CHECK_THROWS_WITH(load_text(head + states + "*endtea\n"), StartsWith(expect));
+  }
+  // What TeaLeaf's own decks write is read as before: state 1 as a rectangle.
+  CHECK(load_text(head + "state 1 density=1 energy=1 geometry=rectangle\n*endtea\n")
+            .string("states.1.geometry") == "rectangle");
+}
+
 TEST_CASE("keys that only pick TeaLeaf's implementation are accepted with a note", "[tea]") {
   std::vector<std::string> sets;
   const auto t = sim::translate_tea_deck(

@@ -363,3 +363,50 @@ TEST_CASE("every built-in loss header registers its loss", "[train][loss]") {
   for (const LossInfo* l : registered_losses()) registered.insert(l->name);
   CHECK(registered == in_files);
 }
+
+TEST_CASE("a key that other keys make useless is refused, naming when it takes effect",
+          "[train][deck]") {
+  using Catch::Matchers::ContainsSubstring;
+  using Catch::Matchers::StartsWith;
+  const auto schema = train_schema();
+  const std::string mlp = "[model]\nkind = \"mlp\"\n";
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"model.loss_scale=512"},
+       "model.precision = \"double\" reads no model.loss_scale, it would have no effect "
+       "(model.loss_scale is read only where model.precision is \"mixed\")"},
+      {{"model.kind=\"sequential\"", "model.layers.1.type=\"relu\"", "model.activation=\"tanh\""},
+       "model.kind = \"sequential\" reads no model.activation"},
+      {{"model.kind=\"linear\"", "model.hidden=[4]"},
+       "model.kind = \"linear\" reads no model.hidden"},
+      {{"model.loss=\"mse\"", "data.classes=7"}, "model.loss = \"mse\" reads no data.classes"},
+      {{"data.path=\"x.h5\""}, "data.kind = \"synthetic\" reads no data.path"},
+      {{"optimizer.decay_steps=10"},
+       "optimizer.schedule = \"constant\" reads no "
+       "optimizer.decay_steps"},
+      {{"optimizer.base_batch=10"},
+       "optimizer.scale_lr_with_batch = false reads no optimizer.base_batch"},
+      {{"data.kind=\"hdf5\"", "data.image=[4, 4, 1]"}, "data.kind = \"hdf5\" reads no data.image"},
+      {{"data.kind=\"hdf5\"", "data.samples=10"}, "data.kind = \"hdf5\" reads no data.samples"},
+      {{"optimizer.kind=\"adam\"", "optimizer.momentum=0.5"},
+       "optimizer.kind = \"adam\" reads no momentum, it would have no effect (momentum is read by"},
+  };
+  for (const auto& [sets, expect] : cases) {
+    CAPTURE(sets);
+    CHECK_THROWS_WITH(kpmap::deck::parse(schema, mlp, "test.toml", sets),
+                      StartsWith("--set " + sets.back() + ": key '" +
+                                 sets.back().substr(0, sets.back().find('=')) + "': " + expect));
+  }
+  // Where they take effect, the same keys are read; their defaults, as a
+  // resolved deck writes them, are no change anywhere.
+  const auto d =
+      kpmap::deck::parse(schema, mlp, "test.toml",
+                         {"model.precision=\"mixed\"", "model.loss_scale=512",
+                          "optimizer.schedule=\"cosine\"", "optimizer.decay_steps=10",
+                          "optimizer.scale_lr_with_batch=true", "optimizer.base_batch=10"});
+  CHECK(d.real("model.loss_scale") == 512);
+  CHECK(d.integer("optimizer.base_batch") == 10);
+  const auto resolved = kpmap::deck::parse(schema, mlp, "test.toml").to_toml();
+  CHECK_NOTHROW(kpmap::deck::parse(schema, resolved, "deck.toml"));
+  CHECK_THAT(schema.help(),
+             ContainsSubstring("(read only where data.kind is \"hdf5\" or \"idx\")"));
+}

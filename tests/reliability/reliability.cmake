@@ -264,7 +264,7 @@ if(KPMAP_ENABLE_APPS)
             --expect "KPMAP_FAULT_INJECT='1:x': STEP 'x' is not a whole number" --)
   # A key that would have no effect where it is given is refused with the
   # reason: units on a relu layer, a gap in the layers' numbering, a pixel
-  # scaling for data that are no byte images.
+  # scaling for generated images.
   function(kpmap_add_no_effect_test name set text)
     kpmap_add_mpi_test(NAME apps.kpmap-train.no_effect_${name} COMMAND kpmap-train
       ${INPUTS}/cnn_images_ci.toml --set ${set} --output ${FAULT_OUT}/bad_train
@@ -276,7 +276,18 @@ if(KPMAP_ENABLE_APPS)
   kpmap_add_no_effect_test(layer_gap "model.layers.9.type=\"relu\""
     "key 'model.layers.9.type': layers are numbered 1, 2, 3, ... without gaps (first to last), model.layers.8 is missing")
   kpmap_add_no_effect_test(mean_without_bytes "data.mean=[0.5]"
-    "key 'data.mean': it scales byte images")
+    "key 'data.mean': data.kind = \"images\" reads no data.mean, it would have no effect")
+  # Every key that other keys can make useless says when it takes effect
+  # (deck::Schema::when; test_deck, test_heat, test_tea_deck and
+  # test_train_registry try each): given where it would do nothing, it is
+  # refused before the run.
+  kpmap_add_no_effect_test(path_on_images data.path=x.h5
+    "key 'data.path': data.kind = \"images\" reads no data.path, it would have no effect (data.path is read only where data.kind is \"hdf5\" or \"idx\")")
+  kpmap_add_mpi_test(NAME apps.kpmap-heat.no_effect_radius_on_rectangle COMMAND kpmap-heat
+    ${INPUTS}/heat2d_ci.toml --set states.2.radius=1.0 --output ${FAULT_OUT}/bad
+    RANKS 1 3 TIMEOUT 60 LABELS apps reliability
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+            "--expect=--set states.2.radius=1.0: key 'states.2.radius': states.2.geometry = \"rectangle\" reads no states.2.radius, it would have no effect" --)
   # An injection aimed at no rank of the job is refused, not silently skipped;
   # a trace's event limit that is no whole number in range is refused, not
   # read as 0.

@@ -134,8 +134,8 @@ def cmd_images(args) -> None:
         img[i, 3 * c:3 * c + 3, col:col + 3] = 250
     h5 = os.path.join(args.work, "images.h5")
     with h5py.File(h5, "w") as f:
-        f["images"] = img[..., None]  # N x H x W x 1, uint8
-        f["labels"] = labels.astype(np.uint8)
+        f["x"] = img[..., None]  # N x H x W x 1, uint8 (data.x's default name)
+        f["y"] = labels.astype(np.uint8)
     write_idx(os.path.join(args.work, "images.idx.gz"), img)
     write_idx(os.path.join(args.work, "labels.idx.gz"), labels)
     write_idx(os.path.join(args.work, "labels_column.idx.gz"), labels[:, None])

@@ -126,34 +126,4 @@ std::string Deck::to_toml() const {
   return s.str();
 }
 
-std::map<std::string, Value, std::less<>> own_keys(
-    const Deck& d, const std::string& section, const std::string& selector, const std::string& mine,
-    const std::vector<std::pair<std::string, const Schema*>>& all) {
-  const Schema* own = nullptr;
-  for (const auto& [name, keys] : all) {
-    if (name == mine) own = keys;
-  }
-  std::map<std::string, Value, std::less<>> values;
-  for (const auto& piece : all) {
-    for (const Key& k : piece.second->keys()) {
-      const std::string path = section + k.path;
-      // A resolved deck (deck.toml) writes every key's default: not a change.
-      if (!d.given(path) || (k.fallback && d.value(path) == *k.fallback)) continue;
-      if (own != nullptr && own->find(k.path) != nullptr) {
-        values[k.path] = d.value(path);
-        continue;
-      }
-      std::string readers;
-      for (const auto& [name, keys] : all) {
-        if (keys->find(k.path) != nullptr) readers += (readers.empty() ? "" : ", ") + name;
-      }
-      throw InputError(d.where(path) + "key " + d.named(path) + ": " + selector + " = \"" + mine +
-                           "\" reads no " + k.path + ", it would have no effect (" + k.path +
-                           " is read by " + readers + ")",
-                       ErrorScope::all_ranks);
-    }
-  }
-  return values;
-}
-
 }  // namespace kpmap::deck

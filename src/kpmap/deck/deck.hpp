@@ -23,6 +23,8 @@
 
 namespace kpmap::deck {
 
+class Deck;
+
 /// \brief The type of a deck value.
 enum class Type { boolean, integer, real, string, integer_list, real_list };
 
@@ -50,6 +52,18 @@ struct Range {
   std::optional<double> max;
 };
 
+/// \brief When a key takes effect: where the key `key` holds one of `values`
+/// (a string's text; `true` or `false`). A `key` with a `#` segment is the
+/// same numbered table's key (`states.#.geometry` for `states.#.radius`).
+/// `pieces`: the values are the names of the registered pieces that read
+/// the key (solvers, losses, optimizers), and `key` is the key that picks one.
+struct Condition {
+  std::string key;
+  std::vector<std::string> values;
+  bool pieces = false;
+  bool text = true;  ///< `key` is a string key (its values are quoted in messages)
+};
+
 /// \brief One key of a schema.
 ///
 /// A path segment `#` stands for a positive index (1, 2, ... 9999), so that a
@@ -65,6 +79,14 @@ struct Key {
   std::vector<std::string> choices;  ///< strings: the allowed values (empty: any)
   std::string unit;                  ///< e.g. "s", "m", "" for none
   std::string description;           ///< one line
+  /// When the key takes effect, each of these holding (Schema::when): a
+  /// deck that gives the key a value other than its default where one does
+  /// not hold is refused, naming the key and the condition.
+  std::vector<Condition> when;
+  /// A numbered table's key takes effect from table `first_table` on
+  /// (Schema::from_table), for the reason `first_table_reason`.
+  int first_table = 1;
+  std::string first_table_reason;
 };
 
 /// \brief The keys an application's deck may hold.
@@ -85,6 +107,23 @@ class Schema {
   Schema& real_list(const std::string& path, std::optional<std::vector<double>> fallback,
                     Range range, const std::string& unit, const std::string& description);
 
+  /// \brief Declares when the key at `path` takes effect: only where the key
+  /// `key` holds one of `values` (see Condition). Every key that other keys
+  /// make useless states it, so that a deck giving it where it would do
+  /// nothing is refused rather than silently ignored (data.path on synthetic
+  /// data). A resolved deck writes every key's default, so a default is
+  /// never refused. Several calls: each condition must hold.
+  /// \throws Error when `path` or `key` is no key of the schema.
+  Schema& when(const std::string& path, const std::string& key, std::vector<std::string> values);
+  /// \brief Declares that the numbered table key `path` (`states.#.radius`)
+  /// takes effect from table `first` on, `why` saying why in the message
+  /// ("state 1 fills the domain").
+  Schema& from_table(const std::string& path, int first, const std::string& why);
+  /// \brief The message for `path` (a concrete key of deck `d`) where the deck
+  /// gives it a value other than its default and it would have no effect, or
+  /// "" where it takes effect.
+  std::string no_effect(const Deck& d, const std::string& path) const;
+
   const std::string& app() const noexcept { return app_; }
   const std::vector<Key>& keys() const noexcept { return keys_; }
   /// \brief The key at `path` (a concrete path such as `states.2.density`
@@ -99,7 +138,10 @@ class Schema {
   /// added already is shared when both declare the same type, default,
   /// range, choices and unit; the description then names both owners.
   /// \throws Error when the declarations differ, naming both owners.
-  Schema& merge(const std::string& prefix, const std::string& owner, const Schema& keys);
+  /// `selector`, when given, is the key that picks the owner ("solver.method"):
+  /// each merged key then takes effect only where it names an owner (when()).
+  Schema& merge(const std::string& prefix, const std::string& owner, const Schema& keys,
+                const std::string& selector = "");
 
   /// \brief An earlier name of a key, accepted for a while.
   struct Rename {
@@ -167,19 +209,6 @@ class Settings {
 void check_registration(const std::string& who, const std::string& kind, const std::string& name,
                         const Schema& keys,
                         const std::vector<std::pair<std::string, const Schema*>>& others);
-
-class Deck;
-
-/// \brief The values deck `d` gives the own keys of piece `mine` (its keys
-/// are under `section`, "solver."; `selector` is the key that chose it,
-/// "solver.method"), from `all` pieces (name, keys) that put keys there. A
-/// key only other pieces read is refused where the deck gives it a value
-/// other than its default (a resolved deck writes every key's default).
-/// \throws InputError (all ranks) naming the file, line and key, the piece
-/// chosen and those that read the key.
-std::map<std::string, Value, std::less<>> own_keys(
-    const Deck& d, const std::string& section, const std::string& selector, const std::string& mine,
-    const std::vector<std::pair<std::string, const Schema*>>& all);
 
 /// \brief Where the user's own text set a key of the schema, when a
 /// Translator wrote the TOML the schema reads: the line of the deck file (0

@@ -90,6 +90,10 @@ class Parser {
       deck_.order_.push_back(path);
       deck_.types_[path] = k->type;
     }
+    // A key given where it would have no effect (Schema::when, from_table).
+    for (const auto& entry : all) {
+      if (auto why = schema_.no_effect(deck_, entry.first); !why.empty()) throw InputError(why);
+    }
     return std::move(deck_);
   }
 

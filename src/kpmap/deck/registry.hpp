@@ -100,17 +100,27 @@ class Registry {
     for (const Info* i : all()) s += (s.empty() ? "" : "; ") + i->name + ": " + i->description;
     return s;
   }
-  /// \brief Adds every piece's own keys to `schema` under `section` ("solver.").
-  void merge_keys(Schema& schema, const std::string& section) {
-    for (const Info* i : all()) schema.merge(section, i->name, i->keys);
+  /// \brief Adds every piece's own keys to `schema` under `section`
+  /// ("solver."). With `selector`, the key that picks a piece
+  /// ("solver.method"), each key takes effect only where the piece picked
+  /// reads it (Schema::when): a deck that gives another piece's key a value
+  /// other than its default is refused as it is read.
+  void merge_keys(Schema& schema, const std::string& section, const std::string& selector = "") {
+    for (const Info* i : all()) schema.merge(section, i->name, i->keys, selector);
   }
-  /// \brief The values deck `d` gives the own keys of the piece `chosen`
-  /// (deck::own_keys: a key only other pieces read is refused).
+  /// \brief The values deck `d` gives the own keys (under `section`) of the
+  /// piece `chosen`, where they differ from the keys' defaults: what its
+  /// deck::Settings are set from.
   std::map<std::string, Value, std::less<>> own_keys(const Deck& d, const std::string& section,
-                                                     const std::string& selector,
                                                      const std::string& chosen) {
-    load();
-    return deck::own_keys(d, section, selector, chosen, keys_of(infos_));
+    std::map<std::string, Value, std::less<>> values;
+    for (const Key& k : at(chosen).keys.keys()) {
+      const std::string path = section + k.path;
+      if (d.given(path) && !(k.fallback && d.value(path) == *k.fallback)) {
+        values[k.path] = d.value(path);
+      }
+    }
+    return values;
   }
 
   /// \brief Records how piece `name` is built for the type Factory stands for.

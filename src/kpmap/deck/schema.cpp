@@ -30,28 +30,28 @@ Schema& Schema::add(Key key) {
 
 Schema& Schema::boolean(const std::string& path, std::optional<bool> fallback,
                         const std::string& description) {
-  Key k{path, Type::boolean, {}, {}, {}, "", description};
+  Key k{path, Type::boolean, {}, {}, {}, "", description, {}, 1, {}};
   if (fallback) k.fallback = *fallback;
   return add(std::move(k));
 }
 
 Schema& Schema::integer(const std::string& path, std::optional<long long> fallback, Range range,
                         const std::string& unit, const std::string& description) {
-  Key k{path, Type::integer, {}, range, {}, unit, description};
+  Key k{path, Type::integer, {}, range, {}, unit, description, {}, 1, {}};
   if (fallback) k.fallback = *fallback;
   return add(std::move(k));
 }
 
 Schema& Schema::real(const std::string& path, std::optional<double> fallback, Range range,
                      const std::string& unit, const std::string& description) {
-  Key k{path, Type::real, {}, range, {}, unit, description};
+  Key k{path, Type::real, {}, range, {}, unit, description, {}, 1, {}};
   if (fallback) k.fallback = *fallback;
   return add(std::move(k));
 }
 
 Schema& Schema::string(const std::string& path, std::optional<std::string> fallback,
                        std::vector<std::string> choices, const std::string& description) {
-  Key k{path, Type::string, {}, {}, std::move(choices), "", description};
+  Key k{path, Type::string, {}, {}, std::move(choices), "", description, {}, 1, {}};
   if (fallback) k.fallback = *fallback;
   return add(std::move(k));
 }
@@ -59,14 +59,14 @@ Schema& Schema::string(const std::string& path, std::optional<std::string> fallb
 Schema& Schema::integer_list(const std::string& path,
                              std::optional<std::vector<long long>> fallback, Range range,
                              const std::string& unit, const std::string& description) {
-  Key k{path, Type::integer_list, {}, range, {}, unit, description};
+  Key k{path, Type::integer_list, {}, range, {}, unit, description, {}, 1, {}};
   if (fallback) k.fallback = *fallback;
   return add(std::move(k));
 }
 
 Schema& Schema::real_list(const std::string& path, std::optional<std::vector<double>> fallback,
                           Range range, const std::string& unit, const std::string& description) {
-  Key k{path, Type::real_list, {}, range, {}, unit, description};
+  Key k{path, Type::real_list, {}, range, {}, unit, description, {}, 1, {}};
   if (fallback) k.fallback = *fallback;
   return add(std::move(k));
 }
@@ -102,7 +102,8 @@ const Schema::Rename* Schema::renamed_from(std::string_view path) const {
   return nullptr;
 }
 
-Schema& Schema::merge(const std::string& prefix, const std::string& owner, const Schema& keys) {
+Schema& Schema::merge(const std::string& prefix, const std::string& owner, const Schema& keys,
+                      const std::string& selector) {
   for (const Key& k : keys.keys()) {
     Key key = k;
     key.path = prefix + k.path;
@@ -111,6 +112,7 @@ Schema& Schema::merge(const std::string& prefix, const std::string& owner, const
         std::find_if(keys_.begin(), keys_.end(), [&](const Key& e) { return e.path == key.path; });
     if (same == keys_.end()) {
       owners_[key.path] = owner;
+      if (!selector.empty()) key.when.push_back({selector, {owner}, true, true});
       add(std::move(key));
       continue;
     }
@@ -130,8 +132,118 @@ Schema& Schema::merge(const std::string& prefix, const std::string& owner, const
     }
     same->description += "; " + key.description;
     owners_[key.path] += ", " + owner;
+    for (Condition& c : same->when) {
+      if (c.pieces && c.key == selector) c.values.push_back(owner);
+    }
   }
   return *this;
+}
+
+namespace {
+
+Key& declared(std::vector<Key>& keys, const std::string& app, const std::string& path,
+              const char* who) {
+  for (Key& k : keys) {
+    if (k.path == path) return k;
+  }
+  throw Error(std::string("kpmap::deck::Schema::") + who + ": '" + path + "' is no key of " + app +
+              " (declare it first)");
+}
+
+// `path`'s table index ("states.2.radius" -> 2), 0 outside a numbered table.
+int table_index(const std::string& pattern, const std::string& path) {
+  const auto p = segments(pattern);
+  const auto q = segments(path);
+  for (std::size_t i = 0; i < p.size() && i < q.size(); ++i) {
+    if (p[i] == "#") return std::stoi(std::string(q[i]));
+  }
+  return 0;
+}
+
+// `key` with its `#` segment, if any, replaced by `path`'s index.
+std::string in_table(const std::string& key, int index) {
+  const auto at = key.find(".#.");
+  return at == std::string::npos
+             ? key
+             : key.substr(0, at + 1) + std::to_string(index) + key.substr(at + 2);
+}
+
+// A value as a condition names it: a string's text, "true"/"false", a number.
+std::string condition_word(const Value& v) {
+  if (const auto* t = std::get_if<std::string>(&v)) return *t;
+  return format_value(v);
+}
+
+// "\"hdf5\" or \"idx\"" (quoted), "cg, ppcg" (the pieces that read a key)
+std::string either(const std::vector<std::string>& values, bool quoted) {
+  std::string s;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    s += i == 0 ? "" : !quoted ? ", " : i + 1 == values.size() ? " or " : ", ";
+    s += quoted ? "\"" + values[i] + "\"" : values[i];
+  }
+  return s;
+}
+
+// "read only where data.kind is \"hdf5\" or \"idx\"; from states.2 on (...)"
+// (a piece's key says whose it is in its description).
+std::string condition_text(const Key& k) {
+  std::string s;
+  for (const Condition& c : k.when) {
+    if (c.pieces) continue;
+    s += (s.empty() ? "" : "; ") + ("read only where " + c.key + " is " + either(c.values, c.text));
+  }
+  if (k.first_table > 1) {
+    const std::string group = group_of(k.path);
+    s += (s.empty() ? "read from " : "; from ") + group.substr(0, group.size() - 2) + "." +
+         std::to_string(k.first_table) + " on (" + k.first_table_reason + ")";
+  }
+  return s;
+}
+
+}  // namespace
+
+Schema& Schema::when(const std::string& path, const std::string& key,
+                     std::vector<std::string> values) {
+  const bool text = declared(keys_, app_, key, "when").type == Type::string;
+  declared(keys_, app_, path, "when").when.push_back({key, std::move(values), false, text});
+  return *this;
+}
+
+Schema& Schema::from_table(const std::string& path, int first, const std::string& why) {
+  Key& k = declared(keys_, app_, path, "from_table");
+  if (group_of(path).empty() || first < 1) {
+    throw Error("kpmap::deck::Schema::from_table: '" + path +
+                "' is no key of a numbered table, or the first table is below 1");
+  }
+  k.first_table = first;
+  k.first_table_reason = why;
+  return *this;
+}
+
+std::string Schema::no_effect(const Deck& d, const std::string& path) const {
+  const Key* k = find(path);
+  if (k == nullptr || !d.given(path) || (k->fallback && d.value(path) == *k->fallback)) return "";
+  const int index = table_index(k->path, path);
+  const std::string start = d.where(path) + "key " + d.named(path) + ": ";
+  if (index > 0 && index < k->first_table) {
+    const std::string group = group_of(k->path);
+    return start + "it would have no effect in " + path.substr(0, path.rfind('.')) + " (" +
+           k->first_table_reason + "; " + k->path + " is read from " +
+           group.substr(0, group.size() - 2) + "." + std::to_string(k->first_table) + " on)";
+  }
+  for (const Condition& c : k->when) {
+    const std::string key = in_table(c.key, index);
+    const std::string value = condition_word(d.value(key));
+    if (std::find(c.values.begin(), c.values.end(), value) != c.values.end()) continue;
+    // A piece's key is named as the piece declares it ("omega" of solver.omega).
+    const std::string name = c.pieces ? path.substr(section_of(c.key).size() + 1) : path;
+    return start + key + " = " + (c.text ? "\"" + value + "\"" : value) + " reads no " + name +
+           ", it would have no effect (" + name + " is " +
+           (c.pieces ? "read by " + either(c.values, false)
+                     : "read only where " + key + " is " + either(c.values, c.text)) +
+           ")";
+  }
+  return "";
 }
 
 void check_registration(const std::string& who, const std::string& kind, const std::string& name,
@@ -225,6 +337,7 @@ std::string Schema::help() const {
     if (auto r = format_range(k); !r.empty()) s << ", " << r;
     if (!k.unit.empty()) s << ", unit " << k.unit;
     s << ")\n      " << k.description << "\n";
+    if (auto c = condition_text(k); !c.empty()) s << "      (" << c << ")\n";
   }
   if (!renames_.empty()) {
     s << "\nOld names, still read (with a warning) until the release named:\n";
@@ -255,7 +368,9 @@ std::string Schema::markdown() const {
     };
     s << "| `" << k.path << "` | " << type_word(k.type) << " | "
       << (k.fallback ? "`" + cell(format_value(*k.fallback)) + "`" : "**required**") << " | "
-      << cell(format_range(k)) << " | " << k.unit << " | " << cell(k.description) << " |\n";
+      << cell(format_range(k)) << " | " << k.unit << " | " << cell(k.description);
+    if (auto c = condition_text(k); !c.empty()) s << " *(" << cell(c) << ")*";
+    s << " |\n";
   }
   if (!renames_.empty()) {
     s << "\n### Old names\n\nA deck may still give these keys by their old names, until the "

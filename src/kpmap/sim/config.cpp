@@ -58,7 +58,23 @@ deck::Schema build_schema() {
                "recompute the true residual after each solve and report it")
       .string("solver.coefficient", "density", {"density", "inverse_density"},
               "conductivity: mean of 1/density (TeaLeaf's default) or of density");
-  solvers.merge_keys(s, "solver.");
+  solvers.merge_keys(s, "solver.", "solver.method");
+  // When each key takes effect: a key given where it would do nothing is
+  // refused (Schema::when). A solver that declares no fields for a
+  // preconditioner (Jacobi) applies none.
+  std::vector<std::string> preconditioned;
+  for (const SolverInfo* i : solvers.all()) {
+    if (i->preconditioned_fields > 0) preconditioned.push_back(i->name);
+  }
+  s.when("solver.preconditioner", "solver.method", preconditioned);
+  const std::string fills = "state 1 fills the domain";
+  for (const char* key : {"geometry", "lower", "upper", "centre", "radius"}) {
+    s.from_table(std::string("states.#.") + key, 2, fills);
+  }
+  s.when("states.#.lower", "states.#.geometry", {"rectangle", "cuboid"})
+      .when("states.#.upper", "states.#.geometry", {"rectangle", "cuboid"})
+      .when("states.#.centre", "states.#.geometry", {"circle", "sphere", "point"})
+      .when("states.#.radius", "states.#.geometry", {"circle", "sphere"});
   declare_output_keys(s, "kpmap-heat", "steps");
   s.integer("output.summary_every", 10, {0, none}, "",
             "print the field summary every this many steps, and at the start and end (0: "
@@ -95,12 +111,11 @@ std::array<double, 3> vec3(const deck::Deck& d, const std::string& path, int wan
   return out;
 }
 
-// The method's own keys into options.settings (deck::own_keys: a key only
-// other methods read is refused).
+// The method's own keys into options.settings (a key only other methods
+// read was refused as the deck was read: Registry::merge_keys).
 void read_solver_keys(const deck::Deck& d, SolverOptions& options) {
   options.settings = deck::Settings(solver_info(options.method).keys);
-  for (const auto& [key, value] :
-       solver_registry().own_keys(d, "solver.", "solver.method", options.method)) {
+  for (const auto& [key, value] : solver_registry().own_keys(d, "solver.", options.method)) {
     options.settings.set(key, value);
   }
 }

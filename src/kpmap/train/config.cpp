@@ -33,7 +33,7 @@ deck::Schema train_schema() {
   s.string("model.activation", "relu", {"relu", "tanh"}, "mlp: activation of the hidden layers");
   deck::Registry<LossInfo>& losses = loss_registry();
   s.string("model.loss", "mse", losses.names(), "the loss (" + losses.described() + ")");
-  losses.merge_keys(s, "model.");
+  losses.merge_keys(s, "model.", "model.loss");
   s.string("model.precision", "double", {"double", "float", "mixed"},
            "scalar type of data, parameters and arithmetic; mixed (mlp, sequential): "
            "parameters, gradient reduction and optimizer in float, forward and backward in "
@@ -93,7 +93,7 @@ deck::Schema train_schema() {
   s.integer("optimizer.decay_steps", 0, Range{0, 1e15}, "",
             "cosine: steps of the decay (0: the rest of the run); step: steps between decays");
   s.real("optimizer.decay_factor", 0.1, Range{0, 1}, "", "step: factor of each decay");
-  optimizers.merge_keys(s, "optimizer.");
+  optimizers.merge_keys(s, "optimizer.", "optimizer.kind");
   s.integer("train.epochs", 50, Range{1, 1e9}, "", "passes over the training set");
   s.integer("train.max_steps", 0, Range{0, 1e15}, "",
             "end the run after this many optimizer steps in all (0: no limit); a run cut "
@@ -113,6 +113,32 @@ deck::Schema train_schema() {
   s.real_list("output.expect_val_loss", std::vector<double>{}, Range{0, 1e300}, "",
               "[low, high]: the run's check; it fails with exit code 5 unless the final "
               "validation loss lies in this range (empty: no check)");
+  // When each key takes effect: a key given where it would do nothing is
+  // refused (Schema::when).
+  std::vector<std::string> classifiers;
+  for (const LossInfo* l : losses.all()) {
+    if (l->classification) classifiers.push_back(l->name);
+  }
+  s.when("model.hidden", "model.kind", {"mlp"})
+      .when("model.activation", "model.kind", {"mlp"})
+      .when("model.loss_scale", "model.precision", {"mixed"})
+      .when("data.path", "data.kind", {"hdf5", "idx"})
+      .when("data.labels", "data.kind", {"idx"})
+      .when("data.test_path", "data.kind", {"idx"})
+      .when("data.test_labels", "data.kind", {"idx"})
+      .when("data.image", "data.kind", {"images"})
+      .when("data.mean", "data.kind", {"idx", "hdf5"})
+      .when("data.std", "data.kind", {"idx", "hdf5"})
+      .when("data.x", "data.kind", {"hdf5"})
+      .when("data.y", "data.kind", {"hdf5"})
+      .when("data.samples", "data.kind", {"synthetic", "images"})
+      .when("data.features", "data.kind", {"synthetic"})
+      .when("data.noise", "data.kind", {"synthetic", "images"})
+      .when("data.seed", "data.kind", {"synthetic", "images"})
+      .when("data.classes", "model.loss", classifiers)
+      .when("optimizer.base_batch", "optimizer.scale_lr_with_batch", {"true"})
+      .when("optimizer.decay_steps", "optimizer.schedule", {"cosine", "step"})
+      .when("optimizer.decay_factor", "optimizer.schedule", {"step"});
   return s;
 }
 
@@ -305,8 +331,8 @@ ModelConfig read_model(const Deck& d) {
   m.kind = d.string("model.kind");
   m.activation = d.string("model.activation");
   m.loss = d.string("model.loss");
-  // Its own keys (a key only other losses read is refused).
-  m.loss_keys = loss_registry().own_keys(d, "model.", "model.loss", m.loss);
+  // Its own keys (a key only other losses read was refused as the deck was read).
+  m.loss_keys = loss_registry().own_keys(d, "model.", m.loss);
   m.precision = d.string("model.precision");
   m.loss_scale = d.real("model.loss_scale");
   for (long long w : d.integer_list("model.hidden")) m.hidden.push_back(std::size_t(w));
@@ -343,8 +369,8 @@ void read_data(const Deck& d, TrainConfig& c, MPI_Comm comm) {
 OptimizerConfig read_optimizer(const Deck& d) {
   OptimizerConfig o;
   o.kind = d.string("optimizer.kind");
-  // Its own keys (a key only other kinds read is refused).
-  o.keys = optimizer_registry().own_keys(d, "optimizer.", "optimizer.kind", o.kind);
+  // Its own keys (a key only other kinds read was refused as the deck was read).
+  o.keys = optimizer_registry().own_keys(d, "optimizer.", o.kind);
   o.learning_rate = d.real("optimizer.learning_rate");
   o.warmup_steps = d.integer("optimizer.warmup_steps");
   o.schedule = schedule_kind(d.string("optimizer.schedule"));

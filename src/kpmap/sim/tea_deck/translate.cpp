@@ -132,12 +132,6 @@ TeaTranslation Translator::finish() {
     origin("radius", "radius");
     t << p << "density = " << toml_real(*s.density) << "\n";
     t << p << "energy = " << toml_real(*s.energy) << "\n";
-    if (id == 1) continue;  // the background fills the domain
-    const std::string g = s.geometry.empty() ? "rectangle" : s.geometry;
-    if (s.geometry.empty()) {
-      throw InputError(s.where + ": state " + std::to_string(id) +
-                       " needs a geometry (rectangle, cuboid, circle, sphere or point)");
-    }
     auto list = [&](int side) {
       std::string l = "[";
       for (int d = 0; d < nd; ++d) {
@@ -145,9 +139,32 @@ TeaTranslation Translator::finish() {
       }
       return l + "]";
     };
+    auto given = [&](int side) {
+      for (int d = 0; d < nd; ++d) {
+        if (s.bound[d][side]) return true;
+      }
+      return false;
+    };
+    if (id == 1) {
+      // The background fills the domain. What the line gives it besides its
+      // density and energy is written as given, for the deck's rule to
+      // refuse: it would have no effect (Schema::from_table).
+      if (!s.geometry.empty()) t << p << "geometry = \"" << s.geometry << "\"\n";
+      if (given(0)) t << p << "lower = " << list(0) << "\n";
+      if (given(1)) t << p << "upper = " << list(1) << "\n";
+      if (s.radius) t << p << "radius = " << toml_real(*s.radius) << "\n";
+      continue;
+    }
+    const std::string g = s.geometry.empty() ? "rectangle" : s.geometry;
+    if (s.geometry.empty()) {
+      throw InputError(s.where + ": state " + std::to_string(id) +
+                       " needs a geometry (rectangle, cuboid, circle, sphere or point)");
+    }
     t << p << "geometry = \"" << g << "\"\n";
     if (g == "rectangle" || g == "cuboid") {
       t << p << "lower = " << list(0) << "\n" << p << "upper = " << list(1) << "\n";
+      // A radius would have no effect: written for the deck's rule to refuse.
+      if (s.radius) t << p << "radius = " << toml_real(*s.radius) << "\n";
     } else {
       // TeaLeaf gives a circle's centre, and a point, by xmin, ymin (, zmin).
       t << p << "centre = " << list(0) << "\n";
