@@ -99,6 +99,20 @@ if(KPMAP_ENABLE_APPS)
     COMMAND ${TRAIN_CHECK} images --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
             --deck ${CMAKE_CURRENT_SOURCE_DIR}/decks/cnn_file_images.toml --ranks 3
             --work ${TRAIN_OUT}/images)
+  # The bytes of training state each rank holds, by kind (result.json), for
+  # an optimizer with two state arrays (the CNN's Adam), one (momentum) and
+  # none (gd), at 1 and 3 ranks.
+  foreach(case cnn_adam:${INPUTS}/cnn_images_ci.toml linear_momentum:${INPUTS}/train_sgd_ci.toml
+          linear_gd:${INPUTS}/train_linear_ci.toml)
+    string(REPLACE ":" ";" parts ${case})
+    list(GET parts 0 name)
+    list(GET parts 1 deck)
+    add_test(NAME apps.kpmap-train.state_bytes.${name}
+      COMMAND ${TRAIN_CHECK} state_bytes --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+              --deck ${deck} --work ${TRAIN_OUT}/state_bytes_${name})
+    set_tests_properties(apps.kpmap-train.state_bytes.${name} PROPERTIES
+      LABELS apps PROCESSORS 2 TIMEOUT 120 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  endforeach()
   # Gradient accumulation: 4 micro-batches of 8 make the same steps as batches of 32.
   add_test(NAME apps.kpmap-train.accumulate
     COMMAND ${TRAIN_CHECK} same --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>

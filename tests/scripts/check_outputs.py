@@ -45,7 +45,10 @@ HEAT_CSV = "step,time,volume,mass,density,energy,u,iterations,error,wall_s".spli
 
 TRAIN_COMMON = {
     "app": "str", "kpmap_version": "str", "deck": "str", "ranks": "int", "model": "str",
-    "precision": "str", "parameters": "int", "train_samples": "int",
+    "precision": "str", "parameters": "int",
+    "state_bytes_per_rank": {"sharding": "str", "parameters": "int", "gradients": "int",
+                             "optimizer": "int"},
+    "train_samples": "int",
     "validation_samples": "int", "epochs": "int", "train_loss": "num?", "val_loss": "num?",
     "samples_per_second": "num?", **RESULT_END,
 }

@@ -22,6 +22,9 @@
     check_train.py no_checkpoints --launcher T --app APP --deck DECK --ranks N --work DIR
         the deck with output.checkpoints = false writes no HDF5 file and learns
         the same parameters, bit for bit, as with checkpoints
+    check_train.py state_bytes --launcher T --app APP --deck DECK [--rank-counts N ...] --work DIR
+        result.json's state_bytes_per_rank: every parameter, its gradient and the
+        optimizer's arrays, of the precision's size, on each rank at each count
     check_train.py same --launcher T --app APP --deck DECK --ranks N --work DIR
                         [--set S]... --other O... [--rtol R]
         the deck with the --set S overrides, and with the --other O ones too,
@@ -33,6 +36,7 @@ import argparse
 import glob
 import gzip
 import os
+import tomllib
 
 import h5py
 import numpy as np
@@ -239,6 +243,35 @@ def cmd_restart(args) -> None:
           f"{e} epochs at {args.ranks} ranks")
 
 
+# The state arrays each optimizer keeps, one the parameters' size each
+# (momentum's velocity; Adam's two moments), and the bytes of a value.
+OPTIMIZER_ARRAYS = {"gd": 0, "sgd": 0, "momentum": 1, "adam": 2}
+VALUE_BYTES = {"double": 8, "float": 4, "mixed": 4}
+
+
+def cmd_state_bytes(args) -> None:
+    """result.json's state_bytes_per_rank: each rank holds every parameter,
+    its gradient and the optimizer's arrays, of the precision's value size,
+    at every rank count (parameters replicated)."""
+    with open(args.deck, "rb") as f:
+        deck = tomllib.load(f)
+    kind = deck.get("optimizer", {}).get("kind", "gd")
+    precision = deck.get("model", {}).get("precision", "double")
+    for ranks in args.rank_counts:
+        out = os.path.join(args.work, f"np{ranks}")
+        run(args.launcher, ranks, [args.app, args.deck, "--output", out,
+                                   "--set", "train.max_steps=1", "--set", "output.checkpoints=false"])
+        r = load(os.path.join(out, "result.json"))
+        held = r["state_bytes_per_rank"]
+        whole = r["parameters"] * VALUE_BYTES[precision]
+        expect = {"sharding": "replicated", "parameters": whole, "gradients": whole,
+                  "optimizer": OPTIMIZER_ARRAYS[kind] * whole}
+        if held != expect:
+            fail(f"{ranks} rank(s): state_bytes_per_rank {held}, expected {expect} "
+                 f"({r['parameters']} {precision} parameters, optimizer {kind})")
+        print(f"OK: {ranks} rank(s): {held}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -252,6 +285,12 @@ def main() -> None:
     c = sub.add_parser("accuracy")
     c.add_argument("result")
     c.add_argument("--min", type=float, required=True)
+    c = sub.add_parser("state_bytes")
+    c.add_argument("--launcher", required=True)
+    c.add_argument("--app", required=True)
+    c.add_argument("--deck", required=True)
+    c.add_argument("--rank-counts", type=int, nargs="+", default=[1, 3])
+    c.add_argument("--work", required=True)
     for name in ("lstsq", "restart", "images", "same", "no_checkpoints"):
         c = sub.add_parser(name)
         c.add_argument("--launcher", required=True)
@@ -270,7 +309,7 @@ def main() -> None:
             c.add_argument("--other", action="append", required=True)
             c.add_argument("--rtol", type=float, default=1e-12)
     args = ap.parse_args()
-    {"compare": cmd_compare, "recovers": cmd_recovers, "accuracy": cmd_accuracy, "lstsq": cmd_lstsq, "images": cmd_images,
+    {"compare": cmd_compare, "recovers": cmd_recovers, "accuracy": cmd_accuracy, "lstsq": cmd_lstsq, "images": cmd_images, "state_bytes": cmd_state_bytes,
      "same": cmd_same, "no_checkpoints": cmd_no_checkpoints,
      "restart": cmd_restart}[args.cmd](args)
 

@@ -16,6 +16,7 @@
 #include <kpmap/base/version.hpp>
 #include <kpmap/kpmap.hpp>
 #include <kpmap/run/output.hpp>
+#include <kpmap/runtime/memory.hpp>
 #include <kpmap/train/config.hpp>
 #include <kpmap/train/epoch_log.hpp>
 #include <kpmap/train/linear.hpp>
@@ -75,6 +76,13 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
         c.train.batch == 0 ? "full" : std::to_string(c.train.batch).c_str(),
         deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
     std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
+    const auto held = trainer.state_bytes();
+    std::printf(
+        "kpmap-train: each rank holds parameters %s, gradients %s, optimizer state %s "
+        "(replicated)\n",
+        kpmap::format_bytes(double(held.parameters)).c_str(),
+        kpmap::format_bytes(double(held.gradients)).c_str(),
+        kpmap::format_bytes(double(held.optimizer)).c_str());
     kpmap::files::write_atomic((out / kpmap::run_file::deck).string(), deck.to_toml());
   }
 
@@ -100,7 +108,8 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
   times += trainer.times();
 
   const auto report = times.reduce(MPI_Wtime() - t_start, rt.comm());
-  auto result = kpmap::train::training_result(c, rt.size(), model, res, log, root);
+  auto result =
+      kpmap::train::training_result(c, rt.size(), model, res, log, trainer.state_bytes(), root);
   int code = kpmap::write_result(result.json, out, res.stopped_by, res.checkpoint, report, root);
   // A run that finished with a wrong answer has not succeeded.
   if (code == kpmap::exit_code::success && result.check_failed) {

@@ -42,11 +42,13 @@ struct TrainingResult {
 };
 
 /// \brief The result of run `c` on `ranks` ranks whose fit() gave `res`;
-/// `log` is its history (the accuracy it reports). Rank 0 (`root`) prints a
-/// linear model's parameters and the check's verdict.
+/// `log` is its history (the accuracy it reports) and `state` the bytes of
+/// training state each rank held (Trainer::state_bytes). Rank 0 (`root`)
+/// prints a linear model's parameters and the check's verdict.
 template <class Model>
 TrainingResult training_result(const TrainConfig& c, int ranks, const Model& model,
-                               const FitResult& res, const EpochLog& log, bool root) {
+                               const FitResult& res, const EpochLog& log, const StateBytes& state,
+                               bool root) {
   const std::size_t n_train = c.data.samples - c.data.validation;
   const bool classes = c.data.classification;
   // NaN (null in result.json) until an epoch completes.
@@ -61,6 +63,11 @@ TrainingResult training_result(const TrainConfig& c, int ranks, const Model& mod
   j["model"] = c.model.kind;
   j["precision"] = c.model.precision;
   j["parameters"] = model.parameter_count();
+  // What each rank holds: the whole of each today (parameters replicated).
+  j["state_bytes_per_rank"] = {{"sharding", "replicated"},
+                               {"parameters", state.parameters},
+                               {"gradients", state.gradients},
+                               {"optimizer", state.optimizer}};
   j["train_samples"] = n_train;
   j["validation_samples"] = c.data.validation;
   j["epochs"] = c.train.epochs;

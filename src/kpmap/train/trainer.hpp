@@ -43,6 +43,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kpmap::train {
@@ -91,6 +92,15 @@ struct FitResult {
   EpochReport last;         ///< the last epoch's report
 };
 
+/// \brief Bytes one rank holds of the training state, by kind: what a
+/// sharded run divides among the ranks, and what a replicated one repeats.
+struct StateBytes {
+  std::size_t parameters = 0;  ///< the parameters (in a mixed run, their float master copy)
+  std::size_t gradients = 0;   ///< their gradient
+  std::size_t optimizer = 0;   ///< the optimizer's state arrays (momentum; Adam's moments)
+  std::size_t total() const { return parameters + gradients + optimizer; }
+};
+
 namespace detail {
 
 /// Adds a step's figures, weighted by its global batch, to the epoch's sums
@@ -133,6 +143,20 @@ class Trainer {
         epoch_sums_host_(Kokkos::create_mirror_view(epoch_sums_)) {}
 
   const Optimizer<T, M, P>& optimizer() const { return opt_; }
+  /// \brief Bytes this rank holds of parameters, gradients and optimizer
+  /// state: every rank holds all of each.
+  StateBytes state_bytes() const {
+    StateBytes b;
+    const auto bytes = [](const auto& v) {
+      return v.span() * sizeof(typename std::decay_t<decltype(v)>::value_type);
+    };
+    model_.params().for_each_view([&](const auto& v) { b.parameters += bytes(v); });
+    model_.grads().for_each_view([&](const auto& v) { b.gradients += bytes(v); });
+    for (const auto& kind : opt_.state()) {
+      for (const auto& v : kind.second) b.optimizer += bytes(v);
+    }
+    return b;
+  }
   /// \brief Seconds spent so far: compute (steps, updates, evaluation),
   /// collectives (waiting on the gradient's reduction) and checkpoint (written
   /// and read); `times += trainer.times()` adds them to a run's report.
