@@ -36,6 +36,8 @@ import argparse
 import glob
 import gzip
 import os
+import shlex
+import subprocess
 import tomllib
 
 import h5py
@@ -116,6 +118,16 @@ def cmd_lstsq(args) -> None:
     print(f"relative difference to numpy's least squares: {d:.3e}")
     if not d <= 1e-8:
         fail("GD did not reach the least-squares solution to 1e-8")
+    # A pixel scaling of features that are no bytes would have no effect:
+    # refused once the file's header says so.
+    cmd = shlex.split(args.launcher.format(n=args.ranks)) + [
+        args.app, args.deck, "--output", os.path.join(args.work, "scaled"),
+        "--set", f"data.path={data}", "--set", "data.mean=[0.5]", "--set", "data.std=[1.0]"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    says = f"the features of {data} are not bytes; they are used as they are: it would have no effect"
+    if p.returncode != 2 or says not in p.stdout + p.stderr:
+        print((p.stdout + p.stderr)[-2000:])
+        fail(f"data.mean on float features: exit code {p.returncode}, expected 2 saying '{says}'")
     print("OK")
 
 

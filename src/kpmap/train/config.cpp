@@ -237,15 +237,14 @@ void read_data_shape(TrainConfig& c, const Deck& d, MPI_Comm comm) {
       c.data.samples += t[0];
     }
   }
+  // The schema refuses a scaling of generated data (Schema::when); whether
+  // an HDF5 file holds bytes is known only once its header is read.
   if ((!c.data.scaling.mean.empty() || !c.data.scaling.std.empty()) &&
-      c.data.kind != DataKind::idx && !c.data.hdf5_bytes) {
+      c.data.kind == DataKind::hdf5 && !c.data.hdf5_bytes) {
     bad(d, !c.data.scaling.mean.empty() ? "data.mean" : "data.std",
-        "it scales byte images (data.kind = \"idx\", or HDF5 images of unsigned bytes), and " +
-            (c.data.kind == DataKind::hdf5
-                 ? "the features of " + c.data.path + " are not bytes; they are used as they are"
-                 : std::string("data.kind = \"") + data_kind_name(c.data.kind) +
-                       "\" makes its own values") +
-            ": it would have no effect");
+        "it scales byte images (data.kind = \"idx\", or HDF5 images of unsigned bytes), and "
+        "the features of " +
+            c.data.path + " are not bytes; they are used as they are: it would have no effect");
   }
   if (c.data.scaling.mean.size() != c.data.scaling.std.size() ||
       (!c.data.scaling.mean.empty() && c.data.scaling.mean.size() != c.data.input.channels)) {
