@@ -35,11 +35,15 @@
 namespace kpmap::checkpoint {
 
 /// \brief Where this rank's block lies in a global array: a block
-/// decomposition along any of its dimensions.
+/// decomposition along any of its dimensions, or a range of its elements
+/// in row-major order (flat_range).
 struct Block {
   std::vector<std::size_t> global;  ///< extents of the whole array
   std::vector<std::size_t> offset;  ///< first global index of this rank's block
   std::vector<std::size_t> count;   ///< extents of this rank's block
+  /// The block is elements [offset[0], offset[0] + count[0]) of the whole
+  /// array's row-major order, not a box: it may begin and end inside a row.
+  bool flat = false;
 };
 
 /// \brief The block of rows [begin, begin + rows) of an array whose other
@@ -48,6 +52,12 @@ Block row_block(std::vector<std::size_t> global, std::size_t begin, std::size_t 
 
 /// \brief A block that is the whole array (replicated data).
 Block whole(std::vector<std::size_t> global);
+
+/// \brief Elements [begin, begin + count) of the row-major order of an
+/// array of extents `global`, held in a View of rank 1: a rank's part of an
+/// array flattened and split evenly over the ranks (sharded training state),
+/// whatever the array's shape.
+Block flat_range(std::vector<std::size_t> global, std::size_t begin, std::size_t count);
 
 /// \brief What a checkpoint says about itself.
 struct Metadata {
@@ -66,6 +76,11 @@ struct Metadata {
 };
 
 namespace detail {
+/// The same elements as a block of the array seen as one dimension: a
+/// flat_range as such; any other block as it is. Checksums number elements
+/// by their row-major index, so both forms give the same.
+Block linear(const Block& b);
+
 /// HDF5 element type codes known to the implementation.
 enum class Elem { f32, f64, i32, i64, u64 };
 template <class T>
@@ -241,7 +256,8 @@ std::vector<std::size_t> extents_vector(const V& v) {
 /// then refuses the block on every rank.
 template <class Exec, class V>
 std::uint64_t checksum_before_write(const Exec& exec, const V& v,
-                                    const std::vector<std::size_t>& extents, const Block& block) {
+                                    const std::vector<std::size_t>& extents, const Block& box) {
+  const Block block = linear(box);
   if (block.count != extents || block.offset.size() != extents.size() ||
       block.global.size() != extents.size()) {
     return 0;
@@ -269,7 +285,7 @@ class Writer {
   /// \brief Writes this rank's block `local` of the global array `name`
   /// (collective hyperslab I/O) once the work `exec` was given is done:
   /// the checksum runs on `exec` and only `exec` is fenced. `block.count`
-  /// must equal local's extents.
+  /// must equal local's extents (a flat_range: local is of rank 1).
   template <class Exec, class V>
   void write(const Exec& exec, const std::string& name, const V& local, const Block& block) {
     kpmap::detail::require_kernel_ready<Exec, V>();

@@ -213,10 +213,11 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
 
   // Blocks that partition the array add up to its checksum; a whole-array
   // read (replicated data) is checked by each rank on its own.
-  std::uint64_t sum = host_checksum(data, elem, block);
+  const Block line = linear(block);  // a flat range as a block of the array in one dimension
+  std::uint64_t sum = host_checksum(data, elem, line);
   bool whole_read = true;
-  for (std::size_t d = 0; d < block.global.size(); ++d) {
-    whole_read = whole_read && block.offset[d] == 0 && block.count[d] == block.global[d];
+  for (std::size_t d = 0; d < line.global.size(); ++d) {
+    whole_read = whole_read && line.offset[d] == 0 && line.count[d] == line.global[d];
   }
   int all_whole = whole_read ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &all_whole, 1, MPI_INT, MPI_LAND, impl_->comm);
@@ -232,9 +233,9 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
   // as written: a run that had diverged, or an edit, writes them too).
   std::string bad;
   if (values != Values::any && elem == detail::Elem::f64) {
-    bad = first_bad_value(static_cast<const double*>(data), block, values);
+    bad = first_bad_value(static_cast<const double*>(data), line, values);
   } else if (values != Values::any && elem == detail::Elem::f32) {
-    bad = first_bad_value(static_cast<const float*>(data), block, values);
+    bad = first_bad_value(static_cast<const float*>(data), line, values);
   }
   agree(impl_->comm, bad.empty() ? "" : where + ": " + bad, exit_code::bad_input);
 }

@@ -25,7 +25,27 @@ Block whole(std::vector<std::size_t> global) {
   return b;
 }
 
+Block flat_range(std::vector<std::size_t> global, std::size_t begin, std::size_t count) {
+  Block b;
+  b.global = std::move(global);
+  b.offset = {begin};
+  b.count = {count};
+  b.flat = true;
+  return b;
+}
+
 namespace detail {
+
+Block linear(const Block& b) {
+  if (!b.flat) return b;
+  std::size_t n = 1;
+  for (std::size_t e : b.global) n *= e;
+  Block l;
+  l.global = {n};
+  l.offset = b.offset;
+  l.count = b.count;
+  return l;
+}
 
 hid_t h5type(Elem e) {
   switch (e) {
@@ -83,7 +103,14 @@ std::uint64_t host_checksum(const void* data, Elem elem, const Block& block) {
 }
 
 std::string check_block(const std::string& name, const std::vector<std::size_t>& local,
-                        const Block& b) {
+                        const Block& block) {
+  if (block.flat && (block.offset.size() != 1 || block.count.size() != 1)) {
+    return "checkpoint dataset '" + name + "': a flat range has one offset and one count";
+  }
+  if (block.flat && local.size() != 1) {
+    return "checkpoint dataset '" + name + "': a flat range is read into a View of rank 1";
+  }
+  const Block b = linear(block);
   const std::size_t r = b.global.size();
   if (b.offset.size() != r || b.count.size() != r || local.size() != r) {
     return "checkpoint dataset '" + name + "': the block's rank does not match the View's";
@@ -136,9 +163,55 @@ bool read_string_attr(hid_t obj, const char* name, std::string& out) {
   return ok;
 }
 
+namespace {
+// Selects (the first box) or adds (the rest) the boxes that make up elements
+// [begin, end) of the row-major order of dimensions d and on of `global`,
+// within the index `at` of the dimensions before d: a partial first row,
+// whole rows, a partial last row, each split further where it is partial.
+void select_range(hid_t space, const std::vector<hsize_t>& global, std::size_t d,
+                  std::vector<hsize_t>& at, hsize_t begin, hsize_t end, bool& first) {
+  if (begin >= end) return;
+  hsize_t inner = 1;  // elements of one index of dimension d
+  for (std::size_t k = d + 1; k < global.size(); ++k) inner *= global[k];
+  hsize_t r0 = begin / inner;
+  const hsize_t r1 = end / inner;
+  const auto part_of_row = [&](hsize_t row, hsize_t b, hsize_t e) {
+    at.push_back(row);
+    select_range(space, global, d + 1, at, b, e, first);
+    at.pop_back();
+  };
+  if (r0 == r1) {  // inside one index of dimension d
+    part_of_row(r0, begin - r0 * inner, end - r0 * inner);
+    return;
+  }
+  if (begin % inner != 0) part_of_row(r0++, begin % inner, inner);
+  if (r1 > r0) {  // whole indices r0 .. r1 - 1 of dimension d
+    std::vector<hsize_t> off(at), cnt(at.size(), 1);
+    off.push_back(r0);
+    cnt.push_back(r1 - r0);
+    for (std::size_t k = d + 1; k < global.size(); ++k) {
+      off.push_back(0);
+      cnt.push_back(global[k]);
+    }
+    H5Sselect_hyperslab(space, first ? H5S_SELECT_SET : H5S_SELECT_OR, off.data(), nullptr,
+                        cnt.data(), nullptr);
+    first = false;
+  }
+  if (end % inner != 0) part_of_row(r1, 0, end % inner);
+}
+}  // namespace
+
 void select(hid_t space, const Block& b, bool none) {
-  if (none) {
+  if (none || (b.flat && b.count.at(0) == 0)) {
     H5Sselect_none(space);
+    return;
+  }
+  if (b.flat) {
+    if (b.global.empty()) return;  // a scalar dataspace: its one element
+    const std::vector<hsize_t> global(b.global.begin(), b.global.end());
+    std::vector<hsize_t> at;
+    bool first = true;
+    select_range(space, global, 0, at, b.offset[0], b.offset[0] + b.count[0], first);
     return;
   }
   std::vector<hsize_t> off(b.offset.begin(), b.offset.end());
