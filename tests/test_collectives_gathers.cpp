@@ -180,6 +180,28 @@ TEST_CASE("psum_scatter", "[collectives]") {
   }
 }
 
+TEST_CASE("all_gather_inplace completes uneven blocks, empty ones too", "[collectives]") {
+  // Rank j owns 2j + 1 elements, or none for j = 1: blocks that no rank
+  // count divides, in place on one View.
+  const std::size_t P = world_size();
+  std::vector<std::size_t> counts(P);
+  std::vector<std::size_t> first(P + 1, 0);
+  for (std::size_t j = 0; j < P; ++j) {
+    counts[j] = j == 1 ? 0 : 2 * j + 1;
+    first[j + 1] = first[j] + counts[j];
+  }
+  const std::size_t me = world_rank();
+  Kokkos::View<double*, Exec> x("x", first[P]);
+  // Only the own block holds values; the rest is what the gather must write.
+  fill(x, [&](std::size_t k) { return k >= first[me] && k < first[me + 1] ? 3.0 * k : -1.0; });
+  kpmap::all_gather_inplace(Exec(), x, counts, "devices");
+  CHECK(matches(x, [&](std::size_t k) { return 3.0 * k; }));
+  std::vector<std::size_t> wrong(counts);
+  wrong[0] += 1;
+  CHECK_THROWS_WITH(kpmap::all_gather_inplace(x, wrong, "devices"),
+                    ContainsSubstring("one block per rank"));
+}
+
 TEST_CASE("ppermute and pbroadcast", "[collectives]") {
   const int P = world_size();
   const int me = world_rank();

@@ -201,6 +201,15 @@ TEST_CASE("counts above the MPI int limit take the large-count paths", "[collect
   auto at_last = kpmap::gather(mine, "devices", world_size() - 1);
   CHECK(at_last.extent(0) == (world_rank() == world_size() - 1 ? 13u : 0u));
   if (world_rank() == world_size() - 1) CHECK(matches(at_last, row_major));
+  // In place, each block broadcast from where it already lies.
+  std::vector<std::size_t> counts(P, 9);
+  counts[0] = 16;
+  Kokkos::View<double*, Exec> blocks("blocks", 16 + 9 * (P - 1));
+  const std::size_t own = world_rank() == 0 ? 0 : 16 + 9 * (world_rank() - 1);
+  const std::size_t own_end = own + counts[world_rank()];
+  fill(blocks, [&](std::size_t k) { return k >= own && k < own_end ? 0.5 * k : -1.0; });
+  kpmap::all_gather_inplace(blocks, counts, "devices");
+  CHECK(matches(blocks, [](std::size_t k) { return 0.5 * k; }));
   kpmap::transport::set_max_count(saved);
 }
 

@@ -314,6 +314,47 @@ detail::owning_like_t<V> psum_scatter(const Exec& exec, const V& x, AxisRef axis
   return out;
 }
 
+/// \brief Completes a View of rank 1 that the ranks of `axis` fill in
+/// blocks: axis rank r owns `counts[r]` elements, after those of the ranks
+/// before it (blocks of any size, 0 included, summing to x's extent). Each
+/// rank's own block is read from x and every other block is written into
+/// x: the all-gather of ZeRO's updated parameter shards, with no buffer of
+/// its own (MPI_Allgatherv in place, staged where the transport stages).
+/// Collective; blocking (fences `exec`).
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+void all_gather_inplace(const Exec& exec, const V& x, const std::vector<std::size_t>& counts,
+                        AxisRef axis) {
+  using T = detail::value_t<V>;
+  using M = typename V::memory_space;
+  static_assert(detail::rank_v<V> == 1, "all_gather_inplace fills a View of rank 1");
+  ProfilingRegion region("kpmap::all_gather_inplace", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
+  std::size_t total = 0, mine = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (static_cast<int>(r) == axis->index()) mine = total;
+    total += counts[r];
+  }
+  if (counts.size() != static_cast<std::size_t>(axis->size()) || total != x.extent(0) ||
+      !detail::is_contiguous(x)) {
+    throw Error("kpmap::all_gather_inplace: " + std::to_string(counts.size()) + " blocks of " +
+                std::to_string(total) + " elements for a View of " + std::to_string(x.extent(0)) +
+                " over the " + std::to_string(axis->size()) + " ranks of axis '" + axis->name() +
+                "' (one block per rank, summing to a "
+                "contiguous View's extent)");
+  }
+  if (checked_mode()) {
+    detail::verify_signature(*axis, detail::signature_of("all_gather_inplace", "x", x, 0));
+  }
+  auto buf = transport::make_buffer<T, M>(const_cast<T*>(x.data()), x.size());
+  const auto own = Kokkos::make_pair(mine, mine + counts[static_cast<std::size_t>(axis->index())]);
+  if (buf.staged())
+    Kokkos::deep_copy(exec, Kokkos::subview(buf.pinned(), own), Kokkos::subview(buf.dev, own));
+  detail::fence_before_mpi(exec);
+  transport::allgatherv(MPI_IN_PLACE, buf.mpi, counts, detail::mpi_datatype<T>(), axis->comm());
+  detail::complete_receive(exec, buf, [] {});
+}
+
 // Without an execution space: every instance is fenced first, then a default
 // instance of the View's space runs the collective (see unnamed_instance).
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
@@ -323,6 +364,10 @@ auto all_gather(const V& x, AxisRef axis, int dim = 0) {
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto all_gather(const V& x, AxisRef axis, Tiled tiled) {
   return all_gather(detail::unnamed_instance<typename V::execution_space>(), x, axis, tiled);
+}
+template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
+void all_gather_inplace(const V& x, const std::vector<std::size_t>& counts, AxisRef axis) {
+  all_gather_inplace(detail::unnamed_instance<typename V::execution_space>(), x, counts, axis);
 }
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto all_to_all(const V& x, AxisRef axis, int split_dim, int concat_dim) {

@@ -196,7 +196,9 @@ void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& co
   std::size_t off = 0;
   for (std::size_t r = 0; r < counts.size(); ++r) {
     void* dst = at(recv, off, type);
-    if (static_cast<int>(r) == rank) self_copy(send, dst, counts[r], type, comm);
+    if (static_cast<int>(r) == rank && send != MPI_IN_PLACE) {
+      self_copy(send, dst, counts[r], type, comm);
+    }
     bcast(dst, counts[r], type, static_cast<int>(r), comm, nullptr);
     off += counts[r];
   }

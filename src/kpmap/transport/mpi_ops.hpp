@@ -39,7 +39,8 @@ void allgather(const void* send, void* recv, std::size_t count, MPI_Datatype typ
                Pending* pending);
 
 /// Collective over `comm`, blocking: rank r contributes counts[r] elements
-/// (uneven blocks); `recv` holds their concatenation in rank order.
+/// (uneven blocks); `recv` holds their concatenation in rank order. `send`
+/// may be MPI_IN_PLACE (the rank's block is in `recv` already).
 void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
                 MPI_Datatype type, MPI_Comm comm);
 
