@@ -113,6 +113,21 @@ if(KPMAP_ENABLE_APPS)
     set_tests_properties(apps.kpmap-train.state_bytes.${name} PROPERTIES
       LABELS apps PROCESSORS 2 TIMEOUT 120 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   endforeach()
+  # train.sharding = "optimizer" (ZeRO stage 1) against replicated: the same
+  # checkpoints bit for bit and the state per rank its even part, for the
+  # CNN (Adam) at 1 to 4 ranks, the MLP (Adam) and the linear model
+  # (momentum; its bias is one value, fewer than the ranks); checkpoints
+  # that cross modes and rank counts.
+  function(kpmap_train_sharding_test name deck)  # then the rank counts, and --cross or not
+    add_test(NAME apps.kpmap-train.sharding.${name}
+      COMMAND ${TRAIN_CHECK} sharding --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+              --deck ${deck} --work ${TRAIN_OUT}/sharding_${name} --rank-counts ${ARGN})
+    set_tests_properties(apps.kpmap-train.sharding.${name} PROPERTIES
+      LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  endfunction()
+  kpmap_train_sharding_test(cnn_adam ${INPUTS}/cnn_images_ci.toml 1 2 3 4 --cross)
+  kpmap_train_sharding_test(mlp_adam ${INPUTS}/train_mlp_ci.toml 2 3)
+  kpmap_train_sharding_test(linear_momentum ${INPUTS}/train_sgd_ci.toml 2 3 4 --cross)
   # Gradient accumulation: 4 micro-batches of 8 make the same steps as batches of 32.
   add_test(NAME apps.kpmap-train.accumulate
     COMMAND ${TRAIN_CHECK} same --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>

@@ -25,6 +25,12 @@
     check_train.py state_bytes --launcher T --app APP --deck DECK [--rank-counts N ...] --work DIR
         result.json's state_bytes_per_rank: every parameter, its gradient and the
         optimizer's arrays, of the precision's size, on each rank at each count
+    check_train.py sharding --launcher T --app APP --deck DECK [--rank-counts N ...]
+                            [--epochs E] [--cross --split S] --work DIR
+        train.sharding = "optimizer" against "replicated" at each rank count: the
+        same checkpoints bit for bit, the same losses, the optimizer's state per
+        rank its even part; --cross: a checkpoint crosses modes and rank counts
+        (3 sharded -> 2 replicated, 2 replicated -> 3 sharded) bit for bit
     check_train.py same --launcher T --app APP --deck DECK --ranks N --work DIR
                         [--set S]... --other O... [--rtol R]
         the deck with the --set S overrides, and with the --other O ones too,
@@ -212,7 +218,7 @@ def same_checkpoints(a_path: str, b_path: str, rtol: float, prefix: str = "") ->
         if names != sorted(k for k in b.keys() if k.startswith(prefix)):
             fail(f"datasets differ: {names} vs {sorted(b.keys())}")
         for k in names:
-            x, y = a[k][()], b[k][()]
+            x, y = np.atleast_1d(a[k][()]), np.atleast_1d(b[k][()])
             if rtol == 0:
                 same = np.array_equal(x.view(np.uint8), y.view(np.uint8))
                 print(f"{k}: {'bit for bit' if same else 'DIFFERENT'}")
@@ -284,6 +290,70 @@ def cmd_state_bytes(args) -> None:
         print(f"OK: {ranks} rank(s): {held}")
 
 
+def cmd_sharding(args) -> None:
+    """train.sharding = "optimizer" (ZeRO stage 1) against "replicated", at
+    each rank count: the same parameters and optimizer state bit for bit
+    (each rank applies the same elementwise update to its part, and the parts
+    are gathered, so no sum is taken in another order) and the same losses;
+    the optimizer's state per rank is the largest rank's even part of the
+    parameter count, each parameter and gradient whole. With --cross, a
+    checkpoint written sharded at 3 ranks continues replicated at 2, and one
+    written replicated at 2 continues sharded at 3, each bit for bit as the
+    same restart with both runs replicated."""
+    with open(args.deck, "rb") as f:
+        deck = tomllib.load(f)
+    kinds = OPTIMIZER_ARRAYS[deck.get("optimizer", {}).get("kind", "gd")]
+    vb = VALUE_BYTES[deck.get("model", {}).get("precision", "double")]
+    epochs = ["--set", f"train.epochs={args.epochs}"]
+
+    def train(ranks: int, mode: str, out: str, extra=()) -> dict:
+        run(args.launcher, ranks, [args.app, args.deck, "--output", out, *epochs,
+                                   "--set", f"train.sharding=\"{mode}\"", *extra])
+        return load(os.path.join(out, "result.json"))
+
+    for ranks in args.rank_counts:
+        res = {m: train(ranks, m, os.path.join(args.work, f"np{ranks}_{m}"))
+               for m in ("replicated", "optimizer")}
+        same_checkpoints(final_checkpoint(os.path.join(args.work, f"np{ranks}_replicated")),
+                         final_checkpoint(os.path.join(args.work, f"np{ranks}_optimizer")), 0)
+        for key in ("train_loss", "val_loss"):
+            a, b = res["replicated"][key], res["optimizer"][key]
+            if not (a == b or (a != a and b != b)):
+                fail(f"{ranks} ranks: {key} {b!r} sharded, {a!r} replicated")
+        n = res["replicated"]["parameters"]
+        whole = n * vb
+        part = -(-n // ranks) * vb  # the largest rank's part: ceil(n / ranks) values
+        expect = {"sharding": "optimizer", "parameters": whole, "gradients": whole,
+                  "optimizer": kinds * part}
+        held = res["optimizer"]["state_bytes_per_rank"]
+        if held != expect:
+            fail(f"{ranks} ranks: state_bytes_per_rank {held}, expected {expect}")
+        replicated = res["replicated"]["state_bytes_per_rank"]["optimizer"]
+        if ranks == 4 and kinds > 0 and not held["optimizer"] <= 0.3 * replicated:
+            fail(f"4 ranks: the optimizer state per rank is {held['optimizer']} bytes, "
+                 f"more than 0.3 of the replicated {replicated}")
+        print(f"OK: {ranks} rank(s): the same parameters, optimizer state and losses "
+              f"({res['optimizer']['train_loss']!r}); {held}")
+    if not args.cross:
+        return
+    # Each crossing against the same restart with both runs replicated: the
+    # sharded write (3 -> 2), then the sharded read (2 -> 3).
+    split = ["--set", f"train.epochs={args.split}"]
+    for first, then in (((3, "optimizer"), (2, "replicated")),
+                        ((2, "replicated"), (3, "optimizer"))):
+        finals = []
+        for (r0, m0), (r1, m1) in ((first, then), ((first[0], "replicated"),
+                                                   (then[0], "replicated"))):
+            tag = f"cross_{r0}{m0}"
+            train(r0, m0, os.path.join(args.work, tag), split)
+            out = os.path.join(args.work, f"{tag}_to_{r1}{m1}")
+            train(r1, m1, out, ["--restart", final_checkpoint(os.path.join(args.work, tag))])
+            finals.append(final_checkpoint(out))
+        same_checkpoints(finals[0], finals[1], 0)
+        print(f"OK: {first[1]} at {first[0]} ranks -> {then[1]} at {then[0]}: bit for bit as "
+              f"replicated at {first[0]} -> replicated at {then[0]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -302,6 +372,15 @@ def main() -> None:
     c.add_argument("--app", required=True)
     c.add_argument("--deck", required=True)
     c.add_argument("--rank-counts", type=int, nargs="+", default=[1, 3])
+    c.add_argument("--work", required=True)
+    c = sub.add_parser("sharding")
+    c.add_argument("--launcher", required=True)
+    c.add_argument("--app", required=True)
+    c.add_argument("--deck", required=True)
+    c.add_argument("--rank-counts", type=int, nargs="+", default=[1, 2, 3, 4])
+    c.add_argument("--epochs", type=int, default=2)
+    c.add_argument("--split", type=int, default=1)
+    c.add_argument("--cross", action="store_true")
     c.add_argument("--work", required=True)
     for name in ("lstsq", "restart", "images", "same", "no_checkpoints"):
         c = sub.add_parser(name)
@@ -322,6 +401,7 @@ def main() -> None:
             c.add_argument("--rtol", type=float, default=1e-12)
     args = ap.parse_args()
     {"compare": cmd_compare, "recovers": cmd_recovers, "accuracy": cmd_accuracy, "lstsq": cmd_lstsq, "images": cmd_images, "state_bytes": cmd_state_bytes,
+     "sharding": cmd_sharding,
      "same": cmd_same, "no_checkpoints": cmd_no_checkpoints,
      "restart": cmd_restart}[args.cmd](args)
 

@@ -162,6 +162,29 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
       "--short=--set train.max_steps=3" "--long=--set train.max_steps=9" --expect kernels=15
       --expect syncs=${cnn_syncs} --expect copies=${cnn_copies} --expect allocations=0
       --expect global_fences=0 --)
+  # The same step with the optimizer's state sharded (train.sharding =
+  # "optimizer"): each rank updates its part, and one all-gather in place
+  # completes the parameters, 2 more syncs (the fence before MPI reads the
+  # part, the one after the gathered values are in place), and under device
+  # paths 2 more copies (the part out to the staging buffer, the whole back).
+  # Still no allocation: the optimizer's state is allocated once, at its
+  # part's size, and the gather has no buffer of its own.
+  if(KPMAP_DEVICE_PATHS)
+    set(cnn_sharded_copies 10)
+  else()
+    set(cnn_sharded_copies 0)
+  endif()
+  math(EXPR cnn_sharded_syncs "${cnn_syncs} + 2")
+  kpmap_add_mpi_test(
+    NAME tools.counts.train_step_cnn_sharded.kernels15_syncs${cnn_sharded_syncs}_copies${cnn_sharded_copies}_allocs0_global0
+    COMMAND kpmap-train ${INPUTS}/cnn_images_ci.toml --set train.log_every=0
+      "--set=train.sharding=\"optimizer\""
+      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn_sharded_{run}
+    RANKS 2 TIMEOUT 120 LABELS tools
+    WRAPPER ${CHECK_TRAIN_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn_sharded
+      "--short=--set train.max_steps=3" "--long=--set train.max_steps=9" --expect kernels=15
+      --expect syncs=${cnn_sharded_syncs} --expect copies=${cnn_sharded_copies}
+      --expect allocations=0 --expect global_fences=0 --)
   # Every run names the command that draws its pictures, field.png (heat) and
   # loss.png (train), and kpmap-plot, run after mpiexec has returned, draws
   # them: a PNG (an old one is removed first). No rank forks a process.

@@ -67,6 +67,7 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
     }
   }
   const long long first_epoch = trainer.position().epoch;
+  const auto held = trainer.largest_state_bytes();
   if (root) {
     std::printf(
         "kpmap-train: %s model (%zu parameters, %s), %zu training + %zu validation samples "
@@ -76,13 +77,13 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
         c.train.batch == 0 ? "full" : std::to_string(c.train.batch).c_str(),
         deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
     std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
-    const auto held = trainer.state_bytes();
     std::printf(
         "kpmap-train: each rank holds parameters %s, gradients %s, optimizer state %s "
-        "(replicated)\n",
+        "(train.sharding = %s)\n",
         kpmap::format_bytes(double(held.parameters)).c_str(),
         kpmap::format_bytes(double(held.gradients)).c_str(),
-        kpmap::format_bytes(double(held.optimizer)).c_str());
+        kpmap::format_bytes(double(held.optimizer)).c_str(),
+        kpmap::train::sharding_name(c.train.sharding));
     kpmap::files::write_atomic((out / kpmap::run_file::deck).string(), deck.to_toml());
   }
 
@@ -108,8 +109,7 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
   times += trainer.times();
 
   const auto report = times.reduce(MPI_Wtime() - t_start, rt.comm());
-  auto result =
-      kpmap::train::training_result(c, rt.size(), model, res, log, trainer.state_bytes(), root);
+  auto result = kpmap::train::training_result(c, rt.size(), model, res, log, held, root);
   int code = kpmap::write_result(result.json, out, res.stopped_by, res.checkpoint, report, root);
   // A run that finished with a wrong answer has not succeeded.
   if (code == kpmap::exit_code::success && result.check_failed) {

@@ -106,6 +106,10 @@ deck::Schema train_schema() {
   s.integer("train.batch_size", 0, Range{0, 1e12}, "",
             "global batch (over all ranks); 0: the whole training set");
   s.integer("train.seed", 0, Range{0, 9.2e18}, "", "seed of the initial weights and the shuffle");
+  s.string("train.sharding", "replicated", {"replicated", "optimizer"},
+           "what each rank keeps of the training state: replicated, all of it; optimizer, "
+           "its even part of the optimizer's state, which it alone updates before the "
+           "parameters are all-gathered (ZeRO stage 1: the same numbers, less memory)");
   declare_output_keys(s, "kpmap-train", "epochs");
   s.boolean("output.checkpoints", true,
             "false: write no checkpoint (a run that only reports; nothing to restart from, and "
@@ -387,6 +391,8 @@ LoopConfig read_train(const Deck& d) {
   l.accumulate = std::size_t(d.integer("train.accumulate_steps"));
   l.batch = std::size_t(d.integer("train.batch_size"));
   l.seed = std::uint64_t(d.integer("train.seed"));
+  l.sharding =
+      d.string("train.sharding") == "optimizer" ? Sharding::optimizer : Sharding::replicated;
   return l;
 }
 
@@ -574,7 +580,9 @@ TrainerConfig trainer_config(const TrainConfig& c, const std::string& out,
   tc.checkpoints = c.checkpoints;
   tc.meta.app = "kpmap-train";
   tc.meta.deck = deck_toml;
-  tc.meta.decomposition = std::to_string(ranks) + " ranks; parameters replicated";
+  tc.meta.decomposition =
+      std::to_string(ranks) + " ranks; parameters replicated" +
+      (c.train.sharding == Sharding::optimizer ? ", optimizer state split over the ranks" : "");
   return tc;
 }
 
@@ -592,8 +600,10 @@ double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
   if (c.data.kind == DataKind::hdf5)
     data += std::ceil(n_train / ranks) * double(c.data.features + 1) * 8.0;
   const double params = c.model.kind == "linear" ? double(c.data.features + 1) : c.model.parameters;
-  const auto moments = find_optimizer(c.optimizer.kind)->state.size();
-  const double model = params * (2 + moments) * double(value_bytes);
+  const auto moments = double(find_optimizer(c.optimizer.kind)->state.size());
+  // Sharded, a rank keeps its even part of the optimizer's state.
+  const double kept = c.train.sharding == Sharding::optimizer ? std::ceil(params / ranks) : params;
+  const double model = (2 * params + moments * kept) * double(value_bytes);
   double work = 0;
   if (c.model.kind != "linear") {
     const auto batch_rows = std::size_t(

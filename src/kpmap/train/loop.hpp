@@ -5,8 +5,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace kpmap::train {
+
+/// \brief What each rank keeps of the training state (train.sharding), as
+/// DeepSpeed's ZeRO stages name it.
+enum class Sharding {
+  replicated,  ///< every rank keeps all of the parameters, gradient and optimizer state
+  optimizer,   ///< the optimizer's state split evenly over the ranks (ZeRO stage 1)
+};
+
+/// \brief The deck's name of `s` ("replicated", "optimizer").
+inline const char* sharding_name(Sharding s) {
+  return s == Sharding::optimizer ? "optimizer" : "replicated";
+}
 
 /// \brief How long a training loop runs, over which batches.
 struct LoopConfig {
@@ -16,6 +29,7 @@ struct LoopConfig {
   std::size_t accumulate = 1;  ///< micro-batches per step
   long long max_steps = 0;     ///< end after this many steps in all (0: no limit)
   long long log_every = 0;     ///< rank 0 prints the step's figures every N steps (0: never)
+  Sharding sharding = Sharding::replicated;  ///< what each rank keeps of the training state
 };
 
 }  // namespace kpmap::train

@@ -43,8 +43,8 @@ struct TrainingResult {
 
 /// \brief The result of run `c` on `ranks` ranks whose fit() gave `res`;
 /// `log` is its history (the accuracy it reports) and `state` the bytes of
-/// training state each rank held (Trainer::state_bytes). Rank 0 (`root`)
-/// prints a linear model's parameters and the check's verdict.
+/// training state each rank held (the most any rank held: Trainer::largest_state_bytes). Rank 0
+/// (`root`) prints a linear model's parameters and the check's verdict.
 template <class Model>
 TrainingResult training_result(const TrainConfig& c, int ranks, const Model& model,
                                const FitResult& res, const EpochLog& log, const StateBytes& state,
@@ -63,8 +63,8 @@ TrainingResult training_result(const TrainConfig& c, int ranks, const Model& mod
   j["model"] = c.model.kind;
   j["precision"] = c.model.precision;
   j["parameters"] = model.parameter_count();
-  // What each rank holds: the whole of each today (parameters replicated).
-  j["state_bytes_per_rank"] = {{"sharding", "replicated"},
+  // The most that any rank holds of each (sharded parts differ by an element).
+  j["state_bytes_per_rank"] = {{"sharding", sharding_name(c.train.sharding)},
                                {"parameters", state.parameters},
                                {"gradients", state.gradients},
                                {"optimizer", state.optimizer}};

@@ -136,7 +136,9 @@ class Trainer {
 
   Trainer(Model& model, const OptimizerConfig& optimizer, TrainerConfig config, AxisRef axis)
       : model_(model),
-        opt_(optimizer, model.params()),
+        opt_(config.sharding == Sharding::optimizer
+                 ? Optimizer<T, M, P>(optimizer, model.params(), axis)
+                 : Optimizer<T, M, P>(optimizer, model.params())),
         c_(std::move(config)),
         axis_(axis),
         epoch_sums_("kpmap::train::epoch_sums", 4),
@@ -144,7 +146,8 @@ class Trainer {
 
   const Optimizer<T, M, P>& optimizer() const { return opt_; }
   /// \brief Bytes this rank holds of parameters, gradients and optimizer
-  /// state: every rank holds all of each.
+  /// state: all of each when replicated, its part of the optimizer's state
+  /// when that is sharded (largest_state_bytes: the most any rank holds).
   StateBytes state_bytes() const {
     StateBytes b;
     const auto bytes = [](const auto& v) {
@@ -157,6 +160,17 @@ class Trainer {
     }
     return b;
   }
+  /// \brief The most bytes of each kind that any rank holds (uneven parts
+  /// differ by an element). Collective over the axis.
+  StateBytes largest_state_bytes() const {
+    const StateBytes mine = state_bytes();
+    std::uint64_t b[3] = {mine.parameters, mine.gradients, mine.optimizer};
+    MPI_Allreduce(MPI_IN_PLACE, b, 3, MPI_UINT64_T, MPI_MAX, axis_->comm());
+    return {static_cast<std::size_t>(b[0]), static_cast<std::size_t>(b[1]),
+            static_cast<std::size_t>(b[2])};
+  }
+  /// \brief What each rank keeps of the training state.
+  Sharding sharding() const { return c_.sharding; }
   /// \brief Seconds spent so far: compute (steps, updates, evaluation),
   /// collectives (waiting on the gradient's reduction) and checkpoint (written
   /// and read); `times += trainer.times()` adds them to a run's report.
@@ -169,8 +183,8 @@ class Trainer {
   void restart(const std::string& file) {
     const double t0 = MPI_Wtime();
     checkpoint::Reader r(file, axis_->comm(), c_.meta.app);
-    for_each_saved(
-        [&](const std::string& name, const auto& v) { r.read_replicated(model_.exec(), name, v); });
+    for_each_saved([&](const std::string& name, const auto& v, const checkpoint::Block& block,
+                       bool) { r.read(model_.exec(), name, v, block); });
     const SavedPosition saved = saved_position(r, file);
     const long long epoch = saved.epoch;
     const long long batch = saved.batch;
@@ -349,16 +363,42 @@ class Trainer {
     return res;
   }
 
-  /// \brief Calls f(dataset name, View) for every array a checkpoint holds:
-  /// the parameters, then the optimizer's state arrays by the names its
-  /// registration gives them (optimizer.m.*, optimizer.v.* for Adam).
+  /// \brief Calls f(dataset name, View, block, replicated) for every array
+  /// a checkpoint holds, each a global array whatever the sharding: the
+  /// parameters (whole, the same on every rank: replicated), then the
+  /// optimizer's state arrays by the names its registration gives them
+  /// (optimizer.m.*, optimizer.v.* for Adam), whole when replicated, else
+  /// this rank's part of each as a flat range. So a checkpoint written under
+  /// one sharding and rank count restarts under any other.
   template <class F>
   void for_each_saved(F&& f) {
-    for_each_named(model_.params(),
-                   [&](const std::string& name, const auto& v) { f("params." + name, v); });
-    for (const auto& [kind, arrays] : opt_.state()) {
-      for_each_named(P::unflatten(arrays), [&](const std::string& name, const auto& v) {
-        f("optimizer." + kind + "." + name, v);
+    const auto whole = [](const auto& v) {
+      return checkpoint::whole(checkpoint::detail::extents_vector(v));
+    };
+    for_each_named(model_.params(), [&](const std::string& name, const auto& v) {
+      f("params." + name, v, whole(v), true);
+    });
+    if (!opt_.sharded()) {
+      for (const auto& [kind, arrays] : opt_.state()) {
+        for_each_named(P::unflatten(arrays), [&](const std::string& name, const auto& v) {
+          f("optimizer." + kind + "." + name, v, whole(v), true);
+        });
+      }
+      return;
+    }
+    // This rank's elements [lo, hi) of the parameters laid end to end (the
+    // order of for_each_named), where each array's part lies.
+    const auto [lo, hi] = opt_.owned();
+    for (std::size_t k = 0; k < opt_.state().size(); ++k) {
+      const auto& owned = opt_.owned_state()[k];
+      std::size_t at = 0;  // the array's first element, end to end
+      for_each_named(model_.params(), [&](const std::string& name, const auto& v) {
+        const std::size_t b = std::clamp(lo, at, at + v.size());
+        const std::size_t e = std::clamp(hi, at, at + v.size());
+        f("optimizer." + opt_.state()[k].first + "." + name,
+          Kokkos::subview(owned, Kokkos::make_pair(b - lo, e - lo)),
+          checkpoint::flat_range(checkpoint::detail::extents_vector(v), b - at, e - b), false);
+        at += v.size();
       });
     }
   }
@@ -445,8 +485,13 @@ class Trainer {
                            {"batch", static_cast<std::int64_t>(at.step)},
                            {"optimizer_steps", static_cast<std::int64_t>(opt_.steps())}};
           checkpoint::Writer w(file, axis_->comm(), meta);
-          for_each_saved([&](const std::string& n, const auto& v) {
-            w.write_replicated(model_.exec(), n, v);
+          for_each_saved([&](const std::string& n, const auto& v, const checkpoint::Block& block,
+                             bool replicated) {
+            if (replicated) {
+              w.write_replicated(model_.exec(), n, v);
+            } else {
+              w.write(model_.exec(), n, v, block);
+            }
           });
           Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
           sums(0) = at.loss_sum;

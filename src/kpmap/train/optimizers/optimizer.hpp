@@ -2,9 +2,10 @@
 /// \file
 /// \brief Optimizers for replicated parameters, by name: each registers
 /// itself with its own deck keys (the library's: gd and sgd, momentum, Adam,
-/// in optimizers/). Every rank applies the same update to the same values
-/// with the same reduced gradient, so the replicas stay identical without
-/// any communication.
+/// in optimizers/). Replicated, every rank applies the same update to the
+/// same values with the same reduced gradient, so the replicas stay
+/// identical without any communication; sharded (Optimizer's second
+/// constructor), each rank updates its part and the parts are all-gathered.
 ///
 /// Adding an optimizer is one file: a class template `R<T, M>` derived from
 /// UpdateRule<T, M> and its registration (name, description, keys, state
@@ -13,8 +14,11 @@
 
 #include <kpmap/base/detail/view_utils.hpp>
 #include <kpmap/base/error.hpp>
+#include <kpmap/collectives/gathers.hpp>
 #include <kpmap/deck/deck.hpp>
 #include <kpmap/deck/registry.hpp>
+#include <kpmap/spmd/pmap.hpp>
+#include <kpmap/tools/profiling.hpp>
 #include <kpmap/train/types.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -169,36 +173,33 @@ std::pair<const OptimizerInfo*, deck::Settings> optimizer_settings(const Optimiz
 /// \brief An optimizer over the parameter tree `P` (LinearParams or
 /// FlatParams): the update rule of `config.kind`, and its state arrays in
 /// the shapes of the parameters.
+///
+/// Replicated (the default), every rank keeps all the state and applies the
+/// whole update. Sharded over an axis (ZeRO stage 1, `train.sharding =
+/// "optimizer"`), the parameters are seen laid end to end in for_each_view
+/// order and split evenly over the axis' ranks: rank r keeps the state of
+/// elements [owned().first, owned().second) alone and updates only those,
+/// and one all-gather per View of the tree then gives every rank all the
+/// updated values. The rule is elementwise, so the parameters are bit for
+/// bit those of a replicated run.
 template <class T, class M, class P>
 class Optimizer {
  public:
-  /// \brief A state array kind ("m") and its arrays, one per View of P.
+  /// \brief A state array kind ("m") and its arrays, one per View of P: the
+  /// part of that View this rank keeps (all of it when replicated).
   using State = std::pair<std::string, std::vector<Kokkos::View<T*, M>>>;
 
-  Optimizer(const OptimizerConfig& config, const P& params) : config_(config) {
-    static_assert(detail::IsValueType<T, M>::value,
-                  "kpmap::train optimizers are built for double and float in the default memory "
-                  "space: see KPMAP_TRAIN_FOR_EACH_VALUE_TYPE");
-    const auto [info, settings] = optimizer_settings(config);
-    rule_ = optimizer_registry().factory<UpdateRuleFactory<T, M>>(info->name)(settings);
-    for (const std::string& name : info->state) {
-      State s{name, {}};
-      params.for_each_view([&](const auto& v) {
-        s.second.push_back(Kokkos::View<T*, M>("kpmap::train::optimizer::" + name, v.size()));
-      });
-      state_.push_back(std::move(s));
-    }
-    // The rule's view of the state: array t's states at [t * kinds, (t + 1) * kinds).
-    const std::size_t views = state_.empty() ? 0 : state_.front().second.size();
-    for (std::size_t t = 0; t < views; ++t) {
-      for (const State& s : state_)
-        flat_state_.emplace_back(s.second[t].data(), s.second[t].size());
-    }
-  }
+  /// \brief Replicated: every rank keeps all the state.
+  Optimizer(const OptimizerConfig& config, const P& params) : Optimizer(config, params, nullptr) {}
+  /// \brief Sharded over `shard_over`: each of its ranks keeps its even part
+  /// of the state. Collective over the axis in step().
+  Optimizer(const OptimizerConfig& config, const P& params, AxisRef shard_over)
+      : Optimizer(config, params, &*shard_over) {}
 
   /// \brief p -= update(g), for every View of the trees, enqueued on `exec`
-  /// (not waited for). Not collective: every rank does the same with the
-  /// same gradient.
+  /// (not waited for) when replicated: every rank does the same with the
+  /// same gradient. Sharded, each rank updates its part and the parts are
+  /// all-gathered (collective; `exec` is fenced).
   template <class Exec>
   void step(const Exec& exec, const P& params, const P& grads) {
     kpmap::detail::require_kernel_ready<Exec, M>();
@@ -210,16 +211,31 @@ class Optimizer {
     params.for_each_view([&](const auto& v) { ps.emplace_back(v.data(), v.size()); });
     grads.for_each_view([&](const auto& v) { gs.emplace_back(v.data(), v.size()); });
     const std::size_t kinds = state_.size();
-    if (gs.size() != ps.size() || (kinds > 0 && ps.size() * kinds != flat_state_.size())) {
+    bool fits = gs.size() == ps.size() && ps.size() == parts_.size();
+    for (std::size_t t = 0; fits && t < ps.size(); ++t) {
+      fits = ps[t].size() == parts_[t].size && gs[t].size() == parts_[t].size;
+    }
+    if (!fits) {
       throw Error("kpmap::train::Optimizer::step: the parameter tree has " +
                   std::to_string(ps.size()) + " Views and the gradient " +
                   std::to_string(gs.size()) + "; the optimizer was built for " +
-                  std::to_string(kinds > 0 ? flat_state_.size() / kinds : gs.size()));
+                  std::to_string(parts_.size()) + " of other sizes");
     }
     ++steps_;
     const T lr = static_cast<T>(config_.rate(steps_));
     for (std::size_t t = 0; t < ps.size(); ++t) {
-      rule_->apply(exec, steps_, lr, ps[t], gs[t], kinds > 0 ? &flat_state_[t * kinds] : nullptr);
+      const Part& part = parts_[t];
+      if (part.end == part.begin) continue;
+      const std::size_t n = part.end - part.begin;
+      rule_->apply(exec, steps_, lr, Flat(ps[t].data() + part.begin, n),
+                   ConstFlat(gs[t].data() + part.begin, n),
+                   kinds > 0 ? &flat_state_[t * kinds] : nullptr);
+    }
+    if (axis_ != nullptr) {
+      const ProfilingRegion region("kpmap::train::gather_updates");
+      for (std::size_t t = 0; t < ps.size(); ++t) {
+        if (parts_[t].size > 0) all_gather_inplace(exec, ps[t], parts_[t].counts, *axis_);
+      }
     }
   }
 
@@ -232,15 +248,81 @@ class Optimizer {
   /// \brief The state arrays (for checkpoints), by the names the
   /// optimizer's registration gives them; none for a rule that keeps none.
   const std::vector<State>& state() const { return state_; }
+  /// \brief Each state kind's part on this rank as one array: elements
+  /// [owned().first, owned().second) of the parameters laid end to end.
+  const std::vector<Kokkos::View<T*, M>>& owned_state() const { return owned_state_; }
+  /// \brief The elements of the parameters laid end to end whose state this
+  /// rank keeps and which it updates: all of them when replicated.
+  std::pair<std::size_t, std::size_t> owned() const { return owned_; }
+  /// \brief Whether the state is split over an axis (train.sharding = "optimizer").
+  bool sharded() const { return axis_ != nullptr; }
 
  private:
+  using Flat = kpmap::detail::flat_view_t<T, M>;
+  using ConstFlat = kpmap::detail::flat_view_t<const T, M>;
+  // This rank's elements [begin, end) of one View of the tree (of `size`),
+  // and every rank's count of them, in rank order (the all-gather's blocks).
+  struct Part {
+    std::size_t size = 0, begin = 0, end = 0;
+    std::vector<std::size_t> counts;
+  };
+
+  Optimizer(const OptimizerConfig& config, const P& params, const Axis* axis)
+      : config_(config), axis_(axis) {
+    static_assert(detail::IsValueType<T, M>::value,
+                  "kpmap::train optimizers are built for double and float in the default memory "
+                  "space: see KPMAP_TRAIN_FOR_EACH_VALUE_TYPE");
+    const auto [info, settings] = optimizer_settings(config);
+    rule_ = optimizer_registry().factory<UpdateRuleFactory<T, M>>(info->name)(settings);
+    // The elements laid end to end, split evenly: rank r keeps [first(r), first(r + 1)).
+    std::size_t total = 0;
+    params.for_each_view([&](const auto& v) { total += v.size(); });
+    const int ranks = axis_ != nullptr ? axis_->size() : 1;
+    const int me = axis_ != nullptr ? axis_->index() : 0;
+    const BlockPartition split(total, ranks);
+    owned_ = {split.begin(me), split.end(me)};
+    std::size_t at = 0;  // the View's first element, end to end
+    params.for_each_view([&](const auto& v) {
+      Part part;
+      part.size = v.size();
+      const auto within = [&](std::size_t e) { return std::clamp(e, at, at + part.size) - at; };
+      part.begin = within(owned_.first);
+      part.end = within(owned_.second);
+      for (int r = 0; r < ranks; ++r) {
+        part.counts.push_back(within(split.end(r)) - within(split.begin(r)));
+      }
+      parts_.push_back(std::move(part));
+      at += v.size();
+    });
+    for (const std::string& name : info->state) {
+      owned_state_.emplace_back("kpmap::train::optimizer::" + name, owned_.second - owned_.first);
+      State s{name, {}};
+      std::size_t from = 0;  // within the owned array
+      for (const Part& part : parts_) {
+        const std::size_t n = part.end - part.begin;
+        s.second.push_back(Kokkos::subview(owned_state_.back(), Kokkos::make_pair(from, from + n)));
+        from += n;
+      }
+      state_.push_back(std::move(s));
+    }
+    // The rule's view of the state: array t's states at [t * kinds, (t + 1) * kinds).
+    for (std::size_t t = 0; t < parts_.size(); ++t) {
+      for (const State& s : state_)
+        flat_state_.emplace_back(s.second[t].data(), s.second[t].size());
+    }
+  }
+
   OptimizerConfig config_;
+  const Axis* axis_ = nullptr;  // the axis the state is split over, or none
   std::unique_ptr<UpdateRule<T, M>> rule_;
   long long steps_ = 0;
+  std::pair<std::size_t, std::size_t> owned_;
+  std::vector<Part> parts_;  // one per View of the tree
+  std::vector<Kokkos::View<T*, M>> owned_state_;
   std::vector<State> state_;
-  std::vector<kpmap::detail::flat_view_t<T, M>> flat_state_;
-  std::vector<kpmap::detail::flat_view_t<T, M>> params_flat_;
-  std::vector<kpmap::detail::flat_view_t<const T, M>> grads_flat_;
+  std::vector<Flat> flat_state_;
+  std::vector<Flat> params_flat_;
+  std::vector<ConstFlat> grads_flat_;
 };
 
 }  // namespace kpmap::train
