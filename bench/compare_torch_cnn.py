@@ -5,6 +5,7 @@
                                [--bench build/default/bench/kpmap-bench-train]
                                [--ranks 1,2] [--rounds 3] [--steps 150]
                                [--epochs N] [--no-layers] [--smoke] [--json FILE]
+                               [--sharding optimizer] [--peer torch|replicated]
 
 Both train inputs/cnn_fashion_mnist.toml's network on Debian's
 dataset-fashion-mnist: conv 3x3 1->32 same, ReLU, max pool 2, conv 3x3
@@ -24,6 +25,12 @@ all ranks running) beside OpenBLAS sgemm's at the same shapes in the same run:
 the first convolution alone and as the model runs it, with the ReLU and max
 pooling after it computed in its own kernels (the same sgemm shapes: the
 convolution's).
+
+--sharding optimizer runs kpmap-train with train.sharding = "optimizer"
+(ZeRO stage 1) and PyTorch's Adam inside ZeroRedundancyOptimizer, each rank
+keeping its part of the optimizer state (at 2 ranks or more). --peer
+replicated races kpmap-train sharded against itself replicated instead of
+PyTorch: the cost of the sharding, interleaved the same way.
 
 --smoke runs 1 round of 3 steps and a short layer pass, as a test that the
 script works (no speed is asserted); without python3-torch it exits 77, which
@@ -58,7 +65,8 @@ def idx(name: str) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-def torch_worker(rank: int, world: int, epochs: int, max_steps: int, port: int, out: str) -> None:
+def torch_worker(rank: int, world: int, epochs: int, max_steps: int, port: int, out: str,
+                 zero: bool = False) -> None:
     import torch
     import torch.distributed as dist
     import torch.nn as nn
@@ -77,7 +85,12 @@ def torch_worker(rank: int, world: int, epochs: int, max_steps: int, port: int, 
     y = torch.from_numpy(idx("train-labels-idx1-ubyte.gz").astype(np.int64))
     xt = torch.from_numpy(idx("t10k-images-idx3-ubyte.gz").astype(np.float32) / 255).unsqueeze(1)
     yt = torch.from_numpy(idx("t10k-labels-idx1-ubyte.gz").astype(np.int64))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    if zero and world > 1:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.Adam,
+                                      lr=1e-3)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(2)
     steps, train_seconds, samples = 0, 0.0, 0
@@ -112,7 +125,7 @@ def torch_worker(rank: int, world: int, epochs: int, max_steps: int, port: int, 
         dist.destroy_process_group()
 
 
-def run_torch(world: int, epochs: int, max_steps: int) -> dict:
+def run_torch(world: int, epochs: int, max_steps: int, zero: bool = False) -> dict:
     import torch.multiprocessing as mp
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
@@ -120,17 +133,19 @@ def run_torch(world: int, epochs: int, max_steps: int) -> dict:
         if world == 1:
             torch_worker(0, 1, epochs, max_steps, port, out)
         else:
-            mp.spawn(torch_worker, args=(world, epochs, max_steps, port, out), nprocs=world,
-                     join=True)
+            mp.spawn(torch_worker, args=(world, epochs, max_steps, port, out, zero),
+                     nprocs=world, join=True)
         with open(out) as f:
             return json.load(f)
 
 
-def run_kpmap(app: str, world: int, epochs: int, max_steps: int) -> dict:
+def run_kpmap(app: str, world: int, epochs: int, max_steps: int,
+              sharding: str = "replicated") -> dict:
     with tempfile.TemporaryDirectory() as d:
         cmd = ["mpiexec", "--oversubscribe", "-n", str(world), app, DECK, "--output", d,
                "--set", f"train.epochs={epochs}", "--set", f"train.max_steps={max_steps}",
-               "--set", "train.log_every=0", "--set", "output.checkpoints=false"]
+               "--set", "train.log_every=0", "--set", "output.checkpoints=false",
+               "--set", f"train.sharding={sharding}"]
         subprocess.run(cmd, env=interleaved.MPI_ENV, check=True, stdout=subprocess.DEVNULL)
         with open(os.path.join(d, "result.json")) as f:
             return json.load(f)
@@ -164,6 +179,11 @@ def main() -> int:
                     help="--benchmark_min_time of each layer benchmark (seconds)")
     ap.add_argument("--smoke", action="store_true", help="1 round of 3 steps: a quick check")
     ap.add_argument("--json", help="write every figure to this file")
+    ap.add_argument("--sharding", choices=["replicated", "optimizer"], default="replicated",
+                    help="kpmap-train's train.sharding; optimizer: PyTorch's Adam in "
+                         "ZeroRedundancyOptimizer")
+    ap.add_argument("--peer", choices=["torch", "replicated"], default="torch",
+                    help="replicated: kpmap-train replicated as the peer, not PyTorch")
     a = ap.parse_args()
     if a.smoke:
         a.rounds, a.steps, a.epochs, a.layer_time = 1, 3, 0, 0.01
@@ -174,14 +194,23 @@ def main() -> int:
     epochs, steps = (a.epochs, 0) if a.epochs else (1, a.steps)
     what = f"{epochs} epoch(s)" if a.epochs else f"{steps} steps"
     log = lambda m: print(m, flush=True)  # noqa: E731
-    results = {"runs_of": what, "ranks": {}, "layers": []}
+    zero = a.sharding == "optimizer"
+    me = "kpmap" + (" (optimizer sharded)" if zero else "")
+    peer = "kpmap replicated" if a.peer == "replicated" else (
+        "PyTorch (ZeroRedundancyOptimizer)" if zero else "PyTorch")
+    results = {"runs_of": what, "sharding": a.sharding, "peer": peer, "ranks": {},
+               "layers": []}
     for n in [int(r) for r in a.ranks.split(",")]:
-        log(f"{n} rank(s), {a.rounds} round(s) of kpmap, PyTorch, PyTorch, kpmap, {what} a run:")
+        log(f"{n} rank(s), {a.rounds} round(s) of {me}, {peer} x 2, {me}, {what} a run:")
+        if a.peer == "replicated":
+            other = lambda: run_kpmap(a.app, n, epochs, steps)  # noqa: E731
+        else:
+            other = lambda: run_torch(n, epochs, steps, zero)  # noqa: E731
         results["ranks"][n] = interleaved.interleave(
-            a.rounds, lambda: run_kpmap(a.app, n, epochs, steps),
-            lambda: run_torch(n, epochs, steps), "samples_per_second", log)
-    print("\n| ranks | kpmap samples/s | PyTorch samples/s | kpmap / PyTorch | per round | "
-          "kpmap test acc. | PyTorch test acc. |")
+            a.rounds, lambda: run_kpmap(a.app, n, epochs, steps, a.sharding), other,
+            "samples_per_second", log, (me, peer))
+    print(f"\n| ranks | {me} samples/s | {peer} samples/s | ratio | per round | "
+          f"{me} test acc. | {peer} test acc. |")
     print("|---:|---:|---:|---:|---|---:|---:|")
     for n, r in results["ranks"].items():
         acc = [[x["test_accuracy"] for run in r["runs"] for x in run[side]]

@@ -42,7 +42,7 @@ def spread(values: List[float]) -> Dict[str, float]:
 
 
 def interleave(rounds: int, kpmap: Callable[[], dict], peer: Callable[[], dict],
-               key: str, log: Callable[[str], None]) -> Dict:
+               key: str, log: Callable[[str], None], names=("kpmap", "PyTorch")) -> Dict:
     """`rounds` rounds of kpmap, peer, peer, kpmap. Each call returns a dict
     with `key` (a rate: higher is faster). A round's ratio is kpmap's mean
     rate over the peer's; returned: every run, each round's ratio, and the
@@ -58,8 +58,8 @@ def interleave(rounds: int, kpmap: Callable[[], dict], peer: Callable[[], dict],
         p = (p1[key] + p2[key]) / 2
         ratios.append(k / p)
         runs.append({"kpmap": [k1, k2], "peer": [p1, p2]})
-        log(f"  round {r + 1}: kpmap {k1[key]:,.0f}, {k2[key]:,.0f}; PyTorch {p1[key]:,.0f}, "
-            f"{p2[key]:,.0f}; ratio {k / p:.2f}")
+        log(f"  round {r + 1}: {names[0]} {k1[key]:,.0f}, {k2[key]:,.0f}; {names[1]} "
+            f"{p1[key]:,.0f}, {p2[key]:,.0f}; ratio {k / p:.2f}")
     return {
         "runs": runs,
         "ratios": ratios,
