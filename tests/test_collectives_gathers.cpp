@@ -202,6 +202,28 @@ TEST_CASE("all_gather_inplace completes uneven blocks, empty ones too", "[collec
                     ContainsSubstring("one block per rank"));
 }
 
+TEST_CASE("ipsum_scatter_blocks sums uneven blocks to their owners", "[collectives]") {
+  // Rank j owns 2j + 1 elements, or none for j = 1; rank r contributes
+  // (r + 1) k to element k, so element k sums to tri() k on its owner.
+  const std::size_t P = world_size();
+  std::vector<int> counts(P);
+  std::size_t total = 0, mine = 0;
+  for (std::size_t j = 0; j < P; ++j) {
+    counts[j] = j == 1 ? 0 : static_cast<int>(2 * j + 1);
+    if (j == static_cast<std::size_t>(world_rank())) mine = total;
+    total += static_cast<std::size_t>(counts[j]);
+  }
+  Kokkos::View<double*, Exec> x("x", total);
+  fill(x, [&](std::size_t k) { return (r() + 1) * k; });
+  Kokkos::View<double*, Exec> out("out", counts[world_rank()]);
+  kpmap::Request req = kpmap::ipsum_scatter_blocks(Exec(), x, counts, out, "devices");
+  req.wait();
+  CHECK(matches(out, [&](std::size_t k) { return tri() * (mine + k); }));
+  Kokkos::View<double*, Exec> wrong("wrong", out.extent(0) + 1);
+  CHECK_THROWS_WITH(kpmap::ipsum_scatter_blocks(Exec(), x, counts, wrong, "devices"),
+                    ContainsSubstring("one block per rank"));
+}
+
 TEST_CASE("ppermute and pbroadcast", "[collectives]") {
   const int P = world_size();
   const int me = world_rank();

@@ -210,6 +210,12 @@ TEST_CASE("counts above the MPI int limit take the large-count paths", "[collect
   fill(blocks, [&](std::size_t k) { return k >= own && k < own_end ? 0.5 * k : -1.0; });
   kpmap::all_gather_inplace(blocks, counts, "devices");
   CHECK(matches(blocks, [](std::size_t k) { return 0.5 * k; }));
+  // ... and reduced to their owners in int-sized pieces.
+  std::vector<int> int_counts(counts.begin(), counts.end());
+  fill(blocks, [&](std::size_t k) { return me * k; });
+  Kokkos::View<double*, Exec> owned("owned", counts[world_rank()]);
+  kpmap::ipsum_scatter_blocks(Exec(), blocks, int_counts, owned, "devices").wait();
+  CHECK(matches(owned, [&](std::size_t k) { return tri() * (own + k); }));
   kpmap::transport::set_max_count(saved);
 }
 

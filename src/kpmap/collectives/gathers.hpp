@@ -355,6 +355,52 @@ void all_gather_inplace(const Exec& exec, const V& x, const std::vector<std::siz
   detail::complete_receive(exec, buf, [] {});
 }
 
+/// \brief Starts the sum over `axis` of `x`, a View of rank 1 that every
+/// rank holds whole and that the ranks own in blocks (block r: `counts[r]`
+/// elements after those of the ranks before it; empty ones too), giving
+/// each rank the sum of its own block in `out` (of its count's extent): an
+/// uneven psum_scatter, the reduce-scatter of ZeRO's sharded gradients.
+/// `counts` must outlive the Request (MPI reads it until it completes), and
+/// x must not change before it does. Collective.
+template <class Exec, class V, class O,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+Request ipsum_scatter_blocks(const Exec& exec, const V& x, const std::vector<int>& counts,
+                             const O& out, AxisRef axis) {
+  using T = detail::value_t<V>;
+  using M = typename V::memory_space;
+  static_assert(detail::rank_v<V> == 1 && detail::rank_v<O> == 1,
+                "ipsum_scatter_blocks reduces a View of rank 1 into one of rank 1");
+  ProfilingRegion region("kpmap::ipsum_scatter_blocks", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
+  std::size_t total = 0;
+  for (int c : counts) total += static_cast<std::size_t>(c < 0 ? 0 : c);
+  const auto me = static_cast<std::size_t>(axis->index());
+  if (counts.size() != static_cast<std::size_t>(axis->size()) || total != x.extent(0) ||
+      out.extent(0) != static_cast<std::size_t>(counts[me]) || !detail::is_contiguous(x) ||
+      !detail::is_contiguous(out)) {
+    throw Error("kpmap::ipsum_scatter_blocks: " + std::to_string(counts.size()) + " blocks of " +
+                std::to_string(total) + " elements for a View of " + std::to_string(x.extent(0)) +
+                " over the " + std::to_string(axis->size()) + " ranks of axis '" + axis->name() +
+                "', and a result of " + std::to_string(out.extent(0)) +
+                " (one block per rank, summing to x's extent; "
+                "the result of this rank's block's; both contiguous)");
+  }
+  if (checked_mode()) {
+    detail::verify_signature(*axis, detail::signature_of("psum_scatter_blocks", "x", x, 0));
+  }
+  auto send = transport::make_buffer<T, M>(const_cast<T*>(x.data()), x.size());
+  transport::to_mpi(exec, send);
+  auto recv = transport::make_buffer<T, typename O::memory_space>(out.data(), out.size());
+  detail::fence_before_mpi(exec);
+  transport::Pending pending;
+  transport::reduce_scatter(send.mpi, recv.mpi, counts.data(), detail::mpi_datatype<T>(), MPI_SUM,
+                            axis->comm(), &pending);
+  return detail::make_request(std::move(pending),
+                              [exec, send = std::move(send), recv = std::move(recv)]() mutable {
+                                detail::complete_receive(exec, recv, [] {});
+                              });
+}
+
 // Without an execution space: every instance is fenced first, then a default
 // instance of the View's space runs the collective (see unnamed_instance).
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>

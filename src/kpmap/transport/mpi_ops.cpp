@@ -276,6 +276,47 @@ void reduce_scatter_block(const void* send, void* recv, std::size_t count, MPI_D
   }
 }
 
+void reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype type, MPI_Op op,
+                    MPI_Comm comm, Pending* pending) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::size_t total = 0;
+  bool fits = true;
+  for (int j = 0; j < size; ++j) {
+    total += static_cast<std::size_t>(counts[j]);
+    fits = fits && static_cast<std::size_t>(counts[j]) <= g_max_count;
+  }
+  if (fits && total <= g_max_count) {
+    if (pending) {
+      pending->emplace_back();
+      check_mpi(MPI_Ireduce_scatter(send, recv, counts, type, op, comm, &pending->back()),
+                "MPI_Ireduce_scatter");
+    } else {
+      check_mpi(MPI_Reduce_scatter(send, recv, counts, type, op, comm), "MPI_Reduce_scatter");
+    }
+    return;
+  }
+  // Large blocks: reduce each block to its owner in int-sized pieces.
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::size_t first = 0;
+  for (int j = 0; j < size; ++j) {
+    const auto count = static_cast<std::size_t>(counts[j]);
+    for (std::size_t off = 0; off < count; off += g_max_count) {
+      const int n = static_cast<int>(std::min(count - off, g_max_count));
+      const void* s = at(send, first + off, type);
+      void* r = j == rank ? at(recv, off, type) : nullptr;
+      if (pending) {
+        pending->emplace_back();
+        check_mpi(MPI_Ireduce(s, r, n, type, op, j, comm, &pending->back()), "MPI_Ireduce");
+      } else {
+        check_mpi(MPI_Reduce(s, r, n, type, op, j, comm), "MPI_Reduce");
+      }
+    }
+    first += count;
+  }
+}
+
 void sendrecv(const void* send, void* recv, std::size_t count, MPI_Datatype type, int dest,
               int source, int tag, MPI_Comm comm, Pending* pending) {
   const Described d(count, type);

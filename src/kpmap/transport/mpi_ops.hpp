@@ -62,6 +62,14 @@ void alltoall(const void* send, void* recv, std::size_t count, MPI_Datatype type
 void reduce_scatter_block(const void* send, void* recv, std::size_t count, MPI_Datatype type,
                           MPI_Op op, MPI_Comm comm, Pending* pending);
 
+/// Collective over `comm`: `send` holds the blocks of every rank, block r of
+/// `counts[r]` elements after those of the ranks before it (uneven, empty
+/// ones too); rank r receives the reduction of everyone's block r in
+/// `recv`. `counts` (one per rank) must stay valid until the requests
+/// complete.
+void reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype type, MPI_Op op,
+                    MPI_Comm comm, Pending* pending);
+
 /// Point to point: send to `dest` and receive from `source` (either may be MPI_PROC_NULL).
 void sendrecv(const void* send, void* recv, std::size_t count, MPI_Datatype type, int dest,
               int source, int tag, MPI_Comm comm, Pending* pending);

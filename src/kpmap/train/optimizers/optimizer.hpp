@@ -202,41 +202,30 @@ class Optimizer {
   /// all-gathered (collective; `exec` is fenced).
   template <class Exec>
   void step(const Exec& exec, const P& params, const P& grads) {
-    kpmap::detail::require_kernel_ready<Exec, M>();
-    // The flat handles' vectors keep their capacity: no allocation after the first step.
-    auto& ps = params_flat_;
     auto& gs = grads_flat_;
-    ps.clear();
     gs.clear();
-    params.for_each_view([&](const auto& v) { ps.emplace_back(v.data(), v.size()); });
     grads.for_each_view([&](const auto& v) { gs.emplace_back(v.data(), v.size()); });
-    const std::size_t kinds = state_.size();
-    bool fits = gs.size() == ps.size() && ps.size() == parts_.size();
-    for (std::size_t t = 0; fits && t < ps.size(); ++t) {
-      fits = ps[t].size() == parts_[t].size && gs[t].size() == parts_[t].size;
-    }
+    bool fits = gs.size() == parts_.size();
+    for (std::size_t t = 0; fits && t < gs.size(); ++t) fits = gs[t].size() == parts_[t].size;
     if (!fits) {
-      throw Error("kpmap::train::Optimizer::step: the parameter tree has " +
-                  std::to_string(ps.size()) + " Views and the gradient " +
-                  std::to_string(gs.size()) + "; the optimizer was built for " +
+      throw Error("kpmap::train::Optimizer::step: the gradient tree has " +
+                  std::to_string(gs.size()) + " Views; the optimizer was built for " +
                   std::to_string(parts_.size()) + " of other sizes");
     }
-    ++steps_;
-    const T lr = static_cast<T>(config_.rate(steps_));
-    for (std::size_t t = 0; t < ps.size(); ++t) {
-      const Part& part = parts_[t];
-      if (part.end == part.begin) continue;
-      const std::size_t n = part.end - part.begin;
-      rule_->apply(exec, steps_, lr, Flat(ps[t].data() + part.begin, n),
-                   ConstFlat(gs[t].data() + part.begin, n),
-                   kinds > 0 ? &flat_state_[t * kinds] : nullptr);
+    update(exec, params, [&](std::size_t t) { return gs[t].data() + parts_[t].begin; });
+  }
+
+  /// \brief As step(), from this rank's part of the gradient alone: elements
+  /// [owned().first, owned().second) of the gradient laid end to end, summed
+  /// over the ranks (ZeRO stage 2: what a reduce-scatter gives each rank).
+  template <class Exec>
+  void step_from_part(const Exec& exec, const P& params, const Kokkos::View<const T*, M>& part) {
+    if (part.extent(0) != owned_.second - owned_.first) {
+      throw Error("kpmap::train::Optimizer::step_from_part: a gradient part of " +
+                  std::to_string(part.extent(0)) + " values for a part of " +
+                  std::to_string(owned_.second - owned_.first) + " parameters");
     }
-    if (axis_ != nullptr) {
-      const ProfilingRegion region("kpmap::train::gather_updates");
-      for (std::size_t t = 0; t < ps.size(); ++t) {
-        if (parts_[t].size > 0) all_gather_inplace(exec, ps[t], parts_[t].counts, *axis_);
-      }
-    }
+    update(exec, params, [&](std::size_t t) { return part.data() + parts_[t].within_owned; });
   }
 
   /// \brief step() on the default instance of M's execution space.
@@ -261,11 +250,46 @@ class Optimizer {
   using Flat = kpmap::detail::flat_view_t<T, M>;
   using ConstFlat = kpmap::detail::flat_view_t<const T, M>;
   // This rank's elements [begin, end) of one View of the tree (of `size`),
-  // and every rank's count of them, in rank order (the all-gather's blocks).
+  // where they lie in the rank's part of the whole, and every rank's count
+  // of them, in rank order (the all-gather's blocks).
   struct Part {
-    std::size_t size = 0, begin = 0, end = 0;
+    std::size_t size = 0, begin = 0, end = 0, within_owned = 0;
     std::vector<std::size_t> counts;
   };
+
+  // The update of this rank's part of every View of `params`, from the
+  // gradient of view t's part at grad_of(t); then, sharded, the all-gather.
+  template <class Exec, class GradOf>
+  void update(const Exec& exec, const P& params, GradOf&& grad_of) {
+    kpmap::detail::require_kernel_ready<Exec, M>();
+    // The flat handles' vector keeps its capacity: no allocation after the first step.
+    auto& ps = params_flat_;
+    ps.clear();
+    params.for_each_view([&](const auto& v) { ps.emplace_back(v.data(), v.size()); });
+    bool fits = ps.size() == parts_.size();
+    for (std::size_t t = 0; fits && t < ps.size(); ++t) fits = ps[t].size() == parts_[t].size;
+    if (!fits) {
+      throw Error("kpmap::train::Optimizer: the parameter tree has " + std::to_string(ps.size()) +
+                  " Views; the optimizer was built for " + std::to_string(parts_.size()) +
+                  " of other sizes");
+    }
+    const std::size_t kinds = state_.size();
+    ++steps_;
+    const T lr = static_cast<T>(config_.rate(steps_));
+    for (std::size_t t = 0; t < ps.size(); ++t) {
+      const Part& part = parts_[t];
+      if (part.end == part.begin) continue;
+      const std::size_t n = part.end - part.begin;
+      rule_->apply(exec, steps_, lr, Flat(ps[t].data() + part.begin, n), ConstFlat(grad_of(t), n),
+                   kinds > 0 ? &flat_state_[t * kinds] : nullptr);
+    }
+    if (axis_ != nullptr) {
+      const ProfilingRegion region("kpmap::train::gather_updates");
+      for (std::size_t t = 0; t < ps.size(); ++t) {
+        if (parts_[t].size > 0) all_gather_inplace(exec, ps[t], parts_[t].counts, *axis_);
+      }
+    }
+  }
 
   Optimizer(const OptimizerConfig& config, const P& params, const Axis* axis)
       : config_(config), axis_(axis) {
@@ -288,6 +312,7 @@ class Optimizer {
       const auto within = [&](std::size_t e) { return std::clamp(e, at, at + part.size) - at; };
       part.begin = within(owned_.first);
       part.end = within(owned_.second);
+      part.within_owned = at + part.begin - std::min(at + part.begin, owned_.first);
       for (int r = 0; r < ranks; ++r) {
         part.counts.push_back(within(split.end(r)) - within(split.begin(r)));
       }
