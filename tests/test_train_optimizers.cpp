@@ -128,12 +128,15 @@ TEST_CASE("a sharded optimizer keeps its part of the state and updates as a repl
     Kokkos::deep_copy(t.w, hw);
     Kokkos::deep_copy(t.b, scale * 0.25);
   };
+  Params from_part("f", 5);
   fill(replicated, 1.0);
   fill(sharded, 1.0);
+  fill(from_part, 1.0);
   OptimizerConfig c;
   c.kind = "adam";
   c.learning_rate = 0.05;
-  Optimizer<double, Mem, Params> whole(c, replicated), part(c, sharded, axis);
+  Optimizer<double, Mem, Params> whole(c, replicated), part(c, sharded, axis),
+      given_part(c, from_part, axis);
   CHECK_FALSE(whole.sharded());
   CHECK(part.sharded());
   const kpmap::BlockPartition split(6, P);
@@ -148,7 +151,19 @@ TEST_CASE("a sharded optimizer keeps its part of the state and updates as a repl
     fill(g, 0.5 * step);  // the same reduced gradient on every rank
     whole.step(replicated, g);
     part.step(sharded, g);
+    // The same from this rank's part of the gradient laid end to end (w, b).
+    Kokkos::View<double*, Mem> gpart("gpart", split.count(me));
+    auto hp = Kokkos::create_mirror_view(gpart);
+    const auto gw = to_host(g.w);
+    const auto gb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.b);
+    for (std::size_t i = 0; i < hp.extent(0); ++i) {
+      const std::size_t k = split.begin(me) + i;
+      hp(i) = k < 5 ? gw[k] : gb();
+    }
+    Kokkos::deep_copy(gpart, hp);
+    given_part.step_from_part(Mem::execution_space(), from_part, gpart);
   }
+  CHECK(to_host(from_part.w) == to_host(replicated.w));
   const auto hw = to_host(replicated.w), sw = to_host(sharded.w);
   CHECK(hw == sw);  // an elementwise update, gathered: bit for bit
   const auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), replicated.b);
