@@ -125,9 +125,18 @@ if(KPMAP_ENABLE_APPS)
     set_tests_properties(apps.kpmap-train.sharding.${name} PROPERTIES
       LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   endfunction()
-  kpmap_train_sharding_test(cnn_adam ${INPUTS}/cnn_images_ci.toml 1 2 3 4 --cross)
-  kpmap_train_sharding_test(mlp_adam ${INPUTS}/train_mlp_ci.toml 2 3)
+  kpmap_train_sharding_test(cnn_adam ${INPUTS}/cnn_images_ci.toml 1 2 3 4 --cross
+                            --modes optimizer gradients)
+  kpmap_train_sharding_test(mlp_adam ${INPUTS}/train_mlp_ci.toml 2 3 --modes optimizer gradients)
   kpmap_train_sharding_test(linear_momentum ${INPUTS}/train_sgd_ci.toml 2 3 4 --cross)
+  # ... and with the gradient sharded, each micro-batch's part reduce-scattered and added.
+  add_test(NAME apps.kpmap-train.accumulate_sharded
+    COMMAND ${TRAIN_CHECK} same --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${INPUTS}/cnn_images_ci.toml --ranks 3 --rtol 1e-12 --set train.epochs=2
+            --set train.sharding=gradients --other train.accumulate_steps=4
+            --work ${TRAIN_OUT}/accumulate_sharded)
+  set_tests_properties(apps.kpmap-train.accumulate_sharded PROPERTIES
+    LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   # Gradient accumulation: 4 micro-batches of 8 make the same steps as batches of 32.
   add_test(NAME apps.kpmap-train.accumulate
     COMMAND ${TRAIN_CHECK} same --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
@@ -157,6 +166,12 @@ if(KPMAP_ENABLE_APPS)
     RANKS 1 TIMEOUT 60 LABELS apps
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
             --expect "key 'model.precision': \"mixed\" is for mlp and sequential models" --)
+  # The linear model's gradient is not sharded (features + 1 values): refused, naming the key.
+  kpmap_add_mpi_test(NAME apps.kpmap-train.linear_gradients_sharding COMMAND kpmap-train
+    ${INPUTS}/train_linear_ci.toml --set train.sharding=gradients --output ${TRAIN_OUT}/bad
+    RANKS 2 TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+            --expect "--set train.sharding=gradients: key 'train.sharding': the linear model keeps its gradient whole" --)
   # Layers that do not chain: exit 2 naming the deck line, the layer and both shapes.
   kpmap_add_mpi_test(NAME apps.kpmap-train.cnn_kernel_too_big COMMAND kpmap-train
     ${CMAKE_CURRENT_SOURCE_DIR}/decks/cnn_bad_shapes.toml --output ${TRAIN_OUT}/bad RANKS 3

@@ -395,9 +395,11 @@ Request ipsum_scatter_blocks(const Exec& exec, const V& x, const std::vector<int
   transport::Pending pending;
   transport::reduce_scatter(send.mpi, recv.mpi, counts.data(), detail::mpi_datatype<T>(), MPI_SUM,
                             axis->comm(), &pending);
+  // Staged, the sum is copied back and waited for before the pinned buffer
+  // returns to its pool; direct, MPI wrote it in place.
   return detail::make_request(std::move(pending),
                               [exec, send = std::move(send), recv = std::move(recv)]() mutable {
-                                detail::complete_receive(exec, recv, [] {});
+                                if (recv.staged()) detail::complete_receive(exec, recv, [] {});
                               });
 }
 

@@ -106,10 +106,12 @@ deck::Schema train_schema() {
   s.integer("train.batch_size", 0, Range{0, 1e12}, "",
             "global batch (over all ranks); 0: the whole training set");
   s.integer("train.seed", 0, Range{0, 9.2e18}, "", "seed of the initial weights and the shuffle");
-  s.string("train.sharding", "replicated", {"replicated", "optimizer"},
+  s.string("train.sharding", "replicated", {"replicated", "optimizer", "gradients"},
            "what each rank keeps of the training state: replicated, all of it; optimizer, "
            "its even part of the optimizer's state, which it alone updates before the "
-           "parameters are all-gathered (ZeRO stage 1: the same numbers, less memory)");
+           "parameters are all-gathered (ZeRO stage 1: the same numbers, less memory); "
+           "gradients, as optimizer, and only its part of the reduced gradient, each "
+           "layer's reduce-scattered as soon as it exists (ZeRO stage 2; mlp, sequential)");
   declare_output_keys(s, "kpmap-train", "epochs");
   s.boolean("output.checkpoints", true,
             "false: write no checkpoint (a run that only reports; nothing to restart from, and "
@@ -391,8 +393,10 @@ LoopConfig read_train(const Deck& d) {
   l.accumulate = std::size_t(d.integer("train.accumulate_steps"));
   l.batch = std::size_t(d.integer("train.batch_size"));
   l.seed = std::uint64_t(d.integer("train.seed"));
-  l.sharding =
-      d.string("train.sharding") == "optimizer" ? Sharding::optimizer : Sharding::replicated;
+  const std::string& sharding = d.string("train.sharding");
+  l.sharding = sharding == "optimizer"   ? Sharding::optimizer
+               : sharding == "gradients" ? Sharding::gradients
+                                         : Sharding::replicated;
   return l;
 }
 
@@ -412,6 +416,19 @@ void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
     throw kpmap::InputError(d.where("train.accumulate_steps") +
                                 "key 'train.accumulate_steps': the linear model reads its whole "
                                 "batch in one pass; accumulation is for mlp and sequential models",
+                            kpmap::ErrorScope::all_ranks);
+  }
+  if (c.model.kind == "linear" && c.train.sharding == Sharding::gradients) {
+    throw kpmap::InputError(d.where("train.sharding") +
+                                "key 'train.sharding': the linear model keeps its gradient whole "
+                                "(features + 1 values); \"gradients\" is for mlp and sequential "
+                                "models (\"optimizer\" shards the linear model's optimizer state)",
+                            kpmap::ErrorScope::all_ranks);
+  }
+  if (c.model.precision == "mixed" && c.train.sharding == Sharding::gradients) {
+    throw kpmap::InputError(d.where("train.sharding") +
+                                "key 'train.sharding': \"gradients\" is not yet taken under "
+                                "model.precision = \"mixed\" (\"optimizer\" is)",
                             kpmap::ErrorScope::all_ranks);
   }
   if (c.model.precision == "mixed") {
@@ -582,7 +599,10 @@ TrainerConfig trainer_config(const TrainConfig& c, const std::string& out,
   tc.meta.deck = deck_toml;
   tc.meta.decomposition =
       std::to_string(ranks) + " ranks; parameters replicated" +
-      (c.train.sharding == Sharding::optimizer ? ", optimizer state split over the ranks" : "");
+      (c.train.sharding == Sharding::optimizer   ? ", optimizer state split over the ranks"
+       : c.train.sharding == Sharding::gradients ? ", optimizer state and gradient split over "
+                                                   "the ranks"
+                                                 : "");
   return tc;
 }
 
@@ -602,8 +622,12 @@ double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
   const double params = c.model.kind == "linear" ? double(c.data.features + 1) : c.model.parameters;
   const auto moments = double(find_optimizer(c.optimizer.kind)->state.size());
   // Sharded, a rank keeps its even part of the optimizer's state.
-  const double kept = c.train.sharding == Sharding::optimizer ? std::ceil(params / ranks) : params;
-  const double model = (2 * params + moments * kept) * double(value_bytes);
+  const double part = std::ceil(params / ranks);
+  const double kept = c.train.sharding != Sharding::replicated ? part : params;
+  // Sharded gradients: this rank's part of the sum, the same again for a
+  // micro-batch's, and two work buffers of at most the whole gradient.
+  const double grads = c.train.sharding == Sharding::gradients ? 2 * part + params : params;
+  const double model = (params + grads + moments * kept) * double(value_bytes);
   double work = 0;
   if (c.model.kind != "linear") {
     const auto batch_rows = std::size_t(

@@ -14,11 +14,19 @@ namespace kpmap::train {
 enum class Sharding {
   replicated,  ///< every rank keeps all of the parameters, gradient and optimizer state
   optimizer,   ///< the optimizer's state split evenly over the ranks (ZeRO stage 1)
+  gradients,   ///< ... and the reduced gradient too, reduce-scattered (ZeRO stage 2)
 };
 
-/// \brief The deck's name of `s` ("replicated", "optimizer").
+/// \brief The deck's name of `s` ("replicated", "optimizer", "gradients").
 inline const char* sharding_name(Sharding s) {
-  return s == Sharding::optimizer ? "optimizer" : "replicated";
+  switch (s) {
+    case Sharding::optimizer:
+      return "optimizer";
+    case Sharding::gradients:
+      return "gradients";
+    default:
+      return "replicated";
+  }
 }
 
 /// \brief How long a training loop runs, over which batches.

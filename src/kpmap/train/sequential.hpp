@@ -19,6 +19,7 @@
 #include <kpmap/collectives/collectives.hpp>
 #include <kpmap/collectives/request.hpp>
 #include <kpmap/run/watchdog.hpp>
+#include <kpmap/spmd/pmap.hpp>
 #include <kpmap/tools/profiling.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/layer.hpp>
@@ -253,8 +254,67 @@ class Sequential {
   std::size_t classes() const { return layers_.back()->output_shape().channels; }
   /// The parameters (the master copy, under mixed precision).
   const FlatParams<T, M>& params() const { return params_; }
-  /// The gradient of the last step, reduced over the ranks.
+  /// The gradient of the last step, reduced over the ranks (empty once
+  /// shard_gradients() was called: gradient_part() holds this rank's part).
   const FlatParams<T, M>& grads() const { return grads_; }
+
+  /// \brief ZeRO stage 2 (train.sharding = "gradients"): from here on each
+  /// rank keeps only its part of the reduced gradient, elements [first,
+  /// last) of the parameters laid end to end split evenly over `axis`, as
+  /// Optimizer splits them (gradient_part()). Each layer's backward writes
+  /// its gradient into one of two work buffers (alternating from layer to
+  /// layer, each the size of the largest layer it serves), and its sum over
+  /// the ranks is reduce-scattered to the owners as soon as the layer is
+  /// done; grads() is empty after. Not under mixed precision.
+  void shard_gradients(AxisRef axis) {
+    if constexpr (mixed) {
+      throw Error("kpmap::train::Sequential: the gradient is not sharded under mixed precision");
+    } else {
+      const std::size_t total = params_.all.size();
+      const int ranks = axis->size();
+      const BlockPartition split(total, ranks);
+      const std::size_t lo = split.begin(axis->index()), hi = split.end(axis->index());
+      std::size_t bucket_size[2] = {0, 0};
+      std::size_t k = 0;  // the layer's number among those with parameters
+      bucket_of_.assign(layers_.size(), -1);
+      layer_counts_.assign(layers_.size(), {});
+      layer_part_at_.assign(layers_.size(), 0);
+      for (std::size_t l = 0; l < layers_.size(); ++l) {
+        const std::size_t s = layer_span_[l], e = layer_span_[l + 1];
+        if (e == s) continue;
+        const int b = static_cast<int>(k++ % 2);
+        bucket_of_[l] = b;
+        bucket_size[b] = std::max(bucket_size[b], e - s);
+        const auto in = [&](std::size_t i) { return std::clamp(i, s, e); };
+        for (int r = 0; r < ranks; ++r) {
+          layer_counts_[l].push_back(static_cast<int>(in(split.end(r)) - in(split.begin(r))));
+        }
+        layer_part_at_[l] = in(lo)-lo;
+      }
+      for (int b = 0; b < 2; ++b) {
+        buckets_[b] = Kokkos::View<T*, M>("kpmap::train::gradient_bucket", bucket_size[b]);
+      }
+      grad_part_ = Kokkos::View<T*, M>("kpmap::train::gradient_part", hi - lo);
+      grad_scratch_ = Kokkos::View<T*, M>("kpmap::train::gradient_part_scratch", hi - lo);
+      for (std::size_t l = 0; l < layers_.size(); ++l) {
+        if (bucket_of_[l] >= 0) {
+          layers_[l]->bind(params_.all.data() + layer_span_[l], buckets_[bucket_of_[l]].data());
+        }
+      }
+      grads_.all = Kokkos::View<T*, M>();
+      grad_axis_ = &*axis;
+    }
+  }
+  /// \brief Whether shard_gradients() was called.
+  bool gradients_sharded() const { return grad_axis_ != nullptr; }
+  /// \brief This rank's part of the last step's reduced gradient, once
+  /// shard_gradients() was called (empty before).
+  const Kokkos::View<T*, M>& gradient_part() const { return grad_part_; }
+  /// \brief The two work buffers the layers write their gradients into,
+  /// once shard_gradients() was called.
+  std::size_t gradient_bucket_bytes() const {
+    return (buckets_[0].size() + buckets_[1].size()) * sizeof(T);
+  }
   /// \brief Mixed precision: the output delta's factor, divided out of
   /// every gradient before its reduction (a power of two, so that the
   /// scaling itself rounds nothing). Default 1; no effect without mixed.
@@ -324,9 +384,10 @@ class Sequential {
   /// counts the batch's samples over all ranks, so the psum of the ranks'
   /// gradients is the gradient of the batch mean, however the samples fall on
   /// the ranks (a rank without any contributes zeros). `wait_seconds`, if
-  /// given, receives the time spent waiting for the reductions after the
-  /// backward pass. Collective over `axis` in the last micro-batch of a step
-  /// (`micro`; a step of one batch is its own first and last): the earlier
+  /// given, has the time spent waiting for the reductions after the
+  /// backward pass added to it. Collective over `axis` in the last
+  /// micro-batch of a step (`micro`; a step of one batch is its own first
+  /// and last; with sharded gradients, in every micro-batch): the earlier
   /// ones only add their gradient and loss locally, and `global_batch` is
   /// then the size of the whole step's batch. Returns the step's loss and
   /// accuracy over all ranks, left on the device (fetch() reads them) after
@@ -337,10 +398,11 @@ class Sequential {
                             AxisRef axis, double* wait_seconds = nullptr, MicroBatch micro = {}) {
     const std::size_t n = last - first;
     const bool single = micro.first && micro.last;
+    const bool sharded = gradients_sharded();
     pending_.clear();
     if (micro.first) refresh_compute_params();
     if (n == 0) {
-      if (micro.first) Kokkos::deep_copy(exec_, grads_.all, T(0));
+      if (micro.first && !sharded) Kokkos::deep_copy(exec_, grads_.all, T(0));
       Kokkos::deep_copy(exec_, sums_, 0.0);
     } else {
       const ProfilingRegion region("kpmap::train::forward");
@@ -357,9 +419,13 @@ class Sequential {
     if (micro.last) pending_.push_back(ipsum(exec_, step_sums, axis));
     std::optional<ProfilingRegion> backward_region(std::in_place, "kpmap::train::backward");
     for (std::size_t l = layers_.size(); l-- > 0;) {
+      const int bucket = sharded ? bucket_of_[l] : -1;
+      // Sharded: the layer two back wrote this bucket; its reduction must be done.
+      if (bucket >= 0) bucket_req_[bucket].wait();
       if (n > 0 && !absorbed_[l]) {
-        // Mixed: each micro-batch's gradient in C is added up in T.
-        layers_[l]->accumulate_gradients(!mixed && !micro.first);
+        // Mixed: each micro-batch's gradient in C is added up in T. Sharded:
+        // the bucket holds one layer's gradient of one micro-batch.
+        layers_[l]->accumulate_gradients(!mixed && !sharded && !micro.first);
         layers_[l]->backward(exec_, rows(acts_[l], n), rows(acts_[ends_[l]], n),
                              rows(deltas_[ends_[l]], n), rows(deltas_[l], n));
         if constexpr (mixed) {
@@ -367,7 +433,21 @@ class Sequential {
                static_cast<T>(1.0 / loss_scale_), !micro.first);
         }
       }
-      if (micro.last && layer_span_[l + 1] > layer_span_[l]) {
+      if (bucket >= 0) {
+        const std::size_t size = layer_span_[l + 1] - layer_span_[l];
+        const auto mine =
+            Kokkos::subview(buckets_[bucket], Kokkos::make_pair(std::size_t(0), size));
+        if (n == 0) Kokkos::deep_copy(exec_, mine, T(0));  // no samples: this rank adds zeros
+        // This rank's part of the layer's sum: into the gradient part, or for
+        // a later micro-batch into the scratch part, added after.
+        const std::size_t at = layer_part_at_[l];
+        const auto own =
+            static_cast<std::size_t>(layer_counts_[l][static_cast<std::size_t>(axis->index())]);
+        const auto& into = micro.first ? grad_part_ : grad_scratch_;
+        bucket_req_[bucket] =
+            ipsum_scatter_blocks(exec_, mine, layer_counts_[l],
+                                 Kokkos::subview(into, Kokkos::make_pair(at, at + own)), axis);
+      } else if (micro.last && layer_span_[l + 1] > layer_span_[l]) {
         // Hand this layer's gradient to MPI (fenced inside) before going on.
         pending_.push_back(ipsum(
             exec_,
@@ -380,14 +460,29 @@ class Sequential {
       // reuse those buffers in whatever order MPI completes them.
       if (settled_) {
         for (auto& r : pending_) r.test();
+        if (sharded) {
+          for (auto& r : bucket_req_) r.test();
+        }
       }
     }
     backward_region.reset();
+    if (sharded) {
+      // Every micro-batch's reductions end here: a later one's part is added.
+      const ProfilingRegion wait_region("kpmap::train::gradient_psum_wait");
+      const double t0 = MPI_Wtime();
+      for (auto& r : bucket_req_) r.wait();
+      if (wait_seconds != nullptr) *wait_seconds += MPI_Wtime() - t0;
+      if (!micro.first) {
+        Kokkos::parallel_for("kpmap::train::sequential::add_gradient_part",
+                             Kokkos::RangePolicy<Exec>(exec_, 0, grad_part_.size()),
+                             detail::CastScaled<T, T, M>{grad_part_, grad_scratch_, T(1), true});
+      }
+    }
     if (!micro.last) return {};
     const ProfilingRegion wait_region("kpmap::train::gradient_psum_wait");
     const double t0 = MPI_Wtime();
     for (auto& r : pending_) r.wait();
-    if (wait_seconds != nullptr) *wait_seconds = MPI_Wtime() - t0;
+    if (wait_seconds != nullptr) *wait_seconds += MPI_Wtime() - t0;
     settled_ = true;
     return {exec_, step_sums, static_cast<double>(global_batch > 0 ? global_batch : 1)};
   }
@@ -540,6 +635,18 @@ class Sequential {
   Kokkos::View<double**, Kokkos::LayoutRight, M> confusion_;
   std::vector<Request> pending_;  // a step's reductions, reused from step to step
   bool settled_ = false;          // a step has run: its buffers are in the pools
+  // Sharded gradients (shard_gradients): the axis, this rank's part of the
+  // reduced gradient (and a second one a later micro-batch's part lands in),
+  // the two work buffers the layers write into, each layer's buffer (-1:
+  // none), every rank's count of its elements, where its part lies in
+  // grad_part_, and each buffer's reduction in flight.
+  const Axis* grad_axis_ = nullptr;
+  Kokkos::View<T*, M> grad_part_, grad_scratch_;
+  Kokkos::View<T*, M> buckets_[2];
+  std::vector<int> bucket_of_;
+  std::vector<std::vector<int>> layer_counts_;
+  std::vector<std::size_t> layer_part_at_;
+  Request bucket_req_[2];
 };
 
 }  // namespace kpmap::train

@@ -123,6 +123,14 @@ struct AddFigures {
   }
 };
 
+/// Whether a model has shard_gradients(axis) (Sequential does; LinearModel not).
+template <class Model, class = void>
+struct ShardsGradients : std::false_type {};
+template <class Model>
+struct ShardsGradients<
+    Model, std::void_t<decltype(std::declval<Model&>().shard_gradients(std::declval<AxisRef>()))>>
+    : std::true_type {};
+
 }  // namespace detail
 
 template <class Model>
@@ -136,13 +144,23 @@ class Trainer {
 
   Trainer(Model& model, const OptimizerConfig& optimizer, TrainerConfig config, AxisRef axis)
       : model_(model),
-        opt_(config.sharding == Sharding::optimizer
+        opt_(config.sharding != Sharding::replicated
                  ? Optimizer<T, M, P>(optimizer, model.params(), axis)
                  : Optimizer<T, M, P>(optimizer, model.params())),
         c_(std::move(config)),
         axis_(axis),
         epoch_sums_("kpmap::train::epoch_sums", 4),
-        epoch_sums_host_(Kokkos::create_mirror_view(epoch_sums_)) {}
+        epoch_sums_host_(Kokkos::create_mirror_view(epoch_sums_)) {
+    if (c_.sharding == Sharding::gradients) {
+      if constexpr (shards_gradients) {
+        model_.shard_gradients(axis_);
+      } else {
+        throw Error(
+            "kpmap::train::Trainer: this model does not shard its gradient "
+            "(train.sharding = \"gradients\")");
+      }
+    }
+  }
 
   const Optimizer<T, M, P>& optimizer() const { return opt_; }
   /// \brief Bytes this rank holds of parameters, gradients and optimizer
@@ -155,6 +173,9 @@ class Trainer {
     };
     model_.params().for_each_view([&](const auto& v) { b.parameters += bytes(v); });
     model_.grads().for_each_view([&](const auto& v) { b.gradients += bytes(v); });
+    if constexpr (shards_gradients) {
+      if (model_.gradients_sharded()) b.gradients = bytes(model_.gradient_part());
+    }
     for (const auto& kind : opt_.state()) {
       for (const auto& v : kind.second) b.optimizer += bytes(v);
     }
@@ -285,7 +306,7 @@ class Trainer {
         {
           const ProfilingRegion region("kpmap::train::update");
           const double u0 = MPI_Wtime();
-          opt_.step(model_.exec(), model_.params(), model_.grads());
+          update();
           times_.add(Phase::compute, MPI_Wtime() - u0);
         }
         ++log_steps;
@@ -459,6 +480,20 @@ class Trainer {
     times_.add(Phase::collectives, wait);
     return s;
   }
+
+  // The optimizer's step, from the reduced gradient or this rank's part of it.
+  void update() {
+    if constexpr (shards_gradients) {
+      if (model_.gradients_sharded()) {
+        opt_.step_from_part(model_.exec(), model_.params(), model_.gradient_part());
+        return;
+      }
+    }
+    opt_.step(model_.exec(), model_.params(), model_.grads());
+  }
+
+  // Whether the model can keep only its part of the gradient (Sequential).
+  static constexpr bool shards_gradients = detail::ShardsGradients<Model>::value;
 
   // KPMAP_FAULT_INJECT=R:S:nan: this rank's copy of the first parameter array
   // turns to NaN, as a corrupted replica would.
