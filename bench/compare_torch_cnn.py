@@ -5,7 +5,7 @@
                                [--bench build/default/bench/kpmap-bench-train]
                                [--ranks 1,2] [--rounds 3] [--steps 150]
                                [--epochs N] [--no-layers] [--smoke] [--json FILE]
-                               [--sharding optimizer] [--peer torch|replicated]
+                               [--sharding optimizer|gradients] [--peer torch|replicated]
 
 Both train inputs/cnn_fashion_mnist.toml's network on Debian's
 dataset-fashion-mnist: conv 3x3 1->32 same, ReLU, max pool 2, conv 3x3
@@ -30,7 +30,8 @@ convolution's).
 (ZeRO stage 1) and PyTorch's Adam inside ZeroRedundancyOptimizer, each rank
 keeping its part of the optimizer state (at 2 ranks or more). --peer
 replicated races kpmap-train sharded against itself replicated instead of
-PyTorch: the cost of the sharding, interleaved the same way.
+PyTorch: the cost of the sharding, interleaved the same way (the only peer
+of --sharding gradients: PyTorch 1.13 shards gradients with FSDP on CUDA).
 
 --smoke runs 1 round of 3 steps and a short layer pass, as a test that the
 script works (no speed is asserted); without python3-torch it exits 77, which
@@ -179,9 +180,10 @@ def main() -> int:
                     help="--benchmark_min_time of each layer benchmark (seconds)")
     ap.add_argument("--smoke", action="store_true", help="1 round of 3 steps: a quick check")
     ap.add_argument("--json", help="write every figure to this file")
-    ap.add_argument("--sharding", choices=["replicated", "optimizer"], default="replicated",
+    ap.add_argument("--sharding", choices=["replicated", "optimizer", "gradients"],
+                    default="replicated",
                     help="kpmap-train's train.sharding; optimizer: PyTorch's Adam in "
-                         "ZeroRedundancyOptimizer")
+                         "ZeroRedundancyOptimizer; gradients: with --peer replicated only")
     ap.add_argument("--peer", choices=["torch", "replicated"], default="torch",
                     help="replicated: kpmap-train replicated as the peer, not PyTorch")
     a = ap.parse_args()
@@ -194,8 +196,12 @@ def main() -> int:
     epochs, steps = (a.epochs, 0) if a.epochs else (1, a.steps)
     what = f"{epochs} epoch(s)" if a.epochs else f"{steps} steps"
     log = lambda m: print(m, flush=True)  # noqa: E731
+    if a.sharding == "gradients" and a.peer == "torch":
+        print("compare_torch_cnn.py: PyTorch 1.13 shards gradients with FSDP, which needs CUDA; "
+              "use --peer replicated", file=sys.stderr)
+        return 2
     zero = a.sharding == "optimizer"
-    me = "kpmap" + (" (optimizer sharded)" if zero else "")
+    me = "kpmap" + (f" ({a.sharding} sharded)" if a.sharding != "replicated" else "")
     peer = "kpmap replicated" if a.peer == "replicated" else (
         "PyTorch (ZeroRedundancyOptimizer)" if zero else "PyTorch")
     results = {"runs_of": what, "sharding": a.sharding, "peer": peer, "ranks": {},
