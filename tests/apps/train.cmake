@@ -113,11 +113,12 @@ if(KPMAP_ENABLE_APPS)
     set_tests_properties(apps.kpmap-train.state_bytes.${name} PROPERTIES
       LABELS apps PROCESSORS 2 TIMEOUT 120 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   endforeach()
-  # train.sharding = "optimizer" (ZeRO stage 1) against replicated: the same
-  # checkpoints bit for bit and the state per rank its even part, for the
-  # CNN (Adam) at 1 to 4 ranks, the MLP (Adam) and the linear model
-  # (momentum; its bias is one value, fewer than the ranks); checkpoints
-  # that cross modes and rank counts.
+  # train.sharding = "optimizer" (ZeRO stage 1) and "gradients" (stage 2)
+  # against replicated: the same checkpoints (stage 1 bit for bit, stage 2 to
+  # 1e-6) and the state per rank its even part, for the CNN (Adam) at 1 to 4
+  # ranks, the MLP (Adam) and the linear model (momentum, stage 1 only; its
+  # bias is one value, fewer than the ranks); checkpoints that cross modes
+  # and rank counts.
   function(kpmap_train_sharding_test name deck)  # then the rank counts, and --cross or not
     add_test(NAME apps.kpmap-train.sharding.${name}
       COMMAND ${TRAIN_CHECK} sharding --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
@@ -129,6 +130,13 @@ if(KPMAP_ENABLE_APPS)
                             --modes optimizer gradients)
   kpmap_train_sharding_test(mlp_adam ${INPUTS}/train_mlp_ci.toml 2 3 --modes optimizer gradients)
   kpmap_train_sharding_test(linear_momentum ${INPUTS}/train_sgd_ci.toml 2 3 4 --cross)
+  # Every registered layer (tests/decks/cnn_every_layer.toml, momentum), and the
+  # mean squared error with plain SGD (no optimizer state at all).
+  kpmap_train_sharding_test(every_layer_momentum ${CMAKE_CURRENT_SOURCE_DIR}/decks/cnn_every_layer.toml
+                            2 3 4 --modes optimizer gradients)
+  kpmap_train_sharding_test(mlp_mse_sgd ${INPUTS}/train_mlp_regression.toml 3
+                            --modes optimizer gradients --set data.samples=3000
+                            --set optimizer.kind=sgd)
   # ... and with the gradient sharded, each micro-batch's part reduce-scattered and added.
   add_test(NAME apps.kpmap-train.accumulate_sharded
     COMMAND ${TRAIN_CHECK} same --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>

@@ -27,7 +27,7 @@
         optimizer's arrays, of the precision's size, on each rank at each count
     check_train.py sharding --launcher T --app APP --deck DECK [--rank-counts N ...]
                             [--modes optimizer gradients] [--epochs E] [--cross --split S]
-                            --work DIR
+                            [--set S]... --work DIR
         train.sharding = MODE against "replicated" at each rank count: the same
         checkpoints and losses (optimizer: bit for bit; gradients: to 1e-6), the
         optimizer's state (and gradients: the gradient) per rank its even part; --cross: a checkpoint crosses modes and rank counts
@@ -307,9 +307,17 @@ def cmd_sharding(args) -> None:
     same restart with both runs replicated."""
     with open(args.deck, "rb") as f:
         deck = tomllib.load(f)
-    kinds = OPTIMIZER_ARRAYS[deck.get("optimizer", {}).get("kind", "gd")]
-    vb = VALUE_BYTES[deck.get("model", {}).get("precision", "double")]
+    chosen = {"optimizer.kind": deck.get("optimizer", {}).get("kind", "gd"),
+              "model.precision": deck.get("model", {}).get("precision", "double")}
+    for setting in args.set:  # what a --set chooses instead
+        key, _, value = setting.partition("=")
+        if key in chosen:
+            chosen[key] = value.strip('"')
+    kinds = OPTIMIZER_ARRAYS[chosen["optimizer.kind"]]
+    vb = VALUE_BYTES[chosen["model.precision"]]
     epochs = ["--set", f"train.epochs={args.epochs}"]
+    for setting in args.set:
+        epochs += ["--set", setting]
 
     def train(ranks: int, mode: str, out: str, extra=()) -> dict:
         run(args.launcher, ranks, [args.app, args.deck, "--output", out, *epochs,
@@ -398,6 +406,7 @@ def main() -> None:
     c.add_argument("--cross", action="store_true")
     c.add_argument("--modes", nargs="+", default=["optimizer"],
                    choices=["optimizer", "gradients"])
+    c.add_argument("--set", action="append", default=[], help="a --set for every run")
     c.add_argument("--work", required=True)
     for name in ("lstsq", "restart", "images", "same", "no_checkpoints"):
         c = sub.add_parser(name)
