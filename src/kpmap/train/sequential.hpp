@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -287,7 +288,13 @@ class Sequential {
         bucket_size[b] = std::max(bucket_size[b], e - s);
         const auto in = [&](std::size_t i) { return std::clamp(i, s, e); };
         for (int r = 0; r < ranks; ++r) {
-          layer_counts_[l].push_back(static_cast<int>(in(split.end(r)) - in(split.begin(r))));
+          const std::size_t count = in(split.end(r)) - in(split.begin(r));
+          if (count > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+            throw Error("kpmap::train::Sequential: layer " + std::to_string(l + 1) + " gives " +
+                        std::to_string(count) + " gradient values to one rank, more than MPI's "
+                        "reduce-scatter counts (2^31 - 1): shard it over more ranks");
+          }
+          layer_counts_[l].push_back(static_cast<int>(count));
         }
         layer_part_at_[l] = in(lo)-lo;
       }
