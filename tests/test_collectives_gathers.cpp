@@ -202,6 +202,37 @@ TEST_CASE("all_gather_inplace completes uneven blocks, empty ones too", "[collec
                     ContainsSubstring("one block per rank"));
 }
 
+TEST_CASE("iall_gather_inplace completes blocks at any displacements while work goes on",
+          "[collectives]") {
+  // Rank j's block: j + 2 elements, after a gap of one that stays as it was.
+  const std::size_t P = world_size();
+  std::vector<int> counts(P), displs(P);
+  int end = 0;
+  for (std::size_t j = 0; j < P; ++j) {
+    counts[j] = static_cast<int>(j + 2);
+    displs[j] = end + 1;  // a gap of one before each block
+    end = displs[j] + counts[j];
+  }
+  const auto me = static_cast<std::size_t>(world_rank());
+  const auto owner = [&](std::size_t k) {
+    for (std::size_t j = 0; j < P; ++j) {
+      if (k >= std::size_t(displs[j]) && k < std::size_t(displs[j] + counts[j])) return int(j);
+    }
+    return -1;
+  };
+  Kokkos::View<double*, Exec> x("x", static_cast<std::size_t>(end));
+  fill(x, [&](std::size_t k) { return owner(k) == int(me) ? 2.0 * k : -1.0; });
+  kpmap::Request req = kpmap::iall_gather_inplace(Exec(), x, counts, displs, "devices");
+  Kokkos::View<double*, Exec> other("other", 16);  // work in the meantime
+  Kokkos::deep_copy(other, 1.0);
+  req.wait();
+  CHECK(matches(x, [&](std::size_t k) { return owner(k) >= 0 ? 2.0 * k : -1.0; }));
+  std::vector<int> past(displs);
+  past[0] = end;
+  CHECK_THROWS_WITH(kpmap::iall_gather_inplace(Exec(), x, counts, past, "devices"),
+                    ContainsSubstring("each within a contiguous View"));
+}
+
 TEST_CASE("ipsum_scatter_blocks sums uneven blocks to their owners", "[collectives]") {
   // Rank j owns 2j + 1 elements, or none for j = 1; rank r contributes
   // (r + 1) k to element k, so element k sums to tri() k on its owner.

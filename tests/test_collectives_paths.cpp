@@ -216,6 +216,12 @@ TEST_CASE("counts above the MPI int limit take the large-count paths", "[collect
   Kokkos::View<double*, Exec> owned("owned", counts[world_rank()]);
   kpmap::ipsum_scatter_blocks(Exec(), blocks, int_counts, owned, "devices").wait();
   CHECK(matches(owned, [&](std::size_t k) { return tri() * (own + k); }));
+  // ... and gathered in place without blocking, each block broadcast by its owner.
+  std::vector<int> displs(P, 0);
+  for (std::size_t j = 1; j < P; ++j) displs[j] = displs[j - 1] + int_counts[j - 1];
+  fill(blocks, [&](std::size_t k) { return k >= own && k < own_end ? 0.25 * k : -1.0; });
+  kpmap::iall_gather_inplace(Exec(), blocks, int_counts, displs, "devices").wait();
+  CHECK(matches(blocks, [](std::size_t k) { return 0.25 * k; }));
   kpmap::transport::set_max_count(saved);
 }
 

@@ -355,6 +355,51 @@ void all_gather_inplace(const Exec& exec, const V& x, const std::vector<std::siz
   detail::complete_receive(exec, buf, [] {});
 }
 
+/// \brief Starts all_gather_inplace: rank r's block of `counts[r]` elements
+/// lies in `x` at `displs[r]`, and every block is in every rank's `x` once
+/// the Request completes (wait() fences `exec` only where the transport
+/// stages). The ranks' blocks must not overlap; `counts` and `displs` must
+/// outlive the Request (MPI reads them until it completes), and x must not
+/// be touched before it does: how the next layer's parameters are gathered
+/// while this one computes (ZeRO stage 3). Collective.
+template <class Exec, class V,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
+Request iall_gather_inplace(const Exec& exec, const V& x, const std::vector<int>& counts,
+                            const std::vector<int>& displs, AxisRef axis) {
+  using T = detail::value_t<V>;
+  using M = typename V::memory_space;
+  static_assert(detail::rank_v<V> == 1, "iall_gather_inplace fills a View of rank 1");
+  ProfilingRegion region("kpmap::iall_gather_inplace", axis->name());
+  if (region.traced()) region.note(detail::trace_args(x));
+  const auto ranks = static_cast<std::size_t>(axis->size());
+  bool fits = counts.size() == ranks && displs.size() == ranks && detail::is_contiguous(x);
+  for (std::size_t r = 0; fits && r < ranks; ++r) {
+    fits = counts[r] >= 0 && displs[r] >= 0 &&
+           static_cast<std::size_t>(displs[r]) + static_cast<std::size_t>(counts[r]) <= x.extent(0);
+  }
+  if (!fits) {
+    throw Error("kpmap::iall_gather_inplace: " + std::to_string(counts.size()) + " counts and " +
+                std::to_string(displs.size()) + " displacements for a View of " +
+                std::to_string(x.extent(0)) + " over the " + std::to_string(axis->size()) +
+                " ranks of axis '" + axis->name() +
+                "' (one block per rank, each within a contiguous View)");
+  }
+  if (checked_mode()) {
+    detail::verify_signature(*axis, detail::signature_of("all_gather_inplace", "x", x, 0));
+  }
+  // Staged, the whole View goes out and back, so that what lies between
+  // the blocks comes back as it was.
+  auto buf = transport::make_buffer<T, M>(const_cast<T*>(x.data()), x.size());
+  transport::to_mpi(exec, buf);
+  detail::fence_before_mpi(exec);
+  transport::Pending pending;
+  transport::allgatherv_inplace(buf.mpi, counts.data(), displs.data(), detail::mpi_datatype<T>(),
+                                axis->comm(), &pending);
+  return detail::make_request(std::move(pending), [exec, buf = std::move(buf)]() mutable {
+    if (buf.staged()) detail::complete_receive(exec, buf, [] {});
+  });
+}
+
 /// \brief Starts the sum over `axis` of `x`, a View of rank 1 that every
 /// rank holds whole and that the ranks own in blocks (block r: `counts[r]`
 /// elements after those of the ranks before it; empty ones too), giving

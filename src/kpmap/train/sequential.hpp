@@ -291,7 +291,8 @@ class Sequential {
           const std::size_t count = in(split.end(r)) - in(split.begin(r));
           if (count > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
             throw Error("kpmap::train::Sequential: layer " + std::to_string(l + 1) + " gives " +
-                        std::to_string(count) + " gradient values to one rank, more than MPI's "
+                        std::to_string(count) +
+                        " gradient values to one rank, more than MPI's "
                         "reduce-scatter counts (2^31 - 1): shard it over more ranks");
           }
           layer_counts_[l].push_back(static_cast<int>(count));

@@ -204,6 +204,34 @@ void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& co
   }
 }
 
+void allgatherv_inplace(void* buf, const int* counts, const int* displs, MPI_Datatype type,
+                        MPI_Comm comm, Pending* pending) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::size_t end = 0;
+  for (int j = 0; j < size; ++j) {
+    end = std::max(end, static_cast<std::size_t>(displs[j]) + static_cast<std::size_t>(counts[j]));
+  }
+  if (end <= g_max_count) {
+    if (pending) {
+      pending->emplace_back();
+      check_mpi(
+          MPI_Iallgatherv(MPI_IN_PLACE, 0, type, buf, counts, displs, type, comm, &pending->back()),
+          "MPI_Iallgatherv");
+    } else {
+      check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, type, buf, counts, displs, type, comm),
+                "MPI_Allgatherv");
+    }
+    return;
+  }
+  // Past int counts (lowered for tests): every block broadcast from its owner.
+  for (int j = 0; j < size; ++j) {
+    if (counts[j] == 0) continue;
+    bcast(at(buf, static_cast<std::size_t>(displs[j]), type), static_cast<std::size_t>(counts[j]),
+          type, j, comm, pending);
+  }
+}
+
 void gatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
              MPI_Datatype type, int root, MPI_Comm comm) {
   int rank = 0;

@@ -44,6 +44,13 @@ void allgather(const void* send, void* recv, std::size_t count, MPI_Datatype typ
 void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
                 MPI_Datatype type, MPI_Comm comm);
 
+/// Collective over `comm`, non-blocking when `pending` is given: rank r's
+/// block of counts[r] elements lies in `buf` at displs[r] and is there on
+/// every rank once the requests complete (an all-gather in place). `counts`
+/// and `displs` (one per rank) must stay valid until then.
+void allgatherv_inplace(void* buf, const int* counts, const int* displs, MPI_Datatype type,
+                        MPI_Comm comm, Pending* pending);
+
 /// Collective over `comm`, blocking: as allgatherv, but only `root`'s recv is written.
 void gatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
              MPI_Datatype type, int root, MPI_Comm comm);
