@@ -175,29 +175,24 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
     set(cnn_sharded_copies 0)
   endif()
   math(EXPR cnn_sharded_syncs "${cnn_syncs} + 2")
-  kpmap_add_mpi_test(
-    NAME tools.counts.train_step_cnn_sharded.kernels15_syncs${cnn_sharded_syncs}_copies${cnn_sharded_copies}_allocs0_global0
-    COMMAND kpmap-train ${INPUTS}/cnn_images_ci.toml --set train.log_every=0
-      "--set=train.sharding=\"optimizer\""
-      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn_sharded_{run}
-    RANKS 2 TIMEOUT 120 LABELS tools
-    WRAPPER ${CHECK_TRAIN_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn_sharded
-      "--short=--set train.max_steps=3" "--long=--set train.max_steps=9" --expect kernels=15
-      --expect syncs=${cnn_sharded_syncs} --expect copies=${cnn_sharded_copies}
-      --expect allocations=0 --expect global_fences=0 --)
   # The gradient sharded too (train.sharding = "gradients"): each layer's
   # gradient is reduce-scattered from a work buffer instead of psum'd in
-  # place, the same messages; still no allocation in a step.
-  kpmap_add_mpi_test(
-    NAME tools.counts.train_step_cnn_gradients.kernels15_syncs${cnn_sharded_syncs}_copies${cnn_sharded_copies}_allocs0_global0
-    COMMAND kpmap-train ${INPUTS}/cnn_images_ci.toml --set train.log_every=0
-      "--set=train.sharding=\"gradients\""
-      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn_gradients_{run}
-    RANKS 2 TIMEOUT 120 LABELS tools
-    WRAPPER ${CHECK_TRAIN_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn_gradients
-      "--short=--set train.max_steps=3" "--long=--set train.max_steps=9" --expect kernels=15
-      --expect syncs=${cnn_sharded_syncs} --expect copies=${cnn_sharded_copies}
-      --expect allocations=0 --expect global_fences=0 --)
+  # place, the same messages and the same counts.
+  foreach(mode sharded:optimizer gradients:gradients)
+    string(REPLACE ":" ";" parts ${mode})
+    list(GET parts 0 tag)
+    list(GET parts 1 sharding)
+    kpmap_add_mpi_test(
+      NAME tools.counts.train_step_cnn_${tag}.kernels15_syncs${cnn_sharded_syncs}_copies${cnn_sharded_copies}_allocs0_global0
+      COMMAND kpmap-train ${INPUTS}/cnn_images_ci.toml --set train.log_every=0
+        "--set=train.sharding=\"${sharding}\""
+        --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn_${tag}_{run}
+      RANKS 2 TIMEOUT 120 LABELS tools
+      WRAPPER ${CHECK_TRAIN_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn_${tag}
+        "--short=--set train.max_steps=3" "--long=--set train.max_steps=9" --expect kernels=15
+        --expect syncs=${cnn_sharded_syncs} --expect copies=${cnn_sharded_copies}
+        --expect allocations=0 --expect global_fences=0 --)
+  endforeach()
   # Every run names the command that draws its pictures, field.png (heat) and
   # loss.png (train), and kpmap-plot, run after mpiexec has returned, draws
   # them: a PNG (an old one is removed first). No rank forks a process.

@@ -203,15 +203,7 @@ class Optimizer {
   template <class Exec>
   void step(const Exec& exec, const P& params, const P& grads) {
     auto& gs = grads_flat_;
-    gs.clear();
-    grads.for_each_view([&](const auto& v) { gs.emplace_back(v.data(), v.size()); });
-    bool fits = gs.size() == parts_.size();
-    for (std::size_t t = 0; fits && t < gs.size(); ++t) fits = gs[t].size() == parts_[t].size;
-    if (!fits) {
-      throw Error("kpmap::train::Optimizer::step: the gradient tree has " +
-                  std::to_string(gs.size()) + " Views; the optimizer was built for " +
-                  std::to_string(parts_.size()) + " of other sizes");
-    }
+    flatten(grads, gs, "gradient");
     update(exec, params, [&](std::size_t t) { return gs[t].data() + parts_[t].begin; });
   }
 
@@ -257,22 +249,29 @@ class Optimizer {
     std::vector<std::size_t> counts;
   };
 
+  // Flat handles over the Views of `tree` (the parameters or the gradient),
+  // into `out`, whose capacity stays: no allocation after the first step.
+  // \throws Error when the tree is not the one the optimizer was built for.
+  template <class F>
+  void flatten(const P& tree, std::vector<F>& out, const char* what) const {
+    out.clear();
+    tree.for_each_view([&](const auto& v) { out.emplace_back(v.data(), v.size()); });
+    bool fits = out.size() == parts_.size();
+    for (std::size_t t = 0; fits && t < out.size(); ++t) fits = out[t].size() == parts_[t].size;
+    if (!fits) {
+      throw Error(std::string("kpmap::train::Optimizer: the ") + what + " tree has " +
+                  std::to_string(out.size()) + " Views; the optimizer was built for " +
+                  std::to_string(parts_.size()) + " of other sizes");
+    }
+  }
+
   // The update of this rank's part of every View of `params`, from the
   // gradient of view t's part at grad_of(t); then, sharded, the all-gather.
   template <class Exec, class GradOf>
   void update(const Exec& exec, const P& params, GradOf&& grad_of) {
     kpmap::detail::require_kernel_ready<Exec, M>();
-    // The flat handles' vector keeps its capacity: no allocation after the first step.
     auto& ps = params_flat_;
-    ps.clear();
-    params.for_each_view([&](const auto& v) { ps.emplace_back(v.data(), v.size()); });
-    bool fits = ps.size() == parts_.size();
-    for (std::size_t t = 0; fits && t < ps.size(); ++t) fits = ps[t].size() == parts_[t].size;
-    if (!fits) {
-      throw Error("kpmap::train::Optimizer: the parameter tree has " + std::to_string(ps.size()) +
-                  " Views; the optimizer was built for " + std::to_string(parts_.size()) +
-                  " of other sizes");
-    }
+    flatten(params, ps, "parameter");
     const std::size_t kinds = state_.size();
     ++steps_;
     const T lr = static_cast<T>(config_.rate(steps_));
