@@ -5,7 +5,8 @@
                                [--bench build/default/bench/kpmap-bench-train]
                                [--ranks 1,2] [--rounds 3] [--steps 150]
                                [--epochs N] [--no-layers] [--smoke] [--json FILE]
-                               [--sharding optimizer|gradients] [--peer torch|replicated]
+                               [--sharding optimizer|gradients|parameters]
+                               [--peer torch|replicated]
 
 Both train inputs/cnn_fashion_mnist.toml's network on Debian's
 dataset-fashion-mnist: conv 3x3 1->32 same, ReLU, max pool 2, conv 3x3
@@ -31,7 +32,8 @@ convolution's).
 keeping its part of the optimizer state (at 2 ranks or more). --peer
 replicated races kpmap-train sharded against itself replicated instead of
 PyTorch: the cost of the sharding, interleaved the same way (the only peer
-of --sharding gradients: PyTorch 1.13 shards gradients with FSDP on CUDA).
+of --sharding gradients and parameters: PyTorch 1.13 shards gradients and
+parameters with FSDP, on CUDA only).
 
 --smoke runs 1 round of 3 steps and a short layer pass, as a test that the
 script works (no speed is asserted); without python3-torch it exits 77, which
@@ -180,10 +182,12 @@ def main() -> int:
                     help="--benchmark_min_time of each layer benchmark (seconds)")
     ap.add_argument("--smoke", action="store_true", help="1 round of 3 steps: a quick check")
     ap.add_argument("--json", help="write every figure to this file")
-    ap.add_argument("--sharding", choices=["replicated", "optimizer", "gradients"],
+    ap.add_argument("--sharding",
+                    choices=["replicated", "optimizer", "gradients", "parameters"],
                     default="replicated",
                     help="kpmap-train's train.sharding; optimizer: PyTorch's Adam in "
-                         "ZeroRedundancyOptimizer; gradients: with --peer replicated only")
+                         "ZeroRedundancyOptimizer; gradients, parameters: with --peer "
+                         "replicated only")
     ap.add_argument("--peer", choices=["torch", "replicated"], default="torch",
                     help="replicated: kpmap-train replicated as the peer, not PyTorch")
     a = ap.parse_args()
@@ -196,9 +200,9 @@ def main() -> int:
     epochs, steps = (a.epochs, 0) if a.epochs else (1, a.steps)
     what = f"{epochs} epoch(s)" if a.epochs else f"{steps} steps"
     log = lambda m: print(m, flush=True)  # noqa: E731
-    if a.sharding == "gradients" and a.peer == "torch":
-        print("compare_torch_cnn.py: PyTorch 1.13 shards gradients with FSDP, which needs CUDA; "
-              "use --peer replicated", file=sys.stderr)
+    if a.sharding in ("gradients", "parameters") and a.peer == "torch":
+        print(f"compare_torch_cnn.py: PyTorch 1.13 shards {a.sharding} with FSDP, which needs "
+              "CUDA; use --peer replicated", file=sys.stderr)
         return 2
     zero = a.sharding == "optimizer"
     me = "kpmap" + (f" ({a.sharding} sharded)" if a.sharding != "replicated" else "")

@@ -355,6 +355,53 @@ TEST_CASE("layers that do not fit their input are refused with both shapes", "[t
                     ContainsSubstring("the model's output is a 4x4x2 image"));
 }
 
+TEST_CASE("sharded parameters: each rank keeps its part, drawn and trained as the whole model's",
+          "[train][cnn]") {
+  // 19 samples at 1 to 4 ranks: the part of a model sharded before it
+  // draws its weights is that of the whole model, and so is its gradient
+  // part, to rounding (the reduce-scatter may add the ranks in another order
+  // than the psum); evaluation gathers the parameters too.
+  const SyntheticImages gen(19, 6, 6, 2, 3, 5, 0.3);
+  const Shape input = Shape::hwc(6, 6, 2);
+  const std::vector<LayerSpec> specs{
+      conv(3, 3, 1, true), LayerSpec{"relu"}, pool("maxpool2d", 2), LayerSpec{"flatten"}, dense(4),
+      LayerSpec{"tanh"},   dense(3)};
+  const auto& axis = kpmap::Mesh::world().axis("devices");
+  const auto data = generate_shard<double, Mem>(gen, 0, gen.samples, axis);
+  const Kokkos::View<std::uint32_t*, Mem> none;
+  const std::size_t cap = std::max<std::size_t>(data.rows(), 1);
+  Model whole(input, build_layers<double, Mem>(input, specs), Loss::cross_entropy, cap);
+  whole.initialize(4);
+  const auto ref = whole.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis).fetch();
+  const auto ref_eval = whole.evaluate(data, axis);
+  Model sharded(input, build_layers<double, Mem>(input, specs), Loss::cross_entropy, cap);
+  sharded.shard_parameters(axis);
+  CHECK(sharded.parameters_sharded());
+  CHECK(sharded.gradients_sharded());
+  CHECK(sharded.params().all.size() == 0);
+  sharded.initialize(4);
+  const kpmap::BlockPartition split(whole.parameter_count(), axis.size());
+  const auto lo = split.begin(axis.index());
+  REQUIRE(sharded.parameter_part().size() == split.count(axis.index()));
+  const auto all = to_host(whole.params().all);
+  CHECK(to_host(sharded.parameter_part()) ==
+        std::vector<double>(all.begin() + long(lo),
+                            all.begin() + long(lo + split.count(axis.index()))));
+  const auto got = sharded.loss_and_gradient(data, none, 0, data.rows(), gen.samples, axis).fetch();
+  CHECK(std::abs(got.loss - ref.loss) <= 1e-12 * ref.loss);
+  const auto g = to_host(whole.grads().all);
+  const auto part = to_host(sharded.gradient_part());
+  double worst = 0;
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    worst = std::max(worst, std::abs(part[i] - g[lo + i]) / std::max(1e-3, std::abs(g[lo + i])));
+  }
+  INFO("largest relative difference of the gradient parts: " << worst);
+  CHECK(worst < 1e-12);
+  const auto e = sharded.evaluate(data, axis);
+  CHECK(std::abs(e.loss - ref_eval.loss) <= 1e-12 * ref_eval.loss);
+  CHECK(e.confusion == ref_eval.confusion);
+}
+
 TEST_CASE("micro-batches of one step give the gradient of the whole batch", "[train][cnn]") {
   // 19 samples in one step: split in 3 micro-batches on each rank (some
   // empty at 4 ranks), the gradient and the loss are the whole batch's.

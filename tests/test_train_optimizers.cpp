@@ -132,14 +132,30 @@ TEST_CASE("a sharded optimizer keeps its part of the state and updates as a repl
   fill(replicated, 1.0);
   fill(sharded, 1.0);
   fill(from_part, 1.0);
+  // This rank's elements of a tree laid end to end (w, b), as the parts
+  // that ZeRO stages 2 and 3 keep.
+  const kpmap::BlockPartition split(6, P);
+  const auto part_of = [&](const Params& t) {
+    Kokkos::View<double*, Mem> out("part", split.count(me));
+    auto h = Kokkos::create_mirror_view(out);
+    const auto w = to_host(t.w);
+    const auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), t.b);
+    for (std::size_t i = 0; i < h.extent(0); ++i) {
+      const std::size_t k = split.begin(me) + i;
+      h(i) = k < 5 ? w[k] : b();
+    }
+    Kokkos::deep_copy(out, h);
+    return out;
+  };
+  // Stage 3: the parameters themselves are this rank's part alone.
+  const auto params_part = part_of(from_part);
   OptimizerConfig c;
   c.kind = "adam";
   c.learning_rate = 0.05;
   Optimizer<double, Mem, Params> whole(c, replicated), part(c, sharded, axis),
-      given_part(c, from_part, axis);
+      given_part(c, from_part, axis), only_part(c, from_part, axis);
   CHECK_FALSE(whole.sharded());
   CHECK(part.sharded());
-  const kpmap::BlockPartition split(6, P);
   CHECK(part.owned() == std::make_pair(split.begin(me), split.end(me)));
   REQUIRE(part.state().size() == 2);  // Adam's m and v
   for (const auto& [name, arrays] : part.state()) {
@@ -152,18 +168,12 @@ TEST_CASE("a sharded optimizer keeps its part of the state and updates as a repl
     whole.step(replicated, g);
     part.step(sharded, g);
     // The same from this rank's part of the gradient laid end to end (w, b).
-    Kokkos::View<double*, Mem> gpart("gpart", split.count(me));
-    auto hp = Kokkos::create_mirror_view(gpart);
-    const auto gw = to_host(g.w);
-    const auto gb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g.b);
-    for (std::size_t i = 0; i < hp.extent(0); ++i) {
-      const std::size_t k = split.begin(me) + i;
-      hp(i) = k < 5 ? gw[k] : gb();
-    }
-    Kokkos::deep_copy(gpart, hp);
+    const auto gpart = part_of(g);
     given_part.step_from_part(Mem::execution_space(), from_part, gpart);
+    only_part.step_part(Mem::execution_space(), params_part, gpart);
   }
   CHECK(to_host(from_part.w) == to_host(replicated.w));
+  CHECK(to_host(params_part) == to_host(part_of(replicated)));
   const auto hw = to_host(replicated.w), sw = to_host(sharded.w);
   CHECK(hw == sw);  // an elementwise update, gathered: bit for bit
   const auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), replicated.b);

@@ -113,12 +113,14 @@ if(KPMAP_ENABLE_APPS)
     set_tests_properties(apps.kpmap-train.state_bytes.${name} PROPERTIES
       LABELS apps PROCESSORS 2 TIMEOUT 120 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   endforeach()
-  # train.sharding = "optimizer" (ZeRO stage 1) and "gradients" (stage 2)
-  # against replicated: the same checkpoints (stage 1 bit for bit, stage 2 to
-  # 1e-6) and the state per rank its even part, for the CNN (Adam) at 1 to 4
-  # ranks, the MLP (Adam) and the linear model (momentum, stage 1 only; its
-  # bias is one value, fewer than the ranks); checkpoints that cross modes
-  # and rank counts.
+  # train.sharding = "optimizer" (ZeRO stage 1), "gradients" (stage 2) and
+  # "parameters" (stage 3) against replicated: the same checkpoints (stage 1
+  # bit for bit, stages 2 and 3 to 1e-6) and the state per rank its even
+  # part, for the CNN (Adam) at 1 to 4 ranks, the MLP (Adam) and the linear
+  # model (momentum, stage 1 only; its bias is one value, fewer than the
+  # ranks); checkpoints that cross modes and rank counts (the CNN's:
+  # parameters at 3 -> replicated at 2, and back; the linear model's:
+  # optimizer).
   function(kpmap_train_sharding_test name deck)  # then the rank counts, and --cross or not
     add_test(NAME apps.kpmap-train.sharding.${name}
       COMMAND ${TRAIN_CHECK} sharding --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
@@ -127,24 +129,34 @@ if(KPMAP_ENABLE_APPS)
       LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   endfunction()
   kpmap_train_sharding_test(cnn_adam ${INPUTS}/cnn_images_ci.toml 1 2 3 4 --cross
-                            --modes optimizer gradients)
-  kpmap_train_sharding_test(mlp_adam ${INPUTS}/train_mlp_ci.toml 2 3 --modes optimizer gradients)
+                            --modes optimizer gradients parameters --cross-mode parameters)
+  kpmap_train_sharding_test(mlp_adam ${INPUTS}/train_mlp_ci.toml 2 3
+                            --modes optimizer gradients parameters)
   kpmap_train_sharding_test(linear_momentum ${INPUTS}/train_sgd_ci.toml 2 3 4 --cross)
   # Every registered layer (tests/decks/cnn_every_layer.toml, momentum), and the
   # mean squared error with plain SGD (no optimizer state at all).
   kpmap_train_sharding_test(every_layer_momentum ${CMAKE_CURRENT_SOURCE_DIR}/decks/cnn_every_layer.toml
-                            2 3 4 --modes optimizer gradients)
+                            2 3 4 --modes optimizer gradients parameters)
   kpmap_train_sharding_test(mlp_mse_sgd ${INPUTS}/train_mlp_regression.toml 3
-                            --modes optimizer gradients --set data.samples=3000
+                            --modes optimizer gradients parameters --set data.samples=3000
                             --set optimizer.kind=sgd)
-  # ... and with the gradient sharded, each micro-batch's part reduce-scattered and added.
+  # ... and with the gradient and parameters sharded, each micro-batch's
+  # gradient part reduce-scattered and added, the layers' parameters
+  # gathered for every micro-batch.
   add_test(NAME apps.kpmap-train.accumulate_sharded
     COMMAND ${TRAIN_CHECK} same --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
             --deck ${INPUTS}/cnn_images_ci.toml --ranks 3 --rtol 1e-12 --set train.epochs=2
-            --set train.sharding=gradients --other train.accumulate_steps=4
+            --set train.sharding=parameters --other train.accumulate_steps=4
             --work ${TRAIN_OUT}/accumulate_sharded)
-  set_tests_properties(apps.kpmap-train.accumulate_sharded PROPERTIES
-    LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  # Sharded parameters with a batch of 2 at 3 ranks: a rank without samples
+  # still takes part in every layer's gathers.
+  add_test(NAME apps.kpmap-train.sharded_empty_ranks
+    COMMAND ${TRAIN_CHECK} same --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${INPUTS}/cnn_images_ci.toml --ranks 3 --rtol 1e-6 --set train.epochs=1
+            --set train.batch_size=2 --set train.max_steps=20
+            --other train.sharding=parameters --work ${TRAIN_OUT}/sharded_empty_ranks)
+  set_tests_properties(apps.kpmap-train.accumulate_sharded apps.kpmap-train.sharded_empty_ranks
+    PROPERTIES LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   # Gradient accumulation: 4 micro-batches of 8 make the same steps as batches of 32.
   add_test(NAME apps.kpmap-train.accumulate
     COMMAND ${TRAIN_CHECK} same --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
@@ -174,12 +186,15 @@ if(KPMAP_ENABLE_APPS)
     RANKS 1 TIMEOUT 60 LABELS apps
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
             --expect "key 'model.precision': \"mixed\" is for mlp and sequential models" --)
-  # The linear model's gradient is not sharded (features + 1 values): refused, naming the key.
-  kpmap_add_mpi_test(NAME apps.kpmap-train.linear_gradients_sharding COMMAND kpmap-train
-    ${INPUTS}/train_linear_ci.toml --set train.sharding=gradients --output ${TRAIN_OUT}/bad
-    RANKS 2 TIMEOUT 60 LABELS apps
-    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
-            --expect "--set train.sharding=gradients: key 'train.sharding': the linear model keeps its gradient whole" --)
+  # The linear model's gradient and parameters are not sharded (features + 1
+  # values): refused, naming the key.
+  foreach(mode gradients parameters)
+    kpmap_add_mpi_test(NAME apps.kpmap-train.linear_${mode}_sharding COMMAND kpmap-train
+      ${INPUTS}/train_linear_ci.toml --set train.sharding=${mode} --output ${TRAIN_OUT}/bad
+      RANKS 2 TIMEOUT 60 LABELS apps
+      WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+              --expect "--set train.sharding=${mode}: key 'train.sharding': the linear model keeps its gradient and parameters whole" --)
+  endforeach()
   # Layers that do not chain: exit 2 naming the deck line, the layer and both shapes.
   kpmap_add_mpi_test(NAME apps.kpmap-train.cnn_kernel_too_big COMMAND kpmap-train
     ${CMAKE_CURRENT_SOURCE_DIR}/decks/cnn_bad_shapes.toml --output ${TRAIN_OUT}/bad RANKS 3

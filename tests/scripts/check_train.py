@@ -26,12 +26,13 @@
         result.json's state_bytes_per_rank: every parameter, its gradient and the
         optimizer's arrays, of the precision's size, on each rank at each count
     check_train.py sharding --launcher T --app APP --deck DECK [--rank-counts N ...]
-                            [--modes optimizer gradients] [--epochs E] [--cross --split S]
-                            [--set S]... --work DIR
+                            [--modes optimizer gradients parameters] [--epochs E]
+                            [--cross --split S --cross-mode M] [--set S]... --work DIR
         train.sharding = MODE against "replicated" at each rank count: the same
-        checkpoints and losses (optimizer: bit for bit; gradients: to 1e-6), the
-        optimizer's state (and gradients: the gradient) per rank its even part; --cross: a checkpoint crosses modes and rank counts
-        (3 sharded -> 2 replicated, 2 replicated -> 3 sharded) bit for bit
+        checkpoints and losses (optimizer: bit for bit; gradients, parameters: to
+        1e-6), the optimizer's state (gradients: and the gradient; parameters: and
+        the parameters) per rank its even part; --cross: a checkpoint crosses modes
+        and rank counts (3 M -> 2 replicated, 2 replicated -> 3 M) bit for bit
     check_train.py same --launcher T --app APP --deck DECK --ranks N --work DIR
                         [--set S]... --other O... [--rtol R]
         the deck with the --set S overrides, and with the --other O ones too,
@@ -300,11 +301,12 @@ def cmd_sharding(args) -> None:
     parameter count, each parameter and gradient whole. "gradients" (stage
     2, --modes): the same to 1e-6 (a reduce-scatter may sum the ranks in
     another order than the all-reduce), the gradient per rank its even part
-    too; at 4 ranks each sharded kind is at most 0.3 of its replicated
-    size. With --cross, a
-    checkpoint written sharded at 3 ranks continues replicated at 2, and one
-    written replicated at 2 continues sharded at 3, each bit for bit as the
-    same restart with both runs replicated."""
+    too; "parameters" (stage 3): as gradients, and the parameters per rank
+    their even part too. At 4 ranks each sharded kind is at most 0.3 of its
+    replicated size. With --cross, a checkpoint written sharded
+    (--cross-mode) at 3 ranks continues replicated at 2, and one written
+    replicated at 2 continues sharded at 3, each bit for bit as the same
+    restart with both runs replicated."""
     with open(args.deck, "rb") as f:
         deck = tomllib.load(f)
     chosen = {"optimizer.kind": deck.get("optimizer", {}).get("kind", "gd"),
@@ -341,15 +343,17 @@ def cmd_sharding(args) -> None:
                 a, b = res["replicated"][key], res[mode][key]
                 if a != b and not (a != a and b != b) and not abs(b - a) <= rtol * abs(a):
                     fail(f"{ranks} ranks: {key} {b!r} with {mode} sharded, {a!r} replicated")
-            expect = {"sharding": mode, "parameters": whole,
-                      "gradients": part if mode == "gradients" else whole,
+            expect = {"sharding": mode,
+                      "parameters": part if mode == "parameters" else whole,
+                      "gradients": whole if mode == "optimizer" else part,
                       "optimizer": kinds * part}
             held = res[mode]["state_bytes_per_rank"]
             if held != expect:
                 fail(f"{ranks} ranks, {mode}: state_bytes_per_rank {held}, expected {expect}")
             replicated = res["replicated"]["state_bytes_per_rank"]
-            sharded = (["optimizer"] if kinds else []) + (["gradients"] if mode == "gradients"
-                                                          else [])
+            sharded = ((["optimizer"] if kinds else []) +
+                       (["gradients"] if mode != "optimizer" else []) +
+                       (["parameters"] if mode == "parameters" else []))
             for kind in sharded:
                 if ranks == 4 and not held[kind] <= 0.3 * replicated[kind]:
                     fail(f"4 ranks, {mode}: {kind} per rank {held[kind]} bytes, more than 0.3 "
@@ -362,8 +366,8 @@ def cmd_sharding(args) -> None:
     # Each crossing against the same restart with both runs replicated: the
     # sharded write (3 -> 2), then the sharded read (2 -> 3).
     split = ["--set", f"train.epochs={args.split}"]
-    for first, then in (((3, "optimizer"), (2, "replicated")),
-                        ((2, "replicated"), (3, "optimizer"))):
+    for first, then in (((3, args.cross_mode), (2, "replicated")),
+                        ((2, "replicated"), (3, args.cross_mode))):
         finals = []
         for (r0, m0), (r1, m1) in ((first, then), ((first[0], "replicated"),
                                                    (then[0], "replicated"))):
@@ -405,7 +409,9 @@ def main() -> None:
     c.add_argument("--split", type=int, default=1)
     c.add_argument("--cross", action="store_true")
     c.add_argument("--modes", nargs="+", default=["optimizer"],
-                   choices=["optimizer", "gradients"])
+                   choices=["optimizer", "gradients", "parameters"])
+    c.add_argument("--cross-mode", default="optimizer",
+                   choices=["optimizer", "gradients", "parameters"])
     c.add_argument("--set", action="append", default=[], help="a --set for every run")
     c.add_argument("--work", required=True)
     for name in ("lstsq", "restart", "images", "same", "no_checkpoints"):

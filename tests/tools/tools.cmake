@@ -175,22 +175,39 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
     set(cnn_sharded_copies 0)
   endif()
   math(EXPR cnn_sharded_syncs "${cnn_syncs} + 2")
+  # The parameters sharded too (train.sharding = "parameters"): no gather
+  # after the update, but 4 of a layer's parameters per step (the forward
+  # pass gathers each of the 3 layers; the backward pass finds the last two
+  # in their buffers and gathers the first again), each a copy of this
+  # rank's block into the buffer and a sync before MPI reads it, and under
+  # device paths 2 copies and 1 sync more (staged).
+  if(KPMAP_DEVICE_PATHS)
+    math(EXPR cnn_fsdp_copies "${cnn_copies} + 4 * 3")
+    math(EXPR cnn_fsdp_syncs "${cnn_syncs} + 4 * 2")
+  else()
+    math(EXPR cnn_fsdp_copies "${cnn_copies} + 4")
+    math(EXPR cnn_fsdp_syncs "${cnn_syncs} + 4")
+  endif()
   # The gradient sharded too (train.sharding = "gradients"): each layer's
   # gradient is reduce-scattered from a work buffer instead of psum'd in
   # place, the same messages and the same counts.
-  foreach(mode sharded:optimizer gradients:gradients)
+  foreach(mode sharded:optimizer:${cnn_sharded_syncs}:${cnn_sharded_copies}
+               gradients:gradients:${cnn_sharded_syncs}:${cnn_sharded_copies}
+               fsdp:parameters:${cnn_fsdp_syncs}:${cnn_fsdp_copies})
     string(REPLACE ":" ";" parts ${mode})
     list(GET parts 0 tag)
     list(GET parts 1 sharding)
+    list(GET parts 2 syncs)
+    list(GET parts 3 copies)
     kpmap_add_mpi_test(
-      NAME tools.counts.train_step_cnn_${tag}.kernels15_syncs${cnn_sharded_syncs}_copies${cnn_sharded_copies}_allocs0_global0
+      NAME tools.counts.train_step_cnn_${tag}.kernels15_syncs${syncs}_copies${copies}_allocs0_global0
       COMMAND kpmap-train ${INPUTS}/cnn_images_ci.toml --set train.log_every=0
         "--set=train.sharding=\"${sharding}\""
         --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn_${tag}_{run}
       RANKS 2 TIMEOUT 120 LABELS tools
       WRAPPER ${CHECK_TRAIN_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cnn_${tag}
         "--short=--set train.max_steps=3" "--long=--set train.max_steps=9" --expect kernels=15
-        --expect syncs=${cnn_sharded_syncs} --expect copies=${cnn_sharded_copies}
+        --expect syncs=${syncs} --expect copies=${copies}
         --expect allocations=0 --expect global_fences=0 --)
   endforeach()
   # Every run names the command that draws its pictures, field.png (heat) and

@@ -106,12 +106,15 @@ deck::Schema train_schema() {
   s.integer("train.batch_size", 0, Range{0, 1e12}, "",
             "global batch (over all ranks); 0: the whole training set");
   s.integer("train.seed", 0, Range{0, 9.2e18}, "", "seed of the initial weights and the shuffle");
-  s.string("train.sharding", "replicated", {"replicated", "optimizer", "gradients"},
+  s.string("train.sharding", "replicated", {"replicated", "optimizer", "gradients", "parameters"},
            "what each rank keeps of the training state: replicated, all of it; optimizer, "
            "its even part of the optimizer's state, which it alone updates before the "
            "parameters are all-gathered (ZeRO stage 1: the same numbers, less memory); "
            "gradients, as optimizer, and only its part of the reduced gradient, each "
-           "layer's reduce-scattered as soon as it exists (ZeRO stage 2; mlp, sequential)");
+           "layer's reduce-scattered as soon as it exists (ZeRO stage 2; mlp, sequential); "
+           "parameters, as gradients, and only its part of the parameters, each layer's "
+           "all-gathered just before its forward and backward passes (ZeRO stage 3, FSDP; "
+           "mlp, sequential)");
   declare_output_keys(s, "kpmap-train", "epochs");
   s.boolean("output.checkpoints", true,
             "false: write no checkpoint (a run that only reports; nothing to restart from, and "
@@ -394,9 +397,10 @@ LoopConfig read_train(const Deck& d) {
   l.batch = std::size_t(d.integer("train.batch_size"));
   l.seed = std::uint64_t(d.integer("train.seed"));
   const std::string& sharding = d.string("train.sharding");
-  l.sharding = sharding == "optimizer"   ? Sharding::optimizer
-               : sharding == "gradients" ? Sharding::gradients
-                                         : Sharding::replicated;
+  l.sharding = sharding == "optimizer"    ? Sharding::optimizer
+               : sharding == "gradients"  ? Sharding::gradients
+               : sharding == "parameters" ? Sharding::parameters
+                                          : Sharding::replicated;
   return l;
 }
 
@@ -418,17 +422,22 @@ void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
                                 "batch in one pass; accumulation is for mlp and sequential models",
                             kpmap::ErrorScope::all_ranks);
   }
-  if (c.model.kind == "linear" && c.train.sharding == Sharding::gradients) {
+  const bool layered =
+      c.train.sharding == Sharding::gradients || c.train.sharding == Sharding::parameters;
+  if (c.model.kind == "linear" && layered) {
     throw kpmap::InputError(d.where("train.sharding") +
-                                "key 'train.sharding': the linear model keeps its gradient whole "
-                                "(features + 1 values); \"gradients\" is for mlp and sequential "
-                                "models (\"optimizer\" shards the linear model's optimizer state)",
+                                "key 'train.sharding': the linear model keeps its gradient and "
+                                "parameters whole (features + 1 values); \"" +
+                                sharding_name(c.train.sharding) +
+                                "\" is for mlp and sequential models (\"optimizer\" shards the "
+                                "linear model's optimizer state)",
                             kpmap::ErrorScope::all_ranks);
   }
-  if (c.model.precision == "mixed" && c.train.sharding == Sharding::gradients) {
-    throw kpmap::InputError(d.where("train.sharding") +
-                                "key 'train.sharding': \"gradients\" is not yet taken under "
-                                "model.precision = \"mixed\" (\"optimizer\" is)",
+  if (c.model.precision == "mixed" && layered) {
+    throw kpmap::InputError(d.where("train.sharding") + "key 'train.sharding': \"" +
+                                sharding_name(c.train.sharding) +
+                                "\" is not yet taken under model.precision = \"mixed\" "
+                                "(\"optimizer\" is)",
                             kpmap::ErrorScope::all_ranks);
   }
   if (c.model.precision == "mixed") {
@@ -598,11 +607,14 @@ TrainerConfig trainer_config(const TrainConfig& c, const std::string& out,
   tc.meta.app = "kpmap-train";
   tc.meta.deck = deck_toml;
   tc.meta.decomposition =
-      std::to_string(ranks) + " ranks; parameters replicated" +
-      (c.train.sharding == Sharding::optimizer   ? ", optimizer state split over the ranks"
-       : c.train.sharding == Sharding::gradients ? ", optimizer state and gradient split over "
-                                                   "the ranks"
-                                                 : "");
+      std::to_string(ranks) + " ranks; " +
+      (c.train.sharding == Sharding::optimizer
+           ? "parameters replicated, optimizer state split over the ranks"
+       : c.train.sharding == Sharding::gradients
+           ? "parameters replicated, optimizer state and gradient split over the ranks"
+       : c.train.sharding == Sharding::parameters
+           ? "parameters, gradient and optimizer state split over the ranks"
+           : "parameters replicated");
   return tc;
 }
 
@@ -626,8 +638,13 @@ double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
   const double kept = c.train.sharding != Sharding::replicated ? part : params;
   // Sharded gradients: this rank's part of the sum, the same again for a
   // micro-batch's, and two work buffers of at most the whole gradient.
-  const double grads = c.train.sharding == Sharding::gradients ? 2 * part + params : params;
-  const double model = (params + grads + moments * kept) * double(value_bytes);
+  // Sharded parameters: the part, and the whole the model is built with
+  // before it is split (then two work buffers of at most the whole).
+  const bool layered =
+      c.train.sharding == Sharding::gradients || c.train.sharding == Sharding::parameters;
+  const double grads = layered ? 2 * part + params : params;
+  const double held = c.train.sharding == Sharding::parameters ? part + params : params;
+  const double model = (held + grads + moments * kept) * double(value_bytes);
   double work = 0;
   if (c.model.kind != "linear") {
     const auto batch_rows = std::size_t(

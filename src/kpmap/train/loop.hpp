@@ -15,15 +15,19 @@ enum class Sharding {
   replicated,  ///< every rank keeps all of the parameters, gradient and optimizer state
   optimizer,   ///< the optimizer's state split evenly over the ranks (ZeRO stage 1)
   gradients,   ///< ... and the reduced gradient too, reduce-scattered (ZeRO stage 2)
+  parameters,  ///< ... and the parameters, each layer's gathered when used (ZeRO stage 3, FSDP)
 };
 
-/// \brief The deck's name of `s` ("replicated", "optimizer", "gradients").
+/// \brief The deck's name of `s` ("replicated", "optimizer", "gradients",
+/// "parameters").
 inline const char* sharding_name(Sharding s) {
   switch (s) {
     case Sharding::optimizer:
       return "optimizer";
     case Sharding::gradients:
       return "gradients";
+    case Sharding::parameters:
+      return "parameters";
     default:
       return "replicated";
   }

@@ -315,6 +315,66 @@ class Sequential {
   }
   /// \brief Whether shard_gradients() was called.
   bool gradients_sharded() const { return grad_axis_ != nullptr; }
+
+  /// \brief ZeRO stage 3 (train.sharding = "parameters", FSDP): as
+  /// shard_gradients(), and from here on each rank keeps only its part of
+  /// the parameters too (parameter_part(): the same elements as its
+  /// gradient part), taken from params(), which is empty after. A layer's
+  /// parameters are all-gathered into a work buffer (two, alternating from
+  /// layer to layer, each the size of the largest layer it serves) just
+  /// before its forward pass and again before its backward pass, the next
+  /// layer's gather started while this one computes; a buffer that still
+  /// holds a layer's current values (the last two layers, from the forward
+  /// pass to the backward) is not gathered again. Not under mixed precision.
+  void shard_parameters(AxisRef axis) {
+    if constexpr (mixed) {
+      throw Error("kpmap::train::Sequential: the parameters are not sharded under mixed precision");
+    } else {
+      if (!gradients_sharded()) shard_gradients(axis);
+      const std::size_t lo = BlockPartition(parameter_count(), axis->size()).begin(axis->index());
+      param_part_ =
+          Kokkos::View<T*, M>(Kokkos::view_alloc(Kokkos::WithoutInitializing,
+                                                 std::string("kpmap::train::parameter_part")),
+                              grad_part_.size());
+      Kokkos::deep_copy(
+          exec_, param_part_,
+          Kokkos::subview(params_.all, Kokkos::make_pair(lo, lo + grad_part_.size())));
+      for (int b = 0; b < 2; ++b) {
+        param_buckets_[b] =
+            Kokkos::View<T*, M>("kpmap::train::parameter_bucket", buckets_[b].size());
+      }
+      layer_displs_.assign(layers_.size(), {});
+      param_layers_.clear();
+      param_index_.assign(layers_.size(), 0);
+      for (std::size_t l = 0; l < layers_.size(); ++l) {
+        if (bucket_of_[l] < 0) continue;
+        param_index_[l] = param_layers_.size();
+        param_layers_.push_back(l);
+        int at = 0;  // every rank's block lies after those of the ranks before it
+        for (int c : layer_counts_[l]) {
+          layer_displs_[l].push_back(at);
+          at += c;
+        }
+        layers_[l]->bind(param_buckets_[bucket_of_[l]].data(), buckets_[bucket_of_[l]].data());
+      }
+      kpmap::detail::fence(exec_, "kpmap::train::Sequential::shard_parameters");
+      params_.all = Kokkos::View<T*, M>();
+      params_sharded_ = true;
+      forget_gathered();
+    }
+  }
+  /// \brief Whether shard_parameters() was called.
+  bool parameters_sharded() const { return params_sharded_; }
+  /// \brief This rank's part of the parameters, once shard_parameters()
+  /// was called (empty before): elements [first, last) of them laid end to
+  /// end, as gradient_part() and Optimizer::owned() split them. Whoever
+  /// changes it (the optimizer, a restart) changes the model.
+  const Kokkos::View<T*, M>& parameter_part() const { return param_part_; }
+  /// \brief The two work buffers the layers' parameters are gathered into,
+  /// once shard_parameters() was called.
+  std::size_t parameter_bucket_bytes() const {
+    return (param_buckets_[0].size() + param_buckets_[1].size()) * sizeof(T);
+  }
   /// \brief This rank's part of the last step's reduced gradient, once
   /// shard_gradients() was called (empty before).
   const Kokkos::View<T*, M>& gradient_part() const { return grad_part_; }
@@ -328,7 +388,7 @@ class Sequential {
   /// scaling itself rounds nothing). Default 1; no effect without mixed.
   void set_loss_scale(double s) { loss_scale_ = s; }
   double loss_scale() const { return loss_scale_; }
-  std::size_t parameter_count() const { return params_.all.size(); }
+  std::size_t parameter_count() const { return layer_span_.back(); }
   const std::vector<Slice>& slices() const { return slices_; }
 
   /// \brief Calls f(name, view) for every parameter array, as a View (of
@@ -357,9 +417,20 @@ class Sequential {
 
   /// \brief Initial parameters from `seed` (Glorot-uniform weights, zero
   /// biases): the same on every rank without a broadcast.
+  /// Sharded parameters: each layer draws all of its own into its work
+  /// buffer, and the rank keeps its part.
   void initialize(std::uint64_t seed) {
     std::uint64_t offset = 0;
-    for (auto& layer : layers_) offset += layer->initialize(exec_, seed, offset);
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      offset += layers_[l]->initialize(exec_, seed, offset);
+      if (parameters_sharded() && bucket_of_[l] >= 0) {
+        const auto [d, at, own] = own_block(l);
+        Kokkos::deep_copy(
+            exec_, Kokkos::subview(param_part_, Kokkos::make_pair(at, at + own)),
+            Kokkos::subview(param_buckets_[bucket_of_[l]], Kokkos::make_pair(d, d + own)));
+      }
+    }
+    forget_gathered();
     if constexpr (mixed) {
       // The layers drew into the compute copy; the master takes its values.
       cast(params_.all, compute_params_, 0, params_.all.size(), T(1), false);
@@ -408,10 +479,14 @@ class Sequential {
     const bool single = micro.first && micro.last;
     const bool sharded = gradients_sharded();
     pending_.clear();
-    if (micro.first) refresh_compute_params();
+    if (micro.first) {
+      refresh_compute_params();
+      forget_gathered();  // the optimizer, a restart or a test may have changed them
+    }
     if (n == 0) {
       if (micro.first && !sharded) Kokkos::deep_copy(exec_, grads_.all, T(0));
       Kokkos::deep_copy(exec_, sums_, 0.0);
+      if (parameters_sharded()) forward(data, order, first, 0);  // the gathers, with the others
     } else {
       const ProfilingRegion region("kpmap::train::forward");
       forward(data, order, first, n);
@@ -430,6 +505,10 @@ class Sequential {
       const int bucket = sharded ? bucket_of_[l] : -1;
       // Sharded: the layer two back wrote this bucket; its reduction must be done.
       if (bucket >= 0) bucket_req_[bucket].wait();
+      if (bucket >= 0 && parameters_sharded()) {
+        use_gathered(l);
+        if (param_index_[l] > 0) start_gather(param_layers_[param_index_[l] - 1]);
+      }
       if (n > 0 && !absorbed_[l]) {
         // Mixed: each micro-batch's gradient in C is added up in T. Sharded:
         // the bucket holds one layer's gradient of one micro-batch.
@@ -503,9 +582,15 @@ class Sequential {
     const bool ce = classification_;
     if (ce) Kokkos::deep_copy(exec_, confusion_, 0.0);
     refresh_compute_params();
-    for (std::size_t first = 0; first < data.rows(); first += capacity_) {
-      const std::size_t n = std::min(capacity_, data.rows() - first);
+    forget_gathered();
+    // Sharded parameters: every rank gathers each layer's as often as the
+    // rank with the most batches, without samples once its own are done.
+    std::size_t batches = (data.rows() + capacity_ - 1) / capacity_;
+    if (parameters_sharded()) batches = pmax(batches, axis);
+    for (std::size_t k = 0, first = 0; k < batches; ++k, first += capacity_) {
+      const std::size_t n = first < data.rows() ? std::min(capacity_, data.rows() - first) : 0;
       forward(data, none, first, n);
+      if (n == 0) continue;
       output_delta(n, 1, 1.0);
       if (ce) {
         Kokkos::parallel_for(
@@ -580,19 +665,73 @@ class Sequential {
     kpmap::detail::fence(exec_, "kpmap::train::Sequential: batch sums on the host");
   }
 
+  // The forward pass of n samples (none: only the gathers of sharded
+  // parameters, which every rank takes part in).
   void forward(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
                std::size_t first, std::size_t n) {
     if (n > capacity_) throw Error("kpmap::train::Sequential: batch larger than the work arrays");
-    if (data.x.extent(1) != input_.size()) {
+    if (n > 0 && data.x.extent(1) != input_.size()) {
       throw Error("kpmap::train::Sequential: the data has " + std::to_string(data.x.extent(1)) +
                   " features per sample, the model takes a " + input_.str());
     }
-    const auto in = rows(acts_[0], n);
-    Kokkos::parallel_for("kpmap::train::sequential::gather",
-                         Kokkos::RangePolicy<Exec>(exec_, 0, in.size()),
-                         detail::GatherRows<T, M, C>{data.x, data.y, order, in, yb_, first});
+    if (n > 0) {
+      const auto in = rows(acts_[0], n);
+      Kokkos::parallel_for("kpmap::train::sequential::gather",
+                           Kokkos::RangePolicy<Exec>(exec_, 0, in.size()),
+                           detail::GatherRows<T, M, C>{data.x, data.y, order, in, yb_, first});
+    }
+    const bool gathers = parameters_sharded();
+    if (gathers) start_gather(param_layers_.front());
     for (std::size_t l = 0; l < layers_.size(); ++l) {
-      if (!absorbed_[l]) layers_[l]->forward(exec_, rows(acts_[l], n), rows(acts_[ends_[l]], n));
+      if (gathers && bucket_of_[l] >= 0) {
+        use_gathered(l);
+        const std::size_t next = param_index_[l] + 1;
+        if (next < param_layers_.size()) start_gather(param_layers_[next]);
+      }
+      if (n > 0 && !absorbed_[l]) {
+        layers_[l]->forward(exec_, rows(acts_[l], n), rows(acts_[ends_[l]], n));
+      }
+    }
+  }
+
+  // Layer l's block of this rank's parameter part: where it lies in the
+  // layer (its displacement), where in the part, and how many values.
+  struct OwnBlock {
+    std::size_t in_layer, in_part, count;
+  };
+  OwnBlock own_block(std::size_t l) const {
+    const auto me = static_cast<std::size_t>(grad_axis_->index());
+    return {static_cast<std::size_t>(layer_displs_[l][me]), layer_part_at_[l],
+            static_cast<std::size_t>(layer_counts_[l][me])};
+  }
+
+  // Starts gathering layer l's parameters into its work buffer (this rank's
+  // block copied in first), unless the buffer holds them already. The
+  // gather fences exec_ first, so the layer that used the buffer before is
+  // done with it.
+  void start_gather(std::size_t l) {
+    const int b = bucket_of_[l];
+    if (held_[b] == static_cast<long>(l)) return;
+    const auto [d, at, own] = own_block(l);
+    const auto& buffer = param_buckets_[b];
+    Kokkos::deep_copy(exec_, Kokkos::subview(buffer, Kokkos::make_pair(d, d + own)),
+                      Kokkos::subview(param_part_, Kokkos::make_pair(at, at + own)));
+    const std::size_t size = layer_span_[l + 1] - layer_span_[l];
+    gather_req_[b] =
+        iall_gather_inplace(exec_, Kokkos::subview(buffer, Kokkos::make_pair(std::size_t(0), size)),
+                            layer_counts_[l], layer_displs_[l], *grad_axis_);
+    held_[b] = static_cast<long>(l);
+  }
+  // Layer l's parameters are in its buffer once this returns.
+  void use_gathered(std::size_t l) {
+    start_gather(l);  // nothing if it was prefetched, or is still there
+    gather_req_[bucket_of_[l]].wait();
+  }
+  // The buffers' contents are no longer the parameters' values.
+  void forget_gathered() {
+    for (int b = 0; b < 2; ++b) {
+      gather_req_[b].wait();
+      held_[b] = -1;
     }
   }
 
@@ -655,6 +794,19 @@ class Sequential {
   std::vector<std::vector<int>> layer_counts_;
   std::vector<std::size_t> layer_part_at_;
   Request bucket_req_[2];
+  // Sharded parameters (shard_parameters): this rank's part of them, the two
+  // buffers the layers' are gathered into (a layer's the same one as its
+  // gradient's), every rank's displacement of its block in each layer, the
+  // layers with parameters in order and each one's place among them, which
+  // layer each buffer holds (-1: none, or values since changed), and each
+  // buffer's gather in flight.
+  bool params_sharded_ = false;
+  Kokkos::View<T*, M> param_part_;
+  Kokkos::View<T*, M> param_buckets_[2];
+  std::vector<std::vector<int>> layer_displs_;
+  std::vector<std::size_t> param_layers_, param_index_;
+  long held_[2] = {-1, -1};
+  Request gather_req_[2];
 };
 
 }  // namespace kpmap::train

@@ -123,12 +123,15 @@ struct AddFigures {
   }
 };
 
-/// Whether a model has shard_gradients(axis) (Sequential does; LinearModel not).
+/// Whether a model shards its gradient and its parameters,
+/// shard_gradients(axis) and shard_parameters(axis) (Sequential does;
+/// LinearModel not).
 template <class Model, class = void>
-struct ShardsGradients : std::false_type {};
+struct Shards : std::false_type {};
 template <class Model>
-struct ShardsGradients<
-    Model, std::void_t<decltype(std::declval<Model&>().shard_gradients(std::declval<AxisRef>()))>>
+struct Shards<
+    Model, std::void_t<decltype(std::declval<Model&>().shard_gradients(std::declval<AxisRef>())),
+                       decltype(std::declval<Model&>().shard_parameters(std::declval<AxisRef>()))>>
     : std::true_type {};
 
 }  // namespace detail
@@ -151,13 +154,22 @@ class Trainer {
         axis_(axis),
         epoch_sums_("kpmap::train::epoch_sums", 4),
         epoch_sums_host_(Kokkos::create_mirror_view(epoch_sums_)) {
-    if (c_.sharding == Sharding::gradients) {
-      if constexpr (shards_gradients) {
-        model_.shard_gradients(axis_);
+    // The arrays' names and shapes, which the checkpoints keep whatever the
+    // sharding (the parameters are not all here once sharded).
+    for_each_named(model_.params(), [&](const std::string& name, const auto& v) {
+      arrays_.push_back({name, checkpoint::detail::extents_vector(v), v.size()});
+    });
+    if (c_.sharding == Sharding::gradients || c_.sharding == Sharding::parameters) {
+      if constexpr (shards) {
+        if (c_.sharding == Sharding::parameters) {
+          model_.shard_parameters(axis_);
+        } else {
+          model_.shard_gradients(axis_);
+        }
       } else {
-        throw Error(
-            "kpmap::train::Trainer: this model does not shard its gradient "
-            "(train.sharding = \"gradients\")");
+        throw Error(std::string("kpmap::train::Trainer: this model keeps its gradient and "
+                                "parameters whole (train.sharding = \"") +
+                    sharding_name(c_.sharding) + "\")");
       }
     }
   }
@@ -173,8 +185,9 @@ class Trainer {
     };
     model_.params().for_each_view([&](const auto& v) { b.parameters += bytes(v); });
     model_.grads().for_each_view([&](const auto& v) { b.gradients += bytes(v); });
-    if constexpr (shards_gradients) {
+    if constexpr (shards) {
       if (model_.gradients_sharded()) b.gradients = bytes(model_.gradient_part());
+      if (model_.parameters_sharded()) b.parameters = bytes(model_.parameter_part());
     }
     for (const auto& kind : opt_.state()) {
       for (const auto& v : kind.second) b.optimizer += bytes(v);
@@ -342,7 +355,7 @@ class Trainer {
         }
       }
       if (res.mid_epoch) break;  // the epoch's figures are not complete
-      if (checked_mode()) {
+      if (checked_mode() && !parameters_sharded()) {
         for_each_named(model_.params(), [&](const std::string& name, const auto& v) {
           kpmap::detail::verify_replicated(*axis_, name + " after the update", v);
         });
@@ -386,41 +399,46 @@ class Trainer {
 
   /// \brief Calls f(dataset name, View, block, replicated) for every array
   /// a checkpoint holds, each a global array whatever the sharding: the
-  /// parameters (whole, the same on every rank: replicated), then the
-  /// optimizer's state arrays by the names its registration gives them
-  /// (optimizer.m.*, optimizer.v.* for Adam), whole when replicated, else
-  /// this rank's part of each as a flat range. So a checkpoint written under
-  /// one sharding and rank count restarts under any other.
+  /// parameters, then the optimizer's state arrays by the names its
+  /// registration gives them (optimizer.m.*, optimizer.v.* for Adam). An
+  /// array every rank keeps whole is written once (replicated); one split
+  /// over the ranks is this rank's part of it as a flat range. So a
+  /// checkpoint written under one sharding and rank count restarts under
+  /// any other.
   template <class F>
   void for_each_saved(F&& f) {
+    // The arrays of `part`, this rank's elements [lo, hi) of the parameters
+    // laid end to end (the order of for_each_named), as flat ranges.
+    const auto by_parts = [&](const std::string& prefix, const Kokkos::View<T*, M>& part) {
+      const auto [lo, hi] = opt_.owned();
+      std::size_t at = 0;  // the array's first element, end to end
+      for (const Array& a : arrays_) {
+        const std::size_t b = std::clamp(lo, at, at + a.size);
+        const std::size_t e = std::clamp(hi, at, at + a.size);
+        f(prefix + a.name, Kokkos::subview(part, Kokkos::make_pair(b - lo, e - lo)),
+          checkpoint::flat_range(a.extents, b - at, e - b), false);
+        at += a.size;
+      }
+    };
     const auto whole = [](const auto& v) {
       return checkpoint::whole(checkpoint::detail::extents_vector(v));
     };
-    for_each_named(model_.params(), [&](const std::string& name, const auto& v) {
-      f("params." + name, v, whole(v), true);
-    });
-    if (!opt_.sharded()) {
-      for (const auto& [kind, arrays] : opt_.state()) {
-        for_each_named(P::unflatten(arrays), [&](const std::string& name, const auto& v) {
-          f("optimizer." + kind + "." + name, v, whole(v), true);
-        });
-      }
-      return;
-    }
-    // This rank's elements [lo, hi) of the parameters laid end to end (the
-    // order of for_each_named), where each array's part lies.
-    const auto [lo, hi] = opt_.owned();
-    for (std::size_t k = 0; k < opt_.state().size(); ++k) {
-      const auto& owned = opt_.owned_state()[k];
-      std::size_t at = 0;  // the array's first element, end to end
+    if (parameters_sharded()) {
+      if constexpr (shards) by_parts("params.", model_.parameter_part());
+    } else {
       for_each_named(model_.params(), [&](const std::string& name, const auto& v) {
-        const std::size_t b = std::clamp(lo, at, at + v.size());
-        const std::size_t e = std::clamp(hi, at, at + v.size());
-        f("optimizer." + opt_.state()[k].first + "." + name,
-          Kokkos::subview(owned, Kokkos::make_pair(b - lo, e - lo)),
-          checkpoint::flat_range(checkpoint::detail::extents_vector(v), b - at, e - b), false);
-        at += v.size();
+        f("params." + name, v, whole(v), true);
       });
+    }
+    for (std::size_t k = 0; k < opt_.state().size(); ++k) {
+      const std::string prefix = "optimizer." + opt_.state()[k].first + ".";
+      if (opt_.sharded()) {
+        by_parts(prefix, opt_.owned_state()[k]);
+      } else {
+        for_each_named(
+            P::unflatten(opt_.state()[k].second),
+            [&](const std::string& name, const auto& v) { f(prefix + name, v, whole(v), true); });
+      }
     }
   }
 
@@ -481,9 +499,14 @@ class Trainer {
     return s;
   }
 
-  // The optimizer's step, from the reduced gradient or this rank's part of it.
+  // The optimizer's step, from the reduced gradient or this rank's part of
+  // it, on the parameters or this rank's part of them.
   void update() {
-    if constexpr (shards_gradients) {
+    if constexpr (shards) {
+      if (model_.parameters_sharded()) {
+        opt_.step_part(model_.exec(), model_.parameter_part(), model_.gradient_part());
+        return;
+      }
       if (model_.gradients_sharded()) {
         opt_.step_from_part(model_.exec(), model_.params(), model_.gradient_part());
         return;
@@ -492,12 +515,26 @@ class Trainer {
     opt_.step(model_.exec(), model_.params(), model_.grads());
   }
 
-  // Whether the model can keep only its part of the gradient (Sequential).
-  static constexpr bool shards_gradients = detail::ShardsGradients<Model>::value;
+  // Whether the model can keep only its part of the gradient and
+  // parameters (Sequential).
+  static constexpr bool shards = detail::Shards<Model>::value;
+
+  // Whether each rank keeps only its part of the parameters.
+  bool parameters_sharded() const {
+    if constexpr (shards) return model_.parameters_sharded();
+    return false;
+  }
 
   // KPMAP_FAULT_INJECT=R:S:nan: this rank's copy of the first parameter array
-  // turns to NaN, as a corrupted replica would.
+  // (sharded: its part of the parameters) turns to NaN, as a corrupted
+  // replica would.
   void poison() {
+    if constexpr (shards) {
+      if (model_.parameters_sharded()) {
+        Kokkos::deep_copy(model_.parameter_part(), std::nan(""));
+        return;
+      }
+    }
     bool first = true;
     model_.params().for_each_view([&](const auto& v) {
       if (first) Kokkos::deep_copy(v, std::nan(""));
@@ -641,8 +678,16 @@ class Trainer {
     return v;
   }
 
+  // A parameter array's name, shape and size.
+  struct Array {
+    std::string name;
+    std::vector<std::size_t> extents;
+    std::size_t size = 0;
+  };
+
   Model& model_;
   Optimizer<T, M, P> opt_;
+  std::vector<Array> arrays_;  // in for_each_named order
   TrainerConfig c_;
   AxisRef axis_;
   TrainPosition at_;

@@ -220,6 +220,23 @@ class Optimizer {
     update(exec, params, [&](std::size_t t) { return part.data() + parts_[t].within_owned; });
   }
 
+  /// \brief As step_from_part(), on this rank's part of the parameters
+  /// alone, which is all it keeps (ZeRO stage 3): nothing is gathered, and
+  /// nothing waited for.
+  template <class Exec>
+  void step_part(const Exec& exec, const Kokkos::View<T*, M>& params,
+                 const Kokkos::View<const T*, M>& part) {
+    const std::size_t owned = owned_.second - owned_.first;
+    if (params.extent(0) != owned || part.extent(0) != owned) {
+      throw Error("kpmap::train::Optimizer::step_part: a parameter part of " +
+                  std::to_string(params.extent(0)) + " values and a gradient part of " +
+                  std::to_string(part.extent(0)) + " for a part of " + std::to_string(owned));
+    }
+    apply(
+        exec, [&](std::size_t t) { return params.data() + parts_[t].within_owned; },
+        [&](std::size_t t) { return part.data() + parts_[t].within_owned; });
+  }
+
   /// \brief step() on the default instance of M's execution space.
   void step(const P& params, const P& grads) { step(typename M::execution_space(), params, grads); }
 
@@ -269,24 +286,32 @@ class Optimizer {
   // gradient of view t's part at grad_of(t); then, sharded, the all-gather.
   template <class Exec, class GradOf>
   void update(const Exec& exec, const P& params, GradOf&& grad_of) {
-    kpmap::detail::require_kernel_ready<Exec, M>();
     auto& ps = params_flat_;
     flatten(params, ps, "parameter");
-    const std::size_t kinds = state_.size();
-    ++steps_;
-    const T lr = static_cast<T>(config_.rate(steps_));
-    for (std::size_t t = 0; t < ps.size(); ++t) {
-      const Part& part = parts_[t];
-      if (part.end == part.begin) continue;
-      const std::size_t n = part.end - part.begin;
-      rule_->apply(exec, steps_, lr, Flat(ps[t].data() + part.begin, n), ConstFlat(grad_of(t), n),
-                   kinds > 0 ? &flat_state_[t * kinds] : nullptr);
-    }
+    apply(
+        exec, [&](std::size_t t) { return ps[t].data() + parts_[t].begin; }, grad_of);
     if (axis_ != nullptr) {
       const ProfilingRegion region("kpmap::train::gather_updates");
       for (std::size_t t = 0; t < ps.size(); ++t) {
         if (parts_[t].size > 0) all_gather_inplace(exec, ps[t], parts_[t].counts, *axis_);
       }
+    }
+  }
+
+  // The rule's update of this rank's part of View t of the tree, at
+  // param_of(t), from its gradient at grad_of(t), for every t.
+  template <class Exec, class ParamOf, class GradOf>
+  void apply(const Exec& exec, ParamOf&& param_of, GradOf&& grad_of) {
+    kpmap::detail::require_kernel_ready<Exec, M>();
+    const std::size_t kinds = state_.size();
+    ++steps_;
+    const T lr = static_cast<T>(config_.rate(steps_));
+    for (std::size_t t = 0; t < parts_.size(); ++t) {
+      const Part& part = parts_[t];
+      if (part.end == part.begin) continue;
+      const std::size_t n = part.end - part.begin;
+      rule_->apply(exec, steps_, lr, Flat(param_of(t), n), ConstFlat(grad_of(t), n),
+                   kinds > 0 ? &flat_state_[t * kinds] : nullptr);
     }
   }
 
