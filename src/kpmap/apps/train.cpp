@@ -77,12 +77,15 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
         c.train.batch == 0 ? "full" : std::to_string(c.train.batch).c_str(),
         deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
     std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
+    const std::size_t buffers = trainer.work_buffer_bytes();
     std::printf(
-        "kpmap-train: each rank holds parameters %s, gradients %s, optimizer state %s "
+        "kpmap-train: each rank holds parameters %s, gradients %s, optimizer state %s%s "
         "(train.sharding = %s)\n",
         kpmap::format_bytes(double(held.parameters)).c_str(),
         kpmap::format_bytes(double(held.gradients)).c_str(),
         kpmap::format_bytes(double(held.optimizer)).c_str(),
+        buffers > 0 ? (", and layer work buffers " + kpmap::format_bytes(double(buffers))).c_str()
+                    : "",
         kpmap::train::sharding_name(c.train.sharding));
     kpmap::files::write_atomic((out / kpmap::run_file::deck).string(), deck.to_toml());
   }

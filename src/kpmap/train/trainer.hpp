@@ -194,6 +194,17 @@ class Trainer {
     }
     return b;
   }
+  /// \brief Bytes of the work buffers a sharded model writes each layer's
+  /// gradient into and gathers each layer's parameters into (two of each,
+  /// the size of the largest layers): none when they are whole.
+  std::size_t work_buffer_bytes() const {
+    std::size_t b = 0;
+    if constexpr (shards) {
+      if (model_.gradients_sharded()) b += model_.gradient_bucket_bytes();
+      if (model_.parameters_sharded()) b += model_.parameter_bucket_bytes();
+    }
+    return b;
+  }
   /// \brief The most bytes of each kind that any rank holds (uneven parts
   /// differ by an element). Collective over the axis.
   StateBytes largest_state_bytes() const {
