@@ -42,6 +42,10 @@ class ShapeError : public Error {
 struct ParamSpec {
   std::string name;
   std::vector<std::size_t> extents;
+  /// Where a layer split over a mesh axis (tensor parallelism) keeps its
+  /// block of the whole array: the whole array's extents and the block's
+  /// first index in each dimension. Empty: the rank holds the whole array.
+  std::vector<std::size_t> whole, start;
   std::size_t size() const {
     std::size_t n = 1;
     for (std::size_t e : extents) n *= e;
@@ -137,27 +141,45 @@ class Layer {
 
 namespace detail {
 /// Glorot-uniform weights, U(-l, l) with l = sqrt(6 / (fan_in + fan_out)),
-/// and zero biases. Weight i is drawn from (seed, offset + i).
+/// and zero biases. Weight i is drawn from (seed, offset + i); a block of
+/// `cols` columns at (row0, col0) of a matrix of `whole_cols` columns (a
+/// layer split over a mesh axis) draws each element's value of the whole
+/// matrix.
 template <class T, class M>
 struct GlorotFill {
   Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> w;
   double limit;
   std::uint64_t seed, offset;
+  std::size_t cols, row0, col0, whole_cols;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    const double u = CounterRng{seed}.uniform(offset + i, stream::init);
+    const std::size_t at = (row0 + i / cols) * whole_cols + col0 + i % cols;
+    const double u = CounterRng{seed}.uniform(offset + at, stream::init);
     w(i) = static_cast<T>((2.0 * u - 1.0) * limit);
   }
 };
 
+/// Glorot-uniform values into the `rows` x `cols` block at (row0, col0) of
+/// a whole matrix of whole_rows x whole_cols, each element the value the
+/// whole matrix has there. Returns the whole matrix's count of draws (the
+/// next array's offset).
 template <class T, class M, class Exec>
-std::uint64_t glorot_uniform(const Exec& exec, T* w, std::size_t count, std::size_t fan_in,
-                             std::size_t fan_out, std::uint64_t seed, std::uint64_t offset) {
+std::uint64_t glorot_block(const Exec& exec, T* w, std::size_t rows, std::size_t cols,
+                           std::size_t row0, std::size_t col0, std::size_t whole_rows,
+                           std::size_t whole_cols, std::size_t fan_in, std::size_t fan_out,
+                           std::uint64_t seed, std::uint64_t offset) {
   const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  const std::size_t count = rows * cols;
   Kokkos::parallel_for(
       "kpmap::train::layers::glorot", Kokkos::RangePolicy<Exec>(exec, 0, count),
       GlorotFill<T, M>{Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(w, count),
-                       limit, seed, offset});
-  return count;
+                       limit, seed, offset, cols > 0 ? cols : 1, row0, col0, whole_cols});
+  return whole_rows * whole_cols;
+}
+
+template <class T, class M, class Exec>
+std::uint64_t glorot_uniform(const Exec& exec, T* w, std::size_t count, std::size_t fan_in,
+                             std::size_t fan_out, std::uint64_t seed, std::uint64_t offset) {
+  return glorot_block<T, M>(exec, w, 1, count, 0, 0, 1, count, fan_in, fan_out, seed, offset);
 }
 }  // namespace detail
 

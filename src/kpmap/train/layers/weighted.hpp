@@ -9,6 +9,7 @@
 #include <kpmap/train/layers/layer.hpp>
 
 #include <cstdint>
+#include <optional>
 
 namespace kpmap::train {
 
@@ -34,7 +35,16 @@ class Weighted : public Layer<T, M> {
   using typename Base::Exec;
 
   std::vector<ParamSpec> parameters() const override {
-    return {{"w", {outputs_, fan_in_}}, {"b", {outputs_}}};
+    ParamSpec w{"w", {outputs_, fan_in_}, {}, {}}, b{"b", {outputs_}, {}, {}};
+    if (whole_.rows != outputs_ || whole_.cols != fan_in_) {
+      w.whole = {whole_.rows, whole_.cols};
+      w.start = {whole_.row0, whole_.col0};
+    }
+    if (whole_.rows != outputs_) {
+      b.whole = {whole_.rows};
+      b.start = {whole_.row0};
+    }
+    return {w, b};
   }
   void bind(T* p, T* g) override {
     w_ = typename Base::Matrix(p, outputs_, fan_in_);
@@ -42,17 +52,33 @@ class Weighted : public Layer<T, M> {
     dw_ = typename Base::Matrix(g, outputs_, fan_in_);
     db_ = typename Base::Vector(g + w_.size(), outputs_);
   }
+  /// Split: this rank's block of the whole layer's values, drawn as the
+  /// whole layer's are (so any split starts from the same weights).
   std::uint64_t initialize(const Exec& exec, std::uint64_t seed, std::uint64_t offset) override {
     Kokkos::deep_copy(exec, b_, T(0));
-    return detail::glorot_uniform<T, M>(exec, w_.data(), w_.size(), fan_in_, fan_out_, seed,
-                                        offset);
+    return detail::glorot_block<T, M>(exec, w_.data(), outputs_, fan_in_, whole_.row0, whole_.col0,
+                                      whole_.rows, whole_.cols, whole_.cols, fan_out_, seed,
+                                      offset);
   }
 
  protected:
+  /// \brief Where a rank's weights lie in the whole layer's when a mesh
+  /// axis splits it (tensor parallelism): rows [row0, row0 + outputs) and
+  /// columns [col0, col0 + fan_in) of a rows x cols matrix.
+  struct Whole {
+    std::size_t row0 = 0, col0 = 0, rows = 0, cols = 0;
+  };
+
   /// \param outputs rows of the weights (units, filters); \param fan_in
-  /// their columns; \param fan_out Glorot's fan-out.
-  Weighted(Shape input, std::size_t outputs, std::size_t fan_in, std::size_t fan_out)
-      : Base(input), outputs_(outputs), fan_in_(fan_in), fan_out_(fan_out) {}
+  /// their columns; \param fan_out Glorot's fan-out; \param whole the whole
+  /// layer's weights, when this rank holds a block of them.
+  Weighted(Shape input, std::size_t outputs, std::size_t fan_in, std::size_t fan_out,
+           std::optional<Whole> whole = std::nullopt)
+      : Base(input),
+        outputs_(outputs),
+        fan_in_(fan_in),
+        fan_out_(fan_out),
+        whole_(whole.value_or(Whole{0, 0, outputs, fan_in})) {}
 
   /// Sizes the bias gradient's vector of ones for up to `rows` rows of outputs.
   void reserve_rows(std::size_t rows) {
@@ -81,6 +107,7 @@ class Weighted : public Layer<T, M> {
   }
 
   std::size_t outputs_, fan_in_, fan_out_;
+  Whole whole_;
   typename Base::Matrix w_, dw_;
   typename Base::Vector b_, db_;
   Kokkos::View<T*, M> ones_;
