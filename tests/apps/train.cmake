@@ -157,6 +157,23 @@ if(KPMAP_ENABLE_APPS)
             --other train.sharding=parameters --work ${TRAIN_OUT}/sharded_empty_ranks)
   set_tests_properties(apps.kpmap-train.accumulate_sharded apps.kpmap-train.sharded_empty_ranks
     PROPERTIES LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  # Tensor parallelism: the same training on meshes of 1 x 1, 2 x 1, 1 x 2,
+  # 2 x 2 and 1 x 3 (data x model), and a 2 x 2 checkpoint continued on 4 x 1,
+  # 1 x 1 and 1 x 3.
+  add_test(NAME apps.kpmap-train.tensor_parallel
+    COMMAND ${TRAIN_CHECK} mesh --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${CMAKE_CURRENT_SOURCE_DIR}/decks/mlp_tensor_parallel.toml
+            --meshes 1x1 2x1 1x2 2x2 1x3 --restart-from 2x2 --restart-on 4x1 1x1 1x3
+            --work ${TRAIN_OUT}/tensor_parallel)
+  set_tests_properties(apps.kpmap-train.tensor_parallel PROPERTIES
+    LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  # A mesh that does not fit the ranks: exit 2, naming the key.
+  kpmap_add_mpi_test(NAME apps.kpmap-train.mesh_does_not_fit COMMAND kpmap-train
+    ${CMAKE_CURRENT_SOURCE_DIR}/decks/mlp_tensor_parallel.toml --set train.mesh.model=2
+    --output ${TRAIN_OUT}/bad
+    RANKS 3 TIMEOUT 60 LABELS apps
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+            "--expect=--set train.mesh.model=2: key 'train.mesh.model': 2 ranks along \"model\" do not divide the 3 ranks of this run" --)
   # Gradient accumulation: 4 micro-batches of 8 make the same steps as batches of 32.
   add_test(NAME apps.kpmap-train.accumulate
     COMMAND ${TRAIN_CHECK} same --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>

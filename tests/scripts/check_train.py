@@ -33,6 +33,12 @@
         1e-6), the optimizer's state (gradients: and the gradient; parameters: and
         the parameters) per rank its even part; --cross: a checkpoint crosses modes
         and rank counts (3 M -> 2 replicated, 2 replicated -> 3 M) bit for bit
+    check_train.py mesh --launcher T --app APP --deck DECK --meshes DxM... [--epochs E]
+                        [--restart-from DxM --restart-on DxM... --split S] --work DIR
+        train.mesh = { data = D, model = M } (layers split over "model"): every mesh
+        gives the first mesh's losses and final checkpoint (whole arrays) to 1e-6;
+        a checkpoint written on --restart-from after S epochs continues on each
+        --restart-on mesh to the same final checkpoint (1e-6)
     check_train.py same --launcher T --app APP --deck DECK --ranks N --work DIR
                         [--set S]... --other O... [--rtol R]
         the deck with the --set S overrides, and with the --other O ones too,
@@ -381,6 +387,53 @@ def cmd_sharding(args) -> None:
               f"replicated at {first[0]} -> replicated at {then[0]}")
 
 
+def cmd_mesh(args) -> None:
+    """Tensor parallelism: the deck on meshes of data x model ranks (its
+    split layers in blocks over "model") trains as on the first mesh, to
+    1e-6 relative (another rank count sums the gradient in another order),
+    and a checkpoint continues across meshes."""
+    def shape(text: str) -> tuple:
+        d, m = (int(v) for v in text.split("x"))
+        return d, m
+
+    def train(mesh: str, out: str, extra=()) -> dict:
+        d, m = shape(mesh)
+        run(args.launcher, d * m, [args.app, args.deck, "--output", out,
+                                   "--set", f"train.mesh.data={d}",
+                                   "--set", f"train.mesh.model={m}", *extra])
+        return load(os.path.join(out, "result.json"))
+
+    epochs = ["--set", f"train.epochs={args.epochs}"]
+    folders = {}
+    first = None
+    for mesh in args.meshes:
+        folders[mesh] = os.path.join(args.work, f"mesh_{mesh}")
+        r = train(mesh, folders[mesh], epochs)
+        if first is None:
+            first = (mesh, r)
+            continue
+        for key in ("train_loss", "val_loss"):
+            a, b = first[1][key], r[key]
+            if not abs(b - a) <= 1e-6 * abs(a):
+                fail(f"mesh {mesh}: {key} {b!r}, mesh {first[0]}: {a!r}")
+        same_checkpoints(final_checkpoint(folders[first[0]]), final_checkpoint(folders[mesh]),
+                         1e-6, "params.")
+        print(f"OK: mesh {mesh} trains as mesh {first[0]} (train_loss {r['train_loss']!r})")
+    if not args.restart_from:
+        return
+    source = os.path.join(args.work, f"split_{args.restart_from}")
+    train(args.restart_from, source, ["--set", f"train.epochs={args.split}"])
+    if args.restart_from not in folders:
+        folders[args.restart_from] = os.path.join(args.work, f"mesh_{args.restart_from}")
+        train(args.restart_from, folders[args.restart_from], epochs)
+    for mesh in args.restart_on:
+        out = os.path.join(args.work, f"restart_{args.restart_from}_to_{mesh}")
+        train(mesh, out, epochs + ["--restart", final_checkpoint(source)])
+        same_checkpoints(final_checkpoint(folders[args.restart_from]), final_checkpoint(out),
+                         1e-6)
+        print(f"OK: a checkpoint of mesh {args.restart_from} continues on mesh {mesh}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -414,6 +467,16 @@ def main() -> None:
                    choices=["optimizer", "gradients", "parameters"])
     c.add_argument("--set", action="append", default=[], help="a --set for every run")
     c.add_argument("--work", required=True)
+    c = sub.add_parser("mesh")
+    c.add_argument("--launcher", required=True)
+    c.add_argument("--app", required=True)
+    c.add_argument("--deck", required=True)
+    c.add_argument("--meshes", nargs="+", required=True)
+    c.add_argument("--epochs", type=int, default=3)
+    c.add_argument("--restart-from")
+    c.add_argument("--restart-on", nargs="+", default=[])
+    c.add_argument("--split", type=int, default=1)
+    c.add_argument("--work", required=True)
     for name in ("lstsq", "restart", "images", "same", "no_checkpoints"):
         c = sub.add_parser(name)
         c.add_argument("--launcher", required=True)
@@ -434,6 +497,7 @@ def main() -> None:
     args = ap.parse_args()
     {"compare": cmd_compare, "recovers": cmd_recovers, "accuracy": cmd_accuracy, "lstsq": cmd_lstsq, "images": cmd_images, "state_bytes": cmd_state_bytes,
      "sharding": cmd_sharding,
+     "mesh": cmd_mesh,
      "same": cmd_same, "no_checkpoints": cmd_no_checkpoints,
      "restart": cmd_restart}[args.cmd](args)
 

@@ -50,11 +50,14 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
                  const kpmap::apps::RunOptions& opts, const kpmap::Runtime& rt, Model& model,
                  const kpmap::train::Shard<typename Model::value_type, Mem>& train_set,
                  const kpmap::train::Shard<typename Model::value_type, Mem>& val_set,
-                 kpmap::PhaseTimes& times, double t_start, const fs::path& out) {
+                 kpmap::PhaseTimes& times, double t_start, const fs::path& out,
+                 const kpmap::Mesh& mesh) {
   const bool root = rt.rank() == 0;
   const std::size_t n_train = c.data.samples - c.data.validation;
   const auto tc = kpmap::train::trainer_config(c, out, deck.to_toml(), rt.size());
-  kpmap::train::Trainer<Model> trainer(model, c.optimizer, tc, "devices");
+  // Batches over "data"; checkpoints and run control over every rank.
+  kpmap::train::Trainer<Model> trainer(model, c.optimizer, tc, mesh.axis("data"),
+                                       mesh.axis("devices"));
   if (!opts.restart.empty()) {
     kpmap::train::check_restart(deck, opts.restart, rt.comm());
     trainer.restart(opts.restart);
@@ -135,8 +138,14 @@ template <class T, class C = T>
 int train_in(kpmap::train::TrainConfig c, const Deck& deck, const kpmap::apps::RunOptions& opts,
              const kpmap::Runtime& rt) {
   const MPI_Comm comm = rt.comm();
+  // The ranks as a mesh of data x model (train.mesh); layers split over
+  // "model" (parallel = "column" or "row") are built on it.
+  const kpmap::Mesh mesh({{"data", c.train.mesh_data}, {"model", c.train.mesh_model}}, comm);
   // The model's layers, built once and checked before anything is written.
-  auto layers = kpmap::train::build_model_layers<T, C, Mem>(deck, c);
+  auto layers = [&] {
+    const kpmap::UseMesh use(mesh);
+    return kpmap::train::build_model_layers<T, C, Mem>(deck, c);
+  }();
   kpmap::PhaseTimes times;
   const double t_start = MPI_Wtime();
   const fs::path out = kpmap::prepare_output_dir(c.output.dir, comm);
@@ -158,8 +167,7 @@ int train_in(kpmap::train::TrainConfig c, const Deck& deck, const kpmap::apps::R
   kpmap::train::Shard<T, Mem> train_set, val_set;
   {
     auto t = times.scope(Phase::io);
-    std::tie(train_set, val_set) =
-        kpmap::train::load_data<T, Mem>(c.data, kpmap::AxisRef("devices"));
+    std::tie(train_set, val_set) = kpmap::train::load_data<T, Mem>(c.data, mesh.axis("data"));
   }
 
   // ---- model, then the training loop ----------------------------------------------
@@ -169,14 +177,14 @@ int train_in(kpmap::train::TrainConfig c, const Deck& deck, const kpmap::apps::R
   const std::size_t capacity = kpmap::train::work_capacity(c, batch_rows, val_set.rows());
   if (c.model.kind == "linear") {
     kpmap::train::LinearModel<T, Mem> model(c.data.features, capacity);
-    return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
+    return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out, mesh);
   }
   kpmap::train::Sequential<T, Mem, C> model(c.data.input, std::move(layers),
                                             kpmap::train::Loss{c.model.loss, c.model.loss_keys},
                                             capacity);
   model.set_loss_scale(c.model.loss_scale);
   model.initialize(c.train.seed);
-  return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out);
+  return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out, mesh);
 }
 
 }  // namespace

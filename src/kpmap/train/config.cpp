@@ -115,6 +115,13 @@ deck::Schema train_schema() {
            "parameters, as gradients, and only its part of the parameters, each layer's "
            "all-gathered just before its forward and backward passes (ZeRO stage 3, FSDP; "
            "mlp, sequential)");
+  s.integer("train.mesh.data", 0, Range{0, 1 << 20}, "ranks",
+            "ranks along the mesh axis \"data\", over which batches are split and gradients "
+            "summed (0: all that train.mesh.model leaves)");
+  s.integer("train.mesh.model", 1, Range{1, 1 << 20}, "ranks",
+            "ranks along the mesh axis \"model\", over which dense layers with parallel = "
+            "\"column\" or \"row\" are split (tensor parallelism; every rank of it sees the "
+            "same samples)");
   declare_output_keys(s, "kpmap-train", "epochs");
   s.boolean("output.checkpoints", true,
             "false: write no checkpoint (a run that only reports; nothing to restart from, and "
@@ -396,6 +403,8 @@ LoopConfig read_train(const Deck& d) {
   l.accumulate = std::size_t(d.integer("train.accumulate_steps"));
   l.batch = std::size_t(d.integer("train.batch_size"));
   l.seed = std::uint64_t(d.integer("train.seed"));
+  l.mesh_data = int(d.integer("train.mesh.data"));
+  l.mesh_model = int(d.integer("train.mesh.model"));
   const std::string& sharding = d.string("train.sharding");
   l.sharding = sharding == "optimizer"    ? Sharding::optimizer
                : sharding == "gradients"  ? Sharding::gradients
@@ -416,6 +425,31 @@ void read_output(const Deck& d, TrainConfig& c) {
 // the batch, the schedule against the run's length, the check against the
 // split, the optimizer against the batch.
 void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
+  {
+    int ranks = 1;
+    MPI_Comm_size(comm, &ranks);
+    const int model = c.train.mesh_model, data = c.train.mesh_data;
+    if (ranks % model != 0 || (data > 0 && data * model != ranks)) {
+      const bool both = data > 0;
+      const std::string what =
+          both ? "a mesh of " + std::to_string(data) + " x " + std::to_string(model) +
+                     " ranks (data x model) is not the " + std::to_string(ranks) +
+                     " ranks of this run"
+               : std::to_string(model) + " ranks along \"model\" do not divide the " +
+                     std::to_string(ranks) + " ranks of this run";
+      throw kpmap::InputError(d.where(both ? "train.mesh.data" : "train.mesh.model") +
+                                  "key 'train.mesh." + (both ? "data" : "model") + "': " + what,
+                              kpmap::ErrorScope::all_ranks);
+    }
+    if (model > 1 && c.train.sharding != Sharding::replicated) {
+      throw kpmap::InputError(d.where("train.sharding") + "key 'train.sharding': \"" +
+                                  sharding_name(c.train.sharding) +
+                                  "\" is not yet taken with train.mesh.model > 1 (the model's "
+                                  "split layers are sharded over \"model\" already)",
+                              kpmap::ErrorScope::all_ranks);
+    }
+    if (c.train.mesh_data == 0) c.train.mesh_data = ranks / model;
+  }
   if (c.model.kind == "linear" && c.train.accumulate > 1) {
     throw kpmap::InputError(d.where("train.accumulate_steps") +
                                 "key 'train.accumulate_steps': the linear model reads its whole "
@@ -615,6 +649,11 @@ TrainerConfig trainer_config(const TrainConfig& c, const std::string& out,
        : c.train.sharding == Sharding::parameters
            ? "parameters, gradient and optimizer state split over the ranks"
            : "parameters replicated");
+  if (c.train.mesh_model > 1) {
+    tc.meta.decomposition += "; a mesh of " + std::to_string(c.train.mesh_data) + " (data) x " +
+                             std::to_string(c.train.mesh_model) +
+                             " (model) ranks, split layers in blocks over model";
+  }
   return tc;
 }
 

@@ -42,6 +42,11 @@ struct LoopConfig {
   long long max_steps = 0;     ///< end after this many steps in all (0: no limit)
   long long log_every = 0;     ///< rank 0 prints the step's figures every N steps (0: never)
   Sharding sharding = Sharding::replicated;  ///< what each rank keeps of the training state
+  /// The ranks as a mesh of "data" x "model" (train.mesh): batches split over
+  /// "data", layers split over "model" (tensor parallelism). 0 data ranks:
+  /// all the ranks that "model" leaves.
+  int mesh_data = 0;
+  int mesh_model = 1;
 };
 
 }  // namespace kpmap::train

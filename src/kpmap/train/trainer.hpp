@@ -123,6 +123,14 @@ struct AddFigures {
   }
 };
 
+/// Whether a model names its parameter arrays' specs, slices() (Sequential
+/// does: a layer split over a mesh axis says where its blocks lie).
+template <class Model, class = void>
+struct HasSlices : std::false_type {};
+template <class Model>
+struct HasSlices<Model, std::void_t<decltype(std::declval<const Model&>().slices())>>
+    : std::true_type {};
+
 /// Whether a model shards its gradient and its parameters,
 /// shard_gradients(axis) and shard_parameters(axis) (Sequential does;
 /// LinearModel not).
@@ -145,20 +153,36 @@ class Trainer {
   using Exec = typename Model::Exec;
   using Figures = typename Model::Figures;
 
+  /// \brief Trains `model` data-parallel over `axis`.
   Trainer(Model& model, const OptimizerConfig& optimizer, TrainerConfig config, AxisRef axis)
+      : Trainer(model, optimizer, std::move(config), axis, axis) {}
+  /// \brief Trains `model` data-parallel over `axis`, on a mesh whose ranks
+  /// are `all` (`axis` and the axes the model's layers are split over, such
+  /// as "model": tensor parallelism): batches are split and gradients summed
+  /// over `axis`, checkpoints and run control span `all`.
+  Trainer(Model& model, const OptimizerConfig& optimizer, TrainerConfig config, AxisRef axis,
+          AxisRef all)
       : model_(model),
         opt_(config.sharding != Sharding::replicated
                  ? Optimizer<T, M, P>(optimizer, model.params(), axis)
                  : Optimizer<T, M, P>(optimizer, model.params())),
         c_(std::move(config)),
         axis_(axis),
+        all_(all),
         epoch_sums_("kpmap::train::epoch_sums", 4),
         epoch_sums_host_(Kokkos::create_mirror_view(epoch_sums_)) {
     // The arrays' names and shapes, which the checkpoints keep whatever the
-    // sharding (the parameters are not all here once sharded).
+    // sharding (the parameters are not all here once sharded), and where a
+    // layer split over a mesh axis keeps its block of each.
     for_each_named(model_.params(), [&](const std::string& name, const auto& v) {
-      arrays_.push_back({name, checkpoint::detail::extents_vector(v), v.size()});
+      arrays_.push_back({name, checkpoint::detail::extents_vector(v), v.size(), {}, {}});
     });
+    if constexpr (detail::HasSlices<Model>::value) {
+      for (std::size_t k = 0; k < arrays_.size(); ++k) {
+        arrays_[k].whole = model_.slices().at(k).spec.whole;
+        arrays_[k].start = model_.slices().at(k).spec.start;
+      }
+    }
     if (c_.sharding == Sharding::gradients || c_.sharding == Sharding::parameters) {
       if constexpr (shards) {
         if (c_.sharding == Sharding::parameters) {
@@ -210,7 +234,7 @@ class Trainer {
   StateBytes largest_state_bytes() const {
     const StateBytes mine = state_bytes();
     std::uint64_t b[3] = {mine.parameters, mine.gradients, mine.optimizer};
-    MPI_Allreduce(MPI_IN_PLACE, b, 3, MPI_UINT64_T, MPI_MAX, axis_->comm());
+    MPI_Allreduce(MPI_IN_PLACE, b, 3, MPI_UINT64_T, MPI_MAX, all_->comm());
     return {static_cast<std::size_t>(b[0]), static_cast<std::size_t>(b[1]),
             static_cast<std::size_t>(b[2])};
   }
@@ -227,9 +251,9 @@ class Trainer {
   /// not fit this model or run.
   void restart(const std::string& file) {
     const double t0 = MPI_Wtime();
-    checkpoint::Reader r(file, axis_->comm(), c_.meta.app);
+    checkpoint::Reader r(file, all_->comm(), c_.meta.app);
     for_each_saved([&](const std::string& name, const auto& v, const checkpoint::Block& block,
-                       bool) { r.read(model_.exec(), name, v, block); });
+                       Copies) { r.read(model_.exec(), name, v, block); });
     const SavedPosition saved = saved_position(r, file);
     const long long epoch = saved.epoch;
     const long long batch = saved.batch;
@@ -277,11 +301,11 @@ class Trainer {
   /// \throws Error (exit_code::diverged) when the loss stops being finite.
   FitResult fit(const Shard<T, M>& train, const Shard<T, M>& held_out,
                 const std::function<void(const EpochReport&)>& on_epoch) {
-    const bool root = axis_->index() == 0;
+    const bool root = all_->index() == 0;
     const std::size_t n = train.global_rows;
-    prepare_output_dir(c_.output.dir, axis_->comm());
+    prepare_output_dir(c_.output.dir, all_->comm());
     FitResult res;
-    RunControl run(axis_->comm(), c_.output.dir, c_.output.keep_last, restart_file_);
+    RunControl run(all_->comm(), c_.output.dir, c_.output.keep_last, restart_file_);
     double train_seconds = 0;
     std::size_t samples_done = 0;
     double log_t0 = MPI_Wtime();
@@ -404,18 +428,23 @@ class Trainer {
     }
     res.checkpoint = run.last_good();
     // NaN (null in JSON) when no epoch was completed.
-    res.samples_per_second = pmin(static_cast<double>(samples_done) / train_seconds, axis_);
+    res.samples_per_second = pmin(static_cast<double>(samples_done) / train_seconds, all_);
     return res;
   }
 
-  /// \brief Calls f(dataset name, View, block, replicated) for every array
-  /// a checkpoint holds, each a global array whatever the sharding: the
-  /// parameters, then the optimizer's state arrays by the names its
-  /// registration gives them (optimizer.m.*, optimizer.v.* for Adam). An
-  /// array every rank keeps whole is written once (replicated); one split
-  /// over the ranks is this rank's part of it as a flat range. So a
-  /// checkpoint written under one sharding and rank count restarts under
-  /// any other.
+  /// \brief Who holds a saved array's block: every rank (the whole array,
+  /// replicated), this rank alone (its part of a sharded one), or every rank
+  /// of the data axis (a layer's block on a mesh axis such as "model").
+  enum class Copies { every_rank, this_rank, data_axis };
+
+  /// \brief Calls f(dataset name, View, block, copies) for every array a
+  /// checkpoint holds, each a global array whatever the sharding and the
+  /// mesh: the parameters, then the optimizer's state arrays by the names
+  /// its registration gives them (optimizer.m.*, optimizer.v.* for Adam). An
+  /// array every rank keeps whole is written once; one split over the data
+  /// axis is this rank's part of it as a flat range; a layer split over
+  /// another axis is this rank's box of it. So a checkpoint written under one
+  /// sharding, mesh and rank count restarts under any other.
   template <class F>
   void for_each_saved(F&& f) {
     // The arrays of `part`, this rank's elements [lo, hi) of the parameters
@@ -427,28 +456,35 @@ class Trainer {
         const std::size_t b = std::clamp(lo, at, at + a.size);
         const std::size_t e = std::clamp(hi, at, at + a.size);
         f(prefix + a.name, Kokkos::subview(part, Kokkos::make_pair(b - lo, e - lo)),
-          checkpoint::flat_range(a.extents, b - at, e - b), false);
+          checkpoint::flat_range(a.extents, b - at, e - b), Copies::this_rank);
         at += a.size;
       }
     };
-    const auto whole = [](const auto& v) {
-      return checkpoint::whole(checkpoint::detail::extents_vector(v));
+    // The arrays of `tree`, each whole on every rank, or a layer's block
+    // on every rank of the data axis.
+    const auto by_arrays = [&](const std::string& prefix, const P& tree) {
+      std::size_t k = 0;
+      for_each_named(tree, [&](const std::string& name, const auto& v) {
+        const Array& a = arrays_.at(k++);
+        if (a.whole.empty()) {
+          f(prefix + name, v, checkpoint::whole(a.extents), Copies::every_rank);
+        } else {
+          f(prefix + name, v, checkpoint::Block{a.whole, a.start, a.extents, false},
+            Copies::data_axis);
+        }
+      });
     };
     if (parameters_sharded()) {
       if constexpr (shards) by_parts("params.", model_.parameter_part());
     } else {
-      for_each_named(model_.params(), [&](const std::string& name, const auto& v) {
-        f("params." + name, v, whole(v), true);
-      });
+      by_arrays("params.", model_.params());
     }
     for (std::size_t k = 0; k < opt_.state().size(); ++k) {
       const std::string prefix = "optimizer." + opt_.state()[k].first + ".";
       if (opt_.sharded()) {
         by_parts(prefix, opt_.owned_state()[k]);
       } else {
-        for_each_named(
-            P::unflatten(opt_.state()[k].second),
-            [&](const std::string& name, const auto& v) { f(prefix + name, v, whole(v), true); });
+        by_arrays(prefix, P::unflatten(opt_.state()[k].second));
       }
     }
   }
@@ -567,13 +603,27 @@ class Trainer {
                            {"epoch", static_cast<std::int64_t>(at.epoch)},
                            {"batch", static_cast<std::int64_t>(at.step)},
                            {"optimizer_steps", static_cast<std::int64_t>(opt_.steps())}};
-          checkpoint::Writer w(file, axis_->comm(), meta);
+          checkpoint::Writer w(file, all_->comm(), meta);
           for_each_saved([&](const std::string& n, const auto& v, const checkpoint::Block& block,
-                             bool replicated) {
-            if (replicated) {
+                             Copies copies) {
+            if (copies == Copies::every_rank) {
               w.write_replicated(model_.exec(), n, v);
-            } else {
+            } else if (copies == Copies::this_rank || axis_->index() == 0) {
               w.write(model_.exec(), n, v, block);
+            } else {
+              // The first rank of the data axis writes the block its replicas
+              // hold too: theirs is none of its rows.
+              checkpoint::Block none = block;
+              none.count[0] = 0;
+              const auto rows = Kokkos::make_pair(std::size_t(0), std::size_t(0));
+              constexpr auto rank = std::decay_t<decltype(v)>::rank;
+              if constexpr (rank == 1) {
+                w.write(model_.exec(), n, Kokkos::subview(v, rows), none);
+              } else if constexpr (rank == 2) {
+                w.write(model_.exec(), n, Kokkos::subview(v, rows, Kokkos::ALL()), none);
+              } else {
+                w.write(model_.exec(), n, v, block);  // a scalar is never split
+              }
             }
           });
           Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
@@ -689,11 +739,13 @@ class Trainer {
     return v;
   }
 
-  // A parameter array's name, shape and size.
+  // A parameter array's name, shape and size, and, for a layer split over
+  // a mesh axis, the whole array's extents and where this rank's block starts.
   struct Array {
     std::string name;
     std::vector<std::size_t> extents;
     std::size_t size = 0;
+    std::vector<std::size_t> whole, start;
   };
 
   Model& model_;
@@ -701,6 +753,7 @@ class Trainer {
   std::vector<Array> arrays_;  // in for_each_named order
   TrainerConfig c_;
   AxisRef axis_;
+  AxisRef all_;  // every rank of the mesh: checkpoints, run control
   TrainPosition at_;
   std::string restart_file_;
   PhaseTimes times_;
