@@ -73,10 +73,14 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
   const auto held = trainer.largest_state_bytes();
   if (root) {
     std::printf(
-        "kpmap-train: %s model (%zu parameters, %s), %zu training + %zu validation samples "
-        "on %d ranks, batch %s, optimizer %s, lr %g\n",
-        c.model.kind.c_str(), model.parameter_count(), c.model.precision.c_str(), n_train,
-        c.data.validation, rt.size(),
+        "kpmap-train: %s model (%zu parameters%s, %s), %zu training + %zu validation samples "
+        "on %d ranks%s, batch %s, optimizer %s, lr %g\n",
+        c.model.kind.c_str(), model.parameter_count(), c.train.mesh_model > 1 ? " on rank 0" : "",
+        c.model.precision.c_str(), n_train, c.data.validation, rt.size(),
+        c.train.mesh_model > 1 ? (" (" + std::to_string(c.train.mesh_data) + " data x " +
+                                  std::to_string(c.train.mesh_model) + " model)")
+                                     .c_str()
+                               : "",
         c.train.batch == 0 ? "full" : std::to_string(c.train.batch).c_str(),
         deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
     std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());

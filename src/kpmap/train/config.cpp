@@ -650,9 +650,10 @@ TrainerConfig trainer_config(const TrainConfig& c, const std::string& out,
            ? "parameters, gradient and optimizer state split over the ranks"
            : "parameters replicated");
   if (c.train.mesh_model > 1) {
-    tc.meta.decomposition += "; a mesh of " + std::to_string(c.train.mesh_data) + " (data) x " +
-                             std::to_string(c.train.mesh_model) +
-                             " (model) ranks, split layers in blocks over model";
+    tc.meta.decomposition = std::to_string(ranks) + " ranks, a mesh of " +
+                            std::to_string(c.train.mesh_data) + " (data) x " +
+                            std::to_string(c.train.mesh_model) +
+                            " (model); layers split over model in blocks, the rest replicated";
   }
   return tc;
 }
