@@ -165,8 +165,13 @@ if(KPMAP_ENABLE_APPS)
             --deck ${CMAKE_CURRENT_SOURCE_DIR}/decks/mlp_tensor_parallel.toml
             --meshes 1x1 2x1 1x2 2x2 1x3 --restart-from 2x2 --restart-on 4x1 1x1 1x3
             --work ${TRAIN_OUT}/tensor_parallel)
-  set_tests_properties(apps.kpmap-train.tensor_parallel PROPERTIES
-    LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  # ... and an mlp whose hidden layers model.tensor_parallel = "auto" pairs.
+  add_test(NAME apps.kpmap-train.tensor_parallel_mlp_auto
+    COMMAND ${TRAIN_CHECK} mesh --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${INPUTS}/train_mlp_ci.toml --set model.tensor_parallel=auto
+            --meshes 1x1 1x2 2x2 1x3 --work ${TRAIN_OUT}/tensor_parallel_mlp)
+  set_tests_properties(apps.kpmap-train.tensor_parallel apps.kpmap-train.tensor_parallel_mlp_auto
+    PROPERTIES LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   # A mesh that does not fit the ranks: exit 2, naming the key.
   kpmap_add_mpi_test(NAME apps.kpmap-train.mesh_does_not_fit COMMAND kpmap-train
     ${CMAKE_CURRENT_SOURCE_DIR}/decks/mlp_tensor_parallel.toml --set train.mesh.model=2

@@ -34,7 +34,8 @@
         the parameters) per rank its even part; --cross: a checkpoint crosses modes
         and rank counts (3 M -> 2 replicated, 2 replicated -> 3 M) bit for bit
     check_train.py mesh --launcher T --app APP --deck DECK --meshes DxM... [--epochs E]
-                        [--restart-from DxM --restart-on DxM... --split S] --work DIR
+                        [--restart-from DxM --restart-on DxM... --split S] [--set S]...
+                        --work DIR
         train.mesh = { data = D, model = M } (layers split over "model"): every mesh
         gives the first mesh's losses and final checkpoint (whole arrays) to 1e-6;
         a checkpoint written on --restart-from after S epochs continues on each
@@ -404,6 +405,8 @@ def cmd_mesh(args) -> None:
         return load(os.path.join(out, "result.json"))
 
     epochs = ["--set", f"train.epochs={args.epochs}"]
+    for setting in args.set:
+        epochs += ["--set", setting]
     folders = {}
     first = None
     for mesh in args.meshes:
@@ -422,7 +425,7 @@ def cmd_mesh(args) -> None:
     if not args.restart_from:
         return
     source = os.path.join(args.work, f"split_{args.restart_from}")
-    train(args.restart_from, source, ["--set", f"train.epochs={args.split}"])
+    train(args.restart_from, source, epochs + ["--set", f"train.epochs={args.split}"])
     if args.restart_from not in folders:
         folders[args.restart_from] = os.path.join(args.work, f"mesh_{args.restart_from}")
         train(args.restart_from, folders[args.restart_from], epochs)
@@ -476,6 +479,7 @@ def main() -> None:
     c.add_argument("--restart-from")
     c.add_argument("--restart-on", nargs="+", default=[])
     c.add_argument("--split", type=int, default=1)
+    c.add_argument("--set", action="append", default=[], help="a --set for every run")
     c.add_argument("--work", required=True)
     for name in ("lstsq", "restart", "images", "same", "no_checkpoints"):
         c = sub.add_parser(name)

@@ -31,6 +31,10 @@ deck::Schema train_schema() {
                layers.described());
   layers.merge_keys(s, "model.layers.#.");
   s.string("model.activation", "relu", {"relu", "tanh"}, "mlp: activation of the hidden layers");
+  s.string("model.tensor_parallel", "none", {"none", "auto"},
+           "mlp: auto pairs the hidden layers over the mesh axis \"model\" (train.mesh), the "
+           "first of each pair split by column, the second by row (Megatron-LM), an unpaired "
+           "last one whole; none: every layer whole");
   deck::Registry<LossInfo>& losses = loss_registry();
   s.string("model.loss", "mse", losses.names(), "the loss (" + losses.described() + ")");
   losses.merge_keys(s, "model.", "model.loss");
@@ -137,6 +141,7 @@ deck::Schema train_schema() {
   }
   s.when("model.hidden", "model.kind", {"mlp"})
       .when("model.activation", "model.kind", {"mlp"})
+      .when("model.tensor_parallel", "model.kind", {"mlp"})
       .when("model.loss_scale", "model.precision", {"mixed"})
       .when("data.path", "data.kind", {"hdf5", "idx"})
       .when("data.labels", "data.kind", {"idx"})
@@ -290,6 +295,16 @@ void read_layers(TrainConfig& c, const Deck& d) {
       const std::size_t outputs = loss_info(c.model.loss).outputs;
       widths.push_back(c.data.classification ? c.data.classes : outputs > 0 ? outputs : 1);
       c.model.layers = mlp_specs(widths, c.model.activation);
+      if (c.model.tensor_parallel) {
+        // Hidden layers 2k and 2k + 1 (of the dense layers, the last being the output) pair up.
+        const std::size_t pairs = c.model.hidden.size() / 2;
+        std::size_t dense = 0;
+        for (auto& spec : c.model.layers) {
+          if (spec.type != "dense") continue;
+          if (dense < 2 * pairs) spec.keys["parallel"] = std::string(dense % 2 ? "row" : "column");
+          ++dense;
+        }
+      }
       if (c.data.input.image) c.model.layers.insert(c.model.layers.begin(), LayerSpec{"flatten"});
     }
   } else if (at.empty()) {
@@ -351,6 +366,7 @@ ModelConfig read_model(const Deck& d) {
   m.precision = d.string("model.precision");
   m.loss_scale = d.real("model.loss_scale");
   for (long long w : d.integer_list("model.hidden")) m.hidden.push_back(std::size_t(w));
+  m.tensor_parallel = d.string("model.tensor_parallel") == "auto";
   return m;
 }
 

@@ -34,7 +34,10 @@ struct ModelConfig {
   std::string kind;                 ///< model.kind: linear, mlp or sequential
   std::string activation;           ///< of an mlp's hidden layers
   std::vector<std::size_t> hidden;  ///< an mlp's hidden widths
-  std::vector<LayerSpec> layers;    ///< mlp and sequential: the stack, first to last
+  /// An mlp's hidden layers paired column then row over the mesh axis
+  /// "model" (model.tensor_parallel = "auto"), or whole.
+  bool tensor_parallel = false;
+  std::vector<LayerSpec> layers;  ///< mlp and sequential: the stack, first to last
   std::string loss;
   Loss::Keys loss_keys;  ///< the loss's own keys that the deck sets
   std::string precision;
