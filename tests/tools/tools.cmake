@@ -210,6 +210,41 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
         --expect syncs=${syncs} --expect copies=${copies}
         --expect allocations=0 --expect global_fences=0 --)
   endforeach()
+  # Tensor parallelism (tests/decks/mlp_tensor_parallel.toml: a whole layer
+  # after a column-parallel and a row-parallel dense layer) on 2 ranks, as 2 x
+  # 1 (data x model) and 1 x 2: the same 11 kernels (3 forward, 3 weight
+  # gradients, 3 bias gradients, 2 input gradients), 1 reduction, and under
+  # Kokkos Kernels 3.4 a fence on each side of its 8 gemms and 3 gemvs. 2 x 1
+  # psums the loss sums and 3 layers' gradients over "data" (4 syncs: 26); 1 x
+  # 2 psums the row layer's output over "model" (1 sync: 23) and nothing over
+  # a "data" axis of one rank; the column layer is the first, so no input
+  # gradient of its is summed. Device paths stage each message: 2 copies
+  # and 1 sync more. No allocation either way.
+  if(KPMAP_DEVICE_PATHS)
+    set(tp_counts 2:1:kernels11_syncs30_copies8 1:2:kernels11_syncs24_copies2)
+  else()
+    set(tp_counts 2:1:kernels11_syncs26_copies0 1:2:kernels11_syncs23_copies0)
+  endif()
+  foreach(entry ${tp_counts})
+    string(REPLACE ":" ";" parts ${entry})
+    list(GET parts 0 data)
+    list(GET parts 1 model)
+    list(GET parts 2 figures)
+    string(REGEX MATCH "syncs([0-9]+)" _ ${figures})
+    set(syncs ${CMAKE_MATCH_1})
+    string(REGEX MATCH "copies([0-9]+)" _ ${figures})
+    set(copies ${CMAKE_MATCH_1})
+    kpmap_add_mpi_test(
+      NAME tools.counts.train_step_mlp_mesh${data}x${model}.${figures}_allocs0_global0
+      COMMAND kpmap-train ${PROJECT_SOURCE_DIR}/tests/decks/mlp_tensor_parallel.toml
+        --set train.log_every=0 --set train.mesh.data=${data} --set train.mesh.model=${model}
+        --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_mlp_mesh${data}x${model}_{run}
+      RANKS 2 TIMEOUT 120 LABELS tools
+      WRAPPER ${CHECK_TRAIN_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_mlp_mesh${data}x${model}
+        "--short=--set train.max_steps=3" "--long=--set train.max_steps=9" --expect kernels=11
+        --expect syncs=${syncs} --expect copies=${copies} --expect allocations=0
+        --expect global_fences=0 --)
+  endforeach()
   # Every run names the command that draws its pictures, field.png (heat) and
   # loss.png (train), and kpmap-plot, run after mpiexec has returned, draws
   # them: a PNG (an old one is removed first). No rank forks a process.

@@ -75,7 +75,10 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
     std::printf(
         "kpmap-train: %s model (%zu parameters%s, %s), %zu training + %zu validation samples "
         "on %d ranks%s, batch %s, optimizer %s, lr %g\n",
-        c.model.kind.c_str(), model.parameter_count(), c.train.mesh_model > 1 ? " on rank 0" : "",
+        c.model.kind.c_str(), model.whole_parameter_count(),
+        c.train.mesh_model > 1
+            ? (", " + std::to_string(model.parameter_count()) + " on rank 0").c_str()
+            : "",
         c.model.precision.c_str(), n_train, c.data.validation, rt.size(),
         c.train.mesh_model > 1 ? (" (" + std::to_string(c.train.mesh_data) + " data x " +
                                   std::to_string(c.train.mesh_model) + " model)")

@@ -425,6 +425,8 @@ class LinearModel {
   const Params& grads() const { return g_; }
   const Exec& exec() const { return exec_; }
   std::size_t parameter_count() const { return p_.w.size() + 1; }
+  /// \brief The same: the linear model is never split.
+  std::size_t whole_parameter_count() const { return parameter_count(); }
 
   template <class F>
   void for_each_named(const Params& tree, F&& f) const {

@@ -388,7 +388,18 @@ class Sequential {
   /// scaling itself rounds nothing). Default 1; no effect without mixed.
   void set_loss_scale(double s) { loss_scale_ = s; }
   double loss_scale() const { return loss_scale_; }
+  /// \brief Parameters this rank's layers hold (of a split layer, its block).
   std::size_t parameter_count() const { return layer_span_.back(); }
+  /// \brief Parameters of the whole model, its split layers counted whole.
+  std::size_t whole_parameter_count() const {
+    std::size_t n = 0;
+    for (const auto& s : slices_) {
+      std::size_t size = 1;
+      for (std::size_t e : s.spec.whole.empty() ? s.spec.extents : s.spec.whole) size *= e;
+      n += size;
+    }
+    return n;
+  }
   const std::vector<Slice>& slices() const { return slices_; }
 
   /// \brief Calls f(name, view) for every parameter array, as a View (of
