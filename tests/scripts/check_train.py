@@ -39,7 +39,8 @@
         train.mesh = { data = D, model = M } (layers split over "model"): every mesh
         gives the first mesh's losses and final checkpoint (whole arrays) to 1e-6;
         a checkpoint written on --restart-from after S epochs continues on each
-        --restart-on mesh to the same final checkpoint (1e-6)
+        --restart-on mesh to the same final checkpoint (1e-6); for a deck of
+        model.layers, each rank's parameter bytes are its blocks' (about 1/M)
     check_train.py same --launcher T --app APP --deck DECK --ranks N --work DIR
                         [--set S]... --other O... [--rtol R]
         the deck with the --set S overrides, and with the --other O ones too,
@@ -388,14 +389,39 @@ def cmd_sharding(args) -> None:
               f"replicated at {first[0]} -> replicated at {then[0]}")
 
 
+def split_parameter_bytes(deck: dict, model: int) -> int:
+    """The parameter bytes the largest rank holds of a sequential deck's dense
+    layers on `model` ranks along "model": a column layer's ceil(units / M)
+    rows and biases, a row layer's ceil(inputs / M) columns and its whole
+    bias, other dense layers whole."""
+    width = deck["data"]["features"]
+    n = 0
+    for layer in deck["model"]["layers"]:
+        if layer["type"] != "dense":
+            continue
+        units, kind = layer["units"], layer.get("parallel", "none")
+        if kind == "column":
+            n += -(-units // model) * (width + 1)
+        elif kind == "row":
+            n += units * -(-width // model) + units
+        else:
+            n += units * (width + 1)
+        width = units
+    return n * VALUE_BYTES[deck["model"].get("precision", "double")]
+
+
 def cmd_mesh(args) -> None:
     """Tensor parallelism: the deck on meshes of data x model ranks (its
     split layers in blocks over "model") trains as on the first mesh, to
     1e-6 relative (another rank count sums the gradient in another order),
-    and a checkpoint continues across meshes."""
+    and a checkpoint continues across meshes. For a deck of model.layers,
+    each rank's parameter bytes are its blocks' (about 1/M of a split layer)."""
     def shape(text: str) -> tuple:
         d, m = (int(v) for v in text.split("x"))
         return d, m
+
+    with open(args.deck, "rb") as f:
+        deck = tomllib.load(f)
 
     def train(mesh: str, out: str, extra=()) -> dict:
         d, m = shape(mesh)
@@ -412,6 +438,12 @@ def cmd_mesh(args) -> None:
     for mesh in args.meshes:
         folders[mesh] = os.path.join(args.work, f"mesh_{mesh}")
         r = train(mesh, folders[mesh], epochs)
+        if "layers" in deck.get("model", {}) and not args.set:
+            want = split_parameter_bytes(deck, shape(mesh)[1])
+            held = r["state_bytes_per_rank"]["parameters"]
+            if held != want:
+                fail(f"mesh {mesh}: {held} parameter bytes on the largest rank, expected {want}")
+            print(f"OK: mesh {mesh}: {held} parameter bytes per rank")
         if first is None:
             first = (mesh, r)
             continue
