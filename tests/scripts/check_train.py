@@ -32,7 +32,8 @@
         checkpoints and losses (optimizer: bit for bit; gradients, parameters: to
         1e-6), the optimizer's state (gradients: and the gradient; parameters: and
         the parameters) per rank its even part; --cross: a checkpoint crosses modes
-        and rank counts (3 M -> 2 replicated, 2 replicated -> 3 M) bit for bit
+        and rank counts (3 M -> 2 replicated, 2 replicated -> 3 M) as the same
+        restart replicated (M optimizer: bit for bit; gradients, parameters: 1e-6)
     check_train.py mesh --launcher T --app APP --deck DECK --meshes DxM... [--epochs E]
                         [--restart-from DxM --restart-on DxM... --split S] [--set S]...
                         --work DIR
@@ -314,7 +315,8 @@ def cmd_sharding(args) -> None:
     replicated size. With --cross, a checkpoint written sharded
     (--cross-mode) at 3 ranks continues replicated at 2, and one written
     replicated at 2 continues sharded at 3, each bit for bit as the same
-    restart with both runs replicated."""
+    restart with both runs replicated (bit for bit for "optimizer", to 1e-6
+    for the stages that reduce-scatter)."""
     with open(args.deck, "rb") as f:
         deck = tomllib.load(f)
     chosen = {"optimizer.kind": deck.get("optimizer", {}).get("kind", "gd"),
@@ -384,8 +386,13 @@ def cmd_sharding(args) -> None:
             out = os.path.join(args.work, f"{tag}_to_{r1}{m1}")
             train(r1, m1, out, ["--restart", final_checkpoint(os.path.join(args.work, tag))])
             finals.append(final_checkpoint(out))
-        same_checkpoints(finals[0], finals[1], 0)
-        print(f"OK: {first[1]} at {first[0]} ranks -> {then[1]} at {then[0]}: bit for bit as "
+        # Stage 1 sums nothing in another order than replicated: bit for bit.
+        # Stages 2 and 3 reduce-scatter where replicated all-reduces, which
+        # MPI may add up in another order: to 1e-6.
+        rtol = 0 if args.cross_mode == "optimizer" else 1e-6
+        same_checkpoints(finals[0], finals[1], rtol)
+        print(f"OK: {first[1]} at {first[0]} ranks -> {then[1]} at {then[0]}: "
+              f"{'bit for bit' if rtol == 0 else 'to 1e-6'} as "
               f"replicated at {first[0]} -> replicated at {then[0]}")
 
 
