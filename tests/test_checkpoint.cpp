@@ -232,6 +232,90 @@ TEST_CASE("flat ranges of any shape round-trip and cross with boxes", "[checkpoi
                     ContainsSubstring("View of rank 1"));
 }
 
+TEST_CASE("flat ranges of a box and copies round-trip and cross with the whole array",
+          "[checkpoint]") {
+  // A 6 x 7 array on a mesh of D (data) x M (model) ranks, as a layer split
+  // by columns over "model" keeps it: this rank's box is its block of
+  // columns (4 and 3 wide when M = 2), and its part of the sharded state is a
+  // range of that box's row-major order, cut inside rows, over "data". The
+  // ranks of a data index hold the same range of an array that is not split
+  // ("rep"): only the first writes it, and all read it.
+  const std::string path = dir() + "/boxes.h5";
+  const int P = world_size();
+  const int me = world_rank();
+  const int M = P % 2 == 0 ? 2 : P, D = P / M;
+  const int m = me % M, d = me / M;
+  const std::vector<std::size_t> shape{6, 7};
+  const kpmap::BlockPartition cols(7, M);
+  ck::Block box{shape, {0, cols.begin(m)}, {6, cols.count(m)}};
+  const kpmap::BlockPartition in_box(6 * cols.count(m), D);
+  const std::size_t c0 = cols.begin(m), w = cols.count(m), b = in_box.begin(d);
+  const std::size_t cut_count = in_box.count(d);
+  Kokkos::View<double*, Exec> mine("mine", cut_count);
+  Kokkos::parallel_for(
+      "fill", Kokkos::RangePolicy<Exec>(0, cut_count), KOKKOS_LAMBDA(std::size_t i) {
+        const std::size_t k = b + i;  // in the box's row-major order
+        mine(i) = value(k / w, c0 + k % w);
+      });
+  const kpmap::BlockPartition all(42, D);
+  Kokkos::View<double*, Exec> rep("rep", all.count(d));
+  const std::size_t r0 = all.begin(d);
+  Kokkos::parallel_for(
+      "fill", Kokkos::RangePolicy<Exec>(0, all.count(d)),
+      KOKKOS_LAMBDA(std::size_t i) { rep(i) = value((r0 + i) / 7, (r0 + i) % 7); });
+  ck::Block rep_block = ck::flat_range(shape, r0, all.count(d));
+  rep_block.copy = m != 0;
+  Kokkos::View<double**, Exec> full("full", 6, 7);
+  Kokkos::parallel_for(
+      "fill", kpmap::row_major_range<2>(Exec(), {0, 0}, {6, 7}),
+      KOKKOS_LAMBDA(long i, long j) { full(i, j) = value(std::size_t(i), std::size_t(j)); });
+  {
+    ck::Writer w(path, MPI_COMM_WORLD, meta());
+    w.write("boxed", mine, ck::flat_range_in(box, b, cut_count));
+    w.write("rep", rep, rep_block);
+    w.write_replicated("full", full);
+    w.commit();
+  }
+  ck::Reader r(path, MPI_COMM_WORLD, "kpmap-test");
+  // Each written array reads back whole, its checksum that of the whole
+  // array: the parts met once each.
+  for (const char* name : {"boxed", "rep", "full"}) {
+    Kokkos::View<double**, Exec> whole("whole", 6, 7);
+    r.read_replicated(name, whole);
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), whole);
+    for (std::size_t i = 0; i < 6; ++i) {
+      for (std::size_t j = 0; j < 7; ++j) CHECK(h(i, j) == value(i, j));
+    }
+  }
+  // The whole array read as ranges of boxes, the ranks' copies of "rep" read as copies.
+  for (const char* name : {"boxed", "full"}) {
+    Kokkos::View<double*, Exec> part("part", cut_count);
+    r.read(name, part, ck::flat_range_in(box, b, cut_count));
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), part);
+    for (std::size_t i = 0; i < cut_count; ++i) {
+      CHECK(h(i) == value((b + i) / w, c0 + (b + i) % w));
+    }
+  }
+  Kokkos::View<double*, Exec> again("again", all.count(d));
+  r.read("full", again, rep_block);
+  auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), again);
+  for (std::size_t i = 0; i < ha.extent(0); ++i) {
+    CHECK(ha(i) == value((r0 + i) / 7, (r0 + i) % 7));
+  }
+  // Read as though no rank had a copy, the ranges held twice count twice:
+  // the checksum says so.
+  if (M > 1 && D > 1) {
+    ck::Block counted = rep_block;
+    counted.copy = false;
+    CHECK_THROWS_WITH(r.read("full", again, counted), ContainsSubstring("checksum mismatch"));
+  }
+  // A box that leaves the array is refused.
+  ck::Block outside{shape, {0, 5}, {6, 3}};
+  Kokkos::View<double*, Exec> three("three", 3);
+  CHECK_THROWS_WITH(r.read("full", three, ck::flat_range_in(outside, 0, 3)),
+                    ContainsSubstring("is not inside the array"));
+}
+
 namespace {
 // Fences of every instance (Kokkos 4's device id; kpmap passes the same under
 // 3.4), seen by in-process Kokkos Tools callbacks while `call` runs.

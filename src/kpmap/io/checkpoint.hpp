@@ -44,6 +44,16 @@ struct Block {
   /// The block is elements [offset[0], offset[0] + count[0]) of the whole
   /// array's row-major order, not a box: it may begin and end inside a row.
   bool flat = false;
+  /// For a flat block: the box of the array (first index, extents) in whose
+  /// row-major order offset[0] counts, rather than the whole array's. Empty:
+  /// the whole array. A rank's part of its box of an array split over
+  /// another mesh axis (flat_range_in).
+  std::vector<std::size_t> box_offset{}, box_count{};
+  /// The same elements as another rank's block, which answers for them: a
+  /// write writes nothing of a copy, and a read reads it without adding it to
+  /// the checksum's sum (a replica's block, such as the ranks of a data axis
+  /// that hold the same block of a layer split over "model").
+  bool copy = false;
 };
 
 /// \brief The block of rows [begin, begin + rows) of an array whose other
@@ -58,6 +68,12 @@ Block whole(std::vector<std::size_t> global);
 /// array flattened and split evenly over the ranks (sharded training state),
 /// whatever the array's shape.
 Block flat_range(std::vector<std::size_t> global, std::size_t begin, std::size_t count);
+
+/// \brief Elements [begin, begin + count) of the row-major order of `box`, a
+/// block of its array that is a box (not flat), held in a View of rank 1: a
+/// rank's part of a box flattened and split over the ranks (the sharded
+/// training state of a layer whose box is this rank's over another axis).
+Block flat_range_in(const Block& box, std::size_t begin, std::size_t count);
 
 /// \brief What a checkpoint says about itself.
 struct Metadata {
@@ -80,6 +96,20 @@ namespace detail {
 /// flat_range as such; any other block as it is. Checksums number elements
 /// by their row-major index, so both forms give the same.
 Block linear(const Block& b);
+
+/// Whether `b` is every element of its array.
+bool covers_all(const Block& b);
+
+/// A run of a flat block's elements that is a box of the array: its box, and
+/// where the run starts in the block's elements.
+struct Piece {
+  Block box;
+  std::size_t at = 0;
+};
+/// A flat block as the fewest boxes of the array that hold its elements in
+/// order (a partial first row, whole rows, a partial last row, recursively);
+/// a box as itself.
+std::vector<Piece> pieces(const Block& b);
 
 /// HDF5 element type codes known to the implementation.
 enum class Elem { f32, f64, i32, i64, u64 };
@@ -195,6 +225,18 @@ std::uint64_t block_checksum(const Exec& exec, const T* data, const Block& block
   return sum;
 }
 
+/// \brief The checksum of this rank's `block`, whose elements `data` lie in
+/// the memory of `exec` in the block's order: block_checksum of the block, or
+/// of each piece of a flat range of a box (the sum is the same whatever the
+/// pieces). Blocking.
+template <class Exec, class T>
+std::uint64_t checksum_of(const Exec& exec, const T* data, const Block& block) {
+  if (!block.flat || block.box_count.empty()) return block_checksum(exec, data, linear(block));
+  std::uint64_t sum = 0;
+  for (const Piece& p : pieces(block)) sum += block_checksum(exec, data + p.at, p.box);
+  return sum;
+}
+
 /// A host copy of `v` in row-major order, copied once `exec`'s work on it is done.
 template <class Exec, class V>
 Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> host_copy(const Exec& exec,
@@ -262,9 +304,9 @@ std::uint64_t checksum_before_write(const Exec& exec, const V& v,
       block.global.size() != extents.size()) {
     return 0;
   }
-  if (kpmap::detail::is_canonical(v)) return block_checksum(exec, v.data(), block);
+  if (kpmap::detail::is_canonical(v)) return checksum_of(exec, v.data(), box);
   auto flat = host_copy(exec, v);
-  return block_checksum(Kokkos::DefaultHostExecutionSpace(), flat.data(), block);
+  return checksum_of(Kokkos::DefaultHostExecutionSpace(), flat.data(), box);
 }
 }  // namespace detail
 
@@ -285,14 +327,20 @@ class Writer {
   /// \brief Writes this rank's block `local` of the global array `name`
   /// (collective hyperslab I/O) once the work `exec` was given is done:
   /// the checksum runs on `exec` and only `exec` is fenced. `block.count`
-  /// must equal local's extents (a flat_range: local is of rank 1).
+  /// must equal local's extents (a flat_range: local is of rank 1). Of a
+  /// copy (block.copy), another rank writes the elements: `local` is not read.
   template <class Exec, class V>
   void write(const Exec& exec, const std::string& name, const V& local, const Block& block) {
     kpmap::detail::require_kernel_ready<Exec, V>();
     const ProfilingRegion region("kpmap::checkpoint::write");
     using T = typename V::non_const_value_type;
-    Kokkos::View<T*, Kokkos::HostSpace> keep;
     const auto extents = detail::extents_vector(local);
+    if (block.copy) {  // another rank writes these elements: nothing to copy or hash
+      const T nothing{};
+      write_raw(name, detail::elem_of<T>(), &nothing, extents, block, false, 0);
+      return;
+    }
+    Kokkos::View<T*, Kokkos::HostSpace> keep;
     const std::uint64_t sum = detail::checksum_before_write(exec, local, extents, block);
     auto flat = detail::host_canonical(exec, local, keep);
     write_raw(name, detail::elem_of<T>(), flat.data(), extents, block, false, sum);

@@ -155,12 +155,19 @@ std::string first_bad_value(const T* v, const Block& block, Reader::Values value
       rule = "it must not be negative";
     }
     if (rule == nullptr) continue;
-    // The global multi-index of local element k.
-    std::vector<std::size_t> at(block.count.size());
-    std::size_t rest = k;
-    for (std::size_t d = block.count.size(); d-- > 0;) {
-      at[d] = block.offset[d] + rest % block.count[d];
-      rest /= block.count[d];
+    // The global multi-index of local element k, in the box that holds it.
+    std::vector<std::size_t> at;
+    for (const Piece& p : pieces(block)) {
+      std::size_t size = 1;
+      for (std::size_t c : p.box.count) size *= c;
+      if (k < p.at || k - p.at >= size) continue;
+      at.resize(p.box.count.size());
+      std::size_t rest = k - p.at;
+      for (std::size_t d = p.box.count.size(); d-- > 0;) {
+        at[d] = p.box.offset[d] + rest % p.box.count[d];
+        rest /= p.box.count[d];
+      }
+      break;
     }
     std::ostringstream s;
     s << "element [";
@@ -211,17 +218,18 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
         exit_code::bad_input);
   agree(impl_->comm, has_sum ? "" : where + ": has no checksum attribute", exit_code::bad_input);
 
-  // Blocks that partition the array add up to its checksum; a whole-array
+  // Blocks that partition the array add up to its checksum (a copy of
+  // another rank's block adds nothing: that rank counts it); a whole-array
   // read (replicated data) is checked by each rank on its own.
-  const Block line = linear(block);  // a flat range as a block of the array in one dimension
-  std::uint64_t sum = host_checksum(data, elem, line);
-  bool whole_read = true;
-  for (std::size_t d = 0; d < line.global.size(); ++d) {
-    whole_read = whole_read && line.offset[d] == 0 && line.count[d] == line.global[d];
-  }
+  const std::uint64_t mine = host_checksum(data, elem, block);
+  const bool whole_read = covers_all(block);
+  std::uint64_t sum = mine;
   int all_whole = whole_read ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &all_whole, 1, MPI_INT, MPI_LAND, impl_->comm);
-  if (!all_whole) MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
+  if (!all_whole) {
+    sum = block.copy ? 0 : mine;
+    MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
+  }
   std::ostringstream msg;
   if (sum != stored_sum) {
     msg << where << ": checksum mismatch (stored " << stored_sum << ", computed " << sum
@@ -233,9 +241,9 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
   // as written: a run that had diverged, or an edit, writes them too).
   std::string bad;
   if (values != Values::any && elem == detail::Elem::f64) {
-    bad = first_bad_value(static_cast<const double*>(data), line, values);
+    bad = first_bad_value(static_cast<const double*>(data), block, values);
   } else if (values != Values::any && elem == detail::Elem::f32) {
-    bad = first_bad_value(static_cast<const float*>(data), line, values);
+    bad = first_bad_value(static_cast<const float*>(data), block, values);
   }
   agree(impl_->comm, bad.empty() ? "" : where + ": " + bad, exit_code::bad_input);
 }

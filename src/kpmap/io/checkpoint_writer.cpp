@@ -227,7 +227,7 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     ++impl_->datasets;
     impl_->reserve(impl_->high);
 
-    const bool none = replicated && impl_->rank != 0;
+    const bool none = (replicated && impl_->rank != 0) || block.copy;
     std::vector<hsize_t> cnt(block.count.begin(), block.count.end());
     hid_t mspace = cnt.empty()
                        ? H5Screate(H5S_SCALAR)

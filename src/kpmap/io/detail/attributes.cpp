@@ -34,17 +34,113 @@ Block flat_range(std::vector<std::size_t> global, std::size_t begin, std::size_t
   return b;
 }
 
+Block flat_range_in(const Block& box, std::size_t begin, std::size_t count) {
+  Block b = flat_range(box.global, begin, count);
+  b.box_offset = box.offset;
+  b.box_count = box.count;
+  b.copy = box.copy;
+  return b;
+}
+
 namespace detail {
+
+namespace {
+std::size_t product(const std::vector<std::size_t>& e) {
+  std::size_t n = 1;
+  for (std::size_t x : e) n *= x;
+  return n;
+}
+
+// Whether a flat block's box is one of its array: as many dimensions, and inside.
+bool box_fits(const Block& b) {
+  if (b.box_count.empty() && b.box_offset.empty()) return true;
+  if (b.box_count.size() != b.global.size() || b.box_offset.size() != b.global.size()) {
+    return false;
+  }
+  for (std::size_t d = 0; d < b.global.size(); ++d) {
+    if (b.box_offset[d] + b.box_count[d] > b.global[d]) return false;
+  }
+  return true;
+}
+}  // namespace
 
 Block linear(const Block& b) {
   if (!b.flat) return b;
-  std::size_t n = 1;
-  for (std::size_t e : b.global) n *= e;
   Block l;
-  l.global = {n};
+  l.global = {product(b.box_count.empty() ? b.global : b.box_count)};
   l.offset = b.offset;
   l.count = b.count;
   return l;
+}
+
+bool covers_all(const Block& b) {
+  if (b.flat && !b.box_count.empty() && b.box_count != b.global) return false;
+  const Block l = linear(b);
+  for (std::size_t d = 0; d < l.global.size(); ++d) {
+    if (l.offset.at(d) != 0 || l.count.at(d) != l.global[d]) return false;
+  }
+  return true;
+}
+
+namespace {
+// Adds the boxes that hold elements [begin, end) of the row-major order of
+// dimensions d and on of `extents`, within the index `at` of the dimensions
+// before d, to `out` (in the box's coordinates; `first` counts the elements
+// added so far): a partial first row, whole rows, a partial last row, each
+// split further where it is partial.
+void range_boxes(const std::vector<std::size_t>& extents, std::size_t d,
+                 std::vector<std::size_t>& at, std::size_t begin, std::size_t end,
+                 std::vector<Piece>& out, std::size_t& first) {
+  if (begin >= end) return;
+  std::size_t inner = 1;  // elements of one index of dimension d
+  for (std::size_t k = d + 1; k < extents.size(); ++k) inner *= extents[k];
+  std::size_t r0 = begin / inner;
+  const std::size_t r1 = end / inner;
+  const auto part_of_row = [&](std::size_t row, std::size_t b, std::size_t e) {
+    at.push_back(row);
+    range_boxes(extents, d + 1, at, b, e, out, first);
+    at.pop_back();
+  };
+  if (r0 == r1) {  // inside one index of dimension d
+    part_of_row(r0, begin - r0 * inner, end - r0 * inner);
+    return;
+  }
+  if (begin % inner != 0) part_of_row(r0++, begin % inner, inner);
+  if (r1 > r0) {  // whole indices r0 .. r1 - 1 of dimension d
+    Piece p;
+    p.box.offset = at;
+    p.box.count.assign(at.size(), 1);
+    p.box.offset.push_back(r0);
+    p.box.count.push_back(r1 - r0);
+    for (std::size_t k = d + 1; k < extents.size(); ++k) {
+      p.box.offset.push_back(0);
+      p.box.count.push_back(extents[k]);
+    }
+    p.at = first;
+    first += (r1 - r0) * inner;
+    out.push_back(std::move(p));
+  }
+  if (end % inner != 0) part_of_row(r1, 0, end % inner);
+}
+}  // namespace
+
+std::vector<Piece> pieces(const Block& b) {
+  if (!b.flat) return {{b, 0}};
+  std::vector<Piece> out;
+  if (b.global.empty() || !box_fits(b)) return out;
+  const bool boxed = !b.box_count.empty();
+  const std::vector<std::size_t>& extents = boxed ? b.box_count : b.global;
+  std::vector<std::size_t> at;
+  std::size_t first = 0;
+  range_boxes(extents, 0, at, b.offset.at(0), b.offset.at(0) + b.count.at(0), out, first);
+  for (Piece& p : out) {
+    p.box.global = b.global;
+    p.box.copy = b.copy;
+    if (boxed) {
+      for (std::size_t d = 0; d < b.global.size(); ++d) p.box.offset[d] += b.box_offset[d];
+    }
+  }
+  return out;
 }
 
 hid_t h5type(Elem e) {
@@ -89,17 +185,17 @@ std::uint64_t host_checksum(const void* data, Elem elem, const Block& block) {
   const Kokkos::DefaultHostExecutionSpace host;
   switch (elem) {
     case Elem::f32:
-      return block_checksum(host, static_cast<const float*>(data), block);
+      return checksum_of(host, static_cast<const float*>(data), block);
     case Elem::f64:
-      return block_checksum(host, static_cast<const double*>(data), block);
+      return checksum_of(host, static_cast<const double*>(data), block);
     case Elem::i32:
-      return block_checksum(host, static_cast<const std::int32_t*>(data), block);
+      return checksum_of(host, static_cast<const std::int32_t*>(data), block);
     case Elem::i64:
-      return block_checksum(host, static_cast<const std::int64_t*>(data), block);
+      return checksum_of(host, static_cast<const std::int64_t*>(data), block);
     case Elem::u64:
       break;
   }
-  return block_checksum(host, static_cast<const std::uint64_t*>(data), block);
+  return checksum_of(host, static_cast<const std::uint64_t*>(data), block);
 }
 
 std::string check_block(const std::string& name, const std::vector<std::size_t>& local,
@@ -109,6 +205,11 @@ std::string check_block(const std::string& name, const std::vector<std::size_t>&
   }
   if (block.flat && local.size() != 1) {
     return "checkpoint dataset '" + name + "': a flat range is read into a View of rank 1";
+  }
+  if (block.flat && !box_fits(block)) {
+    return "checkpoint dataset '" + name + "': the box " + shape_text(block.box_count) + " at " +
+           shape_text(block.box_offset) + " of a flat range is not inside the array " +
+           shape_text(block.global);
   }
   const Block b = linear(block);
   const std::size_t r = b.global.size();
@@ -163,61 +264,20 @@ bool read_string_attr(hid_t obj, const char* name, std::string& out) {
   return ok;
 }
 
-namespace {
-// Selects (the first box) or adds (the rest) the boxes that make up elements
-// [begin, end) of the row-major order of dimensions d and on of `global`,
-// within the index `at` of the dimensions before d: a partial first row,
-// whole rows, a partial last row, each split further where it is partial.
-void select_range(hid_t space, const std::vector<hsize_t>& global, std::size_t d,
-                  std::vector<hsize_t>& at, hsize_t begin, hsize_t end, bool& first) {
-  if (begin >= end) return;
-  hsize_t inner = 1;  // elements of one index of dimension d
-  for (std::size_t k = d + 1; k < global.size(); ++k) inner *= global[k];
-  hsize_t r0 = begin / inner;
-  const hsize_t r1 = end / inner;
-  const auto part_of_row = [&](hsize_t row, hsize_t b, hsize_t e) {
-    at.push_back(row);
-    select_range(space, global, d + 1, at, b, e, first);
-    at.pop_back();
-  };
-  if (r0 == r1) {  // inside one index of dimension d
-    part_of_row(r0, begin - r0 * inner, end - r0 * inner);
-    return;
-  }
-  if (begin % inner != 0) part_of_row(r0++, begin % inner, inner);
-  if (r1 > r0) {  // whole indices r0 .. r1 - 1 of dimension d
-    std::vector<hsize_t> off(at), cnt(at.size(), 1);
-    off.push_back(r0);
-    cnt.push_back(r1 - r0);
-    for (std::size_t k = d + 1; k < global.size(); ++k) {
-      off.push_back(0);
-      cnt.push_back(global[k]);
-    }
-    H5Sselect_hyperslab(space, first ? H5S_SELECT_SET : H5S_SELECT_OR, off.data(), nullptr,
-                        cnt.data(), nullptr);
-    first = false;
-  }
-  if (end % inner != 0) part_of_row(r1, 0, end % inner);
-}
-}  // namespace
-
 void select(hid_t space, const Block& b, bool none) {
   if (none || (b.flat && b.count.at(0) == 0)) {
     H5Sselect_none(space);
     return;
   }
-  if (b.flat) {
-    if (b.global.empty()) return;  // a scalar dataspace: its one element
-    const std::vector<hsize_t> global(b.global.begin(), b.global.end());
-    std::vector<hsize_t> at;
-    bool first = true;
-    select_range(space, global, 0, at, b.offset[0], b.offset[0] + b.count[0], first);
-    return;
+  if (b.global.empty()) return;  // a scalar dataspace: its one element
+  bool first = true;
+  for (const Piece& p : pieces(b)) {
+    const std::vector<hsize_t> off(p.box.offset.begin(), p.box.offset.end());
+    const std::vector<hsize_t> cnt(p.box.count.begin(), p.box.count.end());
+    H5Sselect_hyperslab(space, first ? H5S_SELECT_SET : H5S_SELECT_OR, off.data(), nullptr,
+                        cnt.data(), nullptr);
+    first = false;
   }
-  std::vector<hsize_t> off(b.offset.begin(), b.offset.end());
-  std::vector<hsize_t> cnt(b.count.begin(), b.count.end());
-  if (off.empty()) return;  // a scalar dataspace: everything
-  H5Sselect_hyperslab(space, H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr);
 }
 
 using kpmap::detail::h5::collective_transfer;

@@ -24,8 +24,8 @@ hid_t h5type(Elem e);
 const char* elem_name(Elem e);
 /// "(2, 3)"
 std::string shape_text(const std::vector<std::size_t>& e);
-/// The checksum of data that HDF5 read into host memory: a parallel reduction
-/// over the host's threads.
+/// The checksum of data that HDF5 read into host memory (checksum_of `block`): a
+/// parallel reduction over the host's threads.
 std::uint64_t host_checksum(const void* data, Elem elem, const Block& block);
 /// Why `b` cannot be a block of the View with extents `local`; empty when it can.
 std::string check_block(const std::string& name, const std::vector<std::size_t>& local,
