@@ -170,8 +170,18 @@ if(KPMAP_ENABLE_APPS)
     COMMAND ${TRAIN_CHECK} mesh --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
             --deck ${INPUTS}/train_mlp_ci.toml --set model.tensor_parallel=auto
             --meshes 1x1 1x2 2x2 1x3 --work ${TRAIN_OUT}/tensor_parallel_mlp)
+  # ... composed with train.sharding over "data": each mode on 2 x 2 as on 1 x 1
+  # (and its bytes per rank, about 1/(D M) of a split layer's sharded state),
+  # and a 2 x 2 checkpoint of "parameters" continued on 1 x 1, on 4 x 1 with
+  # "gradients", on 1 x 3 with "optimizer" and on 2 x 2 replicated.
+  add_test(NAME apps.kpmap-train.tensor_parallel_sharded
+    COMMAND ${TRAIN_CHECK} mesh --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${CMAKE_CURRENT_SOURCE_DIR}/decks/mlp_tensor_parallel.toml
+            --meshes 1x1 2x2:optimizer 2x2:gradients 2x2:parameters 1x3:parameters
+            --restart-from 2x2:parameters --restart-on 1x1 4x1:gradients 1x3:optimizer 2x2
+            --work ${TRAIN_OUT}/tensor_parallel_sharded)
   set_tests_properties(apps.kpmap-train.tensor_parallel apps.kpmap-train.tensor_parallel_mlp_auto
-    PROPERTIES LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+    apps.kpmap-train.tensor_parallel_sharded PROPERTIES LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   # A mesh that does not fit the ranks: exit 2, naming the key.
   kpmap_add_mpi_test(NAME apps.kpmap-train.mesh_does_not_fit COMMAND kpmap-train
     ${CMAKE_CURRENT_SOURCE_DIR}/decks/mlp_tensor_parallel.toml --set train.mesh.model=2

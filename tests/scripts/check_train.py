@@ -34,14 +34,16 @@
         the parameters) per rank its even part; --cross: a checkpoint crosses modes
         and rank counts (3 M -> 2 replicated, 2 replicated -> 3 M) as the same
         restart replicated (M optimizer: bit for bit; gradients, parameters: 1e-6)
-    check_train.py mesh --launcher T --app APP --deck DECK --meshes DxM... [--epochs E]
-                        [--restart-from DxM --restart-on DxM... --split S] [--set S]...
-                        --work DIR
-        train.mesh = { data = D, model = M } (layers split over "model"): every mesh
-        gives the first mesh's losses and final checkpoint (whole arrays) to 1e-6;
-        a checkpoint written on --restart-from after S epochs continues on each
-        --restart-on mesh to the same final checkpoint (1e-6); for a deck of
-        model.layers, each rank's parameter bytes are its blocks' (about 1/M)
+    check_train.py mesh --launcher T --app APP --deck DECK --meshes DxM[:MODE]...
+                        [--epochs E] [--restart-from DxM[:MODE] --restart-on DxM[:MODE]...
+                        --split S] [--set S]... --work DIR
+        train.mesh = { data = D, model = M } (layers split over "model"), with
+        train.sharding = MODE where given: every mesh gives the first mesh's
+        losses and final checkpoint (whole arrays) to 1e-6; a checkpoint written
+        on --restart-from after S epochs continues on each --restart-on mesh to
+        the same final checkpoint (1e-6); for a deck of model.layers, each rank's
+        parameter bytes are its blocks' (about 1/M), and under MODE the parts
+        over "data" of them (about 1/(D M)) of the state MODE shards
     check_train.py same --launcher T --app APP --deck DECK --ranks N --work DIR
                         [--set S]... --other O... [--rtol R]
         the deck with the --set S overrides, and with the --other O ones too,
@@ -424,8 +426,11 @@ def cmd_mesh(args) -> None:
     and a checkpoint continues across meshes. For a deck of model.layers,
     each rank's parameter bytes are its blocks' (about 1/M of a split layer)."""
     def shape(text: str) -> tuple:
-        d, m = (int(v) for v in text.split("x"))
+        d, m = (int(v) for v in text.split(":")[0].split("x"))
         return d, m
+
+    def mode(text: str) -> str:
+        return text.split(":")[1] if ":" in text else "replicated"
 
     with open(args.deck, "rb") as f:
         deck = tomllib.load(f)
@@ -434,8 +439,24 @@ def cmd_mesh(args) -> None:
         d, m = shape(mesh)
         run(args.launcher, d * m, [args.app, args.deck, "--output", out,
                                    "--set", f"train.mesh.data={d}",
-                                   "--set", f"train.mesh.model={m}", *extra])
+                                   "--set", f"train.mesh.model={m}",
+                                   "--set", f"train.sharding=\"{mode(mesh)}\"", *extra])
         return load(os.path.join(out, "result.json"))
+
+    def expected_bytes(mesh: str) -> dict:
+        """The largest rank's bytes of each kind of state: its blocks of the
+        split layers and the rest whole (n values), or, where MODE shards a
+        kind, ceil(n / D) of them."""
+        d, m = shape(mesh)
+        vb = VALUE_BYTES[deck["model"].get("precision", "double")]
+        whole = split_parameter_bytes(deck, m)
+        part = -(-(whole // vb) // d) * vb
+        kinds = OPTIMIZER_ARRAYS[deck.get("optimizer", {}).get("kind", "gd")]
+        sharded = mode(mesh) != "replicated"
+        return {"sharding": mode(mesh),
+                "parameters": part if mode(mesh) == "parameters" else whole,
+                "gradients": part if mode(mesh) in ("gradients", "parameters") else whole,
+                "optimizer": kinds * (part if sharded else whole)}
 
     epochs = ["--set", f"train.epochs={args.epochs}"]
     for setting in args.set:
@@ -443,14 +464,15 @@ def cmd_mesh(args) -> None:
     folders = {}
     first = None
     for mesh in args.meshes:
-        folders[mesh] = os.path.join(args.work, f"mesh_{mesh}")
+        folders[mesh] = os.path.join(args.work, f"mesh_{mesh.replace(':', '_')}")
         r = train(mesh, folders[mesh], epochs)
         if "layers" in deck.get("model", {}) and not args.set:
-            want = split_parameter_bytes(deck, shape(mesh)[1])
-            held = r["state_bytes_per_rank"]["parameters"]
+            want = expected_bytes(mesh)
+            held = r["state_bytes_per_rank"]
             if held != want:
-                fail(f"mesh {mesh}: {held} parameter bytes on the largest rank, expected {want}")
-            print(f"OK: mesh {mesh}: {held} parameter bytes per rank")
+                fail(f"mesh {mesh}: state_bytes_per_rank {held} on the largest rank, "
+                     f"expected {want}")
+            print(f"OK: mesh {mesh}: {held} bytes per rank")
         if first is None:
             first = (mesh, r)
             continue
@@ -463,13 +485,15 @@ def cmd_mesh(args) -> None:
         print(f"OK: mesh {mesh} trains as mesh {first[0]} (train_loss {r['train_loss']!r})")
     if not args.restart_from:
         return
-    source = os.path.join(args.work, f"split_{args.restart_from}")
+    source = os.path.join(args.work, f"split_{args.restart_from.replace(':', '_')}")
     train(args.restart_from, source, epochs + ["--set", f"train.epochs={args.split}"])
     if args.restart_from not in folders:
-        folders[args.restart_from] = os.path.join(args.work, f"mesh_{args.restart_from}")
+        folders[args.restart_from] = os.path.join(
+            args.work, f"mesh_{args.restart_from.replace(':', '_')}")
         train(args.restart_from, folders[args.restart_from], epochs)
     for mesh in args.restart_on:
-        out = os.path.join(args.work, f"restart_{args.restart_from}_to_{mesh}")
+        out = os.path.join(args.work,
+                           f"restart_{args.restart_from}_to_{mesh}".replace(":", "_"))
         train(mesh, out, epochs + ["--restart", final_checkpoint(source)])
         same_checkpoints(final_checkpoint(folders[args.restart_from]), final_checkpoint(out),
                          1e-6)

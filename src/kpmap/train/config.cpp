@@ -457,13 +457,6 @@ void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
                                   "key 'train.mesh." + (both ? "data" : "model") + "': " + what,
                               kpmap::ErrorScope::all_ranks);
     }
-    if (model > 1 && c.train.sharding != Sharding::replicated) {
-      throw kpmap::InputError(d.where("train.sharding") + "key 'train.sharding': \"" +
-                                  sharding_name(c.train.sharding) +
-                                  "\" is not yet taken with train.mesh.model > 1 (the model's "
-                                  "split layers are sharded over \"model\" already)",
-                              kpmap::ErrorScope::all_ranks);
-    }
     if (c.train.mesh_data == 0) c.train.mesh_data = ranks / model;
   }
   if (c.model.kind == "linear" && c.train.accumulate > 1) {
@@ -656,21 +649,22 @@ TrainerConfig trainer_config(const TrainConfig& c, const std::string& out,
   tc.checkpoints = c.checkpoints;
   tc.meta.app = "kpmap-train";
   tc.meta.deck = deck_toml;
+  // Over the ranks, or on a mesh, over "data" within each block of the
+  // layers split over "model".
+  const bool mesh = c.train.mesh_model > 1;
+  const std::string over = mesh ? " split over data" : " split over the ranks";
   tc.meta.decomposition =
-      std::to_string(ranks) + " ranks; " +
-      (c.train.sharding == Sharding::optimizer
-           ? "parameters replicated, optimizer state split over the ranks"
+      std::to_string(ranks) + " ranks" +
+      (mesh ? ", a mesh of " + std::to_string(c.train.mesh_data) + " (data) x " +
+                  std::to_string(c.train.mesh_model) + " (model); layers split over model in blocks"
+            : std::string()) +
+      "; " +
+      (c.train.sharding == Sharding::optimizer ? "parameters replicated, optimizer state" + over
        : c.train.sharding == Sharding::gradients
-           ? "parameters replicated, optimizer state and gradient split over the ranks"
+           ? "parameters replicated, optimizer state and gradient" + over
        : c.train.sharding == Sharding::parameters
-           ? "parameters, gradient and optimizer state split over the ranks"
-           : "parameters replicated");
-  if (c.train.mesh_model > 1) {
-    tc.meta.decomposition = std::to_string(ranks) + " ranks, a mesh of " +
-                            std::to_string(c.train.mesh_data) + " (data) x " +
-                            std::to_string(c.train.mesh_model) +
-                            " (model); layers split over model in blocks, the rest replicated";
-  }
+           ? "parameters, gradient and optimizer state" + over
+           : std::string(mesh ? "the rest replicated" : "parameters replicated"));
   return tc;
 }
 

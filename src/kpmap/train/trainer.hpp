@@ -169,6 +169,7 @@ class Trainer {
         c_(std::move(config)),
         axis_(axis),
         all_(all),
+        first_of_data_index_(first_of(axis->index(), all->comm())),
         epoch_sums_("kpmap::train::epoch_sums", 4),
         epoch_sums_host_(Kokkos::create_mirror_view(epoch_sums_)) {
     // The arrays' names and shapes, which the checkpoints keep whatever the
@@ -253,7 +254,7 @@ class Trainer {
     const double t0 = MPI_Wtime();
     checkpoint::Reader r(file, all_->comm(), c_.meta.app);
     for_each_saved([&](const std::string& name, const auto& v, const checkpoint::Block& block,
-                       Copies) { r.read(model_.exec(), name, v, block); });
+                       bool) { r.read(model_.exec(), name, v, block); });
     const SavedPosition saved = saved_position(r, file);
     const long long epoch = saved.epoch;
     const long long batch = saved.batch;
@@ -432,46 +433,49 @@ class Trainer {
     return res;
   }
 
-  /// \brief Who holds a saved array's block: every rank (the whole array,
-  /// replicated), this rank alone (its part of a sharded one), or every rank
-  /// of the data axis (a layer's block on a mesh axis such as "model").
-  enum class Copies { every_rank, this_rank, data_axis };
-
-  /// \brief Calls f(dataset name, View, block, copies) for every array a
+  /// \brief Calls f(dataset name, View, block, replicated) for every array a
   /// checkpoint holds, each a global array whatever the sharding and the
   /// mesh: the parameters, then the optimizer's state arrays by the names
-  /// its registration gives them (optimizer.m.*, optimizer.v.* for Adam). An
-  /// array every rank keeps whole is written once; one split over the data
-  /// axis is this rank's part of it as a flat range; a layer split over
-  /// another axis is this rank's box of it. So a checkpoint written under one
-  /// sharding, mesh and rank count restarts under any other.
+  /// its registration gives them (optimizer.m.*, optimizer.v.* for Adam).
+  /// `replicated`: every rank keeps the whole array (written once). Else
+  /// `block` is where this rank's View lies: a layer split over another axis
+  /// than the data axis is this rank's box of it; state split over the data
+  /// axis is this rank's part as a flat range (of the array, or of its box);
+  /// a block that other ranks hold too is marked a copy on all but one of
+  /// them. So a checkpoint written under one sharding, mesh and rank count
+  /// restarts under any other.
   template <class F>
   void for_each_saved(F&& f) {
+    // This rank's box of array a (the whole array unless a layer is split).
+    const auto box_of = [](const Array& a) {
+      return a.whole.empty() ? checkpoint::whole(a.extents)
+                             : checkpoint::Block{a.whole, a.start, a.extents};
+    };
     // The arrays of `part`, this rank's elements [lo, hi) of the parameters
-    // laid end to end (the order of for_each_named), as flat ranges.
+    // laid end to end (the order of for_each_named), as flat ranges of each
+    // array's box. The ranks that differ from this one only off the data
+    // axis hold the same part of an array that is not split.
     const auto by_parts = [&](const std::string& prefix, const Kokkos::View<T*, M>& part) {
       const auto [lo, hi] = opt_.owned();
       std::size_t at = 0;  // the array's first element, end to end
       for (const Array& a : arrays_) {
         const std::size_t b = std::clamp(lo, at, at + a.size);
         const std::size_t e = std::clamp(hi, at, at + a.size);
-        f(prefix + a.name, Kokkos::subview(part, Kokkos::make_pair(b - lo, e - lo)),
-          checkpoint::flat_range(a.extents, b - at, e - b), Copies::this_rank);
+        checkpoint::Block block = checkpoint::flat_range_in(box_of(a), b - at, e - b);
+        block.copy = a.whole.empty() && !first_of_data_index_;
+        f(prefix + a.name, Kokkos::subview(part, Kokkos::make_pair(b - lo, e - lo)), block, false);
         at += a.size;
       }
     };
-    // The arrays of `tree`, each whole on every rank, or a layer's block
-    // on every rank of the data axis.
+    // The arrays of `tree`, each whole on every rank, or a layer's box, the
+    // same on every rank of the data axis.
     const auto by_arrays = [&](const std::string& prefix, const P& tree) {
       std::size_t k = 0;
       for_each_named(tree, [&](const std::string& name, const auto& v) {
         const Array& a = arrays_.at(k++);
-        if (a.whole.empty()) {
-          f(prefix + name, v, checkpoint::whole(a.extents), Copies::every_rank);
-        } else {
-          f(prefix + name, v, checkpoint::Block{a.whole, a.start, a.extents, false},
-            Copies::data_axis);
-        }
+        checkpoint::Block block = box_of(a);
+        block.copy = !a.whole.empty() && axis_->index() != 0;
+        f(prefix + name, v, block, a.whole.empty());
       });
     };
     if (parameters_sharded()) {
@@ -605,25 +609,11 @@ class Trainer {
                            {"optimizer_steps", static_cast<std::int64_t>(opt_.steps())}};
           checkpoint::Writer w(file, all_->comm(), meta);
           for_each_saved([&](const std::string& n, const auto& v, const checkpoint::Block& block,
-                             Copies copies) {
-            if (copies == Copies::every_rank) {
+                             bool replicated) {
+            if (replicated) {
               w.write_replicated(model_.exec(), n, v);
-            } else if (copies == Copies::this_rank || axis_->index() == 0) {
-              w.write(model_.exec(), n, v, block);
             } else {
-              // The first rank of the data axis writes the block its replicas
-              // hold too: theirs is none of its rows.
-              checkpoint::Block none = block;
-              none.count[0] = 0;
-              const auto rows = Kokkos::make_pair(std::size_t(0), std::size_t(0));
-              constexpr auto rank = std::decay_t<decltype(v)>::rank;
-              if constexpr (rank == 1) {
-                w.write(model_.exec(), n, Kokkos::subview(v, rows), none);
-              } else if constexpr (rank == 2) {
-                w.write(model_.exec(), n, Kokkos::subview(v, rows, Kokkos::ALL()), none);
-              } else {
-                w.write(model_.exec(), n, v, block);  // a scalar is never split
-              }
+              w.write(model_.exec(), n, v, block);
             }
           });
           Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
@@ -748,12 +738,26 @@ class Trainer {
     std::vector<std::size_t> whole, start;
   };
 
+  // Whether no rank of `comm` before this one has this rank's `index`. Collective.
+  static bool first_of(int index, MPI_Comm comm) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    std::vector<int> all(static_cast<std::size_t>(size));
+    MPI_Allgather(&index, 1, MPI_INT, all.data(), 1, MPI_INT, comm);
+    return std::find(all.begin(), all.begin() + rank, index) == all.begin() + rank;
+  }
+
   Model& model_;
   Optimizer<T, M, P> opt_;
   std::vector<Array> arrays_;  // in for_each_named order
   TrainerConfig c_;
   AxisRef axis_;
   AxisRef all_;  // every rank of the mesh: checkpoints, run control
+  // The first rank of `all_` at this index of the data axis: of the ranks
+  // that differ only on other axes (the model axis), the one that writes
+  // the part of the state they all hold.
+  bool first_of_data_index_;
   TrainPosition at_;
   std::string restart_file_;
   PhaseTimes times_;
