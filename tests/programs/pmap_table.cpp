@@ -61,6 +61,16 @@ Vector iota(std::size_t n) {
   return x;
 }
 
+// A struct tree: its Views shown to a visitor, nothing else declared.
+struct Params {
+  Vector w, b;
+  template <class F>
+  void for_each_view(F&& f) const {
+    f(w);
+    f(b);
+  }
+};
+
 // 2 x (a block), a thread per element.
 struct Twice {
   template <class X>
@@ -379,6 +389,23 @@ int table(kpmap::Runtime&) {
     expect(host(w)(2) == tri && host(b)(1) == float(tri) && host(count)(0) == int(tri) &&
                host(layers[1])(2) == 3.0,
            "pytree");
+  });
+  line([&] {
+    // [row] `lax.psum(tree, ax)`: a new pytree (`pmean`, `pmax`, `pmin` too)
+    const char* ax = "devices";
+    Vector w("w", 3);
+    Kokkos::View<float*> b("b", 2);
+    Kokkos::View<int*> count("count", 1);
+    Kokkos::deep_copy(w, me + 1.0);
+    Kokkos::deep_copy(b, me + 1.0f);
+    Kokkos::deep_copy(count, me + 1);
+    auto [w2, b2, n2] = kpmap::psum(std::make_tuple(w, b, count), ax);
+    Params params{iota(2), iota(3)};
+    Params s = kpmap::psum(params, ax);
+    // [end]
+    expect(host(w2)(2) == tri && host(b2)(1) == float(tri) && host(n2)(0) == int(tri) &&
+               host(w)(2) == me + 1.0 && host(s.b)(2) == 3.0 * n && host(params.b)(2) == 3.0,
+           "psum of a tree: a new tree, the argument unchanged");
   });
   if (!failures.empty()) {
     std::string all;

@@ -72,6 +72,21 @@ struct RowSums {
 };
 // [end]
 
+// [params]
+// A struct is a tree when it shows its Views to a visitor. Views elsewhere
+// than the default execution space's memory (host Views in a CUDA build)
+// add a line: using memory_space = Kokkos::HostSpace;
+struct Params {
+  Kokkos::View<double**> w;
+  Kokkos::View<double*> b;
+  template <class F>
+  void for_each_view(F&& f) const {
+    f(w);
+    f(b);
+  }
+};
+// [end]
+
 // Fails the tour (on every rank) when a documented claim does not hold.
 void expect(bool ok, const char* what) {
   if (!kpmap::psum(ok ? 0 : 1, kpmap::Mesh::world().axis("devices"))) return;
@@ -98,6 +113,26 @@ int tour(kpmap::Runtime& rt) {
   auto gh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g);
   expect(gh(0) == (n + 1) / 2.0, "pmean of 1..n");
   (void)g_max;
+
+  // [trees]
+  Params grads{Kokkos::View<double**>("w", 2, 3), Kokkos::View<double*>("b", 3)};
+  Kokkos::deep_copy(grads.w, me + 1.0);
+  Kokkos::deep_copy(grads.b, me + 1.0);
+  const Params total_grads = kpmap::psum(grads, "devices");  // a new Params
+  kpmap::pmean_inplace(grads, "devices");                    // in place, fused
+  Kokkos::View<int*> count("count", 1);
+  Kokkos::deep_copy(count, 1);
+  auto [b_max, ranks] = kpmap::pmax(std::make_tuple(grads.b, count), "devices");
+  // [end]
+  {
+    auto tw = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), total_grads.w);
+    auto mw = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), grads.w);
+    auto bm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b_max);
+    auto rk = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ranks);
+    expect(tw(1, 2) == n * (n + 1) / 2.0 && mw(1, 2) == (n + 1) / 2.0 && bm(0) == (n + 1) / 2.0 &&
+               rk(0) == 1,
+           "psum of a struct tree: a new one; pmean in place; pmax of a tuple");
+  }
 
   // [pmap]
   // jax.pmap(f, axis_name="devices", in_axes=(0, 0, None), out_axes=None):

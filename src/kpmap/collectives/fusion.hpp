@@ -308,11 +308,18 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
   std::vector<const std::type_info*> types;
   const char* space = nullptr;
   std::size_t index = 0;
+  using TreeSpace = typename tree_memory_space<std::decay_t<Tree>>::type;
   auto note_type = [&](auto& leaf) {
     using V = std::decay_t<decltype(leaf)>;
+    require_leaf_space<Tree, V>();
     const std::type_info& t = typeid(value_t<V>);
     const char* here = V::memory_space::name();
     if (space == nullptr) space = here;
+    if (index == 0 && std::strcmp(here, TreeSpace::name()) != 0) {
+      throw Error(std::string("kpmap::") + opname + ": leaf 0 of this tree is in " + here +
+                  " but its type declares " + TreeSpace::name() +
+                  " (`using memory_space`): the collective's kernels run there");
+    }
     if (std::strcmp(here, space) != 0) {
       throw Error(std::string("kpmap::") + opname + ": every leaf of a tree must live in one " +
                   "memory space; leaf " + std::to_string(index) + " is in " + here +

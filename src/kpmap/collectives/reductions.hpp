@@ -308,6 +308,80 @@ auto pmean(const V& x, AxisRef axis) {
   return pmean(detail::unnamed_instance<typename V::execution_space>(), x, axis);
 }
 
+// -- trees, out of place: a new tree holds the result -------------------------------
+
+/// \brief A new tree like `x` (a std::tuple or std::vector of Views or
+/// trees, or a type with for_each_view) whose leaves hold the sums of x's
+/// over `axis`, as JAX's psum of a pytree: a tuple in, a tuple of new Views
+/// out; a struct in, a copy of it with new Views out. `x` is unchanged; the
+/// leaves travel fused as in psum_inplace. Collective.
+template <class Exec, class X,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_tree_v<std::decay_t<X>>, int> = 0>
+auto psum(const Exec& exec, const X& x, AxisRef axis) {
+  auto y = detail::tree_copy(exec, x, "kpmap::psum");
+  detail::reduce_inplace(exec, y, *axis, detail::ReduceOp::sum, 1.0, 1.0);
+  return y;
+}
+/// \brief A new tree holding the maxima of x's leaves over `axis`. Collective.
+template <class Exec, class X,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_tree_v<std::decay_t<X>>, int> = 0>
+auto pmax(const Exec& exec, const X& x, AxisRef axis) {
+  auto y = detail::tree_copy(exec, x, "kpmap::pmax");
+  detail::reduce_inplace(exec, y, *axis, detail::ReduceOp::max, 1.0, 1.0);
+  return y;
+}
+/// \brief A new tree holding the minima of x's leaves over `axis`. Collective.
+template <class Exec, class X,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_tree_v<std::decay_t<X>>, int> = 0>
+auto pmin(const Exec& exec, const X& x, AxisRef axis) {
+  auto y = detail::tree_copy(exec, x, "kpmap::pmin");
+  detail::reduce_inplace(exec, y, *axis, detail::ReduceOp::min, 1.0, 1.0);
+  return y;
+}
+/// \brief A new tree holding the means of x's leaves over the ranks of
+/// `axis` (floating point). Collective.
+template <class Exec, class X,
+          std::enable_if_t<detail::is_exec_v<Exec> && detail::is_tree_v<std::decay_t<X>>, int> = 0>
+auto pmean(const Exec& exec, const X& x, AxisRef axis) {
+  auto y = detail::tree_copy(exec, x, "kpmap::pmean");
+  pmean_inplace(exec, y, axis);
+  return y;
+}
+/// \brief A new View or tree holding sum_r(w_r x_r) / sum_r(w_r) over
+/// `axis` (see pmean_inplace with a Weight). Collective.
+template <class Exec, class X,
+          std::enable_if_t<detail::is_exec_v<Exec> &&
+                               (detail::is_tree_v<std::decay_t<X>> || detail::is_view_v<X>),
+                           int> = 0>
+auto pmean(const Exec& exec, const X& x, AxisRef axis, Weight w) {
+  auto y = detail::tree_copy(exec, x, "kpmap::pmean");
+  pmean_inplace(exec, y, axis, w);
+  return y;
+}
+// Without an execution space: every instance is fenced first, then a default
+// instance of the data's space runs the collective (see unnamed_instance).
+template <class X, std::enable_if_t<detail::is_tree_v<std::decay_t<X>>, int> = 0>
+auto psum(const X& x, AxisRef axis) {
+  return psum(detail::unnamed_instance<detail::exec_of_t<X>>(), x, axis);
+}
+template <class X, std::enable_if_t<detail::is_tree_v<std::decay_t<X>>, int> = 0>
+auto pmax(const X& x, AxisRef axis) {
+  return pmax(detail::unnamed_instance<detail::exec_of_t<X>>(), x, axis);
+}
+template <class X, std::enable_if_t<detail::is_tree_v<std::decay_t<X>>, int> = 0>
+auto pmin(const X& x, AxisRef axis) {
+  return pmin(detail::unnamed_instance<detail::exec_of_t<X>>(), x, axis);
+}
+template <class X, std::enable_if_t<detail::is_tree_v<std::decay_t<X>>, int> = 0>
+auto pmean(const X& x, AxisRef axis) {
+  return pmean(detail::unnamed_instance<detail::exec_of_t<X>>(), x, axis);
+}
+template <class X,
+          std::enable_if_t<detail::is_tree_v<std::decay_t<X>> || detail::is_view_v<X>, int> = 0>
+auto pmean(const X& x, AxisRef axis, Weight w) {
+  return pmean(detail::unnamed_instance<detail::exec_of_t<X>>(), x, axis, w);
+}
+
 // -- non-blocking, in place ---------------------------------------------------------
 
 /// \brief Starts psum_inplace on `exec`; the result is in `x` once the
