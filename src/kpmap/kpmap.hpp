@@ -19,6 +19,7 @@
 #include <kpmap/runtime/memory.hpp>
 #include <kpmap/runtime/mesh.hpp>
 #include <kpmap/runtime/runtime.hpp>
+#include <kpmap/spmd/ops.hpp>
 #include <kpmap/spmd/pmap.hpp>
 #include <kpmap/spmd/shard_map.hpp>
 #include <kpmap/spmd/vmap.hpp>

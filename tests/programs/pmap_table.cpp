@@ -374,6 +374,42 @@ int table(kpmap::Runtime&) {
     expect(index == me && size == kpmap::psum(1, ax), "axis_index, axis_size");
   });
   line([&] {
+    // [row] `a @ x`, `a @ b`, `jnp.dot(x, y)` (in a pmap or shard_map body)
+    Kokkos::View<double**> a("a", 2, 3), b("b", 3, 2);
+    Kokkos::deep_copy(a, 2.0);
+    Kokkos::deep_copy(b, 0.5);
+    const Vector x = iota(3), y = iota(3);
+    auto ax = kpmap::matmul(a, x);
+    auto ab = kpmap::matmul(a, b);
+    const double xy = kpmap::dot(x, y);
+    // [end]
+    expect(host(ax)(1) == 12.0 && ab.extent(0) == 2 && ab.extent(1) == 2 && xy == 14.0,
+           "matmul and dot: 2 (1 + 2 + 3), 3 x 2 x 0.5, 1 + 4 + 9");
+    auto hab = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ab);
+    expect(hab(1, 1) == 3.0, "matmul of two matrices");
+  });
+  line([&] {
+    // [row] `jnp.sum(a, axis=1)`, `jnp.sum(a)`, `a + b`, `a * b`, `2.0 * a`, `y + alpha * x`
+    Kokkos::View<double**> a("a", 2, 3), b("b", 2, 3);
+    Kokkos::deep_copy(a, 2.0);
+    Kokkos::deep_copy(b, 3.0);
+    const double alpha = 0.5;
+    const Vector x = iota(3), y = iota(3);
+    auto rows = kpmap::sum(a, 1);
+    const double all = kpmap::sum(a);
+    auto plus = kpmap::add(a, b);
+    auto times = kpmap::multiply(a, b);
+    auto twice = kpmap::scale(2.0, a);
+    kpmap::axpy(alpha, x, y);
+    // [end]
+    auto hp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plus);
+    auto ht = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), times);
+    auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), twice);
+    expect(host(rows)(1) == 6.0 && all == 12.0 && hp(1, 2) == 5.0 && ht(1, 2) == 6.0 &&
+               h2(0, 1) == 4.0 && host(y)(2) == 4.5,
+           "sum over an axis and of all, add, multiply, scale, axpy");
+  });
+  line([&] {
     // [row] a pytree of arrays (of any dtypes)
     Vector w("w", 3);
     Kokkos::View<float*> b("b", 2);

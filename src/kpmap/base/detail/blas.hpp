@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// \brief Kokkos Kernels' gemm and gemv on one execution space instance.
+/// \brief Kokkos Kernels' gemm, gemv, dot and axpy on one execution space
+/// instance.
 ///
 /// Kokkos Kernels takes an instance from 4.1 on. Older releases (Debian's
 /// 3.4) run on the default instance of the Views' space; there the call is
@@ -10,6 +11,8 @@
 #include <kpmap/base/detail/kokkos_compat.hpp>
 
 #include <KokkosKernels_config.h>
+#include <KokkosBlas1_axpby.hpp>
+#include <KokkosBlas1_dot.hpp>
 #include <KokkosBlas2_gemv.hpp>
 #include <KokkosBlas3_gemm.hpp>
 
@@ -45,6 +48,29 @@ void gemv(const Exec& exec, const char* trans, typename A::const_value_type& alp
   fence(exec, "kpmap::detail::gemv: inputs ready");
   KokkosBlas::gemv(trans, alpha, a, x, beta, y);
   fence(typename Y::execution_space(), "kpmap::detail::gemv: done");
+#endif
+}
+
+/// \brief The dot product of x and y, computed on `exec`; the host waits for it.
+template <class Exec, class X, class Y>
+auto dot(const Exec& exec, const X& x, const Y& y) {
+#if KPMAP_BLAS_TAKES_INSTANCE
+  return KokkosBlas::dot(exec, x, y);
+#else
+  fence(exec, "kpmap::detail::dot: inputs ready");
+  return KokkosBlas::dot(x, y);
+#endif
+}
+
+/// \brief y = y + alpha x on `exec`.
+template <class Exec, class X, class Y>
+void axpy(const Exec& exec, typename X::const_value_type& alpha, const X& x, const Y& y) {
+#if KPMAP_BLAS_TAKES_INSTANCE
+  KokkosBlas::axpy(exec, alpha, x, y);
+#else
+  fence(exec, "kpmap::detail::axpy: inputs ready");
+  KokkosBlas::axpy(alpha, x, y);
+  fence(typename Y::execution_space(), "kpmap::detail::axpy: done");
 #endif
 }
 

@@ -1,0 +1,156 @@
+// The array operations of kpmap/spmd/ops.hpp: each against the same sums
+// written as host loops or closed forms, on LayoutRight, LayoutLeft and
+// strided Views, and their errors naming the shapes.
+
+#include "support/mpi_test.hpp"
+
+#include <kpmap/spmd/ops.hpp>
+
+#include <catch2/catch_template_test_macros.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+using Exec = Kokkos::DefaultExecutionSpace;
+
+// v(i, j) = f(i, j), filled on the device.
+template <class V, class F>
+void fill2(const V& v, F f) {
+  Kokkos::parallel_for(
+      "test_ops::fill",
+      Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2>>(
+          {0, 0}, {std::int64_t(v.extent(0)), std::int64_t(v.extent(1))}),
+      KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { v(i, j) = f(double(i), double(j)); });
+}
+template <class V, class F>
+void fill1(const V& v, F f) {
+  Kokkos::parallel_for(
+      "test_ops::fill", Kokkos::RangePolicy<Exec>(0, v.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t i) { v(i) = f(double(i)); });
+}
+template <class V>
+auto host(const V& v) {
+  return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+}
+
+struct Aij {
+  KOKKOS_FUNCTION double operator()(double i, double j) const { return i + 2 * j; }
+};
+struct Bjl {
+  KOKKOS_FUNCTION double operator()(double j, double l) const { return j - l + 0.5; }
+};
+struct Ones {
+  KOKKOS_FUNCTION double operator()(double) const { return 1.0; }
+};
+struct Iota {
+  KOKKOS_FUNCTION double operator()(double i) const { return i + 1; }
+};
+}  // namespace
+
+TEMPLATE_TEST_CASE("matmul is the product of the host loop, in any layout", "[ops]",
+                   Kokkos::LayoutRight, Kokkos::LayoutLeft) {
+  const std::size_t m = 5, k = 4, n = 3;
+  Kokkos::View<double**, TestType, Exec> a("a", m, k);
+  Kokkos::View<double**, TestType, Exec> b("b", k, n);
+  fill2(a, Aij{});
+  fill2(b, Bjl{});
+  const auto c = kpmap::matmul(a, b);
+  REQUIRE(c.extent(0) == m);
+  REQUIRE(c.extent(1) == n);
+  const auto hc = host(c);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t l = 0; l < n; ++l) {
+      double s = 0;
+      for (std::size_t j = 0; j < k; ++j) s += Aij{}(i, j) * Bjl{}(j, l);
+      CHECK(hc(i, l) == s);
+    }
+  }
+  // A matrix times a vector of ones: the rows' sums, k i + k (k - 1).
+  Kokkos::View<double*, Exec> x("x", k);
+  fill1(x, Ones{});
+  const auto y = kpmap::matmul(Exec(), a, x);
+  const auto hy = host(y);
+  REQUIRE(hy.extent(0) == m);
+  for (std::size_t i = 0; i < m; ++i) CHECK(hy(i) == double(k * i + k * (k - 1)));
+}
+
+TEST_CASE("matmul and sums of strided blocks (a shard_map body's)", "[ops]") {
+  // Columns 1 to 3 of a 6 x 5 matrix: a block with a stride.
+  Kokkos::View<double**, Exec> whole("whole", 6, 5);
+  fill2(whole, Aij{});
+  const auto a = Kokkos::subview(whole, Kokkos::ALL, Kokkos::make_pair(1, 4));
+  Kokkos::View<double*, Exec> x("x", 3);
+  fill1(x, Iota{});
+  const auto hy = host(kpmap::matmul(a, x));
+  for (std::size_t i = 0; i < 6; ++i) {
+    // sum over c = 1..3 of (i + 2c)(c): 6 i + 2 (1 + 4 + 9)
+    CHECK(hy(i) == 6.0 * i + 28.0);
+  }
+  // Sums over each axis and of everything.
+  const auto cols = host(kpmap::sum(a, 0));  // sum_i (i + 2c) = 15 + 12 c
+  const auto rows = host(kpmap::sum(a, 1));  // sum_c (i + 2c) = 3 i + 12
+  REQUIRE(cols.extent(0) == 3);
+  REQUIRE(rows.extent(0) == 6);
+  for (std::size_t c = 0; c < 3; ++c) CHECK(cols(c) == 15.0 + 12.0 * (c + 1));
+  for (std::size_t i = 0; i < 6; ++i) CHECK(rows(i) == 3.0 * i + 12.0);
+  CHECK(kpmap::sum(a) == 45.0 + 72.0);
+  CHECK(kpmap::sum(x) == 6.0);
+  CHECK_THROWS_WITH(kpmap::sum(a, 2), ContainsSubstring("axis 2 of a matrix of shape (6, 3)"));
+}
+
+TEST_CASE("dot, axpy and the elementwise operations", "[ops]") {
+  const std::size_t n = 100;
+  Kokkos::View<double*, Exec> x("x", n);
+  Kokkos::View<double*, Exec> one("one", n);
+  fill1(x, Iota{});
+  fill1(one, Ones{});
+  CHECK(kpmap::dot(x, one) == n * (n + 1) / 2.0);
+  CHECK(kpmap::dot(Exec(), x, x) == n * (n + 1) * (2 * n + 1) / 6.0);
+  kpmap::axpy(2.0, x, one);  // one = 1 + 2 (i + 1)
+  const auto h = host(one);
+  for (std::size_t i = 0; i < n; ++i) CHECK(h(i) == 2.0 * i + 3.0);
+  const auto sum = host(kpmap::add(x, one));        // 3 i + 4
+  const auto prod = host(kpmap::multiply(x, one));  // (i + 1)(2 i + 3)
+  const auto twice = host(kpmap::scale(2.0, x));    // 2 i + 2
+  for (std::size_t i = 0; i < n; ++i) {
+    CHECK(sum(i) == 3.0 * i + 4.0);
+    CHECK(prod(i) == (i + 1.0) * (2.0 * i + 3.0));
+    CHECK(twice(i) == 2.0 * i + 2.0);
+  }
+  // Rank 2, one of them LayoutLeft: the result is LayoutRight.
+  Kokkos::View<double**, Exec> a("a", 3, 4);
+  Kokkos::View<double**, Kokkos::LayoutLeft, Exec> b("b", 3, 4);
+  fill2(a, Aij{});
+  fill2(b, Bjl{});
+  const auto hab = host(kpmap::multiply(a, b));
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t j = 0; j < 4; ++j) CHECK(hab(i, j) == Aij{}(i, j) * Bjl{}(i, j));
+  }
+  // Shapes that differ are named.
+  Kokkos::View<double**, Exec> c("c", 4, 3);
+  CHECK_THROWS_WITH(kpmap::add(a, c),
+                    ContainsSubstring("kpmap::add: the shapes (3, 4) and (4, 3)"));
+  CHECK_THROWS_WITH(kpmap::matmul(a, a),
+                    ContainsSubstring("kpmap::matmul: (3, 4) @ (3, 4): the inner extents differ"));
+  Kokkos::View<double*, Exec> short_one("short", 3);
+  CHECK_THROWS_WITH(kpmap::dot(x, short_one),
+                    ContainsSubstring("kpmap::dot: the shapes (100,) and (3,) differ"));
+  CHECK_THROWS_WITH(kpmap::axpy(1.0, x, short_one), ContainsSubstring("kpmap::axpy"));
+}
+
+TEST_CASE("float Views stay float", "[ops]") {
+  Kokkos::View<float**, Exec> a("a", 2, 3);
+  Kokkos::View<float*, Exec> x("x", 3);
+  Kokkos::deep_copy(a, 2.0f);
+  Kokkos::deep_copy(x, 0.5f);
+  const auto y = kpmap::matmul(a, x);
+  static_assert(std::is_same_v<decltype(y)::value_type, float>);
+  CHECK(host(y)(1) == 3.0f);
+  CHECK(kpmap::sum(kpmap::scale(2.0f, x)) == 3.0f);
+}
