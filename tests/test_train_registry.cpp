@@ -275,6 +275,8 @@ TEST_CASE("every built-in optimizer header registers its optimizer", "[train][op
   std::set<std::string> in_files = builtin_names("optimizers", "KPMAP_TRAIN_BUILTIN_OPTIMIZER");
   REQUIRE(in_files.size() >= 4);
   in_files.insert("accumulate");  // this program's own, above
+  in_files.insert("nesterov");    // element by element
+  in_files.insert("count_steps");
   std::set<std::string> registered;
   for (const OptimizerInfo* o : registered_optimizers()) registered.insert(o->name);
   CHECK(registered == in_files);
@@ -355,10 +357,108 @@ TEST_CASE("a program's own loss is named by decks, its keys checked, its gradien
                     ContainsSubstring("huber reads 1 output, and the last layer gives 2 features"));
 }
 
+// ---- a program's own loss and optimizer, element by element -------------------
+namespace {
+
+// [element_loss]
+// Huber's loss as a device function of (prediction, target).
+struct ElementHuber {
+  double d = 1.0;
+  explicit ElementHuber(const kpmap::deck::Settings& keys) : d(keys.real("element_delta")) {}
+  template <class A>
+  KOKKOS_FUNCTION LossValue<A> operator()(A z, A y) const {
+    const A r = z - y, a = r < A(0) ? -r : r, t = static_cast<A>(d);
+    if (a <= t) return {r * r / 2, r};
+    return {t * (a - t / 2), r < A(0) ? -t : t};
+  }
+};
+KPMAP_TRAIN_REGISTER_ELEMENT_LOSS(ElementHuber,
+                                  {"element_huber", "Huber's loss, element by element", false, 1,
+                                   kpmap::deck::Schema("element_huber")
+                                       .real("element_delta", 1.0, {1e-6, 1e6}, "",
+                                             "quadratic below this")});
+// [end]
+
+// [element_optimizer]
+// Nesterov's momentum as a device function of one element and its velocity.
+struct Nesterov {
+  double mu = 0.9;
+  explicit Nesterov(const kpmap::deck::Settings& keys) : mu(keys.real("nesterov_momentum")) {}
+  template <class T>
+  KOKKOS_FUNCTION void operator()(ElementStep<T> step, T& p, T g, T& v) const {
+    v = static_cast<T>(mu) * v + g;
+    p -= step.lr * (g + static_cast<T>(mu) * v);
+  }
+};
+KPMAP_TRAIN_REGISTER_ELEMENT_OPTIMIZER(Nesterov, {"nesterov",
+                                                  "Nesterov's momentum",
+                                                  kpmap::deck::Schema("nesterov")
+                                                      .real("nesterov_momentum", 0.9, {0, 1}, "",
+                                                            "v = momentum v + g"),
+                                                  {"m"}});
+// [end]
+
+// Adam's step count in a state-free update: p -= lr t (t = 1, 2, ...).
+struct CountSteps {
+  template <class T>
+  KOKKOS_FUNCTION void operator()(ElementStep<T> step, T& p, T) const {
+    p -= step.lr * static_cast<T>(step.t);
+  }
+};
+KPMAP_TRAIN_REGISTER_ELEMENT_OPTIMIZER(CountSteps, {"count_steps", "p -= lr t"});
+
+}  // namespace
+
+TEST_CASE("a loss and an optimizer given element by element", "[train][loss][optimizer]") {
+  using Catch::Matchers::ContainsSubstring;
+  // The loss: its gradient against finite differences, residuals on both
+  // sides of the threshold, and its key read from decks.
+  const auto schema = train_schema();
+  REQUIRE(schema.find("model.element_delta") != nullptr);
+  check_gradient(SyntheticRegression{31, 3, 5, 0.1}, Shape::flat(3), mlp_specs({3, 5, 1}, "tanh"),
+                 Loss{"element_huber", {{"element_delta", 0.4}}});
+  CHECK_THROWS_WITH(register_element_loss<ElementHuber>({"element_huber_classes", "x", true, 0}),
+                    ContainsSubstring("a per-element loss reads one output per sample"));
+  // The optimizer: two steps against the closed form
+  // v1 = g1, p1 = p0 - lr (1 + mu) g1; v2 = mu g1 + g2, p2 = p1 - lr (g2 + mu v2).
+  using Params = FlatParams<double, Mem>;
+  Params p{Kokkos::View<double*, Mem>("p", 5)}, g{Kokkos::View<double*, Mem>("g", 5)};
+  Kokkos::deep_copy(p.all, 1.0);
+  OptimizerConfig config;
+  config.kind = "nesterov";
+  config.keys["nesterov_momentum"] = 0.5;
+  config.learning_rate = 0.1;
+  Optimizer<double, Mem, Params> opt(config, p);
+  REQUIRE(opt.state().size() == 1);
+  CHECK(opt.state()[0].first == "m");
+  const double g1 = 0.5, g2 = -1.5, mu = 0.5, lr = 0.1;
+  Kokkos::deep_copy(g.all, g1);
+  opt.step(p, g);
+  Kokkos::deep_copy(g.all, g2);
+  opt.step(p, g);
+  const double p1 = 1.0 - lr * (1 + mu) * g1;
+  const double p2 = p1 - lr * (g2 + mu * (mu * g1 + g2));
+  for (double v : to_host(p.all)) CHECK(std::abs(v - p2) < 1e-15);
+  // An update without state sees the step number; a registration that
+  // names another number of state arrays than its update takes is refused.
+  config.kind = "count_steps";
+  config.keys.clear();
+  FlatParams<float, Mem> q{Kokkos::View<float*, Mem>("q", 3)};
+  FlatParams<float, Mem> gq{Kokkos::View<float*, Mem>("gq", 3)};
+  Optimizer<float, Mem, FlatParams<float, Mem>> steps(config, q);
+  for (int k = 0; k < 3; ++k) steps.step(q, gq);
+  const auto hq = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.all);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(std::abs(hq(i) + 0.6f) < 1e-6f);  // 1 + 2 + 3 steps
+  CHECK_THROWS_WITH(register_element_optimizer<Nesterov>({"nesterov_stateless", "x"}),
+                    ContainsSubstring("its update takes 1 state array(s) and its registration "
+                                      "names 0"));
+}
+
 TEST_CASE("every built-in loss header registers its loss", "[train][loss]") {
   std::set<std::string> in_files = builtin_names("losses", "KPMAP_TRAIN_BUILTIN_LOSS");
   REQUIRE(in_files.size() >= 2);
-  in_files.insert("huber");  // this program's own, above
+  in_files.insert("huber");          // this program's own, above
+  in_files.insert("element_huber");  // and element by element
   std::set<std::string> registered;
   for (const LossInfo* l : registered_losses()) registered.insert(l->name);
   CHECK(registered == in_files);

@@ -11,7 +11,10 @@
 /// LossFunction<C, M, A> and its registration (name, description, keys,
 /// whether its targets are class indices, how many outputs it reads). In
 /// losses/ that is a KPMAP_TRAIN_BUILTIN_LOSS line in its header; in a
-/// program's own file, KPMAP_TRAIN_REGISTER_LOSS.
+/// program's own file, KPMAP_TRAIN_REGISTER_LOSS. A loss on one output is
+/// shorter still: a device function of (prediction, target) that returns the
+/// loss and its derivative, registered with KPMAP_TRAIN_REGISTER_ELEMENT_LOSS
+/// (the library writes the reduction).
 
 #include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/deck/deck.hpp>
@@ -150,6 +153,81 @@ bool register_loss(LossInfo info) {
   return true;
 }
 
+/// \brief A per-element loss's value for one sample and its derivative by
+/// the prediction.
+template <class A>
+struct LossValue {
+  A value;
+  A gradient;
+};
+
+namespace detail {
+/// One thread per row: the element function's loss and derivative.
+template <class F, class C, class M, class A>
+struct ElementLossKernel {
+  using value_type = double[];  // (sum of losses, number correct)
+  unsigned value_count = 2;
+  F f;
+  Kokkos::View<const C**, Kokkos::LayoutRight, M> z;
+  Kokkos::View<const A*, M> y;
+  Kokkos::View<C**, Kokkos::LayoutRight, M> delta;
+  A scale;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t k, double* stats) const {
+    const LossValue<A> l = f(static_cast<A>(z(k, 0)), y(k));
+    delta(k, 0) = static_cast<C>(scale * l.gradient);
+    stats[0] += static_cast<double>(l.value);
+  }
+};
+}  // namespace detail
+
+/// \brief The loss of a device function F of one output's (prediction,
+/// target): F has `template <class A> KOKKOS_FUNCTION LossValue<A>
+/// operator()(A z, A y) const`, and a constructor from `const
+/// deck::Settings&` where the loss has keys (else a default one). Registered
+/// with register_element_loss<F> (KPMAP_TRAIN_REGISTER_ELEMENT_LOSS).
+template <class F>
+struct ElementLoss {
+  template <class C, class M, class A>
+  class Of final : public LossFunction<C, M, A> {
+    using Base = LossFunction<C, M, A>;
+
+   public:
+    explicit Of(const deck::Settings& keys) : f_(make(keys)) {}
+    void delta_and_sums(const typename Base::Exec& exec, const typename Base::Scores& z,
+                        const typename Base::Targets& y, const typename Base::Deltas& delta,
+                        A scale, const typename Base::Sums& sums) const override {
+      Kokkos::parallel_reduce("kpmap::train::sequential::output_delta",
+                              Kokkos::RangePolicy<typename Base::Exec>(exec, 0, z.extent(0)),
+                              detail::ElementLossKernel<F, C, M, A>{2, f_, z, y, delta, scale},
+                              sums);
+    }
+
+   private:
+    static F make(const deck::Settings& keys) {
+      if constexpr (std::is_constructible_v<F, const deck::Settings&>) {
+        return F(keys);
+      } else {
+        (void)keys;
+        return F();
+      }
+    }
+    F f_;
+  };
+};
+
+/// \brief Registers the per-element loss F (see ElementLoss) under
+/// `info.name`, as register_loss does. \throws Error for a registration of
+/// class targets or of other than one output (a per-element loss reads one).
+template <class F>
+bool register_element_loss(LossInfo info) {
+  if (info.classification || info.outputs != 1) {
+    throw Error("kpmap::train: loss " + info.name +
+                ": a per-element loss reads one output per sample against a target of the same "
+                "kind (LossInfo: classification false, outputs 1)");
+  }
+  return register_loss<ElementLoss<F>::template Of>(std::move(info));
+}
+
 /// \brief Loss and accuracy of a batch, over all ranks.
 struct BatchStats {
   double loss = 0;      ///< mean over the batch's samples
@@ -244,6 +322,12 @@ struct CountConfusion {
 /// register_loss<L>(info) (deck/registry.hpp, KPMAP_REGISTER_PIECE).
 #define KPMAP_TRAIN_REGISTER_LOSS(L, ...) \
   KPMAP_REGISTER_PIECE(::kpmap::train::register_loss, L, __VA_ARGS__)
+
+/// \brief At namespace scope in a program's source file: registers the
+/// per-element loss F (a device function of (prediction, target), see
+/// ElementLoss) with a LossInfo before main() runs.
+#define KPMAP_TRAIN_REGISTER_ELEMENT_LOSS(F, ...) \
+  KPMAP_REGISTER_PIECE(::kpmap::train::register_element_loss, F, __VA_ARGS__)
 
 /// \brief In a loss header of src/kpmap/train/losses/ (namespace
 /// kpmap::train, at its end): the registration of the built-in loss `name`,

@@ -10,9 +10,9 @@ namespace kpmap::train {
 namespace detail {
 template <class T, class M>
 struct MomentumStep {
-  kpmap::detail::flat_view_t<T, M> p;
-  kpmap::detail::flat_view_t<const T, M> g;
-  kpmap::detail::flat_view_t<T, M> v;
+  FlatView<T, M> p;
+  FlatView<const T, M> g;
+  FlatView<T, M> v;
   T lr, mu;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
     v(i) = mu * v(i) + g(i);

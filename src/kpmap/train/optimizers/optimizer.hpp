@@ -10,10 +10,14 @@
 /// Adding an optimizer is one file: a class template `R<T, M>` derived from
 /// UpdateRule<T, M> and its registration (name, description, keys, state
 /// arrays). In optimizers/ that is a KPMAP_TRAIN_BUILTIN_OPTIMIZER line in
-/// its header; in a program's own file, KPMAP_TRAIN_REGISTER_OPTIMIZER.
+/// its header; in a program's own file, KPMAP_TRAIN_REGISTER_OPTIMIZER. An
+/// update element by element is shorter still: a device function of (step,
+/// parameter, gradient, state...) registered with
+/// KPMAP_TRAIN_REGISTER_ELEMENT_OPTIMIZER (the library writes the kernel).
 
 #include <kpmap/base/detail/view_utils.hpp>
 #include <kpmap/base/error.hpp>
+#include <kpmap/base/policy.hpp>
 #include <kpmap/collectives/gathers.hpp>
 #include <kpmap/deck/deck.hpp>
 #include <kpmap/deck/registry.hpp>
@@ -76,14 +80,19 @@ inline OptimizerConfig::Schedule schedule_kind(const std::string& name) {
   throw Error("unknown learning-rate schedule '" + name + "'");
 }
 
+/// \brief A parameter array (or its gradient) seen as one dimension, as an
+/// update rule gets it: UpdateRule<T, M>::Flat is FlatView<T, M>.
+template <class T, class M>
+using FlatView = kpmap::detail::flat_view_t<T, M>;
+
 /// \brief An optimizer's update of one parameter array, for values T in
 /// memory space M: what a registered optimizer implements.
 template <class T, class M>
 class UpdateRule {
  public:
   using Exec = typename M::execution_space;
-  using Flat = kpmap::detail::flat_view_t<T, M>;
-  using ConstFlat = kpmap::detail::flat_view_t<const T, M>;
+  using Flat = FlatView<T, M>;
+  using ConstFlat = FlatView<const T, M>;
   virtual ~UpdateRule() = default;
   /// \brief p -= update(g), enqueued on `exec` (one kernel, not waited for,
   /// allocating nothing). `state` points at the array's state arrays, one
@@ -163,6 +172,115 @@ bool register_optimizer(OptimizerInfo info) {
   KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(KPMAP_TRAIN_ADD_RULE_)
 #undef KPMAP_TRAIN_ADD_RULE_
   return true;
+}
+
+/// \brief What a per-element update gets besides its element: the learning
+/// rate and the update's number t (1, 2, ...; Adam's bias correction).
+template <class T>
+struct ElementStep {
+  T lr;
+  long long t;
+};
+
+namespace detail {
+template <std::size_t, class U>
+using repeat_t = U;
+template <class F, class T, std::size_t... I>
+constexpr bool element_update_takes(std::index_sequence<I...>) {
+  return std::is_invocable_v<const F&, ElementStep<T>, T&, T, repeat_t<I, T&>...>;
+}
+/// How many state arrays F's update takes (0 to 4), or -1 when it has no
+/// such call.
+template <class F, class T>
+constexpr int element_state_count() {
+  if constexpr (element_update_takes<F, T>(std::make_index_sequence<0>{})) return 0;
+  if constexpr (element_update_takes<F, T>(std::make_index_sequence<1>{})) return 1;
+  if constexpr (element_update_takes<F, T>(std::make_index_sequence<2>{})) return 2;
+  if constexpr (element_update_takes<F, T>(std::make_index_sequence<3>{})) return 3;
+  if constexpr (element_update_takes<F, T>(std::make_index_sequence<4>{})) return 4;
+  return -1;
+}
+/// One update of element i: f(step, p(i), g(i), s0(i), ...).
+template <class F, class T, class M, int N>
+struct ElementUpdate {
+  F f;
+  FlatView<T, M> p;
+  FlatView<const T, M> g;
+  FlatView<T, M> s0, s1, s2, s3;
+  ElementStep<T> step;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    if constexpr (N == 0) {
+      f(step, p(i), g(i));
+    } else if constexpr (N == 1) {
+      f(step, p(i), g(i), s0(i));
+    } else if constexpr (N == 2) {
+      f(step, p(i), g(i), s0(i), s1(i));
+    } else if constexpr (N == 3) {
+      f(step, p(i), g(i), s0(i), s1(i), s2(i));
+    } else {
+      f(step, p(i), g(i), s0(i), s1(i), s2(i), s3(i));
+    }
+  }
+};
+}  // namespace detail
+
+/// \brief The optimizer of a device function F of one element: F has
+/// `template <class T> KOKKOS_FUNCTION void operator()(ElementStep<T> step,
+/// T& p, T g, T& s...) const` with one `T& s` per state array of its
+/// registration (0 to 4; each starts at zero), and a constructor from `const
+/// deck::Settings&` where the optimizer has keys (else a default one). The
+/// library runs it over every element in one kernel. Registered with
+/// register_element_optimizer<F> (KPMAP_TRAIN_REGISTER_ELEMENT_OPTIMIZER).
+template <class F>
+struct ElementOptimizer {
+  template <class T, class M>
+  class Of final : public UpdateRule<T, M> {
+    static constexpr int N = detail::element_state_count<F, T>();
+    static_assert(N >= 0,
+                  "kpmap::train: a per-element optimizer is a device function "
+                  "f(ElementStep<T> step, T& p, T g, T& s...) with 0 to 4 state arrays");
+
+   public:
+    using typename UpdateRule<T, M>::Exec;
+    using typename UpdateRule<T, M>::Flat;
+    using typename UpdateRule<T, M>::ConstFlat;
+    explicit Of(const deck::Settings& keys) : f_(make(keys)) {}
+    void apply(const Exec& exec, long long t, T lr, const Flat& p, const ConstFlat& g,
+               const Flat* state) const override {
+      detail::ElementUpdate<F, T, M, N> u{f_, p, g, {}, {}, {}, {}, {lr, t}};
+      Flat* s[] = {&u.s0, &u.s1, &u.s2, &u.s3};
+      for (int k = 0; k < N; ++k) *s[k] = state[k];
+      kpmap::parallel_for_elements("kpmap::train::optimizer::step", exec, p.size(), u);
+    }
+
+   private:
+    static F make(const deck::Settings& keys) {
+      if constexpr (std::is_constructible_v<F, const deck::Settings&>) {
+        return F(keys);
+      } else {
+        (void)keys;
+        return F();
+      }
+    }
+    F f_;
+  };
+};
+
+/// \brief Registers the per-element optimizer F (see ElementOptimizer) under
+/// `info.name`, as register_optimizer does. \throws Error when F's update
+/// takes another number of state arrays than `info.state` names.
+template <class F>
+bool register_element_optimizer(OptimizerInfo info) {
+  constexpr int n = detail::element_state_count<F, double>();
+  static_assert(n >= 0,
+                "kpmap::train: a per-element optimizer is a device function "
+                "f(ElementStep<T> step, T& p, T g, T& s...) with 0 to 4 state arrays");
+  if (static_cast<std::size_t>(n) != info.state.size()) {
+    throw Error("kpmap::train: optimizer " + info.name + ": its update takes " + std::to_string(n) +
+                " state array(s) and its registration names " + std::to_string(info.state.size()) +
+                " (OptimizerInfo's state)");
+  }
+  return register_optimizer<ElementOptimizer<F>::template Of>(std::move(info));
 }
 
 /// \brief The registration of `config.kind` and the values of its keys
@@ -382,6 +500,12 @@ class Optimizer {
 /// KPMAP_REGISTER_PIECE).
 #define KPMAP_TRAIN_REGISTER_OPTIMIZER(R, ...) \
   KPMAP_REGISTER_PIECE(::kpmap::train::register_optimizer, R, __VA_ARGS__)
+
+/// \brief At namespace scope in a program's source file: registers the
+/// per-element optimizer F (a device function of (step, p, g, state...), see
+/// ElementOptimizer) with an OptimizerInfo before main() runs.
+#define KPMAP_TRAIN_REGISTER_ELEMENT_OPTIMIZER(F, ...) \
+  KPMAP_REGISTER_PIECE(::kpmap::train::register_element_optimizer, F, __VA_ARGS__)
 
 /// \brief In an optimizer header of src/kpmap/train/optimizers/ (namespace
 /// kpmap::train, at its end): the registration of the built-in optimizer
