@@ -12,6 +12,7 @@
 #include <kpmap/train/trainer.hpp>
 
 #include <cstdio>
+#include <vector>
 
 int main(int argc, char** argv) {
   return kpmap::run(argc, argv, [](kpmap::Runtime& rt) {
@@ -23,15 +24,13 @@ int main(int argc, char** argv) {
     const auto train = generate_shard<float, Mem>(images, 0, 1600, "devices");
     const auto test = generate_shard<float, Mem>(images, 1600, 400, "devices");
 
-    // Each layer by its deck name, with its own keys (the rest take defaults).
-    const LayerSpec conv{"conv2d",
-                         {{"filters", 8LL}, {"kernel", 3LL}, {"padding", std::string("same")}}};
-    const LayerSpec pool{"maxpool2d"}, dense{"dense", {{"units", 4LL}}};
+    // Each layer typed, its keys members (the rest take defaults); the same
+    // by deck name: LayerSpec{"conv2d", {{"filters", 8}, {"padding", "same"}}}.
+    const std::vector<LayerSpec> layers = {conv2d(8, 3).padding("same"), relu(), maxpool2d(2),
+                                           flatten(), dense(4)};
     const Shape input = Shape::hwc(16, 16, 1);
     const std::size_t batch = 64;  // global: split over the ranks
-    Sequential<float, Mem> model(input,
-                                 build_layers<float, Mem>(input, {conv, LayerSpec{"relu"}, pool,
-                                                                  LayerSpec{"flatten"}, dense}),
+    Sequential<float, Mem> model(input, build_layers<float, Mem>(input, layers),
                                  Loss::cross_entropy, /*capacity=*/batch);
     model.initialize(/*seed=*/1);  // the same parameters on every rank, no broadcast
     // [end]

@@ -282,6 +282,45 @@ TEST_CASE("every built-in optimizer header registers its optimizer", "[train][op
   CHECK(registered == in_files);
 }
 
+TEST_CASE("typed layer helpers are their string forms, with keys their layers declare",
+          "[train][layer]") {
+  const std::pair<LayerSpec, LayerSpec> pairs[] = {
+      {dense(4), LayerSpec{"dense", {{"units", 4}}}},
+      {dense(std::size_t(24)).parallel("column"),
+       LayerSpec{"dense", {{"units", 24}, {"parallel", "column"}}}},
+      {conv2d(32, 5).stride(2).padding("same"),
+       LayerSpec{"conv2d", {{"filters", 32}, {"kernel", 5}, {"stride", 2}, {"padding", "same"}}}},
+      {conv2d(8), LayerSpec{"conv2d", {{"filters", 8}, {"kernel", 3}}}},
+      {maxpool2d(3), LayerSpec{"maxpool2d", {{"size", 3}}}},
+      {avgpool2d(), LayerSpec{"avgpool2d", {{"size", 2}}}},
+      {flatten(), LayerSpec{"flatten"}},
+      {relu(), LayerSpec{"relu"}},
+      {kpmap::train::tanh(), LayerSpec{"tanh"}},
+  };
+  for (const auto& [typed, named] : pairs) {
+    CAPTURE(named.type);
+    CHECK(typed.type == named.type);
+    CHECK(typed.keys == named.keys);
+    const LayerInfo* info = find_layer(typed.type);
+    REQUIRE(info != nullptr);
+    for (const auto& [key, value] : typed.keys) {
+      CAPTURE(key);
+      CHECK(info->keys.find(key) != nullptr);
+    }
+  }
+  // A model built from them runs as the one built from the names.
+  const Shape input = Shape::hwc(6, 6, 1);
+  const auto typed = build_layers<double, Mem>(
+      input, {conv2d(2, 3).padding("same"), relu(), maxpool2d(2), flatten(), dense(3)});
+  const auto named = build_layers<double, Mem>(
+      input, {LayerSpec{"conv2d", {{"filters", 2}, {"padding", "same"}}}, LayerSpec{"relu"},
+              LayerSpec{"maxpool2d"}, LayerSpec{"flatten"}, LayerSpec{"dense", {{"units", 3}}}});
+  REQUIRE(typed.size() == named.size());
+  for (std::size_t l = 0; l < typed.size(); ++l) {
+    CHECK(typed[l]->output_shape() == named[l]->output_shape());
+  }
+}
+
 // ---- a program's own loss -------------------------------------------------------
 namespace {
 

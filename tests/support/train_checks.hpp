@@ -35,10 +35,6 @@ inline void nudge(const Kokkos::View<double*, Mem>& v, std::size_t index, double
   Kokkos::deep_copy(v, h);
 }
 
-inline LayerSpec dense(std::size_t units) {
-  return {"dense", {{"units", static_cast<long long>(units)}}};
-}
-
 // The gradient of the model's loss on the whole data set (one global batch)
 // against central differences in every parameter.
 // `adjust` may change the layers before the model is built.

@@ -56,7 +56,8 @@ struct LayerInfo {
 struct LayerSpec {
   using Keys = std::map<std::string, deck::Value, std::less<>>;
   LayerSpec() = default;
-  /// `LayerSpec{"dense", {{"units", 10LL}}}`, `LayerSpec{"relu"}`.
+  /// `LayerSpec{"dense", {{"units", 10}}}`, `LayerSpec{"relu"}`; in code the
+  /// typed helpers say the same with each key a member: `dense(10)`.
   LayerSpec(std::string type_, Keys keys_ = {}) : type(std::move(type_)), keys(std::move(keys_)) {}
   std::string type;  ///< a registered name
   Keys keys;         ///< its own keys that are set, by name
@@ -151,13 +152,57 @@ std::vector<std::unique_ptr<Layer<T, M>>> build_layers(const Shape& input,
   return layers;
 }
 
+// -- the built-in layers, typed: each the LayerSpec of its string form ---------------
+//
+// Flax writes nnx.Linear(784, 10); kpmap code writes dense(10) (the input
+// width comes from the layer before), conv2d(32, 3).padding("same"),
+// maxpool2d(2). Each key is a member, so a mistyped one is a compile error
+// (decks name the same keys, and an unknown one there gets a did-you-mean).
+
+/// \brief dense: `units` outputs; `.parallel("column" | "row")` splits it over "model".
+struct DenseSpec : LayerSpec {
+  explicit DenseSpec(long long units) : LayerSpec("dense", {{"units", units}}) {}
+  DenseSpec parallel(const std::string& how) const {
+    DenseSpec s = *this;
+    s.keys["parallel"] = how;
+    return s;
+  }
+};
+/// \brief conv2d: `filters` output channels, a kernel x kernel window;
+/// `.stride(n)`, `.padding("same" | "valid")`.
+struct Conv2DSpec : LayerSpec {
+  Conv2DSpec(long long filters, long long kernel)
+      : LayerSpec("conv2d", {{"filters", filters}, {"kernel", kernel}}) {}
+  Conv2DSpec stride(long long n) const {
+    Conv2DSpec s = *this;
+    s.keys["stride"] = n;
+    return s;
+  }
+  Conv2DSpec padding(const std::string& how) const {
+    Conv2DSpec s = *this;
+    s.keys["padding"] = how;
+    return s;
+  }
+};
+
+inline DenseSpec dense(long long units) { return DenseSpec(units); }
+inline Conv2DSpec conv2d(long long filters, long long kernel = 3) {
+  return Conv2DSpec(filters, kernel);
+}
+/// \brief maxpool2d and avgpool2d: size x size windows, stride size.
+inline LayerSpec maxpool2d(long long size = 2) { return LayerSpec("maxpool2d", {{"size", size}}); }
+inline LayerSpec avgpool2d(long long size = 2) { return LayerSpec("avgpool2d", {{"size", size}}); }
+inline LayerSpec flatten() { return LayerSpec("flatten"); }
+inline LayerSpec relu() { return LayerSpec("relu"); }
+inline LayerSpec tanh() { return LayerSpec("tanh"); }
+
 /// \brief A multilayer perceptron as layers: dense(widths[1]), activation,
 /// ..., dense(widths.back()), for inputs of widths[0] features.
 inline std::vector<LayerSpec> mlp_specs(const std::vector<std::size_t>& widths,
                                         const std::string& activation) {
   std::vector<LayerSpec> specs;
   for (std::size_t l = 1; l < widths.size(); ++l) {
-    specs.push_back(LayerSpec{"dense", {{"units", static_cast<long long>(widths[l])}}});
+    specs.push_back(dense(static_cast<long long>(widths[l])));
     if (l + 1 < widths.size()) specs.push_back(LayerSpec{activation, {}});
   }
   return specs;
