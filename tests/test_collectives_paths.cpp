@@ -319,7 +319,26 @@ TEST_CASE("checked mode turns mistakes into errors on every rank", "[collectives
     CHECK_THROWS_WITH(
         kpmap::detail::verify_replicated(kpmap::Mesh::world().axis("devices"), "parameter 'w'", w),
         ContainsSubstring("parameter 'w'") && ContainsSubstring("element 2") &&
-            ContainsSubstring("is 1 on axis rank 0 but 2 on axis rank 1"));
+            ContainsSubstring("is 1 on axis rank 0 (devices 0) but 2 on axis rank 1 (devices 1)"));
+  }
+  SECTION("divergent replicas on a mesh: the axis they differ over, and where the ranks are") {
+    // On a mesh of (data, model) = (P / 2, 2), a value that differs over
+    // "model" only, checked over both axes together.
+    if (world_size() % 2 != 0) SKIP("a mesh with 2 ranks along model");
+    const kpmap::Mesh mesh({{"data", 0}, {"model", 2}});
+    Kokkos::View<double*, Exec> w("w", 3);
+    const int model = mesh.axis_index("model");
+    fill(w, [&](std::size_t) { return 1.0 + model; });
+    const kpmap::Axis& both = mesh.axes({"data", "model"});
+    CHECK(both.parts().size() == 2);
+    CHECK(both.coordinates(both.size() - 1) ==
+          "(data " + std::to_string(mesh.axis_size("data") - 1) + ", model 1)");
+    CHECK_THROWS_WITH(kpmap::detail::verify_replicated(both, "parameter 'w'", w),
+                      ContainsSubstring("over axis 'data,model' but differs over 'model'") &&
+                          ContainsSubstring("is 1 on axis rank 0 (data 0, model 0) but 2 on axis "
+                                            "rank 1 (data 0, model 1)"));
+    // Over "data" alone the replicas agree.
+    CHECK_NOTHROW(kpmap::detail::verify_replicated(mesh.axis("data"), "parameter 'w'", w));
   }
   kpmap::set_checked_mode(false);
 }

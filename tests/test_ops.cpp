@@ -154,3 +154,16 @@ TEST_CASE("float Views stay float", "[ops]") {
   CHECK(host(y)(1) == 3.0f);
   CHECK(kpmap::sum(kpmap::scale(2.0f, x)) == 3.0f);
 }
+
+TEST_CASE("row_major_range takes a View's extents as they come", "[ops]") {
+  // std::size_t extents in braces, no casts: the corners take any integral type.
+  Kokkos::View<double**, Exec> a("a", 3, 5);
+  Kokkos::parallel_for(
+      "test_ops::fill", kpmap::row_major_range<2>({0, 0}, {a.extent(0), a.extent(1)}),
+      KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { a(i, j) = double(i * 5 + j); });
+  CHECK(kpmap::sum(a) == 14.0 * 15.0 / 2.0);
+  Kokkos::parallel_for(
+      "test_ops::fill", kpmap::row_major_range<2>(Exec(), {1u, 1u}, {a.extent(0), a.extent(1)}),
+      KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { a(i, j) = 0; });
+  CHECK(kpmap::sum(a) == 0 + 1 + 2 + 3 + 4 + 5 + 10);  // row 0 and column 0 are left
+}

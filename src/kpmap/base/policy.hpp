@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace kpmap {
 
@@ -140,6 +141,30 @@ template <unsigned N, class... Traits>
 RowMajorRange<N, Kokkos::DefaultExecutionSpace, Traits...> row_major_range(
     const typename RowMajorRange<N, Kokkos::DefaultExecutionSpace, Traits...>::point_type& lo,
     const typename RowMajorRange<N, Kokkos::DefaultExecutionSpace, Traits...>::point_type& hi) {
+  return row_major_range<N, Traits...>(Kokkos::DefaultExecutionSpace(), lo, hi);
+}
+
+/// \brief As above, with corners of any integral types, as they come:
+/// `row_major_range<2>(exec, {0, 0}, {a.extent(0), a.extent(1)})`.
+template <unsigned N, class... Traits, class Exec, class I, class J,
+          std::enable_if_t<Kokkos::is_execution_space<Exec>::value && std::is_integral_v<I> &&
+                               std::is_integral_v<J>,
+                           int> = 0>
+RowMajorRange<N, Exec, Traits...> row_major_range(const Exec& exec, const I (&lo)[N],
+                                                  const J (&hi)[N]) {
+  using Point = typename RowMajorRange<N, Exec, Traits...>::point_type;
+  Point l{}, h{};
+  for (unsigned d = 0; d < N; ++d) {
+    l[d] = static_cast<typename Point::value_type>(lo[d]);
+    h[d] = static_cast<typename Point::value_type>(hi[d]);
+  }
+  return row_major_range<N, Traits...>(exec, l, h);
+}
+/// \brief As above, on a default instance of Kokkos' default execution space.
+template <unsigned N, class... Traits, class I, class J,
+          std::enable_if_t<std::is_integral_v<I> && std::is_integral_v<J>, int> = 0>
+RowMajorRange<N, Kokkos::DefaultExecutionSpace, Traits...> row_major_range(const I (&lo)[N],
+                                                                           const J (&hi)[N]) {
   return row_major_range<N, Traits...>(Kokkos::DefaultExecutionSpace(), lo, hi);
 }
 

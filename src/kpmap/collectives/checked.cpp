@@ -139,15 +139,20 @@ void verify_identical(const Axis& axis, const std::string& what, const void* byt
     for (std::size_t i = 0; i < nbytes / elem_size; ++i) {
       if (std::memcmp(ours + i * elem_size, theirs.data() + i * elem_size, elem_size) != 0) {
         message = "element " + std::to_string(i) + " is " + format(ours + i * elem_size) +
-                  " on axis rank 0 but " + format(theirs.data() + i * elem_size) +
-                  " on axis rank " + std::to_string(other);
+                  " on axis rank 0 " + axis.coordinates(0) + " but " +
+                  format(theirs.data() + i * elem_size) + " on axis rank " + std::to_string(other) +
+                  " " + axis.coordinates(other);
         break;
       }
     }
   }
   transport::bcast_string(message, 0, axis.comm());
+  const std::string over = axis.differs_over(0, other);
   throw Error("kpmap checked mode: " + what + " should be replicated over axis '" + axis.name() +
-                  "' but differs between ranks: " + message,
+                  "' but differs " +
+                  (over == axis.name() ? std::string("between ranks")
+                                       : "over '" + over + "' (between ranks)") +
+                  ": " + message,
               exit_code::failure, ErrorScope::all_ranks);
 }
 

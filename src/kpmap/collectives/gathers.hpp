@@ -53,6 +53,17 @@ inline void require_dim(const char* op, int dim, int rank) {
   }
 }
 
+/// An untiled all_gather stacks the blocks of a View of rank `rank` along a
+/// new dimension `dim` of its result, one of 0 .. rank.
+inline void require_stack_dim(const char* op, int dim, int rank) {
+  if (dim < 0 || dim > rank) {
+    throw Error(std::string("kpmap::") + op + ": dimension " + std::to_string(dim) +
+                " cannot stack the blocks of a View of rank " + std::to_string(rank) +
+                " (a new dimension 0 to " + std::to_string(rank) + " of the rank-" +
+                std::to_string(rank + 1) + " result)");
+  }
+}
+
 inline void require_divisible(const char* op, const Axis& axis, int dim, std::size_t extent) {
   if (extent % static_cast<std::size_t>(axis.size()) != 0) {
     throw Error(std::string("kpmap::") + op + ": dimension " + std::to_string(dim) +
@@ -228,7 +239,7 @@ detail::stacked_t<V> all_gather(const Exec& exec, const V& x, AxisRef axis, int 
   if (region.traced()) region.note(detail::trace_args(x));
   static_assert(detail::rank_v<V> < detail::max_view_rank,
                 "all_gather adds a dimension: the input rank must be below 8");
-  detail::require_dim("all_gather", dim, detail::rank_v<V> + 1);
+  detail::require_stack_dim("all_gather", dim, detail::rank_v<V>);
   auto out = detail::allocate<detail::stacked_t<V>>(
       "kpmap::all_gather", detail::stacked_extents_at(x, axis->size(), dim));
   detail::start_all_gather(exec, x, *axis, true, dim, out, nullptr)();
@@ -490,7 +501,7 @@ template <class Exec, class V,
 Async<detail::stacked_t<V>> iall_gather(const Exec& exec, const V& x, AxisRef axis, int dim = 0) {
   ProfilingRegion region("kpmap::iall_gather", axis->name());
   if (region.traced()) region.note(detail::trace_args(x));
-  detail::require_dim("all_gather", dim, detail::rank_v<V> + 1);
+  detail::require_stack_dim("all_gather", dim, detail::rank_v<V>);
   auto out = detail::allocate<detail::stacked_t<V>>(
       "kpmap::all_gather", detail::stacked_extents_at(x, axis->size(), dim));
   transport::Pending pending;

@@ -30,6 +30,7 @@ void Mesh::add_line_axis(std::string name) {
   a->mask_ = 1;
   MPI_Comm_rank(comm_, &a->index_);
   MPI_Comm_size(comm_, &a->size_);
+  a->parts_ = {{a->name_, a->size_}};
   axes_.push_back(std::move(a));
 }
 
@@ -77,6 +78,7 @@ Mesh::Mesh(const std::vector<std::pair<std::string, int>>& axes, MPI_Comm comm) 
     a->index_ = coords[d];
     a->size_ = dims[d];
     a->mask_ = 1u << d;
+    a->parts_ = {{a->name_, a->size_}};
     axes_.push_back(std::move(a));
   }
   add_groups();
@@ -98,7 +100,10 @@ void Mesh::add_groups() {
       MPI_Cart_sub(comm_, keep.data(), &g->comm_);
     }
     for (int d = 0; d < nd; ++d) {
-      if ((mask >> d) & 1u) g->name_ += (g->name_.empty() ? "" : ",") + axes_[d]->name();
+      if ((mask >> d) & 1u) {
+        g->name_ += (g->name_.empty() ? "" : ",") + axes_[d]->name();
+        g->parts_.emplace_back(axes_[d]->name(), axes_[d]->size());
+      }
     }
     MPI_Comm_rank(g->comm_, &g->index_);
     MPI_Comm_size(g->comm_, &g->size_);
@@ -158,6 +163,33 @@ const Axis& Mesh::axis(std::string_view name) const {
   throw InputError("kpmap: unknown axis '" + std::string(name) + "'; this mesh has " + valid);
 }
 
+std::vector<int> Axis::coords(int index) const {
+  std::vector<int> c(parts_.size());
+  for (std::size_t k = parts_.size(); k-- > 0;) {
+    c[k] = index % parts_[k].second;
+    index /= parts_[k].second;
+  }
+  return c;
+}
+
+std::string Axis::coordinates(int index) const {
+  const std::vector<int> c = coords(index);
+  std::string s = "(";
+  for (std::size_t k = 0; k < parts_.size(); ++k) {
+    s += (k ? ", " : "") + parts_[k].first + " " + std::to_string(c[k]);
+  }
+  return s + ")";
+}
+
+std::string Axis::differs_over(int a, int b) const {
+  const std::vector<int> ca = coords(a), cb = coords(b);
+  std::string s;
+  for (std::size_t k = 0; k < parts_.size(); ++k) {
+    if (ca[k] != cb[k]) s += (s.empty() ? "" : ",") + parts_[k].first;
+  }
+  return s;
+}
+
 const Axis& Mesh::axes(const std::vector<std::string_view>& names) const {
   if (names.empty()) throw InputError("kpmap: a set of axes needs at least one name");
   if (names.size() == 1) return axis(names.front());
@@ -194,6 +226,7 @@ const Axis& Mesh::axes(const std::vector<std::string_view>& names) const {
   for (auto name : names) {
     const Axis& a = axis(name);
     key = key * a.size() + a.index();
+    g->parts_.emplace_back(a.name(), a.size());
   }
   MPI_Comm_split(same_ranks->comm(), 0, key, &g->comm_);
   MPI_Comm_rank(g->comm_, &g->index_);

@@ -36,9 +36,20 @@ class Axis {
   int index() const noexcept { return index_; }
   /// \brief Number of ranks along the axis (JAX's axis_size / psum(1, axis)).
   int size() const noexcept { return size_; }
+  /// \brief The single axes this one spans, each name and size, in the
+  /// order its index counts them: one for a named axis, two or more for a set.
+  const std::vector<std::pair<std::string, int>>& parts() const noexcept { return parts_; }
+  /// \brief The mesh coordinates of the rank at `index` along this axis, as
+  /// text: "(data 0, model 1)".
+  std::string coordinates(int index) const;
+  /// \brief The names of the single axes along which the ranks at indices
+  /// `a` and `b` of this axis differ, joined by commas: "model".
+  std::string differs_over(int a, int b) const;
 
  private:
   friend class Mesh;
+  std::vector<int> coords(int index) const;
+  std::vector<std::pair<std::string, int>> parts_;
   std::string name_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int index_ = 0;

@@ -21,13 +21,19 @@
 
 #include <Kokkos_Core.hpp>
 
+#if __has_include(<cxxabi.h>)
+#include <cxxabi.h>
+#endif
+
 #include <array>
 #include <cstddef>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -222,6 +228,24 @@ auto shard_result(const Mesh& mesh, const PartitionSpec& spec, R&& result, std::
 
 }  // namespace detail
 
+namespace detail {
+/// The name of type F as written ("RowSums", "main::{lambda(auto:1 const&)#1}").
+template <class F>
+std::string function_name() {
+  const char* mangled = typeid(F).name();
+#if __has_include(<cxxabi.h>)
+  int status = 0;
+  char* name = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  if (status == 0 && name != nullptr) {
+    std::string s(name);
+    std::free(name);
+    return s;
+  }
+#endif
+  return mangled;
+}
+}  // namespace detail
+
 /// \brief A function mapped over a mesh with partition specs; see kpmap::shard_map.
 template <class F>
 class ShardMapped {
@@ -237,8 +261,11 @@ class ShardMapped {
   template <class... Args>
   auto operator()(const Args&... args) const {
     if (sizeof...(Args) != in_.size()) {
-      throw InputError("kpmap::shard_map: " + std::to_string(in_.size()) + " in_specs for " +
-                       std::to_string(sizeof...(Args)) + " arguments");
+      throw InputError("kpmap::shard_map of " + detail::function_name<F>() + ": " +
+                       std::to_string(in_.size()) + " in_specs for " +
+                       std::to_string(sizeof...(Args)) +
+                       " arguments: the counts must match, one partition spec per argument "
+                       "(P() for a number or an array every rank holds whole)");
     }
     UseMesh use(*mesh_);
     return call(std::index_sequence_for<Args...>{}, args...);
@@ -265,8 +292,10 @@ class ShardMapped {
 
   void check_out_count(std::size_t n) const {
     if (out_.size() != n) {
-      throw InputError("kpmap::shard_map: " + std::to_string(out_.size()) + " out_specs for " +
-                       std::to_string(n) + " results");
+      throw InputError("kpmap::shard_map of " + detail::function_name<F>() + ": " +
+                       std::to_string(out_.size()) + " out_specs for " + std::to_string(n) +
+                       " results: the counts must match, one partition spec per result (a "
+                       "function with several results returns a std::tuple)");
     }
   }
 
