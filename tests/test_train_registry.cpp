@@ -13,6 +13,7 @@
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/optimizers/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
+#include <kpmap/train.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -269,6 +270,41 @@ TEST_CASE("a program's own optimizer is named by decks, its keys checked, its up
   CHECK_THROWS_WITH((Optimizer<double, Mem, Params>(config, p)), ContainsSubstring("gian"));
   CHECK_THROWS_WITH(register_optimizer<Accumulate>({"accumulate", "again"}),
                     ContainsSubstring("an optimizer named 'accumulate' is registered already"));
+}
+
+TEST_CASE("kpmap/train.hpp includes every built-in layer, loss and optimizer header",
+          "[train][layer]") {
+  std::ifstream in(KPMAP_SOURCE_DIR "/src/kpmap/train.hpp");
+  const std::string umbrella((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& [folder, macro] :
+       {std::pair<std::string, std::string>{"layers", "KPMAP_TRAIN_BUILTIN_LAYER"},
+        {"losses", "KPMAP_TRAIN_BUILTIN_LOSS"},
+        {"optimizers", "KPMAP_TRAIN_BUILTIN_OPTIMIZER"}}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/train/" + folder)) {
+      std::ifstream file(entry.path());
+      const std::string text((std::istreambuf_iterator<char>(file)),
+                             std::istreambuf_iterator<char>());
+      if (text.find("\n" + macro + "(") == std::string::npos) continue;
+      const std::string include =
+          "#include <kpmap/train/" + folder + "/" + entry.path().filename().string() + ">";
+      CAPTURE(include);
+      CHECK(umbrella.find(include) != std::string::npos);
+    }
+  }
+  // Its classes are reachable by their names, as 0.1.0's registry.hpp made them.
+  CHECK(Dense<double, Mem>(Shape::flat(3), 2).output_shape() == Shape::flat(2));
+  // 0.1.0's optimizer kinds, for one release (deprecated): the registered names.
+  OptimizerConfig config;
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+  config.kind = OptimizerConfig::Kind::adam;
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+  CHECK(config.kind == "adam");
 }
 
 TEST_CASE("every built-in optimizer header registers its optimizer", "[train][optimizer]") {

@@ -41,6 +41,15 @@ namespace kpmap::train {
 /// \brief Which optimizer, its own keys, and the learning rate's schedule.
 struct OptimizerConfig {
   enum class Schedule { constant, cosine, step };
+  /// The names 0.1.0's enum gave, for one release: `kind = Kind::adam` still
+  /// compiles, with a warning; write `kind = "adam"`.
+  struct Kind {
+    [[deprecated("write kind = \"gd\"")]] static constexpr const char* gd = "gd";
+    [[deprecated("write kind = \"sgd\"")]] static constexpr const char* sgd = "sgd";
+    [[deprecated("write kind = \"momentum\"")]] static constexpr const char* momentum =
+        "momentum";
+    [[deprecated("write kind = \"adam\"")]] static constexpr const char* adam = "adam";
+  };
   /// A registered optimizer: "gd", "sgd", "momentum", "adam" or a program's own.
   std::string kind = "gd";
   /// Its own keys that are set, by name (e.g. {"beta1", 0.8}); the rest take
