@@ -7,13 +7,13 @@
 #include "support/train_checks.hpp"
 
 #include <kpmap/runtime/mesh.hpp>
+#include <kpmap/train.hpp>
 #include <kpmap/train/config.hpp>
 #include <kpmap/train/layers/conv2d.hpp>
 #include <kpmap/train/layers/maxpool2d.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/optimizers/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
-#include <kpmap/train.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -275,7 +275,8 @@ TEST_CASE("a program's own optimizer is named by decks, its keys checked, its up
 TEST_CASE("kpmap/train.hpp includes every built-in layer, loss and optimizer header",
           "[train][layer]") {
   std::ifstream in(KPMAP_SOURCE_DIR "/src/kpmap/train.hpp");
-  const std::string umbrella((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string umbrella((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   for (const auto& [folder, macro] :
        {std::pair<std::string, std::string>{"layers", "KPMAP_TRAIN_BUILTIN_LAYER"},
         {"losses", "KPMAP_TRAIN_BUILTIN_LOSS"},

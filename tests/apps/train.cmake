@@ -20,6 +20,20 @@ if(KPMAP_ENABLE_APPS)
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 --expect "KPMAP_GPU_AWARE='maybe'" --)
   kpmap_add_output_test(NAME apps.kpmap-info.help COMMAND kpmap-info --help LABELS apps
     EXPECT "mpiexec -n 4 kpmap-info")
+  # Each app's --help and --version are its own: no line of Kokkos' help
+  # block, and one line that says where Kokkos' options are.
+  foreach(app kpmap-info kpmap-train kpmap-heat)
+    add_test(NAME apps.${app}.help_is_its_own
+      COMMAND ${EXPECT_EXIT} --exit-code 0 --expect "Usage:"
+              "--expect=Kokkos' own options (threads, devices, tools): --kokkos-help"
+              "--reject=Kokkos command line arguments" "--reject=--kokkos-threads=INT"
+              -- $<TARGET_FILE:${app}> --help)
+    add_test(NAME apps.${app}.version_is_its_own
+      COMMAND ${EXPECT_EXIT} --exit-code 0 --regex "^kpmap[-a-z]* ${PROJECT_VERSION}\n$"
+              -- $<TARGET_FILE:${app}> --version)
+    set_tests_properties(apps.${app}.help_is_its_own apps.${app}.version_is_its_own
+      PROPERTIES LABELS apps ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  endforeach()
 
   # ---- kpmap-train ------------------------------------------------------------
   set(TRAIN_CHECK ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_train.py)

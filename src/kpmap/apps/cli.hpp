@@ -16,6 +16,10 @@ namespace kpmap::apps {
 /// --version, 2 after a bad argument. Only rank 0 prints.
 inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv,
                                              const Runtime& rt) {
+  // Kokkos' own options are not the program's: one line says where they are.
+  const std::string footer = app.get_footer();
+  app.footer(footer + (footer.empty() || footer.back() == '\n' ? "" : "\n") +
+             "Kokkos' own options (threads, devices, tools): --kokkos-help");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

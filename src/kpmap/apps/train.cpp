@@ -198,7 +198,9 @@ int train_in(kpmap::train::TrainConfig c, const Deck& deck, const kpmap::apps::R
 
 int kpmap::apps::train_main(int argc, char** argv) {
   return kpmap::run(argc, argv, [&](kpmap::Runtime& rt) {
-    CLI::App app{"kpmap-train: data-parallel training of linear models and MLPs on every rank"};
+    CLI::App app{
+        "kpmap-train: data-parallel training on every rank of linear models, MLPs, CNNs and\n"
+        "models of a program's own layers, driven by a TOML deck"};
     app.footer(
         "Examples:\n"
         "  mpiexec -n 4 kpmap-train inputs/train_linear.toml\n"

@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <unistd.h>
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 #include <cstdlib>
@@ -311,7 +312,14 @@ void Runtime::init_kokkos(int& argc, char**& argv, int local_rank, const std::st
     return;
   }
   const int devices = detail::visible_device_count();
-  std::vector<char*> args(argv, argv + argc);
+  // Kokkos prints its own 40-line help for a plain --help: the program's
+  // --help is the program's (Kokkos' stays reachable as --kokkos-help).
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (i > 0 && (arg == "--help" || arg == "-h")) continue;
+    args.push_back(argv[i]);
+  }
   std::string device_flag;
   int chosen = -1;
   if (devices == 0) {
@@ -349,10 +357,16 @@ void Runtime::init_kokkos(int& argc, char**& argv, int local_rank, const std::st
                      "are left out");
   }
   owns_kokkos_ = true;
-  // Kokkos removed the arguments it understood; hand the rest back to the caller.
+  // Kokkos removed the arguments it understood; hand the rest back to the
+  // caller in their order, with the --help Kokkos was not shown.
+  const std::vector<char*> left(args.begin(), args.begin() + nargs);
   int kept = 0;
-  for (int i = 0; i < nargs; ++i) {
-    if (args[i] != device_flag.data() && args[i] != threads_flag.data()) argv[kept++] = args[i];
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    const bool hidden = i > 0 && (arg == "--help" || arg == "-h");
+    if (hidden || std::find(left.begin(), left.end(), argv[i]) != left.end()) {
+      argv[kept++] = argv[i];
+    }
   }
   argv[kept] = nullptr;
   argc = kept;

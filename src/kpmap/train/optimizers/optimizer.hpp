@@ -46,8 +46,7 @@ struct OptimizerConfig {
   struct Kind {
     [[deprecated("write kind = \"gd\"")]] static constexpr const char* gd = "gd";
     [[deprecated("write kind = \"sgd\"")]] static constexpr const char* sgd = "sgd";
-    [[deprecated("write kind = \"momentum\"")]] static constexpr const char* momentum =
-        "momentum";
+    [[deprecated("write kind = \"momentum\"")]] static constexpr const char* momentum = "momentum";
     [[deprecated("write kind = \"adam\"")]] static constexpr const char* adam = "adam";
   };
   /// A registered optimizer: "gd", "sgd", "momentum", "adam" or a program's own.
