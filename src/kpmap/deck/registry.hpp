@@ -29,6 +29,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -154,6 +155,18 @@ class Registry {
   std::once_flag once_;
   void (*builtins_)();
 };
+
+/// \brief A registered piece's T from its own keys: T(keys) where T takes
+/// them, else T() (a piece without keys).
+template <class T>
+T from_settings(const Settings& keys) {
+  if constexpr (std::is_constructible_v<T, const Settings&>) {
+    return T(keys);
+  } else {
+    (void)keys;
+    return T();
+  }
+}
 
 }  // namespace kpmap::deck
 

@@ -192,7 +192,7 @@ struct ElementLoss {
     using Base = LossFunction<C, M, A>;
 
    public:
-    explicit Of(const deck::Settings& keys) : f_(make(keys)) {}
+    explicit Of(const deck::Settings& keys) : f_(deck::from_settings<F>(keys)) {}
     void delta_and_sums(const typename Base::Exec& exec, const typename Base::Scores& z,
                         const typename Base::Targets& y, const typename Base::Deltas& delta,
                         A scale, const typename Base::Sums& sums) const override {
@@ -203,14 +203,6 @@ struct ElementLoss {
     }
 
    private:
-    static F make(const deck::Settings& keys) {
-      if constexpr (std::is_constructible_v<F, const deck::Settings&>) {
-        return F(keys);
-      } else {
-        (void)keys;
-        return F();
-      }
-    }
     F f_;
   };
 };

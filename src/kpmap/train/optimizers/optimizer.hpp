@@ -252,7 +252,7 @@ struct ElementOptimizer {
     using typename UpdateRule<T, M>::Exec;
     using typename UpdateRule<T, M>::Flat;
     using typename UpdateRule<T, M>::ConstFlat;
-    explicit Of(const deck::Settings& keys) : f_(make(keys)) {}
+    explicit Of(const deck::Settings& keys) : f_(deck::from_settings<F>(keys)) {}
     void apply(const Exec& exec, long long t, T lr, const Flat& p, const ConstFlat& g,
                const Flat* state) const override {
       detail::ElementUpdate<F, T, M, N> u{f_, p, g, {}, {}, {}, {}, {lr, t}};
@@ -262,14 +262,6 @@ struct ElementOptimizer {
     }
 
    private:
-    static F make(const deck::Settings& keys) {
-      if constexpr (std::is_constructible_v<F, const deck::Settings&>) {
-        return F(keys);
-      } else {
-        (void)keys;
-        return F();
-      }
-    }
     F f_;
   };
 };
