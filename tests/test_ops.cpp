@@ -1,6 +1,8 @@
 // The array operations of kpmap/spmd/ops.hpp: each against the same sums
 // written as host loops or closed forms, on LayoutRight, LayoutLeft and
-// strided Views, and their errors naming the shapes.
+// strided Views, their errors naming the shapes, and their kernels counted
+// (one each, on the Views' own execution space); and the row-major range
+// their kernels and the library's use, with corners as they come.
 
 #include "support/mpi_test.hpp"
 
@@ -13,6 +15,10 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 using Catch::Matchers::ContainsSubstring;
 
@@ -166,4 +172,52 @@ TEST_CASE("row_major_range takes a View's extents as they come", "[ops]") {
       "test_ops::fill", kpmap::row_major_range<2>(Exec(), {1u, 1u}, {a.extent(0), a.extent(1)}),
       KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { a(i, j) = 0; });
   CHECK(kpmap::sum(a) == 0 + 1 + 2 + 3 + 4 + 5 + 10);  // row 0 and column 0 are left
+}
+
+namespace {
+// The kernels kpmap's operations start: (name, Kokkos Tools' device type).
+std::vector<std::pair<std::string, std::uint32_t>>& ops_kernels() {
+  static std::vector<std::pair<std::string, std::uint32_t>> k;
+  return k;
+}
+void record_ops_kernel(const char* name, std::uint32_t device_id, std::uint64_t*) {
+  if (std::strncmp(name, "kpmap::", 7) == 0) ops_kernels().emplace_back(name, device_id >> 24);
+}
+// The kernels `call` starts.
+template <class F>
+std::vector<std::pair<std::string, std::uint32_t>> kernels_of(F&& call) {
+  namespace tools = Kokkos::Tools::Experimental;
+  ops_kernels().clear();
+  tools::set_begin_parallel_for_callback(record_ops_kernel);
+  tools::set_begin_parallel_reduce_callback(record_ops_kernel);
+  call();
+  tools::set_begin_parallel_for_callback(nullptr);
+  tools::set_begin_parallel_reduce_callback(nullptr);
+  return ops_kernels();
+}
+template <class E>
+std::uint32_t space_id() {
+  return Kokkos::Tools::Experimental::device_id(E()) >> 24;
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("each elementwise operation and sum is one kernel on its Views' space", "[ops]",
+                   Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace) {
+  // Views in TestType's memory: the kernel runs on TestType (in an OpenMP
+  // or GPU build the host Views' kernels run on the host, not the default).
+  using M = typename TestType::memory_space;
+  Kokkos::View<double**, M> a("a", 4, 3), b("b", 4, 3);
+  const auto one = [&](auto&& call, const char* name) {
+    const auto k = kernels_of(call);
+    CAPTURE(name);
+    REQUIRE(k.size() == 1);
+    CHECK(k[0].first == name);
+    CHECK(k[0].second == space_id<TestType>());
+  };
+  one([&] { kpmap::add(a, b); }, "kpmap::add");
+  one([&] { kpmap::multiply(a, b); }, "kpmap::multiply");
+  one([&] { kpmap::scale(2.0, a); }, "kpmap::scale");
+  one([&] { kpmap::sum(a, 0); }, "kpmap::sum");
+  one([&] { kpmap::sum(a, 1); }, "kpmap::sum");
+  one([&] { (void)kpmap::sum(a); }, "kpmap::sum");
 }

@@ -217,6 +217,23 @@ KPMAP_TRAIN_REGISTER_OPTIMIZER(
      kpmap::deck::Schema("accumulate").real("gain", 1.0, {0.0, 10.0}, "", "the factor of s"),
      {"s"}});
 
+// p after two steps of `config` from p = 1 (three elements), with gradients
+// g1 then g2; the optimizer's one state array must be named `state`.
+std::vector<double> after_two_steps(const OptimizerConfig& config, double g1, double g2,
+                                    const std::string& state) {
+  using Params = FlatParams<double, Mem>;
+  Params p{Kokkos::View<double*, Mem>("p", 3)}, g{Kokkos::View<double*, Mem>("g", 3)};
+  Kokkos::deep_copy(p.all, 1.0);
+  Optimizer<double, Mem, Params> opt(config, p);
+  REQUIRE(opt.state().size() == 1);
+  CHECK(opt.state()[0].first == state);
+  Kokkos::deep_copy(g.all, g1);
+  opt.step(p, g);
+  Kokkos::deep_copy(g.all, g2);
+  opt.step(p, g);
+  return to_host(p.all);
+}
+
 kpmap::deck::Deck optimizer_deck(const std::string& keys) {
   return kpmap::deck::parse(train_schema(), "[optimizer]\n" + keys + "\n", "test.toml");
 }
@@ -249,22 +266,16 @@ TEST_CASE("a program's own optimizer is named by decks, its keys checked, its up
   CHECK(std::get<double>(c.optimizer.keys.at("beta1")) == 0.8);
   CHECK(c.optimizer.keys.count("gain") == 0);
   // Two steps against the closed form: p2 = p0 - lr gain (2 g1 + g2).
-  using Params = FlatParams<double, Mem>;
-  Params p{Kokkos::View<double*, Mem>("p", 3)}, g{Kokkos::View<double*, Mem>("g", 3)};
-  Kokkos::deep_copy(p.all, 1.0);
   OptimizerConfig config;
   config.kind = "accumulate";
   config.keys["gain"] = 2.0;
   config.learning_rate = 0.1;
-  Optimizer<double, Mem, Params> opt(config, p);
-  REQUIRE(opt.state().size() == 1);
-  CHECK(opt.state()[0].first == "s");
   const double g1 = 0.5, g2 = -1.5;
-  Kokkos::deep_copy(g.all, g1);
-  opt.step(p, g);
-  Kokkos::deep_copy(g.all, g2);
-  opt.step(p, g);
-  for (double v : to_host(p.all)) CHECK(std::abs(v - (1.0 - 0.1 * 2.0 * (2 * g1 + g2))) < 1e-15);
+  for (double v : after_two_steps(config, g1, g2, "s")) {
+    CHECK(std::abs(v - (1.0 - 0.1 * 2.0 * (2 * g1 + g2))) < 1e-15);
+  }
+  using Params = FlatParams<double, Mem>;
+  Params p{Kokkos::View<double*, Mem>("p", 3)};
   // A key it does not declare; registration errors as for layers.
   config.keys["gian"] = 1.0;
   CHECK_THROWS_WITH((Optimizer<double, Mem, Params>(config, p)), ContainsSubstring("gian"));
@@ -497,24 +508,14 @@ TEST_CASE("a loss and an optimizer given element by element", "[train][loss][opt
                     ContainsSubstring("a per-element loss reads one output per sample"));
   // The optimizer: two steps against the closed form
   // v1 = g1, p1 = p0 - lr (1 + mu) g1; v2 = mu g1 + g2, p2 = p1 - lr (g2 + mu v2).
-  using Params = FlatParams<double, Mem>;
-  Params p{Kokkos::View<double*, Mem>("p", 5)}, g{Kokkos::View<double*, Mem>("g", 5)};
-  Kokkos::deep_copy(p.all, 1.0);
   OptimizerConfig config;
   config.kind = "nesterov";
   config.keys["nesterov_momentum"] = 0.5;
   config.learning_rate = 0.1;
-  Optimizer<double, Mem, Params> opt(config, p);
-  REQUIRE(opt.state().size() == 1);
-  CHECK(opt.state()[0].first == "m");
   const double g1 = 0.5, g2 = -1.5, mu = 0.5, lr = 0.1;
-  Kokkos::deep_copy(g.all, g1);
-  opt.step(p, g);
-  Kokkos::deep_copy(g.all, g2);
-  opt.step(p, g);
   const double p1 = 1.0 - lr * (1 + mu) * g1;
   const double p2 = p1 - lr * (g2 + mu * (mu * g1 + g2));
-  for (double v : to_host(p.all)) CHECK(std::abs(v - p2) < 1e-15);
+  for (double v : after_two_steps(config, g1, g2, "m")) CHECK(std::abs(v - p2) < 1e-15);
   // An update without state sees the step number; a registration that
   // names another number of state arrays than its update takes is refused.
   config.kind = "count_steps";
