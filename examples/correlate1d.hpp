@@ -25,7 +25,7 @@ struct Correlate1D {
   // what lets vmap allocate and return the output.
   template <class X, class W>
   std::array<std::size_t, 1> shape(const X& x, const W& w) const {
-    return {x.extent(0) - w.extent(0) + 1};
+    return {std::size_t(x.extent(0) - w.extent(0) + 1)};
   }
 };
 // [end]

@@ -36,7 +36,7 @@ struct Conv1D {
 struct SizedConv1D : Conv1D {
   template <class X, class W>
   std::array<std::size_t, 1> shape(const X& x, const W& w, double) const {
-    return {x.extent(0) - w.extent(0) + 1};
+    return {std::size_t(x.extent(0) - w.extent(0) + 1)};
   }
 };
 

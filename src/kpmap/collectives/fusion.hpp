@@ -243,7 +243,14 @@ std::function<void()> start_fused_one_type(const Exec& exec, Tree& tree, const A
   if (axis.size() == 1) {
     // One rank: the reduction is the identity; only the scale factors remain.
     if (before * after != 1.0) {
-      auto rescale = [&](auto& leaf) { scale(exec, leaf, before * after); };
+      // Every leaf is in Exec's space here (plan_fused refuses a tree that
+      // mixes spaces); the test keeps other spaces' kernels uninstantiated.
+      auto rescale = [&](auto& leaf) {
+        using Leaf = std::decay_t<decltype(leaf)>;
+        if constexpr (Kokkos::SpaceAccessibility<Exec, typename Leaf::memory_space>::accessible) {
+          scale(exec, leaf, before * after);
+        }
+      };
       for_each_leaf(tree, rescale);
     }
     return std::function<void()>([] {});

@@ -344,7 +344,7 @@ void linear_local_gradient(const Exec& exec, const Shard<T, M>& data,
                 std::to_string(rows) + " rows of " + std::to_string(f));
   }
   const std::size_t chunks = detail::reduction_chunks(rows);
-  const auto partial =
+  const Kokkos::View<T**, Kokkos::LayoutRight, M> partial =
       Kokkos::subview(ws.partial, Kokkos::make_pair(std::size_t(0), chunks), Kokkos::ALL());
   detail::launch_partials(exec,
                           detail::LinearPartials<T, Exec>{data.x, data.y, p.w, p.b, order, partial,
@@ -358,10 +358,14 @@ void linear_local_gradient(const Exec& exec, const Shard<T, M>& data,
                         Kokkos::subview(ws.ones, Kokkos::make_pair(std::size_t(0), chunks)), T(0),
                         ws.sums);
   }
-  Kokkos::parallel_for(
-      "kpmap::train::linear::finish", Kokkos::RangePolicy<Exec>(exec, 0, f + 2),
-      detail::LinearFinish<T, M>{ws.sums, few ? partial : decltype(partial)(), grad.w, grad.b, loss,
-                                 T(1) / static_cast<T>(global_batch)});
+  // Typed and named before the launch: nvcc's front end garbles a braced
+  // functor built from a conditional inside the call's arguments.
+  const Kokkos::View<const T**, Kokkos::LayoutRight, M> added =
+      few ? partial : Kokkos::View<T**, Kokkos::LayoutRight, M>();
+  const detail::LinearFinish<T, M> finish{ws.sums, added, grad.w, grad.b, loss,
+                                          T(1) / static_cast<T>(global_batch)};
+  Kokkos::parallel_for("kpmap::train::linear::finish", Kokkos::RangePolicy<Exec>(exec, 0, f + 2),
+                       finish);
 }
 
 /// \brief Loss and gradient of one global batch (see linear_local_gradient),

@@ -81,7 +81,7 @@ class Dense final : public Weighted<T, M> {
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
     kpmap::detail::gemm(exec, "N", "T", T(1), in, this->w_, T(0), out);
     // Row: each rank's product is a partial sum over its inputs.
-    if (parallel_ == DenseParallel::row) psum_inplace(exec, out, *axis_);
+    if (parallel_ == DenseParallel::row) psum_partial(exec, out);
     this->add_bias(exec, out.data(), out.extent(0));
   }
   void backward(const Exec& exec, const Batch& in, const Batch&, const Batch& dout,
@@ -92,7 +92,7 @@ class Dense final : public Weighted<T, M> {
     if (din.data() != nullptr) {
       kpmap::detail::gemm(exec, "N", "N", T(1), dout, this->w_, T(0), din);
       // Column: each rank's input gradient is a partial sum over its outputs.
-      if (parallel_ == DenseParallel::column) psum_inplace(exec, din, *axis_);
+      if (parallel_ == DenseParallel::column) psum_partial(exec, din);
     }
   }
   double work_bytes_per_sample() const override { return sizeof(T); }
@@ -122,11 +122,22 @@ class Dense final : public Weighted<T, M> {
   // layer's rows are its even part of the units; a row layer's columns
   // follow those of the ranks before it (each rank's input width, gathered
   // over the axis).
+  // The sum of each rank's partial products over the axis (split layers only,
+  // which `split` allows for MPI's element types alone).
+  void psum_partial(const Exec& exec, const Batch& v) const {
+    if constexpr (kpmap::detail::is_mpi_element_v<T>) psum_inplace(exec, v, *axis_);
+  }
   static Whole split(const Shape& input, std::size_t units, DenseParallel parallel,
                      const Axis* axis) {
     Whole w{0, 0, units, input.size()};
     if (parallel == DenseParallel::none) return w;
     if (axis == nullptr) throw Error("kpmap::train::Dense: a split layer needs its axis");
+    if constexpr (!kpmap::detail::is_mpi_element_v<T>) {
+      // 16-bit layers (precision "mixed" on a GPU): MPI has no 16-bit type to sum.
+      throw ShapeError("dense: a layer split over axis '" + axis->name() +
+                       "' sums its partial results over MPI, which has no 16-bit type: "
+                       "split layers need precision \"float\" or \"double\", not \"mixed\"");
+    }
     if (parallel == DenseParallel::column) {
       const BlockPartition p(units, axis->size());
       if (p.count(axis->index()) == 0) {
