@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
@@ -243,14 +244,7 @@ std::function<void()> start_fused_one_type(const Exec& exec, Tree& tree, const A
   if (axis.size() == 1) {
     // One rank: the reduction is the identity; only the scale factors remain.
     if (before * after != 1.0) {
-      // Every leaf is in Exec's space here (plan_fused refuses a tree that
-      // mixes spaces); the test keeps other spaces' kernels uninstantiated.
-      auto rescale = [&](auto& leaf) {
-        using Leaf = std::decay_t<decltype(leaf)>;
-        if constexpr (Kokkos::SpaceAccessibility<Exec, typename Leaf::memory_space>::accessible) {
-          scale(exec, leaf, before * after);
-        }
-      };
+      auto rescale = [&](auto& leaf) { scale(exec, leaf, before * after); };
       for_each_leaf(tree, rescale);
     }
     return std::function<void()>([] {});
@@ -303,6 +297,17 @@ struct LeavesOfType {
   }
 };
 
+/// Whether `Exec` reaches the memory of every View of a tuple tree (nested
+/// tuples too). Vectors and structs hold one space, checked elsewhere.
+template <class Exec, class T, class = void>
+struct tree_reachable : std::true_type {};
+template <class Exec, class V>
+struct tree_reachable<Exec, V, std::enable_if_t<Kokkos::is_view<V>::value>>
+    : std::bool_constant<Kokkos::SpaceAccessibility<Exec, typename V::memory_space>::accessible> {};
+template <class Exec, class... Ts>
+struct tree_reachable<Exec, std::tuple<Ts...>>
+    : std::bool_constant<(tree_reachable<Exec, std::decay_t<Ts>>::value && ...)> {};
+
 /// Starts a fused in-place reduction of every leaf of `tree` (see
 /// start_fused_one_type): a tree whose leaves mix element types (JAX's
 /// pytrees of float32 and int32) is reduced in one message stream per
@@ -316,6 +321,9 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
   const char* space = nullptr;
   std::size_t index = 0;
   using TreeSpace = typename tree_memory_space<std::decay_t<Tree>>::type;
+  static_assert(Kokkos::SpaceAccessibility<Exec, TreeSpace>::accessible,
+                "kpmap: this execution space cannot access the tree's memory space; pass an "
+                "execution space that can (the Views' own: typename View::execution_space)");
   auto note_type = [&](auto& leaf) {
     using V = std::decay_t<decltype(leaf)>;
     require_leaf_space<Tree, V>();
@@ -339,22 +347,28 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
     types.push_back(&t);
   };
   for_each_leaf(tree, note_type);
-  if (types.size() <= 1) {
-    return start_fused_one_type(exec, tree, axis, op, opname, before, after, pending);
+  if constexpr (!tree_reachable<Exec, std::decay_t<Tree>>::value) {
+    // Leaves in several spaces, refused above; their kernels are never built.
+    throw Error(std::string("kpmap::") + opname +
+                ": a tree's leaves must live in one memory space");
+  } else {
+    if (types.size() <= 1) {
+      return start_fused_one_type(exec, tree, axis, op, opname, before, after, pending);
+    }
+    using Held = std::conditional_t<std::is_copy_constructible_v<std::remove_const_t<Tree>>,
+                                    std::remove_const_t<Tree>, Tree&>;
+    auto parts = std::make_shared<std::vector<LeavesOfType<Held>>>();
+    parts->reserve(types.size());  // the parts stay where they are while the steps run
+    std::vector<std::function<void()>> steps;
+    for (const auto* t : types) {
+      parts->push_back(LeavesOfType<Held>{tree, t});
+      steps.push_back(
+          start_fused_one_type(exec, parts->back(), axis, op, opname, before, after, pending));
+    }
+    return std::function<void()>([parts, steps = std::move(steps)]() {
+      for (const auto& step : steps) step();
+    });
   }
-  using Held = std::conditional_t<std::is_copy_constructible_v<std::remove_const_t<Tree>>,
-                                  std::remove_const_t<Tree>, Tree&>;
-  auto parts = std::make_shared<std::vector<LeavesOfType<Held>>>();
-  parts->reserve(types.size());  // the parts stay where they are while the steps run
-  std::vector<std::function<void()>> steps;
-  for (const auto* t : types) {
-    parts->push_back(LeavesOfType<Held>{tree, t});
-    steps.push_back(
-        start_fused_one_type(exec, parts->back(), axis, op, opname, before, after, pending));
-  }
-  return std::function<void()>([parts, steps = std::move(steps)]() {
-    for (const auto& step : steps) step();
-  });
 }
 
 }  // namespace detail

@@ -362,8 +362,8 @@ void linear_local_gradient(const Exec& exec, const Shard<T, M>& data,
   // functor built from a conditional inside the call's arguments.
   const Kokkos::View<const T**, Kokkos::LayoutRight, M> added =
       few ? partial : Kokkos::View<T**, Kokkos::LayoutRight, M>();
-  const detail::LinearFinish<T, M> finish{ws.sums, added, grad.w, grad.b, loss,
-                                          T(1) / static_cast<T>(global_batch)};
+  const detail::LinearFinish<T, M> finish{ws.sums, added, grad.w,
+                                          grad.b,  loss,  T(1) / static_cast<T>(global_batch)};
   Kokkos::parallel_for("kpmap::train::linear::finish", Kokkos::RangePolicy<Exec>(exec, 0, f + 2),
                        finish);
 }
