@@ -499,7 +499,7 @@ TEST_CASE("every built-in solver file registers its solver, and decks name each"
   // missing from the registry (nothing refers to it but the registry).
   std::set<std::string> in_files;
   for (const auto& entry :
-       std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/sim/solvers")) {
+       std::filesystem::directory_iterator(kpmap::test::source_dir() + "/src/kpmap/sim/solvers")) {
     std::ifstream in(entry.path());
     for (std::string line; std::getline(in, line);) {
       const std::string macro = "KPMAP_SIM_BUILTIN_SOLVER(";

@@ -85,8 +85,8 @@ KPMAP_TRAIN_REGISTER_LAYER(Scale, {"scale", "y = factor x",
 std::set<std::string> builtin_names(const std::string& folder, const std::string& macro) {
   std::set<std::string> names;
   const std::string start = "\n" + macro + "(";
-  for (const auto& entry :
-       std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/train/" + folder)) {
+  for (const auto& entry : std::filesystem::directory_iterator(kpmap::test::source_dir() +
+                                                               "/src/kpmap/train/" + folder)) {
     std::ifstream in(entry.path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     for (auto at = text.find(start); at != std::string::npos; at = text.find(start, at + 1)) {
@@ -285,15 +285,15 @@ TEST_CASE("a program's own optimizer is named by decks, its keys checked, its up
 
 TEST_CASE("kpmap/train.hpp includes every built-in layer, loss and optimizer header",
           "[train][layer]") {
-  std::ifstream in(KPMAP_SOURCE_DIR "/src/kpmap/train.hpp");
+  std::ifstream in(kpmap::test::source_dir() + "/src/kpmap/train.hpp");
   const std::string umbrella((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
   for (const auto& [folder, macro] :
        {std::pair<std::string, std::string>{"layers", "KPMAP_TRAIN_BUILTIN_LAYER"},
         {"losses", "KPMAP_TRAIN_BUILTIN_LOSS"},
         {"optimizers", "KPMAP_TRAIN_BUILTIN_OPTIMIZER"}}) {
-    for (const auto& entry :
-         std::filesystem::directory_iterator(KPMAP_SOURCE_DIR "/src/kpmap/train/" + folder)) {
+    for (const auto& entry : std::filesystem::directory_iterator(kpmap::test::source_dir() +
+                                                                 "/src/kpmap/train/" + folder)) {
       std::ifstream file(entry.path());
       const std::string text((std::istreambuf_iterator<char>(file)),
                              std::istreambuf_iterator<char>());

@@ -3,6 +3,9 @@
 
 #include <mpi.h>
 
+#include <cstdlib>
+#include <string>
+
 namespace kpmap::test {
 
 inline int world_rank() {
@@ -25,5 +28,16 @@ inline bool all_ranks(bool ok) {
   MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
   return global != 0;
 }
+
+#ifdef KPMAP_SOURCE_DIR
+/// The source tree that tests reading kpmap's own sources look in: the one
+/// this build was configured from, or $KPMAP_SOURCE_DIR where the test
+/// programs run elsewhere (a GPU machine running scripts/gpu-bundle's archive
+/// from its own copy of the tree).
+inline std::string source_dir() {
+  const char* moved = std::getenv("KPMAP_SOURCE_DIR");
+  return moved != nullptr && *moved != '\0' ? std::string(moved) : std::string(KPMAP_SOURCE_DIR);
+}
+#endif
 
 }  // namespace kpmap::test
