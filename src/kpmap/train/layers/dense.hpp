@@ -118,15 +118,15 @@ class Dense final : public Weighted<T, M> {
     if (units == 0) throw ShapeError("dense: units must be at least 1");
   }
 
-  // Where this rank's block lies in the whole layer's weights: a column
-  // layer's rows are its even part of the units; a row layer's columns
-  // follow those of the ranks before it (each rank's input width, gathered
-  // over the axis).
   // The sum of each rank's partial products over the axis (split layers only,
   // which `split` allows for MPI's element types alone).
   void psum_partial(const Exec& exec, const Batch& v) const {
     if constexpr (kpmap::detail::is_mpi_element_v<T>) psum_inplace(exec, v, *axis_);
   }
+  // Where this rank's block lies in the whole layer's weights: a column
+  // layer's rows are its even part of the units; a row layer's columns
+  // follow those of the ranks before it (each rank's input width, gathered
+  // over the axis).
   static Whole split(const Shape& input, std::size_t units, DenseParallel parallel,
                      const Axis* axis) {
     Whole w{0, 0, units, input.size()};
