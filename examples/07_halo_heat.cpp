@@ -113,7 +113,7 @@ int library_loop(kpmap::Runtime& rt) {
   c.dt = 0.01;
   c.end_step = 20;
   c.solver.eps = 1e-12;
-  c.progress_every = 10;
+  c.output.progress_every = 10;
   c.summary_every = 0;  // the summary table at the start and the end only
   c.output.dir = "07_halo_heat_np" + std::to_string(rt.size());
 

@@ -1,7 +1,8 @@
 """kpmap's plots: the one module behind every picture kpmap leaves.
 
     kpmap-plot RUN_DIR                a run's pictures: loss.png (kpmap-train), field.png (kpmap-heat)
-    kpmap-plot train DIR              DIR/loss.png: train and validation loss (and accuracy) per epoch
+    kpmap-plot train DIR              DIR/loss.png: loss (and accuracy) per epoch, or per logged
+                                      step for a run of fewer than 5 epochs
     kpmap-plot heat DIR               DIR/field.png: the final field u, and the residual per step
     kpmap-plot trace FILE [PNG] [--window START_MS:END_MS]
                                       a picture of a --trace timeline (default FILE's .png)
@@ -110,33 +111,117 @@ def _numbers(rows, key):
     return out
 
 
-def plot_train(directory, plt):
-    """loss.png from history.csv: losses (log scale) and, for classifiers, accuracy."""
-    rows = _rows(os.path.join(directory, "history.csv"))
-    if not rows:
-        return None
-    epoch = _numbers(rows, "epoch")
-    train, val = _numbers(rows, "train_loss"), _numbers(rows, "val_loss")
-    accuracy = _numbers(rows, "accuracy")
+# A run of fewer epochs than this draws its step log (steps.csv), if it has one.
+STEP_PLOT_EPOCHS = 5
+
+
+def readable_x(ax, xs, unit):
+    """Limits and ticks that say where `xs` lie whatever their number: from 0
+    (or the first value less one) to a little past the last, whole-number
+    ticks, labelled `unit`."""
+    from matplotlib.ticker import MaxNLocator
+    finite = [x for x in xs if x == x]
+    lo = min(0.0, min(finite) - 1) if finite else 0.0
+    hi = max(finite) if finite else 1.0
+    ax.set_xlim(lo, hi + max(0.5, 0.03 * (hi - lo)))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=2))
+    ax.set_xlabel(unit)
+
+
+def readable_y(ax, ys, label, log=None):
+    """A log scale (`log`, or by default for positive values over more than a
+    factor of 3) showing at least a decade, else a linear one; values that are
+    all one get a range around them rather than a sliver."""
+    finite = [y for y in ys if y == y]
+    ax.set_ylabel(label)
+    if not finite:
+        return
+    lo, hi = min(finite), max(finite)
+    if log is None:
+        log = lo > 0 and hi > 3 * lo
+    if log and lo > 0:
+        ax.set_yscale("log")
+        if hi < 10 * lo:
+            ax.set_ylim(lo / 4, hi * 4)
+    elif hi - lo <= 1e-9 * abs(hi):
+        pad = 0.5 * abs(hi) if hi != 0 else 1.0
+        ax.set_ylim(lo - pad, hi + pad)
+
+
+def _accuracy_axis(ax, xs, accuracy, style):
+    """accuracy on a second y axis from 0 to 1, where there is one; returns
+    the handles and labels for the legend."""
+    if not any(a == a and a > 0 for a in accuracy):
+        return [], []
+    ax2 = ax.twinx()
+    ax2.plot(xs, accuracy, style, ms=3, color="tab:green", label="accuracy")
+    ax2.set_ylabel("accuracy")
+    ax2.set_ylim(0, 1)
+    return ax2.get_legend_handles_labels()
+
+
+def train_figure(directory, plt):
+    """The picture of a kpmap-train run, and what it draws: ("steps", rows) where
+    the run has fewer than STEP_PLOT_EPOCHS epochs and a step log (steps.csv:
+    each logged step's batch loss and accuracy, epoch starts marked), else
+    ("epochs", rows) from history.csv (train and validation loss per epoch,
+    accuracy); (None, None, None) when there is nothing to draw."""
+    history = _rows(os.path.join(directory, "history.csv"))
+    steps_path = os.path.join(directory, "steps.csv")
+    steps = _rows(steps_path) if os.path.lexists(steps_path) else []
+    name = os.path.basename(os.path.abspath(directory))
+    if steps and len(history) < STEP_PLOT_EPOCHS:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        x = _numbers(steps, "step")
+        loss = _numbers(steps, "loss")
+        ax.plot(x, loss, "o-", ms=3, label="batch loss")
+        readable_y(ax, loss, "loss")
+        readable_x(ax, x, "optimizer step")
+        # Where each epoch began: after step - batch, marked where that is past 0.
+        starts = {}
+        for r, s_ in zip(steps, x):
+            starts.setdefault(r["epoch"], s_ - float(r["batch"]))
+        for epoch, begin in sorted(starts.items(), key=lambda kv: kv[1]):
+            if begin > 0:
+                ax.axvline(begin, ls=":", color="gray")
+                ax.text(begin, 1.0, f" epoch {epoch}", transform=ax.get_xaxis_transform(),
+                        va="top", fontsize=8, color="gray")
+        ax.grid(alpha=0.3)
+        lines, labels = ax.get_legend_handles_labels()
+        more, more_labels = _accuracy_axis(ax, x, _numbers(steps, "accuracy"), "^-")
+        ax.legend(lines + more, labels + more_labels, loc="best")
+        ends = []
+        for r in history:
+            acc, val = _numbers([r], "accuracy")[0], _numbers([r], "val_loss")[0]
+            text = f"epoch {r['epoch']}: " + (f"held-out loss {val:.3g}" if val == val else
+                                              f"train loss {float(r['train_loss']):.3g}")
+            ends.append(text + (f", accuracy {acc:.3f}" if acc == acc else ""))
+        ax.set_title(f"kpmap-train: {name}, every logged step" +
+                     ("\n" + "; ".join(ends[-2:]) if ends else ""), fontsize=10)
+        return fig, "steps", steps
+    if not history:
+        return None, None, None
+    epoch = _numbers(history, "epoch")
+    train, val = _numbers(history, "train_loss"), _numbers(history, "val_loss")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax.plot(epoch, train, "o-", ms=3, label="train loss")
     if any(v == v for v in val):  # not all NaN
         ax.plot(epoch, val, "s-", ms=3, label="validation loss")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("loss")
-    if all(v > 0 for v in train if v == v):
-        ax.set_yscale("log")
+    readable_y(ax, train + val, "loss")
+    readable_x(ax, epoch, "epoch")
     ax.grid(alpha=0.3)
     lines, labels = ax.get_legend_handles_labels()
-    if any(a == a and a > 0 for a in accuracy):
-        ax2 = ax.twinx()
-        ax2.plot(epoch, accuracy, "^-", ms=3, color="tab:green", label="accuracy")
-        ax2.set_ylabel("accuracy")
-        ax2.set_ylim(0, 1)
-        more, more_labels = ax2.get_legend_handles_labels()
-        lines, labels = lines + more, labels + more_labels
-    ax.legend(lines, labels, loc="best")
-    ax.set_title("kpmap-train: " + os.path.basename(os.path.abspath(directory)))
+    more, more_labels = _accuracy_axis(ax, epoch, _numbers(history, "accuracy"), "^-")
+    ax.legend(lines + more, labels + more_labels, loc="best")
+    ax.set_title("kpmap-train: " + name)
+    return fig, "epochs", history
+
+
+def plot_train(directory, plt):
+    """loss.png: train_figure's picture."""
+    fig, _, _ = train_figure(directory, plt)
+    if fig is None:
+        return None
     path = os.path.join(directory, "loss.png")
     fig.tight_layout()
     _save(fig, path, dpi=110)
@@ -144,13 +229,16 @@ def plot_train(directory, plt):
     return path
 
 
-def plot_heat(directory, plt):
-    """field.png: u of the newest checkpoint (its middle plane in 3-D) and the residual per step."""
+def heat_figure(directory, plt):
+    """The picture of a kpmap-heat run: u of the newest checkpoint (its middle
+    plane in 3-D) and the residual per step (or U where the scheme solves
+    nothing), with the history.csv rows it draws; (None, None) without numpy
+    or h5py."""
     try:
         import h5py
         import numpy as np
     except ImportError:
-        return None
+        return None, None
     checkpoints = sorted(glob.glob(os.path.join(directory, "checkpoint_*.h5")))
     rows = _rows(_table(directory))
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
@@ -178,18 +266,28 @@ def plot_heat(directory, plt):
     else:
         left.text(0.5, 0.5, "no checkpoint", ha="center", va="center")
         left.set_axis_off()
-    steps = [s for s, r in zip(_numbers(rows, "step"), rows) if s > 0]
-    error = [e for s, e in zip(_numbers(rows, "step"), _numbers(rows, "error")) if s > 0]
+    drawn = [r for s, r in zip(_numbers(rows, "step"), rows) if s > 0]
+    steps = _numbers(drawn, "step")
+    error = _numbers(drawn, "error")
     if steps and any(e > 0 for e in error):
-        right.semilogy(steps, [e if e > 0 else float("nan") for e in error], "o-", ms=3)
-        right.set_ylabel("final relative residual of the solve")
+        right.plot(steps, [e if e > 0 else float("nan") for e in error], "o-", ms=3)
+        readable_y(right, [e for e in error if e > 0], "final relative residual of the solve",
+                   log=True)
     else:
-        right.plot(steps, [u for s, u in zip(_numbers(rows, "step"), _numbers(rows, "u")) if s > 0],
-                   "o-", ms=3)
-        right.set_ylabel("U (field summary)")
-    right.set_xlabel("step")
+        u = _numbers(drawn, "u")
+        right.plot(steps, u, "o-", ms=3)
+        readable_y(right, u, "U (field summary)")
+    readable_x(right, steps, "step")
     right.grid(alpha=0.3)
     right.set_title("per step")
+    return fig, drawn
+
+
+def plot_heat(directory, plt):
+    """field.png: heat_figure's picture."""
+    fig, _ = heat_figure(directory, plt)
+    if fig is None:
+        return None
     path = os.path.join(directory, "field.png")
     fig.tight_layout()
     _save(fig, path, dpi=110)
@@ -438,7 +536,7 @@ def run_kind(directory):
 def main(argv):
     args = argv[1:]
     if args in (["-h"], ["--help"]):
-        print("usage:\n" + "\n".join(__doc__.strip().splitlines()[2:7]))
+        print("usage:\n" + "\n".join(__doc__.strip().splitlines()[2:8]))
         return 0
     if len(args) == 1 and args[0] not in ("train", "heat", "trace"):
         if not os.path.isdir(args[0]):
@@ -468,7 +566,7 @@ def main(argv):
     usable = (len(args) == 2 and args[0] in ("train", "heat")) or \
         (args[:1] == ["trace"] and len(args) in (2, 3))
     if not usable or (window is not None and args[0] != "trace"):
-        print("usage:\n" + "\n".join(__doc__.strip().splitlines()[2:7]), file=sys.stderr)
+        print("usage:\n" + "\n".join(__doc__.strip().splitlines()[2:8]), file=sys.stderr)
         return 2
     plt = _pyplot()
     if plt is None:

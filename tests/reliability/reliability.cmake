@@ -410,8 +410,9 @@ if(KPMAP_ENABLE_APPS)
   set(train_keys --key params.w --key params.b --key train_loss)
   # A run stopped by an outside signal is given a far end, so that however
   # late the signal lands on a loaded machine, it lands before the end.
-  set(heat_no_end --stop-set time.end_step=10000000 --stop-set time.end_time=1e9)
-  set(train_no_end --stop-set train.epochs=10000000)
+  set(heat_no_end --stop-set time.end_step=10000000 --stop-set time.end_time=1e9
+    --stop-set output.progress_every=1)
+  set(train_no_end --stop-set train.epochs=10000000 --stop-set output.progress_every=1)
   add_test(NAME apps.kpmap-heat.stop_injected
     COMMAND ${STOP_CHECK} --app $<TARGET_FILE:kpmap-heat> --deck ${INPUTS}/heat2d_ci.toml
             --ranks 3 --inject 1:3 ${heat_keys}

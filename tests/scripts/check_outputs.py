@@ -60,6 +60,19 @@ TRAIN_LINEAR = {
     "params": {"w": ["num"], "b": "num"}, "true_params": {"w": ["num"], "b": "num"},
 }
 TRAIN_CSV = "epoch,train_loss,val_loss,accuracy,samples_per_second,wall_s,train_accuracy".split(",")
+# steps.csv: a row per logged step (train.log_every), by default where a run
+# plans fewer than 10 epochs.
+STEPS_CSV = "step,epoch,batch,batches,loss,accuracy,samples_per_second,wall_s".split(",")
+
+
+def logged_steps(epochs, per_epoch):
+    """The steps train.log_every's default logs in `epochs` epochs of `per_epoch`
+    steps: every ceil(S / (16 - E))th of the S steps, under 10 epochs."""
+    if epochs >= 10:
+        return []
+    total = epochs * per_epoch
+    every = -(-total // (16 - epochs))
+    return list(range(every, total + 1, every))
 
 failures = []
 
@@ -153,16 +166,19 @@ def load(path):
 RUN_FILES = ["result.json", "history.csv", "deck.toml"]
 
 
-def check_run(args, what, n, cmd, checkpoints, result_spec, csv_header, rows):
+def check_run(args, what, n, cmd, checkpoints, result_spec, csv_header, rows, steps=None):
     """Runs `cmd` on `n` ranks into the folder it names with --output, then
     checks the folder holds the run files and exactly `checkpoints`, the
-    result's keys and types, and the table's header and first column."""
+    result's keys and types, and the table's header and first column; and
+    where `steps` are given, steps.csv with a row for each of them."""
     out = cmd[cmd.index("--output") + 1]
     run(args, n, cmd, 0)
-    check_folder(out, RUN_FILES + checkpoints)
+    check_folder(out, RUN_FILES + checkpoints + (["steps.csv"] if steps else []))
     result = load(os.path.join(out, "result.json"))
     check_object(f"{what} result.json", result, result_spec)
     check_csv(os.path.join(out, "history.csv"), csv_header, rows)
+    if steps:
+        check_csv(os.path.join(out, "steps.csv"), STEPS_CSV, steps)
     return result
 
 
@@ -201,13 +217,13 @@ def train(args):
     out = os.path.join(args.workdir, "mlp")  # 8 epochs, checkpoint_every 4
     check_run(args, "mlp", 2, [os.path.join(args.inputs, "train_mlp_ci.toml"), "--output", out],
               ["checkpoint_000004.h5", "checkpoint_000008.h5"], {**TRAIN_COMMON, **TRAIN_CLASSES},
-              TRAIN_CSV, list(range(1, 9)))
+              TRAIN_CSV, list(range(1, 9)), logged_steps(8, -(-5400 // 128)))
 
     lin = os.path.join(args.workdir, "linear")
     check_run(args, "linear", 3, [os.path.join(args.inputs, "train_linear_ci.toml"), "--output",
                                   lin, "--set", "train.epochs=5"],
               ["checkpoint_000005.h5"], {**TRAIN_COMMON, **TRAIN_LINEAR}, TRAIN_CSV,
-              list(range(1, 6)))
+              list(range(1, 6)), logged_steps(5, 1))
 
     # Cut mid-epoch by max_steps: the position's checkpoint, by its own name.
     cut = os.path.join(args.workdir, "cut")

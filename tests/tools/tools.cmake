@@ -284,6 +284,18 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
             --plot ${PROJECT_SOURCE_DIR}/scripts/kpmap-plot
             --workdir ${CMAKE_CURRENT_BINARY_DIR}/tools/plot_safety)
   set_tests_properties(scripts.kpmap-plot.safe PROPERTIES LABELS "apps;reliability" TIMEOUT 300)
+  # Progress lines and pictures at any run length (1 step, 1 epoch, 50 epochs;
+  # 1 and 90 heat steps): the default cadence's lines, steps.csv and history.csv
+  # as printed, and figures that plot exactly those rows on readable axes.
+  list(JOIN MPIEXEC_PREFLAGS " " short_preflags)
+  add_test(NAME apps.short_runs
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/scripts/check_short_runs.py
+            --train $<TARGET_FILE:kpmap-train> --heat $<TARGET_FILE:kpmap-heat>
+            --inputs ${PROJECT_SOURCE_DIR}/inputs
+            --launcher "${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} {n} ${short_preflags}"
+            --workdir ${CMAKE_CURRENT_BINARY_DIR}/tools/short_runs)
+  set_tests_properties(apps.short_runs PROPERTIES LABELS "apps;mpi" PROCESSORS 2 TIMEOUT 300
+                       ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   # A trace that cannot be written is refused before the run, not lost after it.
   kpmap_add_mpi_test(NAME apps.kpmap-heat.trace_unwritable COMMAND kpmap-heat
     ${HEAT_INPUTS}/tea_bm_1.in --output ${CMAKE_CURRENT_BINARY_DIR}/tools/bad

@@ -101,10 +101,15 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
   }
 
   const bool classes = c.data.classification;
-  kpmap::train::EpochLog log(out, first_epoch, c.train.epochs, !opts.restart.empty(), classes,
-                             c.data.validation > 0, root);
+  // About 15 progress lines whatever the run's length (output.progress_every).
+  const long long planned = kpmap::train::planned_epochs(
+      c.train, first_epoch, kpmap::train::steps_per_epoch(n_train, c.train.batch));
+  kpmap::train::EpochLog log(
+      out, first_epoch, c.train.epochs, !opts.restart.empty(), classes, c.data.validation > 0, root,
+      kpmap::progress_cadence(c.output.progress_every, planned), first_epoch + planned);
   const kpmap::train::FitResult res =
       trainer.fit(train_set, val_set, [&](const kpmap::train::EpochReport& r) { log(r); });
+  log.finish();
   if (root && res.stopped_by != 0) {
     if (res.mid_epoch) {
       std::printf("kpmap-train: %s received: stopped after step %lld of %zu in epoch %lld\n",

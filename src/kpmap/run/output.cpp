@@ -372,6 +372,11 @@ std::string shell_quoted(const std::string& s) {
 
 std::string plot_command(const fs::path& dir) { return "kpmap-plot " + shell_quoted(dir.string()); }
 
+long long progress_cadence(long long every, long long planned) {
+  if (every >= 0) return every;
+  return planned <= 20 ? 1 : (planned + 14) / 15;
+}
+
 Progress::Progress(long long first, long long last)
     : first_(first), last_(last), start_(MPI_Wtime()) {}
 

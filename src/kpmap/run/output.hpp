@@ -141,6 +141,13 @@ std::string shell_quoted(const std::string& s);
 /// last lines.
 std::string plot_command(const std::filesystem::path& dir);
 
+/// \brief Every how many of a run's `planned` steps (or epochs) it prints a
+/// progress line: `every` where the deck gave one (>= 0; 0: none), else
+/// (-1) about 15 lines whatever the run's length: every step up to 20, every
+/// ceil(planned / 15)th beyond. The run's first and last step's lines are
+/// printed as well.
+long long progress_cadence(long long every, long long planned);
+
 /// \brief Elapsed time and a linear estimate of the time left, for progress lines.
 class Progress {
  public:

@@ -18,6 +18,9 @@ void declare_output_keys(deck::Schema& s, const std::string& app, const std::str
                "a checkpoint every this many " + unit + ", and at the end (0: at the end only)")
       .integer("output.keep_last", 3, {1, 1000}, "",
                "the newest checkpoints kept (older ones are deleted)")
+      .integer("output.progress_every", -1, {-1, none}, unit,
+               "a progress line with elapsed time and ETA on rank 0 every this many " + unit +
+                   ", and at the end (0: none; -1: about 15 lines whatever the run's length)")
       .renamed("output.keep", "output.keep_last", "0.3");
 }
 
@@ -29,6 +32,7 @@ OutputConfig read_output_keys(const deck::Deck& d) {
   }
   c.checkpoint_every = d.integer("output.checkpoint_every");
   c.keep_last = static_cast<int>(d.integer("output.keep_last"));
+  c.progress_every = d.integer("output.progress_every");
   return c;
 }
 
@@ -71,8 +75,8 @@ std::string output_path_problem(const std::string& dir) {
 }
 
 std::vector<std::string> run_files(const std::vector<std::string>& pictures) {
-  std::vector<std::string> names{run_file::result, run_file::history, run_file::deck,
-                                 "checkpoint_*"};
+  std::vector<std::string> names{run_file::result, run_file::history, run_file::steps,
+                                 run_file::deck, "checkpoint_*"};
   names.insert(names.end(), pictures.begin(), pictures.end());
   return names;
 }

@@ -10,7 +10,8 @@
 ///   const kpmap::OutputConfig out = kpmap::read_output_keys(deck);
 ///
 /// A folder holds result.json (the run's figures, written at the end),
-/// history.csv (a row per step or epoch, written as the run goes), deck.toml
+/// history.csv (a row per step or epoch, written as the run goes; kpmap-train's
+/// steps.csv has a row per logged step), deck.toml
 /// (the resolved deck: running it again reproduces the run) and the
 /// checkpoints, checkpoint_NNNNNN.h5.
 
@@ -25,15 +26,19 @@ namespace kpmap {
 namespace run_file {
 inline constexpr const char* result = "result.json";
 inline constexpr const char* history = "history.csv";
+inline constexpr const char* steps = "steps.csv";  ///< kpmap-train's step log (train.log_every)
 inline constexpr const char* deck = "deck.toml";
 }  // namespace run_file
 
 /// \brief Where a run writes and how many checkpoints it keeps: the deck's
-/// output.dir, output.checkpoint_every and output.keep_last.
+/// output.dir, output.checkpoint_every, output.keep_last and
+/// output.progress_every.
 struct OutputConfig {
   std::string dir;                 ///< the output folder (created if missing)
   long long checkpoint_every = 0;  ///< steps (or epochs) between checkpoints; 0: at the end only
   int keep_last = 3;               ///< the newest checkpoints kept; older ones are deleted
+  long long progress_every = -1;   ///< a progress line every N steps (or epochs); 0: none;
+                                   ///< -1: about 15 in a run (progress_cadence)
 };
 
 /// \brief "kpmap-heat-out" for "kpmap-heat": the folder a run writes to
@@ -41,8 +46,8 @@ struct OutputConfig {
 std::string default_output_dir(const std::string& app);
 
 /// \brief Declares output.dir (default default_output_dir(app)),
-/// output.checkpoint_every (in `unit`, "steps" or "epochs") and
-/// output.keep_last in `s`, with the old names the applications once used
+/// output.checkpoint_every and output.progress_every (in `unit`, "steps" or
+/// "epochs") and output.keep_last in `s`, with the old names the applications once used
 /// (output.keep), read with a warning until kpmap 0.3.
 void declare_output_keys(deck::Schema& s, const std::string& app, const std::string& unit);
 

@@ -81,8 +81,6 @@ deck::Schema build_schema() {
             "those only; history.csv has every step)")
       .integer("output.fields_every", 0, {0, none}, "",
                "HDF5 + XDMF field dump every this many steps (0: none; TeaLeaf's visit_frequency)")
-      .integer("output.progress_every", 1, {0, none}, "",
-               "progress line on rank 0 every this many steps (0: none)")
       .integer("output.test_problem", 0, {0, 6}, "",
                "TeaLeaf benchmark case: compare the final U with TeaLeaf's published value");
   return s;
@@ -269,7 +267,6 @@ void read_output(const deck::Deck& d, HeatConfig& c) {
   c.output = read_output_keys(d);
   c.summary_every = static_cast<long>(d.integer("output.summary_every"));
   c.fields_every = static_cast<long>(d.integer("output.fields_every"));
-  c.progress_every = static_cast<long>(d.integer("output.progress_every"));
   c.test_problem = static_cast<int>(d.integer("output.test_problem"));
 }
 

@@ -85,10 +85,10 @@ struct HeatConfig {
   Scheme scheme = Scheme::implicit;
   SolverOptions solver;
   // output
-  OutputConfig output{default_output_dir("kpmap-heat")};  ///< dir, checkpoint_every, keep_last
+  OutputConfig output{
+      default_output_dir("kpmap-heat")};  ///< dir, checkpoint_every, keep_last, progress_every
   long summary_every = 10;
   long fields_every = 0;
-  long progress_every = 1;
   int test_problem = 0;
 
   /// \brief Cell width along d.

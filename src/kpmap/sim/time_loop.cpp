@@ -113,6 +113,7 @@ LoopResult TimeLoop<Exec>::run(
   }
 
   Progress progress(res.first_step, last);
+  const long long progress_every = progress_cadence(c.output.progress_every, last - res.first_step);
   // Watchdog, fault injection, stop signals, and the newest checkpoint of
   // this run (or the restart file): what a failure leaves to continue from.
   RunControl run(s_.layout().comm(), out_.dir.string(), c.output.keep_last, out_.restart);
@@ -143,7 +144,8 @@ LoopResult TimeLoop<Exec>::run(
     if (root) {
       table.row(csv_row(step, s_.time(), res.summary, r.solve.iterations, r.solve.error,
                         progress.elapsed()));
-      if (c.progress_every > 0 && (step % c.progress_every == 0 || done)) {
+      if (progress_every > 0 &&
+          (step % progress_every == 0 || step == res.first_step + 1 || done)) {
         char solve[96] = "";
         if (c.scheme == Scheme::implicit) {
           std::snprintf(solve, sizeof solve, "  iterations %ld  residual %.3e", r.solve.iterations,

@@ -102,8 +102,10 @@ deck::Schema train_schema() {
   s.integer("train.max_steps", 0, Range{0, 1e15}, "",
             "end the run after this many optimizer steps in all (0: no limit); a run cut "
             "short mid-epoch reports that part of the epoch and checkpoints its position");
-  s.integer("train.log_every", 0, Range{0, 1e15}, "",
-            "print the step's loss, accuracy and samples/s every N steps on rank 0 (0: never)");
+  s.integer("train.log_every", -1, Range{-1, 1e15}, "",
+            "print the step's loss, accuracy and samples/s every N steps on rank 0, and write "
+            "them to steps.csv (0: never; -1: where the run plans fewer than 10 epochs, about "
+            "15 lines with the epoch lines)");
   s.integer("train.accumulate_steps", 1, Range{1, 1 << 20}, "",
             "mlp, sequential: each step's batch in this many micro-batches, their gradients "
             "added before one reduction and update (the same step in 1/N of the memory)");

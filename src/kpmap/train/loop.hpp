@@ -3,6 +3,7 @@
 /// \brief The training loop's length, batch and seed: a deck's [train]
 /// section, and what a Trainer runs by (train/trainer.hpp).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -40,7 +41,9 @@ struct LoopConfig {
   std::uint64_t seed = 0;      ///< of the shuffle (the initial weights are the model's)
   std::size_t accumulate = 1;  ///< micro-batches per step
   long long max_steps = 0;     ///< end after this many steps in all (0: no limit)
-  long long log_every = 0;     ///< rank 0 prints the step's figures every N steps (0: never)
+  /// Rank 0 prints the step's figures, and writes them to steps.csv, every N
+  /// steps (0: never; -1, the deck's default: step_log_cadence chooses).
+  long long log_every = 0;
   Sharding sharding = Sharding::replicated;  ///< what each rank keeps of the training state
   /// The ranks as a mesh of "data" x "model" (train.mesh): batches split over
   /// "data", layers split over "model" (tensor parallelism). 0 data ranks:
@@ -48,5 +51,36 @@ struct LoopConfig {
   int mesh_data = 0;
   int mesh_model = 1;
 };
+
+/// \brief Optimizer steps in an epoch of `rows` rows in global batches of
+/// `batch` (0: the whole set in one).
+inline std::size_t steps_per_epoch(std::size_t rows, std::size_t batch) {
+  return batch == 0 || batch >= rows ? 1 : (rows + batch - 1) / batch;
+}
+
+/// \brief The epochs a run that starts at epoch `first` (0-based: epochs
+/// done) plans to train: to c.epochs, fewer where c.max_steps ends it first
+/// (an epoch cut short counts).
+inline long long planned_epochs(const LoopConfig& c, long long first, std::size_t per_epoch) {
+  const long long left = c.epochs - first;
+  if (c.max_steps <= 0 || per_epoch == 0) return left;
+  const auto per = static_cast<long long>(per_epoch);
+  return std::min(left, (c.max_steps + per - 1) / per);
+}
+
+/// \brief c.log_every resolved: the deck's value where it gave one (>= 0),
+/// else (-1) a step line where the run plans fewer than 10 epochs (whose
+/// lines alone say little), at the cadence that gives about 16 lines with
+/// the epoch lines: every ceil(S / (16 - E))th of its S planned steps in E
+/// epochs; 0 (the epoch lines only) from 10 epochs on.
+inline long long step_log_cadence(const LoopConfig& c, long long first, std::size_t per_epoch) {
+  if (c.log_every >= 0) return c.log_every;
+  const long long epochs = planned_epochs(c, first, per_epoch);
+  if (epochs >= 10 || epochs <= 0) return 0;
+  long long steps = epochs * static_cast<long long>(per_epoch);
+  if (c.max_steps > 0) steps = std::min(steps, c.max_steps);
+  const long long lines = 16 - epochs;
+  return std::max(1LL, (steps + lines - 1) / lines);
+}
 
 }  // namespace kpmap::train
