@@ -10,8 +10,10 @@
 (`python3 -m kpmap.plot` takes the same arguments.) Plotting is a step of its own, run
 after mpiexec returns: a run names the command in its last lines, and scripts/run-demo
 runs it. No MPI rank forks a process (unsafe with InfiniBand/UCX-registered or CUDA
-memory). Without matplotlib (or numpy, h5py) it prints a one-line notice and exits 0: a
-missing plotting library is not an error. A folder that is no run's, a file that is a link,
+memory). Without matplotlib (or numpy, h5py) in its own Python, kpmap-plot runs itself
+again under the first Python that has them (kpmap.interpreter: $KPMAP_PYTHON, the python3s
+on the PATH, /usr/bin/python3); where none has, it prints a one-line notice that says how to
+install them and exits 0: a missing plotting library is not an error. A folder that is no run's, a file that is a link,
 a FIFO or anything but a regular file, or a damaged one: a line that says what is wrong with
 which file, exit 2. Pictures are written under a temporary name and renamed into place, never
 through a link. kpmap-scale draws its speedup.png, efficiency.png and phases.png with
@@ -25,6 +27,7 @@ import stat
 import sys
 
 from kpmap import PHASE_LABELS, PHASES
+from kpmap.interpreter import has_plotting, how_to_install
 
 
 def _pyplot():
@@ -570,7 +573,7 @@ def main(argv):
         return 2
     plt = _pyplot()
     if plt is None:
-        print(f"kpmap: no plots (matplotlib is not installed for {sys.executable})")
+        print(f"kpmap: no plots ({how_to_install()})")
         return 0
     try:
         if args[0] == "trace":
@@ -585,7 +588,8 @@ def main(argv):
         print(f"kpmap: no plot: {e}")
         return 0
     if path is None:
-        print("kpmap: no plots (numpy or h5py is missing, or there is nothing to plot)")
+        print("kpmap: no plots (" + ("nothing to plot" if has_plotting() else how_to_install()) +
+              ")")
     else:
         print(f"kpmap: plot written to {path}")
     return 0

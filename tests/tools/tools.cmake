@@ -269,6 +269,15 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
     set_tests_properties(scripts.kpmap-plot.${app} PROPERTIES LABELS apps
                          FIXTURES_REQUIRED ${app}_plots TIMEOUT 120)
   endforeach()
+  # The installed kpmap-plot draws where the python3 first on the PATH lacks
+  # matplotlib (a pyenv, conda or module Python), and says how to install it
+  # where no Python has it.
+  add_test(NAME scripts.kpmap-plot.any_python
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/scripts/check_plot_python.sh ${PROJECT_BINARY_DIR}
+            ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/tools/train_plots
+            ${CMAKE_CURRENT_BINARY_DIR}/tools/plot_python)
+  set_tests_properties(scripts.kpmap-plot.any_python PROPERTIES LABELS apps
+                       FIXTURES_REQUIRED train_plots TIMEOUT 180)
   # A folder that is no run's is refused, exit 2, naming it.
   add_test(NAME scripts.kpmap-plot.not_a_run
     COMMAND ${EXPECT_FAILURE} --exit-code 2

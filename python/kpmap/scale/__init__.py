@@ -26,8 +26,3 @@ class UsageError(Exception):
 
 class RunFailed(Exception):
     """One run of the program did not give a usable result."""
-
-
-# Set when kpmap-scale has restarted itself under the system Python (for its
-# matplotlib); the programs it runs do not inherit it.
-ENV_REEXEC = "KPMAP_SCALE_REEXEC"

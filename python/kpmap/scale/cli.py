@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from kpmap import plot
-from kpmap.scale import (ENV_REEXEC, EXIT_INTERRUPTED, EXIT_OK, EXIT_POINT_FAILED, EXIT_USAGE,
+from kpmap.interpreter import how_to_install, use_plotting_python
+from kpmap.scale import (EXIT_INTERRUPTED, EXIT_OK, EXIT_POINT_FAILED, EXIT_USAGE,
                          UsageError)
 from kpmap.scale.collect import one_line, study_title, write_results
 from kpmap.scale.launch import DEFAULT_LAUNCHER, check_template, local_launcher, usable_cores
@@ -206,20 +206,9 @@ def parse_study(argv: List[str]) -> Tuple[Study, argparse.Namespace]:
 
 
 def maybe_reexec_for_matplotlib(argv: List[str]) -> None:
-    """Where python3 on PATH lacks matplotlib (a pyenv or venv), rerun under the
-    system interpreter, where Debian's python3-matplotlib lives."""
-    if importlib.util.find_spec("matplotlib") is not None or os.environ.get(ENV_REEXEC):
-        return
-    system = "/usr/bin/python3"
-    if os.path.realpath(sys.executable) == os.path.realpath(system) or not os.access(system,
-                                                                                     os.X_OK):
-        return
-    os.environ[ENV_REEXEC] = "1"
-    # The package's folder first on the path, wherever it was found this time.
-    package_dir = str(Path(__file__).resolve().parents[2])
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [package_dir] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
-    os.execv(system, [system, "-m", "kpmap.scale", *argv])
+    """Where this Python lacks matplotlib (a pyenv, conda or module Python), rerun
+    under the first that has it (kpmap.interpreter)."""
+    use_plotting_python(["-m", "kpmap.scale", *argv])
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -280,9 +269,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if options.no_plots:
         pass
     elif importlib.util.find_spec("matplotlib") is None:
-        print("kpmap-scale: warning: matplotlib is not installed for "
-              f"{sys.executable}: no plots (Debian: apt install python3-matplotlib)",
-              file=sys.stderr)
+        print(f"kpmap-scale: warning: no plots ({how_to_install()})", file=sys.stderr)
     else:
         plots = plot.scaling(study.out, rows, study_title(study), study.mode, study.repeat)
     say(one_line(study, rows, plots))

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from kpmap.scale import ENV_REEXEC, RunFailed
+from kpmap.interpreter import SEARCHED
+from kpmap.scale import RunFailed
 from kpmap.scale.collect import (COMM_PHASES, fmt_pct, fmt_time, read_app_json,
                                  read_benchmark_json)
 from kpmap.scale.launch import launcher_command, run_environment
@@ -56,7 +57,7 @@ def run_once(command: List[str], env_extra: Dict[str, str], directory: Path,
              timeout: Optional[float]) -> None:
     """Runs command with its output in directory; raises RunFailed."""
     env = dict(os.environ)
-    env.pop(ENV_REEXEC, None)
+    env.pop(SEARCHED, None)  # a program it runs searches for itself
     env.update(env_extra)
     with open(directory / "stdout.txt", "wb") as out, open(directory / "stderr.txt", "wb") as err:
         try:
