@@ -192,7 +192,7 @@ def train_figure(directory, plt):
         ax.grid(alpha=0.3)
         lines, labels = ax.get_legend_handles_labels()
         more, more_labels = _accuracy_axis(ax, x, _numbers(steps, "accuracy"), "^-")
-        ax.legend(lines + more, labels + more_labels, loc="best")
+        ax.legend(lines + more, labels + more_labels, loc="lower left")
         ends = []
         for r in history:
             acc, val = _numbers([r], "accuracy")[0], _numbers([r], "val_loss")[0]
@@ -215,7 +215,7 @@ def train_figure(directory, plt):
     ax.grid(alpha=0.3)
     lines, labels = ax.get_legend_handles_labels()
     more, more_labels = _accuracy_axis(ax, epoch, _numbers(history, "accuracy"), "^-")
-    ax.legend(lines + more, labels + more_labels, loc="best")
+    ax.legend(lines + more, labels + more_labels, loc="lower left")
     ax.set_title("kpmap-train: " + name)
     return fig, "epochs", history
 
@@ -261,8 +261,15 @@ def heat_figure(directory, plt):
                           "not a whole number")
         step = int(step)
         plane = u[u.shape[0] // 2] if u.ndim == 3 else u
-        image = left.imshow(plane, origin="lower", cmap="inferno", aspect="equal")
-        fig.colorbar(image, ax=left, label="u")
+        # A positive field over decades (heat spreading from hot strips)
+        # on a log scale, where a linear one shows only the hottest cells.
+        lo, hi = float(np.min(plane)), float(np.max(plane))
+        norm = None
+        if lo > 0 and hi > 30 * lo:
+            from matplotlib.colors import LogNorm
+            norm = LogNorm(vmin=max(lo, hi * 1e-8), vmax=hi)
+        image = left.imshow(plane, origin="lower", cmap="inferno", aspect="equal", norm=norm)
+        fig.colorbar(image, ax=left, label="u" + (" (log scale)" if norm else ""))
         left.set_title(f"u at step {step}" + (" (middle z plane)" if u.ndim == 3 and u.shape[0] > 1 else ""))
         left.set_xlabel("x cell")
         left.set_ylabel("y cell")

@@ -278,6 +278,13 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
             ${CMAKE_CURRENT_BINARY_DIR}/tools/plot_python)
   set_tests_properties(scripts.kpmap-plot.any_python PROPERTIES LABELS apps
                        FIXTURES_REQUIRED train_plots TIMEOUT 180)
+  # The README's pictures are the ones scripts/make-readme-images draws, and
+  # it draws them (small runs).
+  add_test(NAME docs.readme_images
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/scripts/check_readme_images.sh ${PROJECT_SOURCE_DIR}
+            ${PROJECT_BINARY_DIR} ${CMAKE_CURRENT_BINARY_DIR}/tools/readme_images)
+  set_tests_properties(docs.readme_images PROPERTIES LABELS "docs;apps;mpi" PROCESSORS 2
+                       TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   # A folder that is no run's is refused, exit 2, naming it.
   add_test(NAME scripts.kpmap-plot.not_a_run
     COMMAND ${EXPECT_FAILURE} --exit-code 2
