@@ -113,9 +113,12 @@ T reduce_scalar(T x, const Axis& axis, ReduceOp op) {
   return x;
 }
 
+// `fenced`: every instance was fenced just before (a collective called
+// without an execution space, unnamed_instance), so the fast path goes to MPI
+// without a second fence.
 template <class Exec, class X>
 void reduce_inplace(const Exec& exec, X& x, const Axis& axis, ReduceOp op, double before,
-                    double after) {
+                    double after, bool fenced = false) {
   ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, false), axis.name());
   if (region.traced()) region.note(trace_tree_args(x));
   if constexpr (is_view_v<X>) {
@@ -124,7 +127,7 @@ void reduce_inplace(const Exec& exec, X& x, const Axis& axis, ReduceOp op, doubl
         !transport::must_stage<M>()) {
       // The common case, with nothing between the caller and MPI: a
       // contiguous View that MPI can read where it is.
-      fence_before_mpi(exec);
+      if (!fenced) fence_before_mpi(exec);
       transport::allreduce(MPI_IN_PLACE, x.data(), x.size(), mpi_datatype<value_t<X>>(), mpi_op(op),
                            axis.comm(), nullptr);
       if (after != 1.0) scale(exec, x, after);
@@ -243,23 +246,32 @@ void pmean_inplace(const Exec& exec, X&& x, AxisRef axis, Weight w) {
 // instance of the data's space runs the collective (see unnamed_instance).
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void psum_inplace(X&& x, AxisRef axis) {
-  psum_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
+  detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
+                         detail::ReduceOp::sum, 1.0, 1.0, /*fenced=*/true);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmax_inplace(X&& x, AxisRef axis) {
-  pmax_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
+  detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
+                         detail::ReduceOp::max, 1.0, 1.0, /*fenced=*/true);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmin_inplace(X&& x, AxisRef axis) {
-  pmin_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
+  detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
+                         detail::ReduceOp::min, 1.0, 1.0, /*fenced=*/true);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmean_inplace(X&& x, AxisRef axis) {
-  pmean_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis);
+  detail::require_mean_type<X>();
+  const auto [before, after] = detail::mean_factors(*axis, nullptr);
+  detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
+                         detail::ReduceOp::sum, before, after, /*fenced=*/true);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmean_inplace(X&& x, AxisRef axis, Weight w) {
-  pmean_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, axis, w);
+  detail::require_mean_type<X>();
+  const auto [before, after] = detail::mean_factors(*axis, &w);
+  detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
+                         detail::ReduceOp::sum, before, after, /*fenced=*/true);
 }
 
 // -- Views, out of place: a new View holds the result -----------------------------
