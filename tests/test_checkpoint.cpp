@@ -387,6 +387,78 @@ TEST_CASE("a checkpoint restarts on a different rank count", "[checkpoint]") {
   }
 }
 
+TEST_CASE("a block is read in parts that tile it and add up to its checksum", "[checkpoint]") {
+  namespace d = ck::detail;
+  // A box of 7 rows of 3 x 4 and a flat range, cut into parts of 100 bytes
+  // of doubles: 1 row (12 elements, 96 bytes) a part; 12 elements a part.
+  ck::Block box{{9, 3, 4}, {2, 0, 0}, {7, 3, 4}};
+  const ck::Block flat = ck::flat_range({9, 3, 4}, 5, 50);
+  std::vector<double> data(100);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = 0.5 * double(i * i) - 3.0;
+  const Kokkos::DefaultHostExecutionSpace host;
+  for (const ck::Block& b : {box, flat}) {
+    const auto parts = d::slabs(b, sizeof(double), 100);
+    CHECK(parts.size() == (b.flat ? 5u : 7u));  // 12 x 4 + 2 elements; 7 rows
+    std::size_t next = 0;
+    std::uint64_t sum = 0;
+    for (const d::Slab& p : parts) {
+      CHECK(p.at == next);  // in order, nothing skipped or taken twice
+      std::size_t n = 1;
+      for (std::size_t c : p.block.count) n *= c;
+      next += n;
+      sum += d::checksum_of(host, data.data() + p.at, p.block);
+    }
+    CHECK(next == (b.flat ? 50u : 84u));
+    CHECK(sum == d::checksum_of(host, data.data(), b));
+  }
+  // A row larger than a part is a part; a scalar is one part.
+  CHECK(d::slabs(box, sizeof(double), 8).size() == 7);
+  CHECK(d::slabs(ck::whole({}), sizeof(double), 8).size() == 1);
+}
+
+TEST_CASE("an array of several read parts round-trips and names a bad element in any part",
+          "[checkpoint]") {
+  // 9 MiB of doubles in row blocks: 3 parts of at most 4 MiB at 1 rank,
+  // and as many reads on every rank as the rank with the most parts.
+  const std::string path = dir() + "/parts.h5";
+  const std::size_t R = 1152, C = 1024;
+  const kpmap::BlockPartition part(R, world_size());
+  const std::size_t b = part.begin(world_rank());
+  const auto fill = [&](Kokkos::View<double**, Exec> v, std::size_t bad_row) {
+    Kokkos::parallel_for(
+        "fill", Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2>>({0, 0}, {long(v.extent(0)), long(C)}),
+        KOKKOS_LAMBDA(long i, long j) {
+          const std::size_t g = b + std::size_t(i);
+          v(i, j) = g == bad_row && j == 5 ? -1.0 : value(g, std::size_t(j));
+        });
+    Exec().fence();
+  };
+  Kokkos::View<double**, Exec> v("v", part.count(world_rank()), C);
+  for (std::size_t bad_row : {R, R - 3}) {  // none; one in the last part
+    fill(v, bad_row);
+    {
+      ck::Writer w(path, MPI_COMM_WORLD, meta());
+      w.write("field", v, ck::row_block({R, C}, b, v.extent(0)));
+      w.commit();
+    }
+    ck::Reader r(path, MPI_COMM_WORLD, "kpmap-test");
+    Kokkos::View<double**, Exec> back("back", v.extent(0), C);
+    const auto read = [&] {
+      r.read("field", back, ck::row_block({R, C}, b, v.extent(0)), ck::Reader::Values::positive);
+    };
+    if (bad_row == R) {
+      read();
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), back);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < h.extent(0); ++i)
+        for (std::size_t j = 0; j < C; ++j) wrong += h(i, j) != value(b + i, j);
+      CHECK(wrong == 0);
+    } else {
+      expect_input_error(read, "element [" + std::to_string(R - 3) + ", 5] is -1");
+    }
+  }
+}
+
 TEST_CASE("an interrupted write leaves the previous checkpoint intact", "[checkpoint]") {
   const std::string path = dir() + "/atomic.h5";
   write_rows(path);

@@ -111,6 +111,25 @@ struct Piece {
 /// a box as itself.
 std::vector<Piece> pieces(const Block& b);
 
+/// A part of a block read or written on its own: its block (a block of the
+/// same array), and where its elements start among the block's.
+struct Slab {
+  Block block;
+  std::size_t at = 0;
+};
+/// \brief `b` cut in order into parts of about `bytes` bytes of
+/// `elem_bytes`-byte elements, small enough to stay in the processor's cache
+/// between the I/O that moves a part and the checksum that reads it: a box
+/// along its first dimension (whole rows; a row larger than `bytes` is one
+/// part), a flat block along its range. Always at least one part; the parts'
+/// checksums add up to b's.
+std::vector<Slab> slabs(const Block& b, std::size_t elem_bytes, std::size_t bytes);
+
+/// The size of the parts a checkpoint reads and hashes one at a time: 4 MiB,
+/// in the last-level cache of any processor kpmap runs on and large enough
+/// that HDF5's cost per call (about 10 us) is under 1 % of the time to move it.
+inline constexpr std::size_t slab_bytes = std::size_t{4} << 20;
+
 /// HDF5 element type codes known to the implementation.
 enum class Elem { f32, f64, i32, i64, u64 };
 template <class T>

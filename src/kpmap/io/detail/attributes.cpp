@@ -143,6 +143,25 @@ std::vector<Piece> pieces(const Block& b) {
   return out;
 }
 
+std::vector<Slab> slabs(const Block& b, std::size_t elem_bytes, std::size_t bytes) {
+  if (b.count.empty() || b.count[0] <= 1) return {{b, 0}};
+  std::size_t row = 1;  // elements of one index of the first dimension
+  if (!b.flat) {
+    for (std::size_t d = 1; d < b.count.size(); ++d) row *= b.count[d];
+  }
+  if (row == 0) return {{b, 0}};
+  const std::size_t per =
+      std::max<std::size_t>(1, bytes / (row * std::max<std::size_t>(elem_bytes, 1)));
+  std::vector<Slab> out;
+  for (std::size_t first = 0; first < b.count[0]; first += per) {
+    Slab s{b, first * row};
+    s.block.offset[0] += first;
+    s.block.count[0] = std::min(per, b.count[0] - first);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 hid_t h5type(Elem e) {
   switch (e) {
     case Elem::f32:
@@ -158,6 +177,8 @@ hid_t h5type(Elem e) {
   }
   return H5T_NATIVE_DOUBLE;
 }
+
+std::size_t elem_bytes(Elem e) { return e == Elem::f32 || e == Elem::i32 ? 4 : 8; }
 
 const char* elem_name(Elem e) {
   switch (e) {

@@ -22,6 +22,8 @@ using Quiet = kpmap::detail::h5::Quiet;
 
 hid_t h5type(Elem e);
 const char* elem_name(Elem e);
+/// Bytes of one element.
+std::size_t elem_bytes(Elem e);
 /// "(2, 3)"
 std::string shape_text(const std::vector<std::size_t>& e);
 /// The checksum of data that HDF5 read into host memory (checksum_of `block`): a
