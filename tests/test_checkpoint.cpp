@@ -223,6 +223,11 @@ TEST_CASE("flat ranges of any shape round-trip and cross with boxes", "[checkpoi
   r.read_replicated("scalar", s0);
   auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s0);
   CHECK(hs() == 2.5);
+  // Read by the first rank alone, the others reading nothing of it.
+  Kokkos::View<double*, Exec> s1("s1", me == 0 ? 1 : 0);
+  r.read("scalar", s1, ck::flat_range({}, 0, s1.extent(0)));
+  auto h1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s1);
+  if (me == 0) CHECK(h1(0) == 2.5);
   // A range past the array's end, or read into a View of rank 2, is refused.
   Kokkos::View<double*, Exec> over("over", 2);
   CHECK_THROWS_WITH(r.read("flat", over, ck::flat_range(shape, 59, 2)),
@@ -302,12 +307,17 @@ TEST_CASE("flat ranges of a box and copies round-trip and cross with the whole a
   for (std::size_t i = 0; i < ha.extent(0); ++i) {
     CHECK(ha(i) == value((r0 + i) / 7, (r0 + i) % 7));
   }
-  // Read as though no rank had a copy, the ranges held twice count twice:
-  // the checksum says so.
+  // Read as though no rank had a copy, each rank's range is still checked.
+  ck::Block counted = rep_block;
+  counted.copy = false;
+  r.read("full", again, counted);
+  // Written as though no rank had a copy, the ranges would be written twice:
+  // the write refuses it (every element is written once).
   if (M > 1 && D > 1) {
-    ck::Block counted = rep_block;
-    counted.copy = false;
-    CHECK_THROWS_WITH(r.read("full", again, counted), ContainsSubstring("checksum mismatch"));
+    ck::Writer twice(dir() + "/twice.h5", MPI_COMM_WORLD, meta());
+    CHECK_THROWS_WITH(twice.write("rep", rep, counted),
+                      ContainsSubstring("the blocks written of 'rep' hold " +
+                                        std::to_string(42 * M) + " elements of its 42"));
   }
   // A box that leaves the array is refused.
   ck::Block outside{shape, {0, 5}, {6, 3}};

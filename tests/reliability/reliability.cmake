@@ -93,7 +93,7 @@ if(KPMAP_ENABLE_APPS)
   # A full disk, a real one (a small tmpfs; mounting it needs root, and the
   # test is skipped, loudly, without): the job ends within seconds at any
   # rank count with the reason, the previous checkpoint intact and no
-  # temporary left. Checkpoints of these runs outgrow 200k (heat) and 112k
+  # temporary left. Checkpoints of these runs outgrow 200k (heat) and 136k
   # (train; the run's deck.toml is in the folder too) at their third.
   set(ON_FULL_DISK ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/on_full_disk.py)
   set(full_heat_args ${INPUTS}/heat2d_ci.toml --set mesh.cells=[64,48]
@@ -105,7 +105,7 @@ if(KPMAP_ENABLE_APPS)
       set(size 200k)
       set(when "step 3")
     else()
-      set(size 112k)
+      set(size 136k)
       set(when "epoch 3")
     endif()
     kpmap_add_mpi_test(NAME apps.kpmap-${app}.full_disk COMMAND kpmap-${app} ${full_${app}_args}

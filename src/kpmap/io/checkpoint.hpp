@@ -5,8 +5,9 @@
 ///
 /// Layout of a file (docs/checkpoints.md): attributes on the root group
 /// (`kpmap_version`, `app`, `step`, `time`, `ranks`, `decomposition`,
-/// `deck`, `rng_state`) and one dataset per array, each with a `checksum`
-/// attribute that does not depend on how the array was decomposed.
+/// `deck`, `rng_state`) and one dataset per array, each with the XXH3 hash of
+/// every block written (`checksum_blocks`), which a read checks at any rank
+/// count and in any decomposition.
 ///
 /// Every function here is collective over the communicator given to the
 /// Writer or Reader; errors are raised on every rank alike (ErrorScope::all_ranks),
@@ -50,9 +51,9 @@ struct Block {
   /// another mesh axis (flat_range_in).
   std::vector<std::size_t> box_offset{}, box_count{};
   /// The same elements as another rank's block, which answers for them: a
-  /// write writes nothing of a copy, and a read reads it without adding it to
-  /// the checksum's sum (a replica's block, such as the ranks of a data axis
-  /// that hold the same block of a layer split over "model").
+  /// write writes nothing of a copy (a replica's block, such as the ranks of
+  /// a data axis that hold the same block of a layer split over "model"); a
+  /// read reads it as any block.
   bool copy = false;
 };
 
@@ -119,15 +120,16 @@ struct Slab {
 };
 /// \brief `b` cut in order into parts of about `bytes` bytes of
 /// `elem_bytes`-byte elements, small enough to stay in the processor's cache
-/// between the I/O that moves a part and the checksum that reads it: a box
+/// between the I/O that moves a part and the hash that reads it: a box
 /// along its first dimension (whole rows; a row larger than `bytes` is one
-/// part), a flat block along its range. Always at least one part; the parts'
-/// checksums add up to b's.
+/// part), a flat block along its range. Always at least one part, in b's
+/// order: hashing the parts one after another hashes b.
 std::vector<Slab> slabs(const Block& b, std::size_t elem_bytes, std::size_t bytes);
 
-/// The size of the parts a checkpoint reads and hashes one at a time: 4 MiB,
-/// in the last-level cache of any processor kpmap runs on and large enough
-/// that HDF5's cost per call (about 10 us) is under 1 % of the time to move it.
+/// The size of the parts a checkpoint writes, reads and hashes one at a
+/// time: 4 MiB, in the last-level cache of any processor kpmap runs on, and
+/// large enough that HDF5's cost per call is about 1 % of the time to move it
+/// (smaller parts were slower: docs/performance-history.md).
 inline constexpr std::size_t slab_bytes = std::size_t{4} << 20;
 
 /// HDF5 element type codes known to the implementation.
@@ -149,7 +151,8 @@ constexpr Elem elem_of() {
   }
 }
 
-/// \brief The checksum of a block of a global array: the sum (mod 2^64) over
+/// \brief The checksum of checkpoints of earlier versions (a dataset's
+/// `checksum`, read and checked still), of a block of a global array: the sum (mod 2^64) over
 /// its elements of splitmix64(bits ^ global index * golden ratio). Blocks of
 /// any decomposition add up to the same checksum for the same array, and the
 /// sum of integers is exact in any order: a parallel reduction, in the memory
@@ -311,22 +314,6 @@ std::vector<std::size_t> extents_vector(const V& v) {
   return e;
 }
 
-/// \brief The checksum of `v` as `block` of its array, computed in v's own
-/// memory space when v is row-major and contiguous (a GPU field is hashed on
-/// the GPU), else on a host copy. 0 when the block does not fit v: the write
-/// then refuses the block on every rank.
-template <class Exec, class V>
-std::uint64_t checksum_before_write(const Exec& exec, const V& v,
-                                    const std::vector<std::size_t>& extents, const Block& box) {
-  const Block block = linear(box);
-  if (block.count != extents || block.offset.size() != extents.size() ||
-      block.global.size() != extents.size()) {
-    return 0;
-  }
-  if (kpmap::detail::is_canonical(v)) return checksum_of(exec, v.data(), box);
-  auto flat = host_copy(exec, v);
-  return checksum_of(Kokkos::DefaultHostExecutionSpace(), flat.data(), box);
-}
 }  // namespace detail
 
 /// \brief Writes one checkpoint file atomically: everything goes to a
@@ -344,8 +331,10 @@ class Writer {
   Writer& operator=(const Writer&) = delete;
 
   /// \brief Writes this rank's block `local` of the global array `name`
-  /// (collective hyperslab I/O) once the work `exec` was given is done:
-  /// the checksum runs on `exec` and only `exec` is fenced. `block.count`
+  /// (collective hyperslab I/O) once the work `exec` was given is done: only
+  /// `exec` is fenced. The block's checksum (XXH3) is taken of each part of
+  /// it as it is written, in host memory, where a block in device memory is
+  /// copied to be written. `block.count`
   /// must equal local's extents (a flat_range: local is of rank 1). Of a
   /// copy (block.copy), another rank writes the elements: `local` is not read.
   template <class Exec, class V>
@@ -356,13 +345,12 @@ class Writer {
     const auto extents = detail::extents_vector(local);
     if (block.copy) {  // another rank writes these elements: nothing to copy or hash
       const T nothing{};
-      write_raw(name, detail::elem_of<T>(), &nothing, extents, block, false, 0);
+      write_raw(name, detail::elem_of<T>(), &nothing, extents, block, false);
       return;
     }
     Kokkos::View<T*, Kokkos::HostSpace> keep;
-    const std::uint64_t sum = detail::checksum_before_write(exec, local, extents, block);
     auto flat = detail::host_canonical(exec, local, keep);
-    write_raw(name, detail::elem_of<T>(), flat.data(), extents, block, false, sum);
+    write_raw(name, detail::elem_of<T>(), flat.data(), extents, block, false);
   }
   /// \brief As write(exec, ...), after fencing every instance (any may have
   /// written `local`).
@@ -380,9 +368,8 @@ class Writer {
     using T = typename V::non_const_value_type;
     Kokkos::View<T*, Kokkos::HostSpace> keep;
     const auto e = detail::extents_vector(v);
-    const std::uint64_t sum = detail::checksum_before_write(exec, v, e, whole(e));
     auto flat = detail::host_canonical(exec, v, keep);
-    write_raw(name, detail::elem_of<T>(), flat.data(), e, whole(e), /*replicated=*/true, sum);
+    write_raw(name, detail::elem_of<T>(), flat.data(), e, whole(e), /*replicated=*/true);
   }
   /// \brief As write_replicated(exec, ...), after fencing every instance.
   template <class V>
@@ -396,11 +383,10 @@ class Writer {
   const std::string& path() const noexcept;
 
  private:
-  // `checksum`: of this rank's block (block_checksum), computed by the caller
-  // where the data lives.
+  // `data`: the block's elements in host memory, in the block's order.
   void write_raw(const std::string& name, detail::Elem elem, const void* data,
-                 const std::vector<std::size_t>& local_extents, const Block& block, bool replicated,
-                 std::uint64_t checksum);
+                 const std::vector<std::size_t>& local_extents, const Block& block,
+                 bool replicated);
 
  public:
   struct Impl;  // internal

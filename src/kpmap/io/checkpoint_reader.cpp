@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 namespace kpmap::checkpoint {
 
@@ -139,15 +141,10 @@ std::vector<std::size_t> Reader::shape(const std::string& name) const {
 }
 
 namespace {
-// The first element of this rank's block (row-major) whose value is not
-// among `values`, as "element [i, j] is nan (...)", or "".
+// Whether each of the `n` values at `v` is among `values`, without a branch
+// an element (a NaN fails every comparison; the loop vectorizes).
 template <class T>
-std::string first_bad_value(const T* v, const Block& block, Reader::Values values) {
-  std::size_t n = 1;
-  for (std::size_t c : block.count) n *= c;
-  // Count the good values first, without a branch an element (a NaN fails
-  // every comparison; the loop vectorizes): the common case, at the speed of
-  // the loads.
+bool all_good(const T* v, std::size_t n, Reader::Values values) {
   const T top = std::numeric_limits<T>::max();
   const T low = values == Reader::Values::finite ? -top : T(0);
   std::size_t good = 0;
@@ -158,7 +155,22 @@ std::string first_bad_value(const T* v, const Block& block, Reader::Values value
     for (std::size_t k = 0; k < n; ++k)
       good += static_cast<std::size_t>((v[k] >= low) & (v[k] <= top));
   }
-  if (good == n) return "";
+  return good == n;
+}
+
+bool all_good(const void* v, Elem elem, std::size_t n, Reader::Values values) {
+  if (values == Reader::Values::any) return true;
+  if (elem == Elem::f64) return all_good(static_cast<const double*>(v), n, values);
+  if (elem == Elem::f32) return all_good(static_cast<const float*>(v), n, values);
+  return true;
+}
+
+// The first element of this rank's block (row-major) whose value is not
+// among `values`, as "element [i, j] is nan (...)", or "".
+template <class T>
+std::string first_bad_value(const T* v, const Block& block, Reader::Values values) {
+  std::size_t n = 1;
+  for (std::size_t c : block.count) n *= c;
   for (std::size_t k = 0; k < n; ++k) {
     const double x = static_cast<double>(v[k]);
     const char* rule = nullptr;
@@ -192,6 +204,137 @@ std::string first_bad_value(const T* v, const Block& block, Reader::Values value
   }
   return "";
 }
+
+std::size_t elements(const Block& b) {
+  std::size_t n = 1;
+  for (std::size_t c : b.count) n *= c;
+  return n;
+}
+
+// Elements [first, last) of the array's row-major order that `b` is, when it
+// is such a run (a flat range of the whole array, rows of whole rows, a scalar).
+std::optional<std::pair<std::size_t, std::size_t>> run_of(const Block& b) {
+  if (b.global.empty()) return std::make_pair(std::size_t{0}, elements(b) > 0 ? 1 : 0);
+  if (b.flat) {
+    if (!b.box_count.empty() && b.box_count != b.global) return std::nullopt;
+    return std::make_pair(b.offset[0], b.offset[0] + b.count[0]);
+  }
+  std::size_t row = 1;
+  for (std::size_t d = 1; d < b.global.size(); ++d) {
+    if (b.offset[d] != 0 || b.count[d] != b.global[d]) return std::nullopt;
+    row *= b.global[d];
+  }
+  return std::make_pair(b.offset[0] * row, (b.offset[0] + b.count[0]) * row);
+}
+
+// Where the elements of written block `w` start among those of `b`, when
+// they are all there, one after another in w's order; nothing otherwise.
+std::optional<std::size_t> inside(const Block& w, const Block& b) {
+  const auto rw = run_of(w), rb = run_of(b);
+  if (rw && rb) {
+    if (rw->first >= rb->first && rw->second <= rb->second) return rw->first - rb->first;
+    return std::nullopt;
+  }
+  if (!w.flat && !b.flat) {  // rows of a box inside a box as wide
+    for (std::size_t d = 1; d < w.global.size(); ++d) {
+      if (w.offset[d] != b.offset[d] || w.count[d] != b.count[d]) return std::nullopt;
+    }
+    if (w.offset[0] < b.offset[0] || w.offset[0] + w.count[0] > b.offset[0] + b.count[0]) {
+      return std::nullopt;
+    }
+    return (w.offset[0] - b.offset[0]) * (elements(b) / std::max<std::size_t>(b.count[0], 1));
+  }
+  if (w.flat && b.flat && w.box_offset == b.box_offset && w.box_count == b.box_count &&
+      w.offset[0] >= b.offset[0] && w.offset[0] + w.count[0] <= b.offset[0] + b.count[0]) {
+    return w.offset[0] - b.offset[0];
+  }
+  return std::nullopt;
+}
+
+std::string block_text(const Block& b) {
+  std::ostringstream s;
+  if (b.flat) {
+    s << "elements " << b.offset[0] << " to " << b.offset[0] + b.count[0] - 1;
+    if (!b.box_count.empty()) s << " of the box at " << shape_text(b.box_offset);
+  } else {
+    s << "the block of " << shape_text(b.count) << " at " << shape_text(b.offset);
+  }
+  return s.str();
+}
+
+// Checks every block written of dataset `dset` (rows of `table`) against its
+// XXH3: this rank's own block (row `same`, hashed while it was read:
+// `same_hash`) and those inside it from the elements read (`data`, in
+// block's order); the blocks no rank holds whole are read again from the
+// file, each by one rank. Collective. "" or why the checksum does not match.
+std::string check_blocks(MPI_Comm comm, hid_t dset, hid_t fspace, Elem elem, const void* data,
+                         const Block& block, const std::vector<std::uint64_t>& table,
+                         std::size_t same, std::uint64_t same_hash) {
+  const std::size_t width = record_width(block.global.size());
+  const std::size_t rows = table.size() / width;
+  const std::size_t esize = elem_bytes(elem);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::string bad;
+  const auto compare = [&](std::size_t j, std::uint64_t got) {
+    const std::uint64_t want = table[j * width + width - 1];
+    if (got == want || !bad.empty()) return;
+    std::ostringstream s;
+    s << "in " << block_text(record_block(&table[j * width], block.global)) << " (XXH3 stored "
+      << std::hex << want << ", computed " << got << "): the file is corrupted";
+    bad = s.str();
+  };
+  // The blocks written must be every element once: a table that misses one
+  // would leave it unchecked.
+  std::size_t written = 0;
+  for (std::size_t j = 0; j < rows; ++j) {
+    written += elements(record_block(&table[j * width], block.global));
+  }
+  std::size_t all = 1;
+  for (std::size_t g : block.global) all *= g;
+  if (written != all) {
+    return "(its checksum_blocks hold " + std::to_string(written) + " elements of " +
+           std::to_string(all) + "): the file is corrupted";
+  }
+  std::vector<int> seen(rows, 0);
+  if (same < rows) {
+    seen[same] = 1;
+    compare(same, same_hash);
+  }
+  for (std::size_t j = 0; j < rows; ++j) {
+    if (j == same) continue;
+    const Block w = record_block(&table[j * width], block.global);
+    if (const auto at = inside(w, block)) {
+      BlockHash h;
+      h.add(static_cast<const char*>(data) + *at * esize, elements(w) * esize);
+      seen[j] = 1;
+      compare(j, h.value());
+    }
+  }
+  MPI_Allreduce(MPI_IN_PLACE, seen.data(), static_cast<int>(rows), MPI_INT, MPI_MAX, comm);
+  std::vector<char> again;
+  for (std::size_t j = 0; j < rows; ++j) {
+    if (seen[j] || static_cast<int>(j % static_cast<std::size_t>(size)) != rank) continue;
+    const Block w = record_block(&table[j * width], block.global);
+    BlockHash h;
+    for (const Slab& part : slabs(w, esize, slab_bytes)) {
+      const std::size_t n = elements(part.block);
+      again.resize(n * esize);
+      std::vector<hsize_t> cnt(part.block.count.begin(), part.block.count.end());
+      hid_t mspace = cnt.empty()
+                         ? H5Screate(H5S_SCALAR)
+                         : H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr);
+      select(fspace, part.block, false);
+      const herr_t rc = H5Dread(dset, h5type(elem), mspace, fspace, H5P_DEFAULT, again.data());
+      H5Sclose(mspace);
+      if (rc < 0) return "(reading " + block_text(w) + " again failed): the file is corrupted";
+      h.add(again.data(), n * esize);
+    }
+    compare(j, h.value());
+  }
+  return bad;
+}
 }  // namespace
 
 void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
@@ -216,6 +359,35 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
     agree(impl_->comm, where + ": stored with another element type than " + elem_name(elem),
           exit_code::bad_input);
   }
+  // The dataset's checksum: XXH3 of each block as it was written (a table,
+  // checksum_blocks), or, in files of earlier versions, one sum over its
+  // elements (checksum, BlockChecksum).
+  std::string algorithm;
+  const bool by_block = read_string_attr(dset, "checksum_algorithm", algorithm);
+  const std::size_t width = record_width(block.global.size());
+  std::vector<std::uint64_t> table;
+  std::uint64_t stored_sum = 0;
+  const bool has_sum =
+      by_block ? algorithm == xxh3_blocks && read_table_attr(dset, "checksum_blocks", table, width)
+               : read_scalar_attr(dset, "checksum", H5T_NATIVE_UINT64, stored_sum);
+  if (!has_sum) {
+    H5Dclose(dset);
+    agree(impl_->comm,
+          !by_block ? where + ": has no checksum attribute"
+          : algorithm != xxh3_blocks
+              ? where + ": its checksum is '" + algorithm +
+                    "', which this kpmap does not know (written by a newer version?)"
+              : where + ": its checksum_blocks attribute is missing or damaged",
+          exit_code::bad_input);
+  }
+  // This rank's block as it was written (a restart at the same
+  // decomposition): hashed part by part as it is read.
+  const std::size_t rows = table.size() / width;
+  std::size_t same = rows;
+  for (std::size_t j = 0; j < rows && same == rows; ++j) {
+    if (same_block(&table[j * width], block)) same = j;
+  }
+
   // Read and hash a few MiB at a time: the checksum and the check of the
   // values read each part while it is still in cache, instead of two more
   // passes over memory after the read. Every rank makes as many (collective)
@@ -228,6 +400,7 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
   hid_t dxpl = collective_transfer();
   herr_t rc = 0;
   std::uint64_t mine = 0;
+  BlockHash hash;
   std::string bad;
   for (std::size_t i = 0; i < calls; ++i) {
     const bool nothing = i >= parts.size();
@@ -243,38 +416,56 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
     H5Sclose(mspace);
     if (got < 0) rc = got;
     if (nothing || rc < 0) continue;
-    mine += host_checksum(at, elem, part.block);
-    if (bad.empty() && values != Values::any && elem == detail::Elem::f64) {
+    if (!by_block) mine += host_checksum(at, elem, part.block);
+    // Hashed and checked 128 KiB at a time: what the hash has read, the
+    // check finds in the processor's nearest caches.
+    std::size_t n = 1;
+    for (std::size_t c : part.block.count) n *= c;
+    constexpr std::size_t piece = std::size_t{128} << 10;
+    bool good = true;
+    for (std::size_t off = 0; off < n * esize; off += piece) {
+      const std::size_t len = std::min(piece, n * esize - off);
+      if (by_block && same < rows) hash.add(at + off, len);
+      if (good && bad.empty()) good = all_good(at + off, elem, len / esize, values);
+    }
+    if (!good && bad.empty() && elem == detail::Elem::f64) {
       bad = first_bad_value(reinterpret_cast<const double*>(at), part.block, values);
-    } else if (bad.empty() && values != Values::any && elem == detail::Elem::f32) {
+    } else if (!good && bad.empty() && elem == detail::Elem::f32) {
       bad = first_bad_value(reinterpret_cast<const float*>(at), part.block, values);
     }
   }
   H5Pclose(dxpl);
-  H5Sclose(fspace);
-  std::uint64_t stored_sum = 0;
-  const bool has_sum = read_scalar_attr(dset, "checksum", H5T_NATIVE_UINT64, stored_sum);
-  H5Dclose(dset);
+  if (rc < 0) {
+    H5Sclose(fspace);
+    H5Dclose(dset);
+  }
   agree(impl_->comm, rc < 0 ? where + ": reading failed (truncated or corrupted file?)" : "",
         exit_code::bad_input);
-  agree(impl_->comm, has_sum ? "" : where + ": has no checksum attribute", exit_code::bad_input);
 
-  // Blocks that partition the array add up to its checksum (a copy of
-  // another rank's block adds nothing: that rank counts it); a whole-array
-  // read (replicated data) is checked by each rank on its own.
-  const bool whole_read = covers_all(block);
-  std::uint64_t sum = mine;
-  int all_whole = whole_read ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &all_whole, 1, MPI_INT, MPI_LAND, impl_->comm);
-  if (!all_whole) {
-    sum = block.copy ? 0 : mine;
-    MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
-  }
   std::ostringstream msg;
-  if (sum != stored_sum) {
-    msg << where << ": checksum mismatch (stored " << stored_sum << ", computed " << sum
-        << "): the file is corrupted";
+  if (by_block) {
+    msg << check_blocks(impl_->comm, dset, fspace, elem, data, block, table, same,
+                        same < rows ? hash.value() : 0);
+    if (!msg.str().empty()) msg.str(where + ": checksum mismatch " + msg.str());
+  } else {
+    // Blocks that partition the array add up to its checksum (a copy of
+    // another rank's block adds nothing: that rank counts it); a whole-array
+    // read (replicated data) is checked by each rank on its own.
+    const bool whole_read = covers_all(block);
+    std::uint64_t sum = mine;
+    int all_whole = whole_read ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &all_whole, 1, MPI_INT, MPI_LAND, impl_->comm);
+    if (!all_whole) {
+      sum = block.copy ? 0 : mine;
+      MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
+    }
+    if (sum != stored_sum) {
+      msg << where << ": checksum mismatch (stored " << stored_sum << ", computed " << sum
+          << "): the file is corrupted";
+    }
   }
+  H5Sclose(fspace);
+  H5Dclose(dset);
   agree(impl_->comm, msg.str(), exit_code::bad_input);
 
   // Values a run cannot continue from (the checksum only says the file is

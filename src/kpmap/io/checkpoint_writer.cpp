@@ -31,6 +31,7 @@ struct Writer::Impl {
   std::string tmp;
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
+  int size = 1;
   hid_t file = -1;
   bool committed = false;
   bool agreed_failure = false;  // every rank raised the same error
@@ -38,6 +39,7 @@ struct Writer::Impl {
   std::uint64_t reserved = 0;   // bytes of the temporary whose blocks are reserved
   std::uint64_t high = 0;       // the end of the last dataset's storage
   std::uint64_t datasets = 0;   // written so far
+  std::uint64_t tables = 0;     // bytes of their checksum_blocks attributes
   bool can_reserve = true;      // false on file systems without fallocate
 
   // Rank 0 reserves the temporary's disk blocks [0, end): HDF5's own writes
@@ -86,8 +88,7 @@ Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
   impl_->tmp = path + ".tmp";
   impl_->comm = comm;
   MPI_Comm_rank(comm, &impl_->rank);
-  int size = 1;
-  MPI_Comm_size(comm, &size);
+  MPI_Comm_size(comm, &impl_->size);
 
   std::string error;
   if (impl_->rank == 0) {
@@ -113,6 +114,9 @@ Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
   agree(comm, error, exit_code::failure);
 
   hid_t fapl = mpio_access(comm);
+  // HDF5 1.8's object format: an attribute may be larger than 64 KiB (the
+  // checksum table of a dataset written by thousands of ranks).
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
   impl_->file = H5Fcreate(impl_->tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   H5Pclose(fapl);
   agree(comm,
@@ -123,7 +127,7 @@ Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
         exit_code::failure);
   if (impl_->rank == 0) impl_->fd = ::open(impl_->tmp.c_str(), O_WRONLY | O_CLOEXEC);
 
-  meta.ranks = size;
+  meta.ranks = impl_->size;
   meta.kpmap_version = version_string;
   write_string_attr(impl_->file, "kpmap_version", meta.kpmap_version);
   write_string_attr(impl_->file, "app", meta.app);
@@ -203,7 +207,7 @@ const std::string& Writer::path() const noexcept { return impl_->path; }
 
 void Writer::write_raw(const std::string& name, detail::Elem elem, const void* data,
                        const std::vector<std::size_t>& local_extents, const Block& block,
-                       bool replicated, std::uint64_t checksum) {
+                       bool replicated) {
   remembering_failure(*impl_, [&] {
     Quiet quiet;
     agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
@@ -227,28 +231,83 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     ++impl_->datasets;
     impl_->reserve(impl_->high);
 
+    // Written a few MiB at a time, each part hashed while it is in cache.
+    // Every rank makes as many (collective) writes as the rank with the most
+    // parts; past its own, or where another rank writes its elements, it
+    // writes nothing.
     const bool none = (replicated && impl_->rank != 0) || block.copy;
-    std::vector<hsize_t> cnt(block.count.begin(), block.count.end());
-    hid_t mspace = cnt.empty()
-                       ? H5Screate(H5S_SCALAR)
-                       : H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr);
-    if (none) H5Sselect_none(mspace);
-    select(fspace, block, none);
+    const std::size_t esize = elem_bytes(elem);
+    const std::vector<Slab> parts = none ? std::vector<Slab>{} : slabs(block, esize, slab_bytes);
+    unsigned long long calls = parts.size();
+    MPI_Allreduce(MPI_IN_PLACE, &calls, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, impl_->comm);
     hid_t dxpl = collective_transfer();
-    // An injected failure takes the path of a real one (KPMAP_FAULT_INJECT=R:S:io).
-    const herr_t rc =
-        fault::write_fails() ? -1 : H5Dwrite(dset, h5type(elem), mspace, fspace, dxpl, data);
+    herr_t rc = fault::write_fails() ? -1 : 0;  // an injected failure takes a real one's path
+    BlockHash hash;
+    std::size_t elements = 0;
+    for (std::size_t i = 0; i < calls && rc >= 0; ++i) {
+      const bool nothing = i >= parts.size();
+      const Block& part = nothing ? block : parts[i].block;
+      const char* at = static_cast<const char*>(data) + (nothing ? 0 : parts[i].at) * esize;
+      std::vector<hsize_t> cnt(part.count.begin(), part.count.end());
+      hid_t mspace = cnt.empty()
+                         ? H5Screate(H5S_SCALAR)
+                         : H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr);
+      if (nothing) H5Sselect_none(mspace);
+      select(fspace, part, nothing);
+      std::size_t n = 1;
+      for (std::size_t c : part.count) n *= c;
+      if (!nothing) {
+        hash.add(at, n * esize);
+        elements += n;
+      }
+      rc = H5Dwrite(dset, h5type(elem), mspace, fspace, dxpl, at);
+      H5Sclose(mspace);
+    }
     H5Pclose(dxpl);
-    H5Sclose(mspace);
     if (rc < 0) {
       fail_on_this_rank(impl_->tmp, "writing dataset '" + name + "' to " + impl_->tmp + " failed",
                         fault::write_fails() ? "injected by KPMAP_FAULT_INJECT" : "");
     }
 
-    // The checksum of the whole array, from every rank's share.
-    std::uint64_t sum = none ? 0 : checksum;
-    MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
-    write_scalar_attr(dset, "checksum", H5T_NATIVE_UINT64, sum);
+    // Every block written, with its hash, in rank order: the table a reader
+    // checks what it reads against.
+    // Each rank sends whether it wrote anything, then its row.
+    const std::size_t width = record_width(block.global.size());
+    std::vector<std::uint64_t> mine(width + 1, 0);
+    if (elements > 0) {
+      const auto row = block_record(block, hash.value());
+      mine[0] = 1;
+      std::copy(row.begin(), row.end(), mine.begin() + 1);
+    }
+    std::vector<std::uint64_t> all((width + 1) * static_cast<std::size_t>(impl_->size));
+    MPI_Allgather(mine.data(), static_cast<int>(width + 1), MPI_UINT64_T, all.data(),
+                  static_cast<int>(width + 1), MPI_UINT64_T, impl_->comm);
+    std::vector<std::uint64_t> table;
+    std::size_t written = 0, whole = 1;
+    for (int r = 0; r < impl_->size; ++r) {
+      const std::uint64_t* sent = all.data() + (width + 1) * static_cast<std::size_t>(r);
+      if (sent[0] == 0) continue;
+      const std::uint64_t* row = sent + 1;
+      table.insert(table.end(), row, row + width);
+      std::size_t n = 1;
+      for (std::size_t c : record_block(row, block.global).count) n *= c;
+      written += n;
+    }
+    for (std::size_t g : block.global) whole *= g;
+    // A block written twice (a replica not marked Block::copy) or an element
+    // not written at all: the file would hold what no rank wrote.
+    if (written != whole) {
+      H5Sclose(fspace);
+      H5Dclose(dset);
+      agree(impl_->comm,
+            "the blocks written of '" + name + "' hold " + std::to_string(written) +
+                " elements of its " + std::to_string(whole) +
+                " (overlapping blocks, or a replica not marked Block::copy?)",
+            exit_code::failure);
+    }
+    write_string_attr(dset, "checksum_algorithm", xxh3_blocks);
+    write_table_attr(dset, "checksum_blocks", table, width);
+    impl_->tables += 8 * table.size();
     H5Sclose(fspace);
     H5Dclose(dset);
   });
@@ -261,7 +320,7 @@ void Writer::commit() {
     // The metadata goes to disk here: room for what HDF5 places after the
     // last dataset (the last object headers and attributes: about 2 KiB in a
     // file of 20 datasets).
-    impl_->reserve(impl_->high + 16384 + 512 * impl_->datasets);
+    impl_->reserve(impl_->high + 16384 + 512 * impl_->datasets + impl_->tables);
     if (H5Fflush(impl_->file, H5F_SCOPE_GLOBAL) < 0) {
       fail_on_this_rank(impl_->tmp, "flushing " + impl_->tmp + " failed");
     }

@@ -178,6 +178,78 @@ hid_t h5type(Elem e) {
   return H5T_NATIVE_DOUBLE;
 }
 
+std::vector<std::uint64_t> block_record(const Block& b, std::uint64_t hash) {
+  const std::size_t dims = b.global.size();
+  std::vector<std::uint64_t> row(record_width(dims), 0);
+  row[0] = b.flat && dims > 0 ? 1 : 0;  // a scalar's one element is the whole
+  const std::vector<std::size_t>* fields[] = {&b.offset, &b.count, &b.box_offset, &b.box_count};
+  for (std::size_t f = 0; f < 4; ++f) {
+    for (std::size_t d = 0; d < fields[f]->size() && d < dims; ++d) {
+      row[1 + f * dims + d] = (*fields[f])[d];
+    }
+  }
+  row.back() = hash;
+  return row;
+}
+
+Block record_block(const std::uint64_t* row, const std::vector<std::size_t>& global) {
+  const std::size_t dims = global.size();
+  if (dims == 0) return whole({});
+  Block b;
+  b.global = global;
+  b.flat = row[0] == 1;
+  const auto field = [&](std::size_t f, std::size_t n) {
+    return std::vector<std::size_t>(row + 1 + f * dims, row + 1 + f * dims + n);
+  };
+  b.offset = field(0, b.flat ? 1 : dims);
+  b.count = field(1, b.flat ? 1 : dims);
+  if (b.flat) {
+    bool boxed = false;
+    for (std::size_t d = 0; d < dims; ++d) boxed |= row[1 + 3 * dims + d] != 0;
+    if (boxed) {
+      b.box_offset = field(2, dims);
+      b.box_count = field(3, dims);
+    }
+  }
+  return b;
+}
+
+bool same_block(const std::uint64_t* row, const Block& b) {
+  if (product(b.count) == 0) return false;  // no block written is empty
+  const std::vector<std::uint64_t> mine = block_record(b, 0);
+  return std::equal(mine.begin(), mine.end() - 1, row);
+}
+
+void write_table_attr(hid_t obj, const char* name, const std::vector<std::uint64_t>& values,
+                      std::size_t width) {
+  const hsize_t dims[2] = {values.size() / width, width};
+  hid_t space = H5Screate_simple(2, dims, nullptr);
+  hid_t attr = H5Acreate2(obj, name, H5T_NATIVE_UINT64, space, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(attr, H5T_NATIVE_UINT64, values.data());
+  H5Aclose(attr);
+  H5Sclose(space);
+}
+
+bool read_table_attr(hid_t obj, const char* name, std::vector<std::uint64_t>& values,
+                     std::size_t width) {
+  if (H5Aexists(obj, name) <= 0) return false;
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+  if (attr < 0) return false;
+  hid_t ftype = H5Aget_type(attr);
+  hid_t space = H5Aget_space(attr);
+  hsize_t dims[2] = {0, 0};
+  bool ok = H5Tget_class(ftype) == H5T_INTEGER && H5Sget_simple_extent_ndims(space) == 2 &&
+            H5Sget_simple_extent_dims(space, dims, nullptr) == 2 && dims[1] == width;
+  if (ok) {
+    values.resize(dims[0] * dims[1]);
+    ok = H5Aread(attr, H5T_NATIVE_UINT64, values.data()) >= 0;
+  }
+  H5Sclose(space);
+  H5Tclose(ftype);
+  H5Aclose(attr);
+  return ok;
+}
+
 std::size_t elem_bytes(Elem e) { return e == Elem::f32 || e == Elem::i32 ? 4 : 8; }
 
 const char* elem_name(Elem e) {

@@ -37,6 +37,46 @@ bool read_string_attr(hid_t obj, const char* name, std::string& out);
 /// Selects this rank's block (or nothing) in a dataspace.
 void select(hid_t space, const Block& b, bool none);
 
+/// \brief The `checksum_algorithm` attribute of a dataset whose checksum is
+/// XXH3 (64 bits, seed 0) of each written block's bytes in the block's
+/// order, one row of `checksum_blocks` a block (block_record). A dataset
+/// without the attribute holds the earlier `checksum`: one sum over its
+/// elements (BlockChecksum).
+inline constexpr const char* xxh3_blocks = "xxh3-64 of each written block";
+
+/// \brief XXH3-64 of bytes given in pieces (a block read or written a part at
+/// a time): the hash of their concatenation.
+class BlockHash {
+ public:
+  BlockHash();
+  ~BlockHash();
+  BlockHash(const BlockHash&) = delete;
+  BlockHash& operator=(const BlockHash&) = delete;
+  void add(const void* bytes, std::size_t n);
+  std::uint64_t value() const;
+
+ private:
+  void* state_;
+};
+
+/// Values of one row of `checksum_blocks` for an array of `dims` dimensions:
+/// flags (1: flat), then offset, count, box_offset and box_count, each padded
+/// with zeros to `dims` values, then the hash.
+inline std::size_t record_width(std::size_t dims) { return 2 + 4 * dims; }
+/// `b` (with `hash`) as a row of `checksum_blocks`.
+std::vector<std::uint64_t> block_record(const Block& b, std::uint64_t hash);
+/// The block a row of `checksum_blocks` describes (its hash is the last value).
+Block record_block(const std::uint64_t* row, const std::vector<std::size_t>& global);
+/// Whether the row describes the elements of `b`, in b's order.
+bool same_block(const std::uint64_t* row, const Block& b);
+
+/// A 2-D uint64 attribute of `rows` x `width` values (row-major), and back:
+/// false when it is absent or not such an attribute.
+void write_table_attr(hid_t obj, const char* name, const std::vector<std::uint64_t>& values,
+                      std::size_t width);
+bool read_table_attr(hid_t obj, const char* name, std::vector<std::uint64_t>& values,
+                     std::size_t width);
+
 template <class T>
 inline void write_scalar_attr(hid_t obj, const char* name, hid_t type, T value) {
   hid_t space = H5Screate(H5S_SCALAR);
