@@ -14,6 +14,7 @@
 #include <kpmap/collectives/collectives.hpp>
 #include <kpmap/runtime/mesh.hpp>
 #include <kpmap/spmd/pmap.hpp>
+#include <kpmap/train/loop.hpp>
 #include <kpmap/train/random.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -493,7 +494,7 @@ BatchPlan<typename Exec::memory_space> plan_epoch(const Exec& exec, std::size_t 
   p.global_rows = n;
   p.identity = batch == 0 || batch >= n;
   p.batch = p.identity ? n : batch;
-  p.batches = p.batch == 0 ? 0 : (n + p.batch - 1) / p.batch;
+  p.batches = n == 0 ? 0 : steps_per_epoch(n, batch);
   p.offsets.assign(p.batches + 1, 0);
   if (p.identity) {
     if (p.batches > 0) p.offsets[1] = local;
