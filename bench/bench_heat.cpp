@@ -224,6 +224,12 @@ void report(benchmark::State& state, const Problem& pb, double bytes_per_cell, d
   state.counters["copy_GBps"] = t_copy > 0 ? cells * 16.0 / t_copy / 1e9 : 0;
   state.counters["of_copy"] =
       state.counters["copy_GBps"] > 0 ? state.counters["GBps"] / state.counters["copy_GBps"] : 0;
+  // The bytes the body moves (every rank's), and the time they take at the
+  // in-run copy's rate: the body's memory-bound floor; of_copy is floor / time.
+  state.counters["bytes"] = cells * bytes_per_cell;
+  state.counters["copy_floor_us"] = state.counters["copy_GBps"] > 0
+                                        ? cells * bytes_per_cell / state.counters["copy_GBps"] / 1e3
+                                        : 0;
   if (busy_s > 0) {
     state.counters["halo_share"] = pb.timings.halo_s / busy_s;
     state.counters["collectives_share"] = pb.timings.collectives_s / busy_s;
