@@ -89,6 +89,22 @@ void write_rows(const std::string& path, double fill = 0.0, bool commit = true) 
   if (commit) w.commit();
 }
 
+// Flips the bits `mask` of byte `at` of dataset `name`'s data in the file.
+void flip_bits(const std::string& path, const char* name, std::size_t at, char mask) {
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
+  const haddr_t offset = H5Dget_offset(ds);
+  H5Dclose(ds);
+  H5Fclose(f);
+  std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+  io.seekg(static_cast<std::streamoff>(offset + at));
+  char byte = 0;
+  io.read(&byte, 1);
+  byte = static_cast<char>(byte ^ mask);
+  io.seekp(static_cast<std::streamoff>(offset + at));
+  io.write(&byte, 1);
+}
+
 void expect_input_error(const std::function<void()>& f, const std::string& text) {
   try {
     f();
@@ -532,18 +548,7 @@ TEST_CASE("checkpoints of earlier versions (one splitmix64 sum a dataset) still 
   if (me == 0) {
     fs::copy_file(data + "heat2d_ci_np3_splitmix_checksum.h5", flipped,
                   fs::copy_options::overwrite_existing);
-    hid_t f = H5Fopen(flipped.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t ds = H5Dopen2(f, "fields/energy", H5P_DEFAULT);
-    const haddr_t offset = H5Dget_offset(ds);
-    H5Dclose(ds);
-    H5Fclose(f);
-    std::fstream io(flipped, std::ios::in | std::ios::out | std::ios::binary);
-    io.seekg(static_cast<std::streamoff>(offset + 301));
-    char byte = 0;
-    io.read(&byte, 1);
-    byte = static_cast<char>(byte ^ 0x04);
-    io.seekp(static_cast<std::streamoff>(offset + 301));
-    io.write(&byte, 1);
+    flip_bits(flipped, "fields/energy", 301, 0x04);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   expect_input_error(
@@ -589,18 +594,7 @@ TEST_CASE("every kind of bad restart file is a clear error on every rank", "[che
     std::ofstream(d + "/truncated.h5", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
     // A copy with one byte of the field's data flipped.
     fs::copy_file(good, d + "/flipped.h5", fs::copy_options::overwrite_existing);
-    hid_t f = H5Fopen((d + "/flipped.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t ds = H5Dopen2(f, "field", H5P_DEFAULT);
-    const haddr_t offset = H5Dget_offset(ds);
-    H5Dclose(ds);
-    H5Fclose(f);
-    std::fstream io(d + "/flipped.h5", std::ios::in | std::ios::out | std::ios::binary);
-    io.seekg(static_cast<std::streamoff>(offset + 17));
-    char byte = 0;
-    io.read(&byte, 1);
-    byte = static_cast<char>(byte ^ 0x40);
-    io.seekp(static_cast<std::streamoff>(offset + 17));
-    io.write(&byte, 1);
+    flip_bits(d + "/flipped.h5", "field", 17, 0x40);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   const kpmap::BlockPartition part(10, world_size());
