@@ -169,8 +169,7 @@ bool all_good(const void* v, Elem elem, std::size_t n, Reader::Values values) {
 // among `values`, as "element [i, j] is nan (...)", or "".
 template <class T>
 std::string first_bad_value(const T* v, const Block& block, Reader::Values values) {
-  std::size_t n = 1;
-  for (std::size_t c : block.count) n *= c;
+  const std::size_t n = elements(block);
   for (std::size_t k = 0; k < n; ++k) {
     const double x = static_cast<double>(v[k]);
     const char* rule = nullptr;
@@ -185,8 +184,7 @@ std::string first_bad_value(const T* v, const Block& block, Reader::Values value
     // The global multi-index of local element k, in the box that holds it.
     std::vector<std::size_t> at;
     for (const Piece& p : pieces(block)) {
-      std::size_t size = 1;
-      for (std::size_t c : p.box.count) size *= c;
+      const std::size_t size = elements(p.box);
       if (k < p.at || k - p.at >= size) continue;
       at.resize(p.box.count.size());
       std::size_t rest = k - p.at;
@@ -203,12 +201,6 @@ std::string first_bad_value(const T* v, const Block& block, Reader::Values value
     return s.str();
   }
   return "";
-}
-
-std::size_t elements(const Block& b) {
-  std::size_t n = 1;
-  for (std::size_t c : b.count) n *= c;
-  return n;
 }
 
 // Elements [first, last) of the array's row-major order that `b` is, when it
@@ -287,12 +279,8 @@ std::string check_blocks(MPI_Comm comm, hid_t dset, hid_t fspace, Elem elem, con
   };
   // The blocks written must be every element once: a table that misses one
   // would leave it unchecked.
-  std::size_t written = 0;
-  for (std::size_t j = 0; j < rows; ++j) {
-    written += elements(record_block(&table[j * width], block.global));
-  }
-  std::size_t all = 1;
-  for (std::size_t g : block.global) all *= g;
+  const std::size_t written = table_elements(table, block.global);
+  const std::size_t all = elements(whole(block.global));
   if (written != all) {
     return "(its checksum_blocks hold " + std::to_string(written) + " elements of " +
            std::to_string(all) + "): the file is corrupted";
@@ -419,8 +407,7 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
     if (!by_block) mine += host_checksum(at, elem, part.block);
     // Hashed and checked 128 KiB at a time: what the hash has read, the
     // check finds in the processor's nearest caches.
-    std::size_t n = 1;
-    for (std::size_t c : part.block.count) n *= c;
+    const std::size_t n = elements(part.block);
     constexpr std::size_t piece = std::size_t{128} << 10;
     bool good = true;
     for (std::size_t off = 0; off < n * esize; off += piece) {

@@ -243,7 +243,7 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     hid_t dxpl = collective_transfer();
     herr_t rc = fault::write_fails() ? -1 : 0;  // an injected failure takes a real one's path
     BlockHash hash;
-    std::size_t elements = 0;
+    std::size_t hashed = 0;  // elements hashed
     for (std::size_t i = 0; i < calls && rc >= 0; ++i) {
       const bool nothing = i >= parts.size();
       const Block& part = nothing ? block : parts[i].block;
@@ -254,11 +254,10 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
                          : H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr);
       if (nothing) H5Sselect_none(mspace);
       select(fspace, part, nothing);
-      std::size_t n = 1;
-      for (std::size_t c : part.count) n *= c;
+      const std::size_t n = elements(part);
       if (!nothing) {
         hash.add(at, n * esize);
-        elements += n;
+        hashed += n;
       }
       rc = H5Dwrite(dset, h5type(elem), mspace, fspace, dxpl, at);
       H5Sclose(mspace);
@@ -274,7 +273,7 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     // Each rank sends whether it wrote anything, then its row.
     const std::size_t width = record_width(block.global.size());
     std::vector<std::uint64_t> mine(width + 1, 0);
-    if (elements > 0) {
+    if (hashed > 0) {
       const auto row = block_record(block, hash.value());
       mine[0] = 1;
       std::copy(row.begin(), row.end(), mine.begin() + 1);
@@ -283,25 +282,20 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     MPI_Allgather(mine.data(), static_cast<int>(width + 1), MPI_UINT64_T, all.data(),
                   static_cast<int>(width + 1), MPI_UINT64_T, impl_->comm);
     std::vector<std::uint64_t> table;
-    std::size_t written = 0, whole = 1;
     for (int r = 0; r < impl_->size; ++r) {
       const std::uint64_t* sent = all.data() + (width + 1) * static_cast<std::size_t>(r);
-      if (sent[0] == 0) continue;
-      const std::uint64_t* row = sent + 1;
-      table.insert(table.end(), row, row + width);
-      std::size_t n = 1;
-      for (std::size_t c : record_block(row, block.global).count) n *= c;
-      written += n;
+      if (sent[0] != 0) table.insert(table.end(), sent + 1, sent + 1 + width);
     }
-    for (std::size_t g : block.global) whole *= g;
+    const std::size_t written = table_elements(table, block.global);
+    const std::size_t array = elements(whole(block.global));
     // A block written twice (a replica not marked Block::copy) or an element
     // not written at all: the file would hold what no rank wrote.
-    if (written != whole) {
+    if (written != array) {
       H5Sclose(fspace);
       H5Dclose(dset);
       agree(impl_->comm,
             "the blocks written of '" + name + "' hold " + std::to_string(written) +
-                " elements of its " + std::to_string(whole) +
+                " elements of its " + std::to_string(array) +
                 " (overlapping blocks, or a replica not marked Block::copy?)",
             exit_code::failure);
     }

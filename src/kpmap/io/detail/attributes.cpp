@@ -214,8 +214,20 @@ Block record_block(const std::uint64_t* row, const std::vector<std::size_t>& glo
   return b;
 }
 
+std::size_t elements(const Block& b) { return product(b.count); }
+
+std::size_t table_elements(const std::vector<std::uint64_t>& table,
+                           const std::vector<std::size_t>& global) {
+  const std::size_t width = record_width(global.size());
+  std::size_t n = 0;
+  for (std::size_t j = 0; j + width <= table.size(); j += width) {
+    n += elements(record_block(&table[j], global));
+  }
+  return n;
+}
+
 bool same_block(const std::uint64_t* row, const Block& b) {
-  if (product(b.count) == 0) return false;  // no block written is empty
+  if (elements(b) == 0) return false;  // no block written is empty
   const std::vector<std::uint64_t> mine = block_record(b, 0);
   return std::equal(mine.begin(), mine.end() - 1, row);
 }

@@ -69,6 +69,12 @@ std::vector<std::uint64_t> block_record(const Block& b, std::uint64_t hash);
 Block record_block(const std::uint64_t* row, const std::vector<std::size_t>& global);
 /// Whether the row describes the elements of `b`, in b's order.
 bool same_block(const std::uint64_t* row, const Block& b);
+/// Elements of a block (the product of its extents).
+std::size_t elements(const Block& b);
+/// Elements of the blocks of a `checksum_blocks` table of an array of extents
+/// `global`: the array's size when they hold each element once.
+std::size_t table_elements(const std::vector<std::uint64_t>& table,
+                           const std::vector<std::size_t>& global);
 
 /// A 2-D uint64 attribute of `rows` x `width` values (row-major), and back:
 /// false when it is absent or not such an attribute.
