@@ -171,12 +171,12 @@ void BM_paired_fused_vs_unfused(benchmark::State& state) {
   set_bytes(state, b.size() * 1024 * sizeof(double));
 }
 
-// 8 B to 64 MiB, 1 KiB included.
+// 8 B to 64 MiB: 1 to 512 doubles and 1024 and up (the per-call cost and the bandwidth).
 void sizes(benchmark::internal::Benchmark* b) {
   for (std::int64_t bytes :
        {std::int64_t(8), std::int64_t(64), std::int64_t(512), std::int64_t(1) << 10,
-        std::int64_t(8) << 10, std::int64_t(64) << 10, std::int64_t(1) << 20, std::int64_t(8) << 20,
-        std::int64_t(64) << 20}) {
+        std::int64_t(4) << 10, std::int64_t(8) << 10, std::int64_t(64) << 10, std::int64_t(1) << 20,
+        std::int64_t(8) << 20, std::int64_t(64) << 20}) {
     b->Arg(bytes);
   }
 }
