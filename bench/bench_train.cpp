@@ -364,6 +364,7 @@ void BM_gemm(benchmark::State& state) {
 BENCHMARK(BM_linear_epoch)
     ->Args({8, 4})
     ->Args({8, 256})
+    ->Args({16, 256})
     ->Args({32, 256})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

@@ -176,8 +176,11 @@ TEST_CASE("the gradient kernel gives 2/N X^T r at any row and feature count, shu
           "[train]") {
   // Up to 64 rows make chunks of 8, more rows chunks of 64; the fused form
   // runs on host backends up to 64 features, the team form beyond (and on
-  // GPUs). The reference is summed here, serially, in long double.
-  for (std::size_t f : {std::size_t(1), std::size_t(5), std::size_t(64), std::size_t(70)}) {
+  // GPUs); the fused form's dot products go in feature order below 32
+  // features, in 8 lanes from 32 (37: 5 features past the last whole 8). The
+  // reference is summed here, serially, in long double.
+  for (std::size_t f : {std::size_t(1), std::size_t(5), std::size_t(32), std::size_t(37),
+                        std::size_t(64), std::size_t(70)}) {
     for (std::size_t rows : {1, 7, 8, 63, 64, 65, 130, 203}) {
       for (bool shuffled : {false, true}) {
         const LocalData d(rows, f);

@@ -56,6 +56,16 @@ namespace detail {
 /// chain of dependent additions. Also the rows per chunk of a small batch.
 inline constexpr std::size_t linear_group_rows = 8;
 
+/// Lanes of partial sums of a row's dot product in the host form of
+/// LinearPartials (a 512-bit register of doubles); the sum adds them as a
+/// tree of eight.
+inline constexpr std::size_t linear_dot_lanes = 8;
+
+/// Features from which the host form of LinearPartials forms a row's dot
+/// product in linear_dot_lanes lanes (below: in feature order, where the
+/// lanes' final sum would cost more than the chain it saves).
+inline constexpr std::size_t linear_lane_dot_features = 32;
+
 /// Rows per chunk of the deterministic reduction: each chunk sums its rows in
 /// a fixed order into its own partial sums, then the chunks are added by one
 /// gemv, so the result depends neither on the thread count nor on the team
@@ -169,9 +179,10 @@ struct LinearPartials {
     constexpr std::size_t F = linear_local_features;
     constexpr std::size_t G = linear_group_rows;
     T acc[F + 2];
-    T wl[F];
+    T wl[F + linear_dot_lanes];  // zero past f: the last lanes' weights
     for (std::size_t j = 0; j < f + 2; ++j) acc[j] = T(0);
     for (std::size_t j = 0; j < f; ++j) wl[j] = w(j);
+    for (std::size_t j = f; j < f + linear_dot_lanes; ++j) wl[j] = T(0);
     const T bias = b();
     const T* xp = x.data();
     std::size_t k = s;
@@ -183,8 +194,34 @@ struct LinearPartials {
         xr[g] = xp + i * f;
         r[g] = bias - y(i);
       }
-      for (std::size_t j = 0; j < f; ++j) {
-        for (std::size_t g = 0; g < G; ++g) r[g] += xr[g][j] * wl[j];
+      if (f < linear_lane_dot_features) {
+        // Few features: each row's products in feature order, the eight rows'
+        // chains of additions side by side.
+        for (std::size_t j = 0; j < f; ++j) {
+          for (std::size_t g = 0; g < G; ++g) r[g] += xr[g][j] * wl[j];
+        }
+      } else {
+        // Each row's dot product in D lanes of partial sums (lane l: the
+        // features j = l mod D), then the lanes added as a balanced tree:
+        // vector multiply-adds, where sums in feature order are a chain of
+        // f scalar additions that no compiler may reorder (3 cycles each).
+        constexpr std::size_t D = linear_dot_lanes;
+        for (std::size_t g = 0; g < G; ++g) {  // rows apart: independent chains
+          const T* xg = xr[g];
+          T d[D] = {};
+          std::size_t j = 0;
+          for (; j + D <= f; j += D) {
+            KPMAP_VECTOR_LANES
+            for (std::size_t l = 0; l < D; ++l) d[l] += xg[j + l] * wl[j + l];
+          }
+          if (j < f) {  // the last f mod D features, in lanes 0 to f - j - 1
+            KPMAP_VECTOR_LANES
+            for (std::size_t l = 0; l < D; ++l) {
+              d[l] += (j + l < f ? xg[j + l] : T(0)) * wl[j + l];
+            }
+          }
+          r[g] += ((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]));
+        }
       }
       // Element-wise over j (a fixed pairing of the rows): vectorises.
       const T *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
