@@ -3,7 +3,9 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/base/fault.hpp>
+#include <kpmap/run/host_monitor.hpp>
 #include <kpmap/run/stop.hpp>
+#include <kpmap/run/watchdog.hpp>
 #include <kpmap/runtime/memory.hpp>
 #include <kpmap/runtime/runtime.hpp>
 
@@ -12,9 +14,12 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -175,6 +180,115 @@ TEST_CASE("A stop signal on one rank reaches every rank at the same poll", "[sto
   CHECK(again.pending() == 0);
   CHECK_THROWS_AS(kpmap::StopSignals(), kpmap::Error);
   CHECK(kpmap::StopSignals::name(SIGUSR1) == "SIGUSR1");
+}
+
+// Sets an environment variable (or unsets it) for one scope.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  const char* name_;
+};
+
+TEST_CASE("The watchdog is on by default, its limit ten times the longest step", "[watchdog]") {
+  {
+    const ScopedEnv unset("KPMAP_WATCHDOG", nullptr);
+    CHECK(kpmap::Watchdog::from_environment() == kpmap::Watchdog::automatic);
+  }
+  {
+    const ScopedEnv off("KPMAP_WATCHDOG", "0");
+    CHECK(kpmap::Watchdog::from_environment() == 0.0);
+  }
+  {
+    const ScopedEnv fixed("KPMAP_WATCHDOG", "2.5");
+    CHECK(kpmap::Watchdog::from_environment() == 2.5);
+  }
+  for (const char* bad : {"-1", "abc", "inf", "3s"}) {
+    const ScopedEnv wrong("KPMAP_WATCHDOG", bad);
+    CHECK_THROWS_WITH(kpmap::Watchdog::from_environment(),
+                      ContainsSubstring("KPMAP_WATCHDOG='" + std::string(bad) + "'"));
+  }
+  // Automatic: the floor until a step is longer than a tenth of it.
+  kpmap::Watchdog automatic(kpmap::Watchdog::automatic, 0);
+  CHECK(automatic.seconds() == kpmap::Watchdog::automatic_floor);
+  automatic.beat(1);
+  automatic.beat(2);
+  CHECK(automatic.seconds() == kpmap::Watchdog::automatic_floor);
+  // With a floor of 0.5 s, a step of at least 0.1 s sets it to 10 x the step.
+  kpmap::Watchdog short_floor(kpmap::Watchdog::automatic, 0, "step", 0.5);
+  short_floor.beat(1);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  short_floor.beat(2);
+  const double step = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(short_floor.seconds() >= 1.0);
+  CHECK(short_floor.seconds() <= 10 * step + 1e-9);
+  // A shorter step later leaves the limit where the longest put it.
+  const double after_long = short_floor.seconds();
+  short_floor.beat(3);
+  CHECK(short_floor.seconds() == after_long);
+  const kpmap::Watchdog off(0.0, 0);
+  CHECK(off.seconds() == 0.0);
+}
+
+TEST_CASE("The host monitor finds the job's hosts and watches only several", "[hosts]") {
+  {
+    const ScopedEnv unset("KPMAP_HOST_TIMEOUT", nullptr);
+    CHECK(kpmap::HostMonitor::timeout_from_environment() == 60.0);
+  }
+  {
+    const ScopedEnv off("KPMAP_HOST_TIMEOUT", "0");
+    CHECK(kpmap::HostMonitor::timeout_from_environment() == 0.0);
+  }
+  for (const char* bad : {"-2", "x", "nan"}) {
+    const ScopedEnv wrong("KPMAP_HOST_TIMEOUT", bad);
+    CHECK_THROWS_WITH(kpmap::HostMonitor::timeout_from_environment(),
+                      ContainsSubstring("KPMAP_HOST_TIMEOUT='" + std::string(bad) + "'"));
+  }
+  // The hosts as MPI names them, gathered here apart from the monitor.
+  const int size = kpmap::test::world_size();
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::string> names;
+  for (int r = 0; r < size; ++r) {
+    names.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+  }
+  const std::set<std::string> distinct(names.begin(), names.end());
+
+  const kpmap::HostMonitor monitor(MPI_COMM_WORLD, 60.0);
+  CHECK(monitor.hosts() == static_cast<int>(distinct.size()));
+  // Watched exactly where the job spans hosts (the ring connected).
+  CHECK(monitor.watching() == (distinct.size() > 1));
+  // The first host is rank 0's: the ranks that share its name, listed one by
+  // one here ("0, 1, 2"), in ranges by the monitor ("0-2").
+  std::vector<int> first;
+  for (int r = 0; r < size; ++r) {
+    if (names[static_cast<std::size_t>(r)] == names[0]) first.push_back(r);
+  }
+  const bool consecutive = first.back() - first.front() + 1 == static_cast<int>(first.size());
+  std::string ranks = std::to_string(first.front());
+  if (first.size() > 1 && consecutive) {
+    ranks += "-" + std::to_string(first.back());
+  } else {
+    for (std::size_t i = 1; i < first.size(); ++i) ranks += ", " + std::to_string(first[i]);
+  }
+  if (first.size() == 1 || consecutive) {
+    CHECK(monitor.describe(0) ==
+          "host " + names[0] + " (rank" + (first.size() > 1 ? "s " : " ") + ranks + ")");
+  }
+  // Off: the hosts are still known, nothing is watched.
+  const kpmap::HostMonitor off(MPI_COMM_WORLD, 0.0);
+  CHECK(off.hosts() == monitor.hosts());
+  CHECK_FALSE(off.watching());
 }
 
 TEST_CASE("KPMAP_FAULT_INJECT values are parsed or refused by name", "[fault]") {

@@ -12,6 +12,7 @@
 #include <kpmap/grid/halo.hpp>
 #include <kpmap/io/checkpoint.hpp>
 #include <kpmap/run/control.hpp>
+#include <kpmap/run/host_monitor.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/run/phases.hpp>
 #include <kpmap/run/stop.hpp>

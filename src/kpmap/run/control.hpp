@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// \brief What every long run does around its steps, written once for the
-/// training loop and the heat simulation: beat the hang watchdog, inject
+/// training loop and the heat simulation: beat the hang watchdog, watch the
+/// other hosts of a job that spans several (HostMonitor), inject
 /// test faults, poll stop signals, and write checkpoints so that a failure
 /// names the last good one.
 ///
@@ -12,6 +13,7 @@
 ///     if (run.end_step(step + 1, done, every, [&] { run.checkpoint(...); }) != 0) break;
 ///   }
 
+#include <kpmap/run/host_monitor.hpp>
 #include <kpmap/run/stop.hpp>
 #include <kpmap/run/watchdog.hpp>
 
@@ -27,7 +29,8 @@ class RunControl {
  public:
   /// \param dir where checkpoints go; \param keep how many `checkpoint_*`
   /// files to keep there; \param last_good the checkpoint the run started
-  /// from, if any. Collective over `comm` only in poll_stop().
+  /// from, if any. Collective over `comm` here (the host monitor finds the
+  /// ranks' hosts) and in poll_stop().
   RunControl(MPI_Comm comm, std::string dir, int keep, std::string last_good = "");
 
   /// \brief Call before step `step` (1, 2, ...): beats the watchdog; true
@@ -72,6 +75,7 @@ class RunControl {
   std::vector<std::string> written_;  ///< rotated checkpoints this run wrote, oldest first
   StopSignals stop_;
   Watchdog watchdog_;
+  HostMonitor hosts_;
 };
 
 }  // namespace kpmap

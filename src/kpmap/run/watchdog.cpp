@@ -1,9 +1,11 @@
 #include <kpmap/run/watchdog.hpp>
 
+#include <kpmap/base/detail/finalize.hpp>
 #include <kpmap/base/error.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -24,10 +26,14 @@ double now() {
 
 }  // namespace
 
-Watchdog::Watchdog(double seconds, int rank, std::string what)
-    : seconds_(seconds), rank_(rank), what_(std::move(what)) {
+Watchdog::Watchdog(double seconds, int rank, std::string what, double floor)
+    : automatic_(seconds < 0),
+      floor_(floor),
+      limit_(seconds < 0 ? floor : seconds),
+      rank_(rank),
+      what_(std::move(what)) {
   last_.store(now());
-  if (seconds_ > 0) {
+  if (limit_.load() > 0) {
     thread_ = std::thread([this] { watch(); });
     g_active.store(this);
   }
@@ -47,20 +53,27 @@ Watchdog::~Watchdog() {
 
 double Watchdog::from_environment() {
   const char* v = std::getenv("KPMAP_WATCHDOG");
-  if (v == nullptr || *v == '\0') return 0.0;
+  if (v == nullptr || *v == '\0') return automatic;
   char* end = nullptr;
   const double s = std::strtod(v, &end);
-  if (end == v || *end != '\0' || !std::isfinite(s) || s <= 0) {
+  if (end == v || *end != '\0' || !std::isfinite(s) || s < 0) {
     throw InputError(std::string("environment variable KPMAP_WATCHDOG='") + v +
-                         "': expected the longest time a step may take, in seconds (> 0)",
+                         "': expected the longest time a step may take, in seconds (> 0; "
+                         "0 turns the watchdog off; unset, it is automatic)",
                      ErrorScope::all_ranks);
   }
   return s;
 }
 
 void Watchdog::beat(long long step) noexcept {
+  const double t = now();
+  if (automatic_ && step_.load(std::memory_order_relaxed) > 0) {
+    // The step that just ended, with its checkpoint, sets the limit.
+    longest_ = std::max(longest_, t - last_.load(std::memory_order_relaxed));
+    limit_.store(std::max(floor_, automatic_factor * longest_), std::memory_order_relaxed);
+  }
   step_.store(step, std::memory_order_relaxed);
-  last_.store(now(), std::memory_order_relaxed);
+  last_.store(t, std::memory_order_relaxed);
 }
 
 void Watchdog::alive() noexcept { last_.store(now(), std::memory_order_relaxed); }
@@ -71,19 +84,29 @@ void heartbeat() noexcept {
 
 void Watchdog::watch() {
   // Check a few times per limit, at most once a second.
-  const auto period = std::chrono::duration<double>(std::min(1.0, seconds_ / 4));
+  const auto period = std::chrono::duration<double>(std::min(1.0, seconds() / 4));
   std::unique_lock<std::mutex> lock(mutex_);
   while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
     const double idle = now() - last_.load(std::memory_order_relaxed);
-    if (idle <= seconds_) continue;
+    const double limit = seconds();
+    if (idle <= limit) continue;
     // Only async-safe, lock-free calls from here: the main thread may be
     // stuck anywhere, even inside stdio.
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "kpmap: rank %d: no progress for %.0f s in %s %lld (KPMAP_WATCHDOG=%g); "
-                  "ending the job\n",
-                  rank_, idle, what_.c_str(), step_.load(), seconds_);
+    char line[384];
+    if (automatic_) {
+      std::snprintf(line, sizeof line,
+                    "kpmap: rank %d: no progress for %.0f s in %s %lld (the watchdog's automatic "
+                    "limit, %g s; KPMAP_WATCHDOG=SECONDS sets it, 0 turns it off); ending the "
+                    "job\n",
+                    rank_, idle, what_.c_str(), step_.load(), limit);
+    } else {
+      std::snprintf(line, sizeof line,
+                    "kpmap: rank %d: no progress for %.0f s in %s %lld (KPMAP_WATCHDOG=%g); "
+                    "ending the job\n",
+                    rank_, idle, what_.c_str(), step_.load(), limit);
+    }
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, line, std::strlen(line));
+    detail::run_abort_hooks();
     std::_Exit(exit_code::failure);
   }
 }

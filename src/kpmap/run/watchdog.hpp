@@ -16,6 +16,11 @@
 /// Past the limit it prints `kpmap: rank R: no progress for T s ...` and ends
 /// the process without finalising MPI, which makes the launcher end every
 /// other rank. A limit of 0 disables the watchdog (no thread).
+///
+/// On by default: without KPMAP_WATCHDOG the limit is automatic, ten times
+/// the longest step seen so far and never under `automatic_floor` seconds,
+/// so a run of long steps is never ended for one, while a job hung for good
+/// ends on its own. KPMAP_WATCHDOG=SECONDS fixes the limit; 0 turns it off.
 
 #include <atomic>
 #include <condition_variable>
@@ -27,16 +32,25 @@ namespace kpmap {
 
 class Watchdog {
  public:
-  /// \param seconds the longest a step (with its checkpoint) may take; 0: off.
+  /// The automatic limit: at least this many seconds ...
+  static constexpr double automatic_floor = 600;
+  /// ... and at least this many times the longest step seen so far.
+  static constexpr double automatic_factor = 10;
+  /// What from_environment() gives where KPMAP_WATCHDOG is unset.
+  static constexpr double automatic = -1;
+
+  /// \param seconds the longest a step (with its checkpoint) may take; 0: off;
+  /// `automatic`: derived from the steps seen (above).
   /// \param rank this process's rank, for the message.
   /// \param what names the unit of progress in the message ("step").
-  Watchdog(double seconds, int rank, std::string what = "step");
+  /// \param floor the automatic limit's least value (tests shorten it).
+  Watchdog(double seconds, int rank, std::string what = "step", double floor = automatic_floor);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  /// \brief KPMAP_WATCHDOG (seconds, > 0), or 0 when unset.
-  /// \throws kpmap::InputError (all ranks) for a value that is not a positive number.
+  /// \brief KPMAP_WATCHDOG (seconds, >= 0; 0: off), or `automatic` when unset.
+  /// \throws kpmap::InputError (all ranks) for a value that is no such number.
   static double from_environment();
 
   /// \brief Records progress: `step` is about to start. Cheap (two atomic stores).
@@ -46,11 +60,15 @@ class Watchdog {
   /// evaluation, a checkpoint about to be written. Cheap (one atomic store).
   void alive() noexcept;
 
-  double seconds() const noexcept { return seconds_; }
+  /// \brief The limit now (it grows with the steps when automatic); 0: off.
+  double seconds() const noexcept { return limit_.load(std::memory_order_relaxed); }
 
  private:
   void watch();
-  double seconds_;
+  bool automatic_;
+  double floor_;
+  std::atomic<double> limit_;
+  double longest_ = 0;  ///< the longest step so far (main thread only)
   int rank_;
   std::string what_;
   std::atomic<long long> step_{0};

@@ -71,6 +71,7 @@ void abort_job(const std::string& message, int code) {
   // One write() so that lines from several ranks do not interleave.
   std::fflush(stdout);
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+  detail::run_abort_hooks();  // peers on other hosts take this end for an error, not a loss
   if (rank >= 0) MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }
@@ -409,6 +410,7 @@ void Runtime::abort_together(const std::string& message, int code) const {
   // Every rank is here (the error was raised together), so the barrier ends:
   // no rank's abort kills rank 0 before it has printed.
   MPI_Barrier(comm_);
+  detail::run_abort_hooks();
   MPI_Abort(comm_, code);
   std::_Exit(code);
 }

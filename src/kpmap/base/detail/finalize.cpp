@@ -1,5 +1,6 @@
 #include <kpmap/base/detail/finalize.hpp>
 
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,25 @@ void run_finalize_hooks() {
     auto hook = std::move(h.back());
     h.pop_back();
     hook();
+  }
+}
+
+namespace {
+std::atomic<void (*)() noexcept> g_abort_hooks[8];
+std::atomic<bool> g_aborting{false};
+}  // namespace
+
+void at_abort(void (*hook)() noexcept) {
+  for (auto& slot : g_abort_hooks) {
+    void (*expected)() noexcept = nullptr;
+    if (slot.load() == hook || slot.compare_exchange_strong(expected, hook)) return;
+  }
+}
+
+void run_abort_hooks() noexcept {
+  if (g_aborting.exchange(true)) return;
+  for (auto& slot : g_abort_hooks) {
+    if (auto hook = slot.load()) hook();
   }
 }
 

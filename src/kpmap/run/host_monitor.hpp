@@ -1,0 +1,94 @@
+#pragma once
+/// \file
+/// \brief Ends a job that spans several hosts when one of them stops
+/// answering: a node that dies takes its network with it, and the ranks left
+/// would wait in their next collective for ever (MPI over TCP notices a
+/// silent peer only after its keepalive, minutes later, if at all).
+///
+/// Each host's first rank (its node-local rank 0) keeps a TCP connection to
+/// the first rank of the next host and of the previous one, a ring over the
+/// hosts, and a thread of its own sends a byte down each every second. A host
+/// is lost when its connection closed without a farewell (its processes were
+/// killed), when its byte has not come for `timeout` seconds, or when it has
+/// been silent for `silent_on_stop` seconds and the launcher is ending this
+/// rank (a stop signal: the launcher found the lost host first). Then the
+/// rank that saw it prints one line naming the host, its ranks, the step and
+/// the last good checkpoint, and ends its process without finalising MPI,
+/// which makes the launcher end the job (docs/reliability.md, "A lost
+/// host").
+///
+/// Two sockets and one thread per host whatever the job's size, one byte a
+/// second each way: nothing in a step waits on it. Off on one host, and with
+/// KPMAP_HOST_TIMEOUT=0.
+
+#include <kpmap/run/stop.hpp>
+
+#include <mpi.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kpmap {
+
+class HostMonitor {
+ public:
+  /// \brief Collective over `comm`: finds the ranks' hosts and, on more than
+  /// one with `timeout` > 0, connects the ring and starts watching. Where the
+  /// ring cannot be connected (a firewall), one rank says so once and the job
+  /// runs without it. `signals`, if given, are the run's stop signals.
+  HostMonitor(MPI_Comm comm, double timeout, const StopSignals* signals = nullptr);
+  /// \brief Says farewell to the neighbours (this host is done, not lost).
+  ~HostMonitor();
+  HostMonitor(const HostMonitor&) = delete;
+  HostMonitor& operator=(const HostMonitor&) = delete;
+
+  /// Silence that, with a stop signal pending, is a lost host (seconds).
+  static constexpr double silent_on_stop = 4;
+
+  /// \brief KPMAP_HOST_TIMEOUT (seconds, >= 0; 0: off), or 60 when unset.
+  /// \throws kpmap::InputError (all ranks) for a value that is no such number.
+  static double timeout_from_environment();
+
+  /// \brief Whether this job spans more than one host and is watched.
+  bool watching() const noexcept { return watching_; }
+  /// \brief How many hosts the job's ranks are on.
+  int hosts() const noexcept { return static_cast<int>(host_names_.size()); }
+
+  /// \brief The step in progress, for the message. Cheap (one atomic store).
+  void step(long long s) noexcept { step_.store(s, std::memory_order_relaxed); }
+  /// \brief The text after the step in the message (the last good checkpoint).
+  void note(const std::string& text);
+
+  /// \brief "host nodeB (ranks 2-3)": a host of this job and its ranks.
+  std::string describe(int host) const;
+
+ private:
+  struct Peer {
+    int fd = -1;
+    int host = -1;
+    double heard = 0;   ///< when its last byte came
+    bool done = false;  ///< it said farewell: no longer watched
+  };
+  void connect_ring(MPI_Comm comm, int my_host);
+  void watch();
+  [[noreturn]] void lost(const Peer& p, const char* why, double silent);
+  friend void host_monitor_farewell() noexcept;
+
+  double timeout_;
+  const StopSignals* signals_;
+  bool watching_ = false;
+  int rank_ = 0;
+  std::vector<std::string> host_names_;       ///< per host, in order of its first rank
+  std::vector<std::vector<int>> host_ranks_;  ///< per host, its ranks
+  std::vector<Peer> peers_;                   ///< the next host's, the previous host's
+  std::atomic<long long> step_{0};
+  std::mutex note_mutex_;
+  std::string note_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace kpmap
