@@ -39,8 +39,9 @@ kpmap_build() {
 
 # kpmap_test PRESET [ctest options...]: runs the preset's tests on every core,
 # keeping ctest's output in build/PRESET/ctest-output.log. With
-# KPMAP_REQUIRE_RELIABILITY=1 (.ci/run sets it), a reliability test that
-# skipped itself (it could not set up its fault here) fails the run.
+# KPMAP_REQUIRE_RELIABILITY=1 (.ci/run sets it), a reliability or cluster test
+# that skipped itself (it could not set up its fault, or simulated hosts, here)
+# fails the run.
 kpmap_test() {
   local preset=$1
   shift
@@ -55,10 +56,11 @@ kpmap_ctest_logged() {
   if [ "${KPMAP_REQUIRE_RELIABILITY:-0}" = 1 ]; then
     local skipped reliability missed
     skipped=$(grep -oP 'Test +#[0-9]+: \K\S+(?= \.*\s*\*\*\*Skipped)' "$log" | sort || true)
-    reliability=$(ctest --preset "$preset" -N -L reliability | grep -oP 'Test +#[0-9]+: \K\S+' | sort)
+    reliability=$(ctest --preset "$preset" -N -L 'reliability|cluster' |
+      grep -oP 'Test +#[0-9]+: \K\S+' | sort)
     missed=$(comm -12 <(echo "$skipped") <(echo "$reliability") | grep . || true)
     if [ -n "$missed" ]; then
-      echo "kpmap: reliability tests skipped (KPMAP_REQUIRE_RELIABILITY=1 needs them run):" >&2
+      echo "kpmap: reliability or cluster tests skipped (KPMAP_REQUIRE_RELIABILITY=1 needs them run):" >&2
       echo "$missed" | sed 's/^/  /' >&2
       return 1
     fi

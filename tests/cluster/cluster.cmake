@@ -1,0 +1,60 @@
+# kpmap across simulated hosts (scripts/sim-cluster, docs/cluster.md), label
+# "cluster" (included by tests/CMakeLists.txt). Each test makes its own hosts,
+# network namespaces with host names of their own and Open MPI over TCP
+# between them, and removes them when it ends, also when it fails. Where hosts
+# cannot be made (not root, no namespaces) a test is skipped with the reason,
+# and CI (KPMAP_REQUIRE_RELIABILITY=1) fails on such a skip.
+if(KPMAP_ENABLE_APPS)
+  set(SIM_CLUSTER ${PROJECT_SOURCE_DIR}/scripts/sim-cluster)
+  set(CLUSTER_OUT ${CMAKE_CURRENT_BINARY_DIR}/cluster)
+  # kpmap_add_cluster_test(NAME HOSTS CASE [check_cluster.py options...]):
+  # cluster.NAME runs check_cluster.py CASE on the hosts HOSTS ("nodeA:2,nodeB:2"
+  # or "3"), its run folders under build/.../cluster/NAME.
+  function(kpmap_add_cluster_test name hosts case)
+    add_test(NAME cluster.${name}
+      COMMAND ${SIM_CLUSTER} --hosts ${hosts} --
+              ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_cluster.py ${case}
+              --bin $<TARGET_FILE_DIR:kpmap-heat> --work ${CLUSTER_OUT}/${name} ${ARGN})
+    set_tests_properties(cluster.${name} PROPERTIES LABELS cluster SKIP_RETURN_CODE 77
+      TIMEOUT 300 PROCESSORS 2
+      ENVIRONMENT "OMP_NUM_THREADS=1;OMP_PROC_BIND=false;OMP_WAIT_POLICY=passive;OPENBLAS_NUM_THREADS=1")
+  endfunction()
+
+  foreach(shape 2x2 3x1)
+    if(shape STREQUAL 2x2)
+      set(hosts nodeA:2,nodeB:2)
+    else()
+      set(hosts 3)
+    endif()
+    # Each rank's host, node and local rank, as the hosts place them.
+    kpmap_add_cluster_test(info.${shape} ${hosts} info)
+    # The same answers across hosts as on one host at the same rank count,
+    # bit for bit: the reductions run in the same order over TCP as over
+    # shared memory (Open MPI picks its algorithms by rank count and size).
+    kpmap_add_cluster_test(heat_tea_bm_1.${shape} ${hosts} same-heat --deck ${INPUTS}/tea_bm_1.in)
+    kpmap_add_cluster_test(train_cnn.${shape} ${hosts} same-train
+      --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=2)
+    # The library's own tests, every collective and the halo exchange among them.
+    foreach(program test_collectives test_halo test_checkpoint test_runtime)
+      kpmap_add_cluster_test(${program}.${shape} ${hosts} program
+        --program $<TARGET_FILE:${program}>)
+    endforeach()
+  endforeach()
+  kpmap_add_cluster_test(heat3d.2x2 nodeA:2,nodeB:2 same-heat --deck ${INPUTS}/heat3d_ci.toml)
+  kpmap_add_cluster_test(train_cnn_sharded.2x2 nodeA:2,nodeB:2 same-train
+    --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=2 --set train.sharding=parameters)
+  kpmap_add_cluster_test(train_tensor_parallel.2x2 nodeA:2,nodeB:2 same-train
+    --deck ${CMAKE_CURRENT_SOURCE_DIR}/decks/mlp_tensor_parallel.toml
+    --set train.mesh.data=2 --set train.mesh.model=2)
+  # Checkpoints cross between hosts and one host, at another rank count.
+  kpmap_add_cluster_test(restart.2x2 nodeA:2,nodeB:2 restart
+    --deck ${INPUTS}/heat2d_ci.toml --set time.end_step=6 --split 3)
+  # A lost host ends the job within 120 s, naming it, and the run continues
+  # from the checkpoint it names on the hosts that remain. Alone on the
+  # machine: the time it takes is what is tested.
+  set(lost_deck --deck ${INPUTS}/heat2d_ci.toml --set mesh.cells=[128,128]
+                --set time.end_step=300 --set output.checkpoint_every=5)
+  kpmap_add_cluster_test(lost_link.2x2 nodeA:2,nodeB:2 lost --how link-down ${lost_deck})
+  kpmap_add_cluster_test(lost_kill.3x1 3 lost --how kill ${lost_deck})
+  set_tests_properties(cluster.lost_link.2x2 cluster.lost_kill.3x1 PROPERTIES RUN_SERIAL TRUE)
+endif()

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""kpmap across simulated hosts: checks run inside scripts/sim-cluster.
+
+    sim-cluster --hosts SPEC -- check_cluster.py CASE --bin DIR --work DIR [options]
+
+CASE is one of
+    info        kpmap-info reports each rank's host and local rank as SPEC places them
+    same-heat   kpmap-heat --deck across the hosts and on one host at the same rank
+                count: the final checkpoints are equal bit for bit
+    same-train  kpmap-train --deck likewise
+    program     a test program (--program, Catch2 over MPI) across the hosts passes
+    restart     a kpmap-heat checkpoint written across the hosts continues on one
+                host at 3 ranks, and one written on one host at 3 ranks continues
+                across the hosts: both end where an uninterrupted run ends (1e-12)
+    lost        kpmap-heat across the hosts; once a checkpoint exists the last host
+                is lost (--how link-down: its link goes down; kill: SIGKILL to every
+                process on it). The job must end within --within seconds with one
+                line naming that host, its ranks, the step and the last good
+                checkpoint; the run continues from it on the remaining hosts to the
+                answer of an uninterrupted run (1e-12: another rank count)
+
+The launch line across the hosts is docs/cluster.md's (Open MPI's keepalive
+settings included); "one host" is mpirun -n N on the cluster's head. Each case
+writes only its own folders under --work, which it replaces.
+"""
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+# What docs/cluster.md and kpmap-scale give Open MPI to find a silent host.
+KEEPALIVE = ["--mca", "oob_tcp_keepalive_time", "10", "--mca", "oob_tcp_keepalive_intvl", "5",
+             "--mca", "oob_tcp_keepalive_probes", "3"]
+
+
+def fail(msg):
+    print("FAILED: " + msg, flush=True)
+    sys.exit(1)
+
+
+def hosts_spec():
+    spec = os.environ.get("KPMAP_SIM_HOSTS")
+    if not spec:
+        fail("KPMAP_SIM_HOSTS is unset: run this inside scripts/sim-cluster")
+    return [(h, int(s)) for h, s in (part.split(":") for part in spec.split(","))]
+
+
+def across(hosts=None):
+    """The launch line across the cluster's hosts (all of them, or `hosts`)."""
+    spec = hosts or hosts_spec()
+    total = sum(s for _, s in spec)
+    host_arg = ",".join(f"{h}:{s}" for h, s in spec)
+    return ["mpirun", "--host", host_arg, "-n", str(total)] + KEEPALIVE
+
+
+def one_host(n):
+    return ["mpirun", "--oversubscribe", "-n", str(n)]
+
+
+def run(cmd):
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        print(p.stdout[-4000:])
+        print(p.stderr[-4000:])
+        fail(f"exit code {p.returncode}")
+    return p
+
+
+def fresh(a, name):
+    """A folder of this case's under --work, emptied."""
+    path = os.path.join(a.work, name)
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def float_datasets(path):
+    """A checkpoint's floating-point datasets, by name (checksum tables, which
+    follow the decomposition, are integers)."""
+    out = {}
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset) and obj.dtype.kind == "f":
+            out[name] = np.asarray(obj[()], dtype=float)
+
+    with h5py.File(path, "r") as f:
+        f.visititems(visit)
+    return out
+
+
+def newest_checkpoint(folder):
+    names = sorted(n for n in os.listdir(folder) if re.fullmatch(r"checkpoint_[0-9_]+\.h5", n))
+    if not names:
+        fail(f"no checkpoint in {folder}")
+    return os.path.join(folder, names[-1])
+
+
+def compare(a, b, rtol, what):
+    """Two checkpoints' floating-point datasets: equal (rtol 0) or within rtol."""
+    da, db = float_datasets(a), float_datasets(b)
+    if not da or sorted(da) != sorted(db):
+        fail(f"{what}: {a} and {b} hold other datasets ({sorted(da)} against {sorted(db)})")
+    worst = 0.0
+    for n in sorted(da):
+        x, y = da[n], db[n]
+        if x.shape != y.shape:
+            fail(f"{what}: dataset {n} is {x.shape} in one and {y.shape} in the other")
+        if rtol == 0 and not np.array_equal(x, y):
+            fail(f"{what}: dataset {n} differs in {int(np.count_nonzero(x != y))} of {x.size}")
+        worst = max(worst, float(np.linalg.norm(x - y) / max(np.linalg.norm(y), 1e-300)))
+    if worst > rtol:
+        fail(f"{what}: largest relative difference {worst:.3e} > {rtol:g}")
+    print(f"OK: {what}: {len(da)} datasets " +
+          ("equal bit for bit" if rtol == 0 else f"within {worst:.2e} (<= {rtol:g})"), flush=True)
+
+
+def case_info(a):
+    spec = hosts_spec()
+    total = sum(s for _, s in spec)
+    out = run(across() + [os.path.join(a.bin, "kpmap-info")]).stdout
+    want = f"ranks: {total} on {len(spec)} node(s)"
+    if want not in out:
+        fail(f"kpmap-info does not say '{want}':\n{out}")
+    # Open MPI fills each host's slots in turn: ranks 0..s0-1 on the first host ...
+    rank = 0
+    for node, (host, slots) in enumerate(spec):
+        for local in range(slots):
+            line = f"rank {rank}: host {host}, node {node} local rank {local}/{slots},"
+            if line not in out:
+                fail(f"kpmap-info has no line '{line}':\n{out}")
+            rank += 1
+    print(f"OK: {total} ranks on {len(spec)} hosts, each with its host and local rank")
+
+
+def app_cmd(launch, a, app, out, extra=()):
+    return [*launch, os.path.join(a.bin, app), a.deck, "--output", out,
+            *[f"--set={s}" for s in a.set], *extra]
+
+
+def case_same(a, app):
+    total = sum(s for _, s in hosts_spec())
+    finals = []
+    for where, launch in (("hosts", across()), ("one-host", one_host(total))):
+        out = fresh(a, where)
+        run(app_cmd(launch, a, app, out))
+        finals.append(newest_checkpoint(out))
+    if os.path.basename(finals[0]) != os.path.basename(finals[1]):
+        fail(f"the runs end in {finals[0]} and {finals[1]}")
+    compare(finals[0], finals[1], 0,
+            f"{app} {os.path.basename(a.deck)} on {total} ranks, across the hosts and on one")
+
+
+def case_program(a):
+    out = run(across() + [a.program] + a.args).stdout
+    summary = [line for line in out.splitlines() if "All tests passed" in line]
+    if not summary:
+        fail(f"{a.program} did not say 'All tests passed':\n{out[-2000:]}")
+    print(f"OK: {os.path.basename(a.program)} across the hosts: {summary[-1].strip()}")
+
+
+def case_restart(a):
+    total = sum(s for _, s in hosts_spec())
+    split = [f"--set=time.end_step={a.split}"]
+    ref = fresh(a, "uninterrupted")
+    run(app_cmd(one_host(total), a, "kpmap-heat", ref))
+    reference = newest_checkpoint(ref)
+    first = fresh(a, "hosts-then-one")
+    run(app_cmd(across(), a, "kpmap-heat", first, split))
+    run(app_cmd(one_host(3), a, "kpmap-heat", first, ["--restart", newest_checkpoint(first)]))
+    compare(newest_checkpoint(first), reference, 1e-12,
+            f"written across the hosts at {total} ranks, continued on one host at 3")
+    second = fresh(a, "one-then-hosts")
+    run(app_cmd(one_host(3), a, "kpmap-heat", second, split))
+    run(app_cmd(across(), a, "kpmap-heat", second, ["--restart", newest_checkpoint(second)]))
+    compare(newest_checkpoint(second), reference, 1e-12,
+            f"written on one host at 3 ranks, continued across the hosts at {total}")
+
+
+def case_lost(a):
+    spec = hosts_spec()
+    total = sum(s for _, s in spec)
+    victim, victim_slots = spec[-1]
+    first_rank = total - victim_slots
+    ranks = str(first_rank) if victim_slots == 1 else f"{first_rank}-{total - 1}"
+    out = fresh(a, "run")
+    cmd = app_cmd(across(), a, "kpmap-heat", out)
+    print("$ " + " ".join(cmd), flush=True)
+    log_path = os.path.join(a.work, "run.log")
+    with open(log_path, "w") as log:
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        # Lose the host once the run has a checkpoint to continue from.
+        deadline = time.time() + 120
+        while not (os.path.isdir(out) and any(n.endswith(".h5") for n in os.listdir(out))):
+            if p.poll() is not None or time.time() > deadline:
+                p.kill()
+                fail(f"no checkpoint before the run ended or in 120 s:\n{open(log_path).read()}")
+            time.sleep(0.05)
+        subprocess.run([os.environ.get("KPMAP_SIM_TOOL", "sim-cluster"), a.how, victim],
+                       check=True)
+        lost_at = time.time()
+        print(f"{a.how} {victim}", flush=True)
+        try:
+            code = p.wait(timeout=a.within)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            fail(f"the job still ran {a.within:g} s after {victim} was lost:\n"
+                 f"{open(log_path).read()[-3000:]}")
+    took = time.time() - lost_at
+    text = open(log_path).read()
+    print("\n".join(line for line in text.splitlines() if not line.startswith(("step ", " "))))
+    print(f"the job ended {took:.1f} s after {victim} was lost, exit code {code}", flush=True)
+    if code == 0:
+        fail("the job ended with exit code 0")
+    line = re.search(rf"kpmap: rank \d+: host {victim} \(ranks? {ranks}\) stopped answering in "
+                     r"step (\d+): [^\n]*the last good checkpoint is (\S+) "
+                     r"\(continue with --restart \S+\)", text)
+    if not line:
+        fail(f"no line names host {victim} (ranks {ranks}), the step and the last good checkpoint")
+    step, last_good = int(line.group(1)), line.group(2)
+    print(f"OK: a line names {victim} (ranks {ranks}), step {step} and {last_good}")
+    if not os.path.isfile(last_good):
+        fail(f"the last good checkpoint {last_good} does not exist")
+    # Continue on the hosts that remain, at their rank count; the restart reads
+    # and verifies the checkpoint (checksums, values) before it goes on.
+    remaining = spec[:-1]
+    run(app_cmd(across(hosts=remaining), a, "kpmap-heat", out, ["--restart", last_good]))
+    ref = fresh(a, "uninterrupted")
+    run(app_cmd(one_host(total), a, "kpmap-heat", ref))
+    compare(newest_checkpoint(out), newest_checkpoint(ref), 1e-12,
+            f"continued on {', '.join(h for h, _ in remaining)} after {victim} was lost, "
+            f"against an uninterrupted run")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("case", choices=["info", "same-heat", "same-train", "program", "restart",
+                                    "lost"])
+    p.add_argument("--bin", required=True, help="the folder of kpmap-heat, -train and -info")
+    p.add_argument("--work", required=True, help="where the case's run folders go")
+    p.add_argument("--deck")
+    p.add_argument("--set", action="append", default=[])
+    p.add_argument("--program")
+    p.add_argument("--split", type=int, default=3)
+    p.add_argument("--how", choices=["link-down", "kill"], default="link-down")
+    p.add_argument("--within", type=float, default=120)
+    p.add_argument("args", nargs="*")
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    cases = {"info": case_info, "same-heat": lambda a: case_same(a, "kpmap-heat"),
+             "same-train": lambda a: case_same(a, "kpmap-train"), "program": case_program,
+             "restart": case_restart, "lost": case_lost}
+    cases[a.case](a)
+
+
+if __name__ == "__main__":
+    main()
