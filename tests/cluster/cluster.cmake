@@ -57,4 +57,9 @@ if(KPMAP_ENABLE_APPS)
   kpmap_add_cluster_test(lost_link.2x2 nodeA:2,nodeB:2 lost --how link-down ${lost_deck})
   kpmap_add_cluster_test(lost_kill.3x1 3 lost --how kill ${lost_deck})
   set_tests_properties(cluster.lost_link.2x2 cluster.lost_kill.3x1 PROPERTIES RUN_SERIAL TRUE)
+  # A host that only slows down (its link limited to 1 Mbit/s mid-run: a step
+  # takes 1.3 s instead of 10 ms) is not lost: the run ends as on one host.
+  kpmap_add_cluster_test(slow_link.2x2 nodeA:2,nodeB:2 slow --rate 1mbit
+    --deck ${INPUTS}/heat2d_ci.toml --set mesh.cells=[128,128] --set time.end_step=20
+    --set output.checkpoint_every=5)
 endif()

@@ -18,6 +18,9 @@ CASE is one of
                 line naming that host, its ranks, the step and the last good
                 checkpoint; the run continues from it on the remaining hosts to the
                 answer of an uninterrupted run (1e-12: another rank count)
+    slow        kpmap-heat across the hosts; once a checkpoint exists the last host's
+                link is limited to --rate (tc tbf): a host that only slows down is not
+                lost, and the run ends as on one host, bit for bit
 
 The launch line across the hosts is docs/cluster.md's (Open MPI's keepalive
 settings included); "one host" is mpirun -n N on the cluster's head. Each case
@@ -183,6 +186,53 @@ def case_restart(a):
             f"written on one host at 3 ranks, continued across the hosts at {total}")
 
 
+def run_with_fault(a, out, fault):
+    """kpmap-heat across the hosts into `out`; once it has written a checkpoint,
+    `fault` (a sim-cluster subcommand) on the last host. Returns the exit code,
+    the seconds from the fault to the end, and the run's output."""
+    victim = hosts_spec()[-1][0]
+    cmd = app_cmd(across(), a, "kpmap-heat", out)
+    print("$ " + " ".join(cmd), flush=True)
+    log_path = os.path.join(a.work, "run.log")
+    with open(log_path, "w") as log:
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 120
+        while not (os.path.isdir(out) and any(n.endswith(".h5") for n in os.listdir(out))):
+            if p.poll() is not None or time.time() > deadline:
+                p.kill()
+                fail(f"no checkpoint before the run ended or in 120 s:\n{open(log_path).read()}")
+            time.sleep(0.05)
+        tool = os.environ.get("KPMAP_SIM_TOOL", "sim-cluster")
+        subprocess.run([tool, fault[0], victim, *fault[1:]], check=True)
+        at = time.time()
+        print(f"{' '.join(fault)} on {victim}", flush=True)
+        try:
+            code = p.wait(timeout=a.within)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            fail(f"the job still ran {a.within:g} s after {' '.join(fault)} on {victim}:\n"
+                 f"{open(log_path).read()[-3000:]}")
+    took = time.time() - at
+    text = open(log_path).read()
+    print("\n".join(line for line in text.splitlines() if not line.startswith(("step ", " "))))
+    print(f"the job ended {took:.1f} s after {' '.join(fault)} on {victim}, exit code {code}",
+          flush=True)
+    return code, text
+
+
+def case_slow(a):
+    total = sum(s for _, s in hosts_spec())
+    out = fresh(a, "run")
+    code, _ = run_with_fault(a, out, ["limit", a.rate])
+    if code != 0:
+        fail(f"a host whose link was only slowed to {a.rate} ended the job (exit code {code})")
+    ref = fresh(a, "one-host")
+    run(app_cmd(one_host(total), a, "kpmap-heat", ref))
+    compare(newest_checkpoint(out), newest_checkpoint(ref), 0,
+            f"with the last host's link limited to {a.rate} mid-run, against one host")
+
+
 def case_lost(a):
     spec = hosts_spec()
     total = sum(s for _, s in spec)
@@ -190,33 +240,7 @@ def case_lost(a):
     first_rank = total - victim_slots
     ranks = str(first_rank) if victim_slots == 1 else f"{first_rank}-{total - 1}"
     out = fresh(a, "run")
-    cmd = app_cmd(across(), a, "kpmap-heat", out)
-    print("$ " + " ".join(cmd), flush=True)
-    log_path = os.path.join(a.work, "run.log")
-    with open(log_path, "w") as log:
-        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        # Lose the host once the run has a checkpoint to continue from.
-        deadline = time.time() + 120
-        while not (os.path.isdir(out) and any(n.endswith(".h5") for n in os.listdir(out))):
-            if p.poll() is not None or time.time() > deadline:
-                p.kill()
-                fail(f"no checkpoint before the run ended or in 120 s:\n{open(log_path).read()}")
-            time.sleep(0.05)
-        subprocess.run([os.environ.get("KPMAP_SIM_TOOL", "sim-cluster"), a.how, victim],
-                       check=True)
-        lost_at = time.time()
-        print(f"{a.how} {victim}", flush=True)
-        try:
-            code = p.wait(timeout=a.within)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            fail(f"the job still ran {a.within:g} s after {victim} was lost:\n"
-                 f"{open(log_path).read()[-3000:]}")
-    took = time.time() - lost_at
-    text = open(log_path).read()
-    print("\n".join(line for line in text.splitlines() if not line.startswith(("step ", " "))))
-    print(f"the job ended {took:.1f} s after {victim} was lost, exit code {code}", flush=True)
+    code, text = run_with_fault(a, out, [a.how])
     if code == 0:
         fail("the job ended with exit code 0")
     line = re.search(rf"kpmap: rank \d+: host {victim} \(ranks? {ranks}\) stopped answering in "
@@ -242,7 +266,7 @@ def case_lost(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=["info", "same-heat", "same-train", "program", "restart",
-                                    "lost"])
+                                    "lost", "slow"])
     p.add_argument("--bin", required=True, help="the folder of kpmap-heat, -train and -info")
     p.add_argument("--work", required=True, help="where the case's run folders go")
     p.add_argument("--deck")
@@ -251,12 +275,13 @@ def main():
     p.add_argument("--split", type=int, default=3)
     p.add_argument("--how", choices=["link-down", "kill"], default="link-down")
     p.add_argument("--within", type=float, default=120)
+    p.add_argument("--rate", default="10mbit")
     p.add_argument("args", nargs="*")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     cases = {"info": case_info, "same-heat": lambda a: case_same(a, "kpmap-heat"),
              "same-train": lambda a: case_same(a, "kpmap-train"), "program": case_program,
-             "restart": case_restart, "lost": case_lost}
+             "restart": case_restart, "lost": case_lost, "slow": case_slow}
     cases[a.case](a)
 
 
