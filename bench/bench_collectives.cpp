@@ -9,6 +9,15 @@
 // BM_paired_*: the same comparisons interleaved call by call in one loop, so
 // that the "ratio" counter is immune to the machine's drift; these are the
 // figures quoted in docs/performance.md.
+// BM_overlap_ipsum/<bytes>: ipsum started, a kernel's compute in 8 parts (each
+// followed by Request::test(), MPI's chance to progress), then wait; against
+// the compute alone, psum alone and ipsum started and waited for at once, in
+// the same iteration, each first in turn. Counters: compute_us, collective_us
+// (psum), started_us (ipsum then wait), together_us, and hidden: the share of
+// the shorter of compute and psum that the overlap hid, (compute + collective
+// - together) / min(...), below 0 where together costs more than both. Shows
+// what a network gives that ranks sharing one host's cores cannot: run it
+// across hosts (docs/cluster.md).
 
 #include "support/mpi_benchmark.hpp"
 
@@ -17,6 +26,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -159,6 +169,68 @@ void BM_paired_staged_vs_direct(benchmark::State& state) {
   set_bytes(state, bytes);
 }
 
+// y = 0.999 y + x over n doubles, `parts` kernels of n / parts: a stand-in for
+// a step's work, sized to take about as long as the collective it hides.
+struct Axpy {
+  Kokkos::View<double*, Exec> y, x;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const { y(i) = 0.999 * y(i) + x(i); }
+};
+
+void BM_overlap_ipsum(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const auto n = static_cast<std::size_t>(state.range(1));
+  constexpr std::size_t parts = 8;
+  auto v = buffer(bytes);
+  Kokkos::View<double*, Exec> y("bench::overlap_y", n), x("bench::overlap_x", n);
+  Kokkos::deep_copy(x, 1e-3);
+  const Exec exec;
+  const kpmap::Axis& axis = kpmap::Mesh::current().axis("devices");
+  MPI_Comm comm = devices_comm();
+  auto compute = [&](kpmap::Request* r) {
+    for (std::size_t p = 0; p < parts; ++p) {
+      Kokkos::parallel_for("bench::overlap_compute",
+                           Kokkos::RangePolicy<Exec>(exec, p * n / parts, (p + 1) * n / parts),
+                           Axpy{y, x});
+      exec.fence();
+      if (r != nullptr) r->test();
+    }
+  };
+  double sums[4] = {0, 0, 0, 0};
+  int flip = 0;
+  for (auto _ : state) {
+    double t[4];
+    for (int k = 0; k < 4; ++k) {
+      const int which = (k + flip) % 4;  // each goes first in turn
+      MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      if (which == 0) {
+        compute(nullptr);
+      } else if (which == 1) {
+        kpmap::psum_inplace(exec, v, axis);
+      } else if (which == 3) {
+        kpmap::ipsum(exec, v, axis).wait();
+      } else {
+        kpmap::Request r = kpmap::ipsum(exec, v, axis);
+        compute(&r);
+        r.wait();
+      }
+      t[which] = MPI_Wtime() - t0;
+    }
+    ++flip;
+    MPI_Allreduce(MPI_IN_PLACE, t, 4, MPI_DOUBLE, MPI_MAX, comm);
+    for (int i = 0; i < 4; ++i) sums[i] += t[i];
+    state.SetIterationTime(t[2]);
+  }
+  const double iters = std::max(1.0, static_cast<double>(state.iterations()));
+  state.counters["compute_us"] = 1e6 * sums[0] / iters;
+  state.counters["collective_us"] = 1e6 * sums[1] / iters;
+  state.counters["together_us"] = 1e6 * sums[2] / iters;
+  state.counters["started_us"] = 1e6 * sums[3] / iters;
+  const double shorter = std::min(sums[0], sums[1]);
+  state.counters["hidden"] = shorter > 0 ? (sums[0] + sums[1] - sums[2]) / shorter : 0;
+  set_bytes(state, bytes);
+}
+
 void BM_paired_fused_vs_unfused(benchmark::State& state) {
   auto a = small_views(static_cast<int>(state.range(0)));
   auto b = small_views(static_cast<int>(state.range(0)));
@@ -200,3 +272,10 @@ BENCHMARK(BM_paired_psum_vs_mpi)->Apply(sizes)->UseManualTime();
 BENCHMARK(BM_paired_psum_on_instance_vs_mpi)->Apply(sizes)->UseManualTime();
 BENCHMARK(BM_paired_staged_vs_direct)->Apply(staged_sizes)->UseManualTime();
 BENCHMARK(BM_paired_fused_vs_unfused)->Arg(100)->UseManualTime();
+// (bytes, compute elements): 8 B with a short kernel, 64 KiB and 1 MiB with
+// about 2 and 16 ms of compute on one core.
+BENCHMARK(BM_overlap_ipsum)
+    ->Args({8, 1 << 16})
+    ->Args({64 << 10, 1 << 20})
+    ->Args({1 << 20, 1 << 23})
+    ->UseManualTime();
