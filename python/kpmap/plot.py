@@ -317,12 +317,16 @@ def scaling(directory, rows, title, mode, repeat):
     over = [r for r in ok if r["oversubscribed"]]
     written = []
 
+    # Across nodes, each tick says on how many: "4" over "2 nodes".
+    across = any((r.get("nodes") or 1) > 1 for r in ok)
+
     def rank_axis(ax):
         ax.set_xscale("log", base=2)
         ax.set_xticks(ranks)
-        ax.set_xticklabels([str(n) for n in ranks])
+        ax.set_xticklabels([f"{r['ranks']}\n{r['nodes']} node{'s' if r['nodes'] != 1 else ''}"
+                            if across and r.get("nodes") else str(r["ranks"]) for r in ok])
         ax.minorticks_off()
-        ax.set_xlabel("ranks")
+        ax.set_xlabel("ranks (nodes)" if across else "ranks")
         ax.grid(True, alpha=0.3)
 
     def mark_oversubscribed(ax, key, scale=1.0):
@@ -386,8 +390,11 @@ def scaling(directory, rows, title, mode, repeat):
                           [r["wall_max_s"] - r["wall_s"] for r in ok]],
                     fmt="none", ecolor="black", capsize=3, label="wall: median, min-max")
     ax.set_xticks(x)
-    ax.set_xticklabels([f"{r['ranks']}{' †' if r['oversubscribed'] else ''}" for r in ok])
-    ax.set_xlabel("ranks" + (" († oversubscribed)" if over else ""))
+    ax.set_xticklabels([f"{r['ranks']}{' †' if r['oversubscribed'] else ''}" +
+                        (f"\n{r['nodes']} node{'s' if r['nodes'] != 1 else ''}"
+                         if across and r.get("nodes") else "") for r in ok])
+    ax.set_xlabel(("ranks (nodes)" if across else "ranks") +
+                  (" († oversubscribed)" if over else ""))
     ax.set_ylabel("time (s), median")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))

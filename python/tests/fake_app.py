@@ -125,7 +125,8 @@ def main(argv):
             scaled = work
 
     if rank == 0:
-        doc = {"ranks": int(sets.get("fake.report_ranks", ranks)), "work": work, "scaled": scaled,
+        doc = {"ranks": int(sets.get("fake.report_ranks", ranks)),
+               "nodes": int(sets.get("fake.nodes", 1)), "work": work, "scaled": scaled,
                "timing": times(work, ranks, repetition, mesh)}
         if sets.get("fake.no_timing"):
             del doc["timing"]

@@ -49,8 +49,9 @@ class Studies(Decks, unittest.TestCase):
         self.assertEqual(doc["study"]["mode"], "strong")
         self.assertEqual([len(pt["runs"]) for pt in doc["points"]], [3, 3, 3])
         table = (self.out / "scaling.md").read_text()
-        self.assertIn("| ranks | time (s) | speedup | efficiency | communication |", table)
-        self.assertIn("| 1 | ", table)
+        self.assertIn("| ranks | nodes | time (s) | speedup | efficiency | communication |",
+                      table)
+        self.assertIn("| 1 | 1 | ", table)
         last = p.stdout.strip().splitlines()[-1]
         self.assertRegex(last, r"^kpmap-scale: strong scaling of .* 1→4 ranks.*speedup "
                                r"[0-9.]+x of 4, efficiency [0-9]+ %")
@@ -81,7 +82,7 @@ class Studies(Decks, unittest.TestCase):
         for n in (1, 2):
             got = json.loads((self.out / f"ranks-{n}/rep-1/result.json").read_text())
             self.assertEqual(got["scaled"], [300 * n, 200])
-        self.assertIn("| 2 | [600,200] |", (self.out / "scaling.md").read_text())
+        self.assertIn("| 2 | 1 | [600,200] |", (self.out / "scaling.md").read_text())
         p = self.study("--ranks", "1,2", "--mode", "weak", "--repeat", "1",
                        "--scale-key", "mesh.cells[1]", kind="heat")
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -124,7 +125,7 @@ class Studies(Decks, unittest.TestCase):
         self.assertEqual([(x["ranks"], x["status"]) for x in r],
                          [("1", "ok"), ("2", "failed"), ("4", "ok")])
         self.assertEqual(r[1]["wall_s"], "")
-        self.assertIn("| 2 | failed |", (self.out / "scaling.md").read_text())
+        self.assertIn("| 2 | – | failed |", (self.out / "scaling.md").read_text())
         self.assertIn("FAILED at 2 ranks", p.stdout)
         doc = json.loads((self.out / "scaling.json").read_text())
         self.assertIn("exited with code 3", doc["points"][1]["failure"])

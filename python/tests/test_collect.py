@@ -49,6 +49,16 @@ class Results(Decks, unittest.TestCase):
         self.assertAlmostEqual(rows[0]["comm_share"], 1 / 8)
         self.assertAlmostEqual(rows[2]["comm_share"], (0.5 + 0.5) / 2)
         self.assertIsNone(rows[0]["io_s"])  # not reported by every run
+        self.assertEqual([r["nodes"] for r in rows], [None, None, None])
+
+    def test_nodes(self):
+        # The node count each run reports is the row's, and the table's column.
+        points = [Point(n, samples=[Sample(4.0 / n, dict.fromkeys(PHASES), "d", n)])
+                  for n in (1, 2, 3)]
+        study = self.study("strong", points)
+        rows = summarise(study)
+        self.assertEqual([r["nodes"] for r in rows], [1, 2, 3])
+        self.assertIn("| 3 ‡ | 3 | 1.333 | 3.00 |", markdown(study, rows))
 
     def test_weak_and_failures(self):
         # The 1-rank point failed: 2 ranks is the reference. Weak: 4 ranks do twice
@@ -64,8 +74,8 @@ class Results(Decks, unittest.TestCase):
         self.assertEqual(rows[2]["efficiency"], 0.8)
         self.assertIsNone(rows[2]["comm_share"])
         table = markdown(study, rows)
-        self.assertIn("| 1 | failed |", table)
-        self.assertIn("| 4 ‡ | 2.5 | 1.60 | 80 % | – |", table)
+        self.assertIn("| 1 | – | failed |", table)
+        self.assertIn("| 4 ‡ | – | 2.5 | 1.60 | 80 % | – |", table)
         self.assertIn("efficiency = t(base) / t(N)", table)
         line = one_line(study, rows, [])
         self.assertIn("2→4 ranks, 2 s → 2.5 s, speedup 1.60x of 2, efficiency 80 %", line)
@@ -80,8 +90,8 @@ class Results(Decks, unittest.TestCase):
         self.assertEqual([p["speedup"] for p in doc["points"]], [1.0, 2.0])
         self.assertAlmostEqual(doc["points"][1]["efficiency"], 2 / 3)
         csv_lines = (self.out / "scaling.csv").read_text().splitlines()
-        self.assertTrue(csv_lines[0].startswith("ranks,status,repetitions,wall_s"))
-        self.assertTrue(csv_lines[2].startswith("3,ok,1,2.0,"))
+        self.assertTrue(csv_lines[0].startswith("ranks,nodes,status,repetitions,wall_s"))
+        self.assertTrue(csv_lines[2].startswith("3,,ok,1,2.0,"))
         self.assertEqual(sorted(p.name for p in self.out.iterdir()),
                          ["scaling.csv", "scaling.json", "scaling.md"])
 
@@ -99,6 +109,10 @@ class Reading(Decks, unittest.TestCase):
         self.assertEqual((s.wall_s, s.phases["compute_s"]), (3.5, 2.0))
         self.assertIsNone(s.phases["halo_s"])  # negative: not a time
         self.assertIsNone(s.phases["io_s"])
+        self.assertIsNone(s.nodes)  # a program that does not say
+        for nodes, read in ((3, 3), (0, None), (True, None), ("2", None)):
+            p = self.json_file({"ranks": 2, "nodes": nodes, "timing": {"wall_s": 1}})
+            self.assertEqual(read_app_json(p, 2, ["app"]).nodes, read, nodes)
         cases = (({"timing": {"wall_s": 0}}, "expected a positive number"),
                  ({"ranks": 2}, 'no "timing" object'),
                  ({"ranks": 1, "timing": {"wall_s": 1}}, "says ranks: 1, but 2 were asked"))

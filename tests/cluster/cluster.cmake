@@ -49,6 +49,10 @@ if(KPMAP_ENABLE_APPS)
   # Checkpoints cross between hosts and one host, at another rank count.
   kpmap_add_cluster_test(restart.2x2 nodeA:2,nodeB:2 restart
     --deck ${INPUTS}/heat2d_ci.toml --set time.end_step=6 --split 3)
+  # kpmap-scale from the cluster's hostfile at 1, 2 and 3 hosts: its node
+  # column is what the runs report.
+  kpmap_add_cluster_test(scale.3x1 3 scale --deck ${INPUTS}/heat2d_ci.toml
+    --set mesh.cells=[96,96] --set time.end_step=10)
   # A lost host ends the job within 120 s, naming it, and the run continues
   # from the checkpoint it names on the hosts that remain. Alone on the
   # machine: the time it takes is what is tested.

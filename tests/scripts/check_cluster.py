@@ -18,6 +18,8 @@ CASE is one of
                 line naming that host, its ranks, the step and the last good
                 checkpoint; the run continues from it on the remaining hosts to the
                 answer of an uninterrupted run (1e-12: another rank count)
+    scale       kpmap-scale's strong and weak studies of kpmap-heat --deck at 1 rank per
+                host, from the cluster's hostfile: the node column says 1, 2, 3, ...
     slow        kpmap-heat across the hosts; once a checkpoint exists the last host's
                 link is limited to --rate (tc tbf): a host that only slows down is not
                 lost, and the run ends as on one host, bit for bit
@@ -27,6 +29,7 @@ settings included); "one host" is mpirun -n N on the cluster's head. Each case
 writes only its own folders under --work, which it replaces.
 """
 import argparse
+import csv
 import os
 import re
 import shlex
@@ -233,6 +236,29 @@ def case_slow(a):
             f"with the last host's link limited to {a.rate} mid-run, against one host")
 
 
+def case_scale(a):
+    spec = hosts_spec()
+    counts = ",".join(str(n) for n in range(1, len(spec) + 1))
+    scale = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                         "kpmap-scale")
+    launcher = f"mpirun --hostfile {os.environ['KPMAP_SIM_HOSTFILE']} -n {{ranks}}"
+    for mode in ("strong", "weak"):
+        out = fresh(a, mode)
+        run([sys.executable, scale, "--app", os.path.join(a.bin, "kpmap-heat"), "--deck", a.deck,
+             "--ranks", counts, "--mode", mode, "--repeat", "1", "--out", out,
+             "--launcher", launcher, *[f"--set={x}" for x in a.set]])
+        with open(os.path.join(out, "scaling.csv"), newline="") as f:
+            rows = list(csv.DictReader(f))
+        got = [(r["ranks"], r["nodes"], r["status"]) for r in rows]
+        want = [(str(n), str(n), "ok") for n in range(1, len(spec) + 1)]
+        if got != want:
+            fail(f"{mode} study: (ranks, nodes, status) {got}, expected {want}")
+        pictures = [n for n in ("speedup.png", "efficiency.png", "phases.png")
+                    if os.path.isfile(os.path.join(out, n))]
+        print(f"OK: {mode} study at {counts} ranks on {counts} hosts, the node column says so; "
+              f"pictures: {', '.join(pictures) or 'none (no matplotlib)'}", flush=True)
+
+
 def case_lost(a):
     spec = hosts_spec()
     total = sum(s for _, s in spec)
@@ -266,7 +292,7 @@ def case_lost(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=["info", "same-heat", "same-train", "program", "restart",
-                                    "lost", "slow"])
+                                    "lost", "slow", "scale"])
     p.add_argument("--bin", required=True, help="the folder of kpmap-heat, -train and -info")
     p.add_argument("--work", required=True, help="where the case's run folders go")
     p.add_argument("--deck")
@@ -281,7 +307,8 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     cases = {"info": case_info, "same-heat": lambda a: case_same(a, "kpmap-heat"),
              "same-train": lambda a: case_same(a, "kpmap-train"), "program": case_program,
-             "restart": case_restart, "lost": case_lost, "slow": case_slow}
+             "restart": case_restart, "lost": case_lost, "slow": case_slow,
+             "scale": case_scale}
     cases[a.case](a)
 
 

@@ -31,7 +31,7 @@ RESULT_END = {"stopped_by": "str", "checkpoint": "str", "timing": TIMING}
 
 HEAT_RESULT = {
     "app": "str", "kpmap_version": "str", "deck": "str", "restart": "str", "ranks": "int",
-    "decomposition": "str", "dimensions": "int", "cells": ["int"], "scheme": "str",
+    "nodes": "int", "decomposition": "str", "dimensions": "int", "cells": ["int"], "scheme": "str",
     "solver": "str", "preconditioner": "str", "step": "int", "steps_run": "int",
     "time": "num", "dt": "num", "volume": "num", "mass": "num", "density": "num",
     "energy": "num", "u": "num", "total_iterations": "int", "total_inner_iterations": "int",
@@ -44,7 +44,8 @@ HEAT_TEST_PROBLEM = {
 HEAT_CSV = "step,time,volume,mass,density,energy,u,iterations,error,wall_s".split(",")
 
 TRAIN_COMMON = {
-    "app": "str", "kpmap_version": "str", "deck": "str", "ranks": "int", "model": "str",
+    "app": "str", "kpmap_version": "str", "deck": "str", "ranks": "int", "nodes": "int",
+    "model": "str",
     "precision": "str", "parameters": "int",
     "state_bytes_per_rank": {"sharding": "str", "parameters": "int", "gradients": "int",
                              "optimizer": "int"},

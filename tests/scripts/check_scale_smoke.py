@@ -46,6 +46,7 @@ def main(argv):
     for r in rows:
         n = r["ranks"]
         check(r["status"] == "ok", f"ranks {n}: status {r['status']!r}")
+        check(r.get("nodes") in ("", "1"), f"ranks {n}: nodes {r.get('nodes')!r} on one host")
         for key in ("wall_s", "speedup", "efficiency"):
             try:
                 v = float(r[key])
@@ -63,7 +64,7 @@ def main(argv):
 
     table = out / "scaling.md"
     text = table.read_text() if table.is_file() else ""
-    check("| ranks | time (s) | speedup | efficiency | communication |" in text,
+    check("| ranks | nodes | time (s) | speedup | efficiency | communication |" in text,
           f"{table}: no table header")
     check("\n| 1 | " in text and "\n| 2 | " in text, f"{table}: no rows for 1 and 2 ranks")
     try:

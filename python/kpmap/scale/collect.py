@@ -61,7 +61,9 @@ def read_app_json(path: Path, ranks: int, command: List[str]) -> Sample:
                         f"the launcher start one MPI job of {ranks} ranks? (an mpiexec from "
                         "another MPI library starts independent 1-rank jobs)")
     phases = {p: number(timing.get(p)) for p in PHASES}
-    return Sample(wall, phases, str(path.parent))
+    nodes = data.get("nodes")
+    nodes = nodes if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0 else None
+    return Sample(wall, phases, str(path.parent), nodes)
 
 
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -93,7 +95,9 @@ def summarise(study: Study) -> List[Dict[str, Any]]:
     base = min(good, key=lambda p: p.ranks) if good else None
     base_t = statistics.median(s.wall_s for s in base.samples) if base else None
     for p in started(study):
-        row: Dict[str, Any] = {"ranks": p.ranks, "status": "ok" if p.ok else "failed",
+        nodes = {s.nodes for s in p.samples if s.nodes is not None}
+        row: Dict[str, Any] = {"ranks": p.ranks, "nodes": max(nodes) if nodes else None,
+                               "status": "ok" if p.ok else "failed",
                                "repetitions": len(p.samples), "scaled": p.scaled,
                                "oversubscribed": p.oversubscribed}
         if p.ok:
@@ -127,7 +131,7 @@ def summarise(study: Study) -> List[Dict[str, Any]]:
     return rows
 
 
-CSV_COLUMNS = ["ranks", "status", "repetitions", "wall_s", "wall_min_s", "wall_max_s",
+CSV_COLUMNS = ["ranks", "nodes", "status", "repetitions", "wall_s", "wall_min_s", "wall_max_s",
                *PHASES, "comm_share", "speedup", "ideal_speedup", "efficiency",
                "oversubscribed"]
 
@@ -167,10 +171,10 @@ def markdown(study: Study, rows: List[Dict[str, Any]]) -> str:
         desc.append("- " + " ".join(f"`--set {k}={v}`" for k, v in study.sets))
     desc.append(f"- host {socket.gethostname()}, {usable_cores()} cores, {study.started}")
     lines += desc + [""]
-    header = ["ranks", "time (s)", "speedup", "efficiency", "communication",
+    header = ["ranks", "nodes", "time (s)", "speedup", "efficiency", "communication",
               "compute (s)", "halo (s)", "collectives (s)", "I/O (s)", "checkpoint (s)"]
     keys = scaled_keys(study)
-    header[1:1] = keys
+    header[2:2] = keys
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join("---:" for _ in header) + "|")
     notes = set()
@@ -184,7 +188,7 @@ def markdown(study: Study, rows: List[Dict[str, Any]]) -> str:
             ranks += " ‡"
             notes.add(f"‡ fewer than {study.repeat} repetitions (the study was interrupted or "
                       "is still running): see the repetitions column of scaling.csv.")
-        cells = [ranks]
+        cells = [ranks, "–" if r["nodes"] is None else str(r["nodes"])]
         cells += [toml_text(r["scaled"].get(k, "–")) for k in keys]
         if r["status"] != "ok":
             cells += ["failed"] + ["–"] * (len(header) - len(cells) - 1)
@@ -226,7 +230,8 @@ def write_results(study: Study) -> List[Dict[str, Any]]:
             "set": [f"{k}={v}" for k, v in study.sets], "extra_args": study.extra_args,
             "host": socket.gethostname(), "cores": usable_cores(), "started": study.started,
         },
-        "points": [dict(r, runs=[{"wall_s": s.wall_s, **s.phases, "dir": s.directory}
+        "points": [dict(r, runs=[{"wall_s": s.wall_s, **s.phases, "nodes": s.nodes,
+                                  "dir": s.directory}
                                  for s in p.samples],
                         commands=[shlex.join(c) for c in p.commands])
                    for r, p in zip(rows, started(study))],

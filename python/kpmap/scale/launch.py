@@ -22,6 +22,8 @@ PLACEHOLDERS = ("ranks", "nodes", "app")
 # The environment of a run tells a wrapper or a test program where it is.
 ENV_RANKS = "KPMAP_SCALE_RANKS"
 ENV_REPETITION = "KPMAP_SCALE_REPETITION"
+KEEPALIVE = {"OMPI_MCA_oob_tcp_keepalive_time": "10", "OMPI_MCA_oob_tcp_keepalive_intvl": "5",
+             "OMPI_MCA_oob_tcp_keepalive_probes": "3"}
 BATCH_JOB_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "COBALT_JOBID", "FLUX_JOB_ID")
 
 
@@ -82,6 +84,9 @@ def run_environment(ranks: int, repetition: int, oversubscribed: bool) -> Dict[s
         extra["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
     if oversubscribed:
         extra["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    # Open MPI's mpirun gives up on a node that stops answering within about 25 s
+    # (docs/reliability.md, "A lost host"); other launchers ignore these.
+    extra.update(KEEPALIVE)
     return {k: v for k, v in extra.items() if k not in os.environ or k.startswith("KPMAP_")}
 
 

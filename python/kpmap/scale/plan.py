@@ -23,6 +23,7 @@ class Sample:
     wall_s: float
     phases: Dict[str, Optional[float]]
     directory: str
+    nodes: Optional[int] = None  # the hosts the ranks ran on, as the program reports them
 
 
 @dataclass(frozen=True)

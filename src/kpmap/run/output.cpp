@@ -3,6 +3,7 @@
 #include <kpmap/run/output.hpp>
 #include <kpmap/run/output_keys.hpp>
 #include <kpmap/run/stop.hpp>
+#include <kpmap/runtime/runtime.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <nlohmann/json.hpp>
@@ -336,6 +337,15 @@ void CsvTable::row(const std::string& line) {
 
 int write_result(nlohmann::ordered_json& result, const fs::path& dir, int stopped_by,
                  const std::string& checkpoint, const PhaseTimes::Report& report, bool root) {
+  // The hosts the ranks ran on, after "ranks" (a scaling study's node column).
+  if (Runtime::active() && result.contains("ranks") && !result.contains("nodes")) {
+    nlohmann::ordered_json with_nodes;
+    for (auto& [key, value] : result.items()) {
+      with_nodes[key] = std::move(value);
+      if (key == "ranks") with_nodes["nodes"] = Runtime::current().node_count();
+    }
+    result = std::move(with_nodes);
+  }
   result["stopped_by"] = stopped_by ? StopSignals::name(stopped_by) : "";
   result["checkpoint"] = checkpoint;
   result["timing"] = to_json(report);
