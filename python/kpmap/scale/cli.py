@@ -39,7 +39,7 @@ examples:
   # under Slurm, one rank per GPU, packed 4 to a node
   kpmap-scale --app kpmap-heat --deck inputs/heat3d.toml --ranks 1,2,4,8,16 \\
       --mode strong --repeat 3 --out heat-strong --ranks-per-node 4 \\
-      --launcher 'srun -N {nodes} -n {ranks} --gpus-per-task=1 --cpu-bind=cores'
+      --launcher 'srun -N {nodes} -n {ranks} --gpus-per-task=1 --cpu-bind=cores --kill-on-bad-exit=1'
 
   # a benchmark, selected by the arguments after -- (weak: the message size
   # per rank is fixed)
