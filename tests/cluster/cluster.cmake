@@ -60,7 +60,11 @@ if(KPMAP_ENABLE_APPS)
                 --set time.end_step=300 --set output.checkpoint_every=5)
   kpmap_add_cluster_test(lost_link.2x2 nodeA:2,nodeB:2 lost --how link-down ${lost_deck})
   kpmap_add_cluster_test(lost_kill.3x1 3 lost --how kill ${lost_deck})
-  set_tests_properties(cluster.lost_link.2x2 cluster.lost_kill.3x1 PROPERTIES RUN_SERIAL TRUE)
+  # The same for training: the Trainer's loop runs on the same RunControl.
+  kpmap_add_cluster_test(lost_kill_train.3x1 3 lost --how kill --app kpmap-train
+    --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=12 --set output.checkpoint_every=1)
+  set_tests_properties(cluster.lost_link.2x2 cluster.lost_kill.3x1 cluster.lost_kill_train.3x1
+    PROPERTIES RUN_SERIAL TRUE)
   # A host that only slows down (its link limited to 1 Mbit/s mid-run: a step
   # takes 1.3 s instead of 10 ms) is not lost: the run ends as on one host.
   kpmap_add_cluster_test(slow_link.2x2 nodeA:2,nodeB:2 slow --rate 1mbit
