@@ -2,6 +2,7 @@
 
 #include <kpmap/base/detail/finalize.hpp>
 #include <kpmap/base/error.hpp>
+#include <kpmap/run/watchdog.hpp>
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -169,17 +170,9 @@ void host_monitor_farewell() noexcept {
 }
 
 double HostMonitor::timeout_from_environment() {
-  const char* v = std::getenv("KPMAP_HOST_TIMEOUT");
-  if (v == nullptr || *v == '\0') return 60.0;
-  char* end = nullptr;
-  const double s = std::strtod(v, &end);
-  if (end == v || *end != '\0' || !std::isfinite(s) || s < 0) {
-    throw InputError(std::string("environment variable KPMAP_HOST_TIMEOUT='") + v +
-                         "': expected the seconds a host may stay silent before the job ends "
-                         "(>= 0; 0 turns the check off)",
-                     ErrorScope::all_ranks);
-  }
-  return s;
+  return seconds_from_environment("KPMAP_HOST_TIMEOUT", 60.0,
+                                  "the seconds a host may stay silent before the job ends "
+                                  "(>= 0; 0 turns the check off)");
 }
 
 HostMonitor::HostMonitor(MPI_Comm comm, double timeout, const StopSignals* signals)

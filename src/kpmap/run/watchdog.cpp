@@ -51,18 +51,23 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-double Watchdog::from_environment() {
-  const char* v = std::getenv("KPMAP_WATCHDOG");
-  if (v == nullptr || *v == '\0') return automatic;
+double seconds_from_environment(const char* name, double unset, const char* expected) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return unset;
   char* end = nullptr;
   const double s = std::strtod(v, &end);
   if (end == v || *end != '\0' || !std::isfinite(s) || s < 0) {
-    throw InputError(std::string("environment variable KPMAP_WATCHDOG='") + v +
-                         "': expected the longest time a step may take, in seconds (> 0; "
-                         "0 turns the watchdog off; unset, it is automatic)",
-                     ErrorScope::all_ranks);
+    throw InputError(
+        std::string("environment variable ") + name + "='" + v + "': expected " + expected,
+        ErrorScope::all_ranks);
   }
   return s;
+}
+
+double Watchdog::from_environment() {
+  return seconds_from_environment("KPMAP_WATCHDOG", automatic,
+                                  "the longest time a step may take, in seconds (> 0; 0 turns "
+                                  "the watchdog off; unset, it is automatic)");
 }
 
 void Watchdog::beat(long long step) noexcept {

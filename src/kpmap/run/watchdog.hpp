@@ -79,6 +79,12 @@ class Watchdog {
   std::thread thread_;
 };
 
+/// \brief A time limit from the environment variable `name`: seconds (>= 0),
+/// or `unset` where it is unset or empty.
+/// \throws kpmap::InputError (all ranks) for anything else, naming the
+/// variable, its value and `expected` (what it holds).
+double seconds_from_environment(const char* name, double unset, const char* expected);
+
 /// \brief Records progress on this process's running watchdog, if there is
 /// one (Watchdog::alive): for work inside a step that does not know the run
 /// it belongs to, such as a model evaluating a held-out set chunk by chunk.
