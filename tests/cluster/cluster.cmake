@@ -32,17 +32,17 @@ if(KPMAP_ENABLE_APPS)
     # bit for bit: the reductions run in the same order over TCP as over
     # shared memory (Open MPI picks its algorithms by rank count and size).
     kpmap_add_cluster_test(heat_tea_bm_1.${shape} ${hosts} same-heat --deck ${INPUTS}/tea_bm_1.in)
+    kpmap_add_cluster_test(heat3d.${shape} ${hosts} same-heat --deck ${INPUTS}/heat3d_ci.toml)
     kpmap_add_cluster_test(train_cnn.${shape} ${hosts} same-train
       --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=2)
+    kpmap_add_cluster_test(train_cnn_sharded.${shape} ${hosts} same-train
+      --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=2 --set train.sharding=parameters)
     # The library's own tests, every collective and the halo exchange among them.
     foreach(program test_collectives test_halo test_checkpoint test_runtime)
       kpmap_add_cluster_test(${program}.${shape} ${hosts} program
         --program $<TARGET_FILE:${program}>)
     endforeach()
   endforeach()
-  kpmap_add_cluster_test(heat3d.2x2 nodeA:2,nodeB:2 same-heat --deck ${INPUTS}/heat3d_ci.toml)
-  kpmap_add_cluster_test(train_cnn_sharded.2x2 nodeA:2,nodeB:2 same-train
-    --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=2 --set train.sharding=parameters)
   kpmap_add_cluster_test(train_tensor_parallel.2x2 nodeA:2,nodeB:2 same-train
     --deck ${CMAKE_CURRENT_SOURCE_DIR}/decks/mlp_tensor_parallel.toml
     --set train.mesh.data=2 --set train.mesh.model=2)
