@@ -359,6 +359,17 @@ if(KPMAP_ENABLE_APPS)
     --output ${FAULT_OUT}/bad RANKS 3 TIMEOUT 60 LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
     "--expect=--set mesh.halo_depth=8: key 'mesh.halo_depth': 8 is deeper than the thinnest block, 2 cells along x (6 cells over 3 ranks)" --)
+  # A dense layer split by column into fewer units than the axis "model" has
+  # ranks: every rank refuses it together, naming the key (one rank's error
+  # alone left the others waiting in the next collective for ever).
+  foreach(n 2 3)
+    kpmap_add_mpi_test(NAME apps.kpmap-train.column_split_leaves_a_rank_none_${n}
+      COMMAND kpmap-train ${INPUTS}/train_mlp_ci.toml --set model.tensor_parallel=auto
+      "--set=model.hidden=[1, 8]" --set train.mesh.model=${n} --output ${FAULT_OUT}/bad_split
+      RANKS ${n} TIMEOUT 60 LABELS apps reliability
+      WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 "--expect=key 'model.hidden'"
+              "--expect=1 units split by column over ${n} ranks of axis 'model' leave a rank none; give the layer at least ${n} units" --)
+  endforeach()
   kpmap_add_mpi_test(NAME apps.kpmap-heat.zero_eps COMMAND kpmap-heat ${heat_args}
     --set solver.eps=0.0 --output ${FAULT_OUT}/bad RANKS 1 3 TIMEOUT 60
     LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2

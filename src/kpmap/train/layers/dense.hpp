@@ -140,10 +140,14 @@ class Dense final : public Weighted<T, M> {
     }
     if (parallel == DenseParallel::column) {
       const BlockPartition p(units, axis->size());
-      if (p.count(axis->index()) == 0) {
+      // Asked of the last block, the smallest, so that every rank refuses
+      // together: one rank's error alone would leave the others waiting in
+      // the next collective.
+      if (p.count(axis->size() - 1) == 0) {
         throw ShapeError("dense: " + std::to_string(units) + " units split by column over " +
                          std::to_string(axis->size()) + " ranks of axis '" + axis->name() +
-                         "' leave a rank none; give the layer at least as many units");
+                         "' leave a rank none; give the layer at least " +
+                         std::to_string(axis->size()) + " units");
       }
       w.row0 = p.begin(axis->index());
       return w;
