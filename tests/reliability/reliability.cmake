@@ -370,6 +370,13 @@ if(KPMAP_ENABLE_APPS)
       WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 "--expect=key 'model.hidden'"
               "--expect=1 units split by column over ${n} ranks of axis 'model' leave a rank none; give the layer at least ${n} units" --)
   endforeach()
+  # An end time beyond any count of steps (1e300 s at dt 0.004) ends at the
+  # deck's end_step: no step count overflows (it printed "steps to -9223...").
+  kpmap_add_mpi_test(NAME apps.kpmap-heat.end_time_beyond_steps COMMAND kpmap-heat
+    ${INPUTS}/heat2d_ci.toml --set time.end_time=1e300 --set output.progress_every=1
+    --output ${FAULT_OUT}/end_time_beyond_steps RANKS 1 3 TIMEOUT 60 LABELS apps reliability
+    WRAPPER ${EXPECT_EXIT} --exit-code 0 "--expect=steps to 6" "--expect=step 6/6"
+            --reject=-92233 --)
   kpmap_add_mpi_test(NAME apps.kpmap-heat.zero_eps COMMAND kpmap-heat ${heat_args}
     --set solver.eps=0.0 --output ${FAULT_OUT}/bad RANKS 1 3 TIMEOUT 60
     LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2

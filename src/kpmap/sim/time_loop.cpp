@@ -1,4 +1,5 @@
 #include <kpmap/base/error.hpp>
+#include <kpmap/io/checkpoint.hpp>
 #include <kpmap/run/control.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/run/output_keys.hpp>
@@ -48,8 +49,12 @@ TimeLoop<Exec>::TimeLoop(Simulation<Exec>& simulation, LoopOutput output, PhaseT
 }
 
 long last_step(const HeatConfig& c) {
-  const long by_time = static_cast<long>(std::ceil(c.end_time / c.dt - 1e-9));
-  return c.end_step > 0 ? std::min(c.end_step, by_time) : by_time;
+  // In floating point first: end_time / dt may be far beyond a long (1e300 /
+  // 0.004), and no run goes past the steps a checkpoint may record.
+  const double limit = static_cast<double>(checkpoint::max_step);
+  const long by_time = static_cast<long>(std::min(std::ceil(c.end_time / c.dt - 1e-9), limit));
+  const long by_step = static_cast<long>(std::min<long long>(c.end_step, checkpoint::max_step));
+  return c.end_step > 0 ? std::min(by_step, by_time) : by_time;
 }
 
 template <class Exec>
