@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -580,6 +582,58 @@ TEST_CASE("an interrupted write leaves the previous checkpoint intact", "[checkp
   // And the next committed write replaces both.
   write_rows(path, 1000.0);
   CHECK_FALSE(fs::exists(path + ".tmp"));
+}
+
+// A checkpoint is never written that a restart would refuse: a NaN or an Inf
+// in any rank's block (Reader::Values::finite) stops every rank together with
+// exit code 3, naming the dataset and the element in the array's indices, and
+// the previous checkpoint stays as it was.
+TEST_CASE("a value a restart would refuse is never written, on any rank", "[checkpoint]") {
+  const std::string path = dir() + "/finite.h5";
+  write_rows(path);
+  const int last = world_size() - 1;
+  const kpmap::BlockPartition part(10, world_size());
+  const auto expect_refused = [&](const std::function<void(ck::Writer&)>& write,
+                                  const std::string& text) {
+    try {
+      ck::Writer w(path, MPI_COMM_WORLD, meta(8));
+      write(w);
+      w.commit();
+      FAIL_CHECK("written; expected: " << text);
+    } catch (const kpmap::Error& e) {
+      CHECK_THAT(std::string(e.what()), ContainsSubstring(text));
+      CHECK(e.code() == kpmap::exit_code::diverged);
+      CHECK(e.all_ranks());
+    }
+    CHECK_FALSE(fs::exists(path + ".tmp"));
+    MPI_Barrier(MPI_COMM_WORLD);
+  };
+  // The last rank's block ends with row 9: its element (9, 1) is a NaN.
+  auto v = rows(part.begin(world_rank()), part.end(world_rank()));
+  if (world_rank() == last) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+    h(h.extent(0) - 1, 1) = std::numeric_limits<double>::quiet_NaN();
+    Kokkos::deep_copy(v, h);
+  }
+  expect_refused(
+      [&](ck::Writer& w) {
+        w.write("field", v, ck::row_block({10, 3}, part.begin(world_rank()), v.extent(0)));
+      },
+      "will not write checkpoint " + path +
+          ": dataset 'field': element [9, 1] is nan (a checkpoint holds finite numbers only), "
+          "and a restart from it would be refused");
+  // Replicated float data (written by rank 0 alone): an Inf.
+  Kokkos::View<float*, Exec> f("f", 4);
+  Kokkos::deep_copy(f, 1.0f);
+  Kokkos::deep_copy(Kokkos::subview(f, 2), -std::numeric_limits<float>::infinity());
+  expect_refused([&](ck::Writer& w) { w.write_replicated("params", f); },
+                 "dataset 'params': element [2] is -inf");
+  // The checkpoint written before is untouched.
+  ck::Reader r(path, MPI_COMM_WORLD, "kpmap-test");
+  CHECK(r.metadata().step == 7);
+  Kokkos::View<double**, Exec> back("back", part.count(world_rank()), 3);
+  r.read("field", back, ck::row_block({10, 3}, part.begin(world_rank()), back.extent(0)));
+  CHECK(rows_match(back, part.begin(world_rank())));
 }
 
 TEST_CASE("every kind of bad restart file is a clear error on every rank", "[checkpoint]") {

@@ -87,7 +87,7 @@ if(KPMAP_ENABLE_APPS)
     LAST_GOOD checkpoint_000002.h5 STEP 2
     ABSENT checkpoint_000004.h5 checkpoint_000004.h5.tmp)
   kpmap_add_fault_test(train fault_io INJECT 2:15:io EXIT_CODE 1
-    EXPECT "epoch 2: the checkpoint failed: writing dataset"
+    EXPECT "epoch 2 (optimizer step 20): the checkpoint failed: writing dataset"
     LAST_GOOD checkpoint_000001.h5 STEP 1
     ABSENT checkpoint_000002.h5 checkpoint_000002.h5.tmp)
   # A full disk, a real one (a small tmpfs; mounting it needs root, and the
@@ -240,6 +240,14 @@ if(KPMAP_ENABLE_APPS)
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
             "--expect=--set data.classes=1000000: key 'data.classes': the labels of a synthetic set"
             --expect "classes^2 x features; minutes to hours): use at most" --)
+  # Adam divides by sqrt(v) + epsilon: at 0, a gradient that stays zero (a
+  # feature that is 0 in every sample) gives 0/0 and NaN weights.
+  kpmap_add_mpi_test(NAME apps.kpmap-train.adam_epsilon_zero COMMAND kpmap-train
+    ${INPUTS}/train_mlp_ci.toml --set optimizer.epsilon=0 --output ${FAULT_OUT}/bad_train RANKS 1 3
+    TIMEOUT 60 LABELS apps reliability
+    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+            "--expect=--set optimizer.epsilon=0: key 'optimizer.epsilon' is out of range: must be (0.0, 1.0"
+            --expect "found 0.0" --)
   kpmap_add_mpi_test(NAME apps.kpmap-heat.zero_steps COMMAND kpmap-heat
     ${INPUTS}/heat2d_ci.toml --set time.end_time=1e-12 --output ${FAULT_OUT}/bad RANKS 1 3
     TIMEOUT 60 LABELS apps reliability

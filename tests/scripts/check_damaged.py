@@ -65,6 +65,26 @@ def text_record(path, text):
         f.attrs["rng_state"] = np.bytes_(text)
 
 
+def wrapped_table(path):
+    """Rewrites the checksum_blocks of the checkpoint's first array as two
+    flat ranges whose counts add up to its size only modulo 2^64: the first
+    starts at 2^64 - 2^40, so offset + count wraps. Returns its name."""
+    with h5py.File(path, "r+") as f:
+        names = []
+        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset)
+                     and o.ndim >= 1 and "checksum_blocks" in o.attrs else None)
+        name = sorted(names)[0]
+        d = f[name]
+        width = d.attrs["checksum_blocks"].shape[1]
+        rows = np.zeros((2, width), dtype=np.uint64)
+        big = (1 << 64) - (1 << 40)
+        rows[:, 0] = 1
+        rows[0, 1], rows[0, 1 + d.ndim] = big, 1 << 40
+        rows[1, 1], rows[1, 1 + d.ndim] = 0, (d.size - (1 << 40)) % (1 << 64)
+        d.attrs["checksum_blocks"] = rows
+        return name
+
+
 def run(cmd, timeout=10):
     start = time.monotonic()
     try:
@@ -334,8 +354,17 @@ def main():
                     f.attrs[name] = value
                 return [expect]
             return damage
+        def negative_moment(path):
+            with h5py.File(path, "r") as f:
+                name = sorted(n for n in f.keys() if n.startswith("optimizer.v."))[0]
+            at = set_element(path, name, -1.0)
+            return [f"dataset '{name}': element [{', '.join(map(str, at))}] is -1 "
+                    "(it must not be negative)"]
+
         cases += [
             ("nan parameter", nan_param),
+            # Adam's second moment is a mean of squares: -1 would train into NaN.
+            ("negative second moment", negative_moment),
             ("epoch at odds with step",
              position("epoch", np.int64(7), "gives another epoch than attribute step")),
             ("too few optimizer steps",
@@ -344,6 +373,9 @@ def main():
              position("optimizer_steps", np.float64(12.5),
                       "attribute optimizer_steps holds no integer")),
             ("negative batch", position("batch", np.int64(-2), "gives a negative batch position")),
+            ("batch that would overflow",
+             position("batch", np.int64(2**63 - 1),
+                      "gives batch position 9223372036854775807, more than 1000000000000000")),
             ("negative seed", position("train_seed", np.int64(-5), "gives train.seed -5")),
             ("optimizer steps that would overflow",
              position("optimizer_steps", np.int64(2**63 - 1),
@@ -372,6 +404,12 @@ def main():
                            ["--set", "train.max_steps=3"])),
         ]
     cases += [
+        # Offsets and counts read from the file are checked before they are
+        # added up or used to index (it was a SIGSEGV).
+        ("checksum_blocks that wrap",
+         lambda path: [f"dataset '{wrapped_table(path)}': row 0 of its checksum_blocks holds "
+                       "1099511627776 elements from element 18446742974197923840 overrun the",
+                       "the file is corrupted"]),
         ("negative step", lambda path: (set_attr(path, "step", -5), ["attribute step is -5"])[1]),
         ("step near 2^63", lambda path: (set_attr(path, "step", 2**63 - 10),
                                          ["attribute step is 9223372036854775798 (a damaged file: "

@@ -50,6 +50,7 @@ using Value =
 struct Range {
   std::optional<double> min;
   std::optional<double> max;
+  bool above_min = false;  ///< the minimum itself is out of range: (min, max]
 };
 
 /// \brief When a key takes effect: where the key `key` holds one of `values`

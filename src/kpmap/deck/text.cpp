@@ -155,8 +155,11 @@ std::string format_range(const Key& k) {
   auto num = [integral](double d) {
     return integral ? std::to_string(static_cast<long long>(d)) : format_real(d);
   };
-  if (k.range.min && k.range.max) return "[" + num(*k.range.min) + ", " + num(*k.range.max) + "]";
-  if (k.range.min) return ">= " + num(*k.range.min);
+  const char* open = k.range.above_min ? "(" : "[";
+  if (k.range.min && k.range.max) {
+    return open + num(*k.range.min) + ", " + num(*k.range.max) + "]";
+  }
+  if (k.range.min) return (k.range.above_min ? "> " : ">= ") + num(*k.range.min);
   return "<= " + num(*k.range.max);
 }
 

@@ -141,67 +141,6 @@ std::vector<std::size_t> Reader::shape(const std::string& name) const {
 }
 
 namespace {
-// Whether each of the `n` values at `v` is among `values`, without a branch
-// an element (a NaN fails every comparison; the loop vectorizes).
-template <class T>
-bool all_good(const T* v, std::size_t n, Reader::Values values) {
-  const T top = std::numeric_limits<T>::max();
-  const T low = values == Reader::Values::finite ? -top : T(0);
-  std::size_t good = 0;
-  if (values == Reader::Values::positive) {
-    for (std::size_t k = 0; k < n; ++k)
-      good += static_cast<std::size_t>((v[k] > low) & (v[k] <= top));
-  } else {
-    for (std::size_t k = 0; k < n; ++k)
-      good += static_cast<std::size_t>((v[k] >= low) & (v[k] <= top));
-  }
-  return good == n;
-}
-
-bool all_good(const void* v, Elem elem, std::size_t n, Reader::Values values) {
-  if (values == Reader::Values::any) return true;
-  if (elem == Elem::f64) return all_good(static_cast<const double*>(v), n, values);
-  if (elem == Elem::f32) return all_good(static_cast<const float*>(v), n, values);
-  return true;
-}
-
-// The first element of this rank's block (row-major) whose value is not
-// among `values`, as "element [i, j] is nan (...)", or "".
-template <class T>
-std::string first_bad_value(const T* v, const Block& block, Reader::Values values) {
-  const std::size_t n = elements(block);
-  for (std::size_t k = 0; k < n; ++k) {
-    const double x = static_cast<double>(v[k]);
-    const char* rule = nullptr;
-    if (!std::isfinite(x)) {
-      rule = "a checkpoint holds finite numbers only";
-    } else if (values == Reader::Values::positive && !(x > 0)) {
-      rule = "it must be above zero";
-    } else if (values == Reader::Values::non_negative && !(x >= 0)) {
-      rule = "it must not be negative";
-    }
-    if (rule == nullptr) continue;
-    // The global multi-index of local element k, in the box that holds it.
-    std::vector<std::size_t> at;
-    for (const Piece& p : pieces(block)) {
-      const std::size_t size = elements(p.box);
-      if (k < p.at || k - p.at >= size) continue;
-      at.resize(p.box.count.size());
-      std::size_t rest = k - p.at;
-      for (std::size_t d = p.box.count.size(); d-- > 0;) {
-        at[d] = p.box.offset[d] + rest % p.box.count[d];
-        rest /= p.box.count[d];
-      }
-      break;
-    }
-    std::ostringstream s;
-    s << "element [";
-    for (std::size_t d = 0; d < at.size(); ++d) s << (d ? ", " : "") << at[d];
-    s << "] is " << x << " (" << rule << ")";
-    return s.str();
-  }
-  return "";
-}
 
 // Elements [first, last) of the array's row-major order that `b` is, when it
 // is such a run (a flat range of the whole array, rows of whole rows, a scalar).
@@ -368,6 +307,18 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
               : where + ": its checksum_blocks attribute is missing or damaged",
           exit_code::bad_input);
   }
+  // The table is the file's: every row is checked before its offsets and
+  // counts are added up or used to find elements (a wrapped sum would pass
+  // the count check below and index far outside the data read).
+  if (by_block) {
+    const std::string problem = table_problem(table, block.global);
+    try {
+      agree(impl_->comm, problem.empty() ? "" : where + ": " + problem, exit_code::bad_input);
+    } catch (const Error&) {
+      H5Dclose(dset);
+      throw;
+    }
+  }
   // This rank's block as it was written (a restart at the same
   // decomposition): hashed part by part as it is read.
   const std::size_t rows = table.size() / width;
@@ -415,10 +366,8 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
       if (by_block && same < rows) hash.add(at + off, len);
       if (good && bad.empty()) good = all_good(at + off, elem, len / esize, values);
     }
-    if (!good && bad.empty() && elem == detail::Elem::f64) {
-      bad = first_bad_value(reinterpret_cast<const double*>(at), part.block, values);
-    } else if (!good && bad.empty() && elem == detail::Elem::f32) {
-      bad = first_bad_value(reinterpret_cast<const float*>(at), part.block, values);
+    if (!good && bad.empty()) {
+      bad = first_bad_value(at, elem, part.block, values);
     }
   }
   H5Pclose(dxpl);

@@ -244,6 +244,7 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     herr_t rc = fault::write_fails() ? -1 : 0;  // an injected failure takes a real one's path
     BlockHash hash;
     std::size_t hashed = 0;  // elements hashed
+    std::string bad;         // the first value a restart would refuse
     for (std::size_t i = 0; i < calls && rc >= 0; ++i) {
       const bool nothing = i >= parts.size();
       const Block& part = nothing ? block : parts[i].block;
@@ -258,6 +259,11 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
       if (!nothing) {
         hash.add(at, n * esize);
         hashed += n;
+        // Checked while the part is in cache: a checkpoint is never written
+        // that a restart would refuse (Reader::Values::finite).
+        if (bad.empty() && !all_good(at, elem, n, Reader::Values::finite)) {
+          bad = first_bad_value(at, elem, part, Reader::Values::finite);
+        }
       }
       rc = H5Dwrite(dset, h5type(elem), mspace, fspace, dxpl, at);
       H5Sclose(mspace);
@@ -266,6 +272,18 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     if (rc < 0) {
       fail_on_this_rank(impl_->tmp, "writing dataset '" + name + "' to " + impl_->tmp + " failed",
                         fault::write_fails() ? "injected by KPMAP_FAULT_INJECT" : "");
+    }
+
+    try {  // every rank closes the dataset before the file's collective close
+      agree(impl_->comm,
+            bad.empty() ? ""
+                        : "will not write checkpoint " + impl_->path + ": dataset '" + name +
+                              "': " + bad + ", and a restart from it would be refused",
+            exit_code::diverged);
+    } catch (const Error&) {
+      H5Sclose(fspace);
+      H5Dclose(dset);
+      throw;
     }
 
     // Every block written, with its hash, in rank order: the table a reader

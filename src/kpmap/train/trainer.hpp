@@ -255,8 +255,21 @@ class Trainer {
   void restart(const std::string& file) {
     const double t0 = MPI_Wtime();
     checkpoint::Reader r(file, all_->comm(), c_.meta.app);
+    // The optimizer's arrays that are never negative (Adam's second moment):
+    // a negative value is a damaged file, and would train into NaN.
+    std::vector<std::string> never_negative;
+    for (std::size_t k = 0; k < opt_.state().size(); ++k) {
+      if (opt_.never_negative(k)) never_negative.push_back("optimizer." + opt_.state()[k].first + ".");
+    }
     for_each_saved([&](const std::string& name, const auto& v, const checkpoint::Block& block,
-                       bool) { r.read(model_.exec(), name, v, block); });
+                       bool) {
+      const bool positive_part =
+          std::any_of(never_negative.begin(), never_negative.end(),
+                      [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
+      r.read(model_.exec(), name, v, block,
+             positive_part ? checkpoint::Reader::Values::non_negative
+                           : checkpoint::Reader::Values::finite);
+    });
     const SavedPosition saved = saved_position(r, file);
     const long long epoch = saved.epoch;
     const long long batch = saved.batch;
@@ -616,7 +629,9 @@ class Trainer {
     if (!c_.checkpoints) return;
     const double t0 = MPI_Wtime();
     run.checkpoint(
-        name, "epoch " + std::to_string(at.epoch + (at.step > 0)),
+        name,
+        "epoch " + std::to_string(at.epoch + (at.step > 0)) + " (optimizer step " +
+            std::to_string(opt_.steps()) + ")",
         [&](const std::string& file) {
           checkpoint::Metadata meta = c_.meta;
           meta.step = at.epoch;
@@ -684,6 +699,10 @@ class Trainer {
       damaged("gives another epoch than attribute step (" + std::to_string(step) + ")");
     }
     if (p.batch < 0) damaged("gives a negative batch position");
+    if (p.batch > max_optimizer_steps) {  // before epoch + batch, which would wrap
+      damaged("gives batch position " + std::to_string(p.batch) + ", more than " +
+              std::to_string(max_optimizer_steps) + " (train.max_steps' largest value)");
+    }
     // No run takes more steps than train.max_steps allows (1e15): a count
     // beyond that would overflow as the run goes on.
     if (p.optimizer_steps > max_optimizer_steps) {

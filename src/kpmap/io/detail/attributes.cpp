@@ -1,7 +1,10 @@
 #include <kpmap/io/detail/attributes.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <sstream>
 
 namespace kpmap::checkpoint {
 
@@ -51,6 +54,12 @@ std::size_t product(const std::vector<std::size_t>& e) {
   return n;
 }
 
+// Whether `count` elements from `offset` lie in [0, limit): offset + count <=
+// limit, asked without the sum, which wraps for values read from a damaged file.
+bool fits(std::size_t offset, std::size_t count, std::size_t limit) {
+  return count <= limit && offset <= limit - count;
+}
+
 // Whether a flat block's box is one of its array: as many dimensions, and inside.
 bool box_fits(const Block& b) {
   if (b.box_count.empty() && b.box_offset.empty()) return true;
@@ -58,7 +67,7 @@ bool box_fits(const Block& b) {
     return false;
   }
   for (std::size_t d = 0; d < b.global.size(); ++d) {
-    if (b.box_offset[d] + b.box_count[d] > b.global[d]) return false;
+    if (!fits(b.box_offset[d], b.box_count[d], b.global[d])) return false;
   }
   return true;
 }
@@ -219,11 +228,46 @@ std::size_t elements(const Block& b) { return product(b.count); }
 std::size_t table_elements(const std::vector<std::uint64_t>& table,
                            const std::vector<std::size_t>& global) {
   const std::size_t width = record_width(global.size());
+  constexpr std::size_t most = std::numeric_limits<std::size_t>::max();
   std::size_t n = 0;
   for (std::size_t j = 0; j + width <= table.size(); j += width) {
-    n += elements(record_block(&table[j], global));
+    const std::size_t e = elements(record_block(&table[j], global));
+    n = e > most - n ? most : n + e;  // a table of too many rows holds too many
   }
   return n;
+}
+
+std::string table_problem(const std::vector<std::uint64_t>& table,
+                          const std::vector<std::size_t>& global) {
+  const std::size_t dims = global.size();
+  const std::size_t width = record_width(dims);
+  for (std::size_t j = 0; j + width <= table.size(); j += width) {
+    const std::uint64_t* row = &table[j];
+    std::string why;
+    if (row[0] > 1) {
+      why = "flags " + std::to_string(row[0]) + ", where 0 is a box and 1 a flat range";
+    } else if (dims > 0) {
+      const Block b = record_block(row, global);
+      if (b.flat && !box_fits(b)) {
+        why = "a flat range in a box that is not inside the array " + shape_text(global);
+      } else if (b.flat && !fits(b.offset[0], b.count[0], product(linear(b).global))) {
+        why = std::to_string(b.count[0]) + " elements from element " +
+              std::to_string(b.offset[0]) + " overrun the " +
+              std::to_string(product(linear(b).global)) + " it ranges over";
+      }
+      for (std::size_t d = 0; !b.flat && d < dims && why.empty(); ++d) {
+        if (!fits(b.offset[d], b.count[d], global[d])) {
+          why = "a block at " + shape_text(b.offset) + " of size " + shape_text(b.count) +
+                " that overruns the array " + shape_text(global);
+        }
+      }
+    }
+    if (!why.empty()) {
+      return "row " + std::to_string(j / width) + " of its checksum_blocks holds " + why +
+             ": the file is corrupted";
+    }
+  }
+  return "";
 }
 
 bool same_block(const std::uint64_t* row, const Block& b) {
@@ -326,7 +370,7 @@ std::string check_block(const std::string& name, const std::vector<std::size_t>&
       return "checkpoint dataset '" + name + "': the block " + shape_text(b.count) +
              " does not match the View " + shape_text(local);
     }
-    if (b.offset[d] + b.count[d] > b.global[d]) {
+    if (!fits(b.offset[d], b.count[d], b.global[d])) {
       return "checkpoint dataset '" + name + "': the block at " + shape_text(b.offset) +
              " of size " + shape_text(b.count) + " overruns the array " + shape_text(b.global);
     }
@@ -383,6 +427,78 @@ void select(hid_t space, const Block& b, bool none) {
                         cnt.data(), nullptr);
     first = false;
   }
+}
+
+namespace {
+// Whether each of the `n` values at `v` is among `values`, without a branch
+// an element (a NaN fails every comparison; the loop vectorizes).
+template <class T>
+bool all_good(const T* v, std::size_t n, Reader::Values values) {
+  const T top = std::numeric_limits<T>::max();
+  const T low = values == Reader::Values::finite ? -top : T(0);
+  std::size_t good = 0;
+  if (values == Reader::Values::positive) {
+    for (std::size_t k = 0; k < n; ++k)
+      good += static_cast<std::size_t>((v[k] > low) & (v[k] <= top));
+  } else {
+    for (std::size_t k = 0; k < n; ++k)
+      good += static_cast<std::size_t>((v[k] >= low) & (v[k] <= top));
+  }
+  return good == n;
+}
+
+// The first element of this rank's block (row-major) whose value is not
+// among `values`, as "element [i, j] is nan (...)", or "".
+template <class T>
+std::string first_bad_of(const T* v, const Block& block, Reader::Values values) {
+  const std::size_t n = elements(block);
+  for (std::size_t k = 0; k < n; ++k) {
+    const double x = static_cast<double>(v[k]);
+    const char* rule = nullptr;
+    if (!std::isfinite(x)) {
+      rule = "a checkpoint holds finite numbers only";
+    } else if (values == Reader::Values::positive && !(x > 0)) {
+      rule = "it must be above zero";
+    } else if (values == Reader::Values::non_negative && !(x >= 0)) {
+      rule = "it must not be negative";
+    }
+    if (rule == nullptr) continue;
+    // The global multi-index of local element k, in the box that holds it.
+    std::vector<std::size_t> at;
+    for (const Piece& p : pieces(block)) {
+      const std::size_t size = elements(p.box);
+      if (k < p.at || k - p.at >= size) continue;
+      at.resize(p.box.count.size());
+      std::size_t rest = k - p.at;
+      for (std::size_t d = p.box.count.size(); d-- > 0;) {
+        at[d] = p.box.offset[d] + rest % p.box.count[d];
+        rest /= p.box.count[d];
+      }
+      break;
+    }
+    std::ostringstream s;
+    s << "element [";
+    for (std::size_t d = 0; d < at.size(); ++d) s << (d ? ", " : "") << at[d];
+    s << "] is " << x << " (" << rule << ")";
+    return s.str();
+  }
+  return "";
+}
+}  // namespace
+
+bool all_good(const void* v, Elem elem, std::size_t n, Reader::Values values) {
+  if (values == Reader::Values::any) return true;
+  if (elem == Elem::f64) return all_good(static_cast<const double*>(v), n, values);
+  if (elem == Elem::f32) return all_good(static_cast<const float*>(v), n, values);
+  return true;
+}
+
+std::string first_bad_value(const void* v, Elem elem, const Block& block,
+                            Reader::Values values) {
+  if (values == Reader::Values::any) return "";
+  if (elem == Elem::f64) return first_bad_of(static_cast<const double*>(v), block, values);
+  if (elem == Elem::f32) return first_bad_of(static_cast<const float*>(v), block, values);
+  return "";
 }
 
 using kpmap::detail::h5::collective_transfer;

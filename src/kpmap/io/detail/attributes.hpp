@@ -76,6 +76,23 @@ std::size_t elements(const Block& b);
 std::size_t table_elements(const std::vector<std::uint64_t>& table,
                            const std::vector<std::size_t>& global);
 
+/// Why a `checksum_blocks` table read from a file cannot describe blocks of
+/// an array of extents `global` (a row whose flags are unknown, or whose block
+/// or box overruns the array, sums that would wrap included); empty when every
+/// row can. Asked before any of its values is added, multiplied or used to
+/// index.
+std::string table_problem(const std::vector<std::uint64_t>& table,
+                          const std::vector<std::size_t>& global);
+
+/// Whether each of the `n` values at `v` is among `values`, without a branch
+/// an element (integers always are).
+bool all_good(const void* v, Elem elem, std::size_t n, Reader::Values values);
+/// The first of the elements at `v` (`block`'s, in its order) whose value is
+/// not among `values`, as "element [i, j] is nan (why)" in the array's
+/// indices; "" when there is none.
+std::string first_bad_value(const void* v, Elem elem, const Block& block,
+                            Reader::Values values);
+
 /// A 2-D uint64 attribute of `rows` x `width` values (row-major), and back:
 /// false when it is absent or not such an attribute.
 void write_table_attr(hid_t obj, const char* name, const std::vector<std::uint64_t>& values,

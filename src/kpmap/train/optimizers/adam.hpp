@@ -58,7 +58,11 @@ KPMAP_TRAIN_BUILTIN_OPTIMIZER(adam, Adam,
                                    .real("beta1", 0.9, {0, 0.999999}, "", "first-moment decay")
                                    .real("beta2", 0.999, {0, 0.999999999}, "",
                                          "second-moment decay")
-                                   .real("epsilon", 1e-8, {0, 1}, "", "denominator guard"),
-                               {"m", "v"}})
+                                   .real("epsilon", 1e-8, {0, 1, /*above_min=*/true}, "",
+                                         "denominator guard (above zero: 0/0 where a "
+                                         "gradient stays zero)"),
+                               {"m", "v"},
+                               /*full_batch=*/false,
+                               /*never_negative=*/{"v"}})
 
 }  // namespace kpmap::train

@@ -115,12 +115,14 @@ class UpdateRule {
 struct OptimizerInfo {
   OptimizerInfo(std::string name_, std::string description_,
                 deck::Schema keys_ = deck::Schema("optimizer"),
-                std::vector<std::string> state_ = {}, bool full_batch_ = false)
+                std::vector<std::string> state_ = {}, bool full_batch_ = false,
+                std::vector<std::string> never_negative_ = {})
       : name(std::move(name_)),
         description(std::move(description_)),
         keys(std::move(keys_)),
         state(std::move(state_)),
-        full_batch(full_batch_) {}
+        full_batch(full_batch_),
+        never_negative(std::move(never_negative_)) {}
 
   std::string name;         ///< the deck's `optimizer.kind` (letters, digits, '_')
   std::string description;  ///< a few words, for --help-deck
@@ -134,6 +136,10 @@ struct OptimizerInfo {
   std::vector<std::string> state;
   /// Whether it takes whole-batch steps only (gd: train.batch_size = 0).
   bool full_batch = false;
+  /// Of `state`, the arrays that are never negative (Adam's second moment
+  /// "v", a running mean of squares): a restart refuses a checkpoint that
+  /// holds a negative value in one, which would train into NaN.
+  std::vector<std::string> never_negative;
 };
 
 template <class T, class M>
@@ -364,6 +370,9 @@ class Optimizer {
   /// \brief The state arrays (for checkpoints), by the names the
   /// optimizer's registration gives them; none for a rule that keeps none.
   const std::vector<State>& state() const { return state_; }
+  /// \brief Whether state kind `k` (of state()) is never negative
+  /// (OptimizerInfo::never_negative).
+  bool never_negative(std::size_t k) const { return never_negative_.at(k); }
   /// \brief Each state kind's part on this rank as one array: elements
   /// [owned().first, owned().second) of the parameters laid end to end.
   const std::vector<Kokkos::View<T*, M>>& owned_state() const { return owned_state_; }
@@ -462,6 +471,9 @@ class Optimizer {
       at += v.size();
     });
     for (const std::string& name : info->state) {
+      never_negative_.push_back(std::find(info->never_negative.begin(),
+                                          info->never_negative.end(),
+                                          name) != info->never_negative.end());
       owned_state_.emplace_back("kpmap::train::optimizer::" + name, owned_.second - owned_.first);
       State s{name, {}};
       std::size_t from = 0;  // within the owned array
@@ -487,6 +499,7 @@ class Optimizer {
   std::vector<Part> parts_;  // one per View of the tree
   std::vector<Kokkos::View<T*, M>> owned_state_;
   std::vector<State> state_;
+  std::vector<bool> never_negative_;  // one per state kind
   std::vector<Flat> flat_state_;
   std::vector<Flat> params_flat_;
   std::vector<ConstFlat> grads_flat_;
