@@ -21,6 +21,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 using Catch::Matchers::ContainsSubstring;
 using kpmap::test::world_rank;
@@ -347,20 +348,29 @@ TEST_CASE("flat ranges of a box and copies round-trip and cross with the whole a
 namespace {
 // Fences of every instance (Kokkos 4's device id; kpmap passes the same under
 // 3.4), seen by in-process Kokkos Tools callbacks while `call` runs.
+// A failed count lists the fences by name and device id (shown with the
+// next failed CHECK).
 int global_fences_seen = 0;
-void count_global_fence(const char*, std::uint32_t device_id, std::uint64_t* handle) {
-  if ((device_id & 0x00ffffffu) == 0) ++global_fences_seen;
+std::vector<std::string> global_fence_names;
+void count_global_fence(const char* name, std::uint32_t device_id, std::uint64_t* handle) {
+  if ((device_id & 0x00ffffffu) == 0) {
+    ++global_fences_seen;
+    global_fence_names.push_back(std::string(name) + " (device id " +
+                                 std::to_string(device_id) + ")");
+  }
   *handle = 0;
 }
 void end_fence(std::uint64_t) {}
 template <class F>
 int global_fences(F&& call) {
   global_fences_seen = 0;
+  global_fence_names.clear();
   Kokkos::Tools::Experimental::set_begin_fence_callback(count_global_fence);
   Kokkos::Tools::Experimental::set_end_fence_callback(end_fence);
   call();
   Kokkos::Tools::Experimental::set_begin_fence_callback(nullptr);
   Kokkos::Tools::Experimental::set_end_fence_callback(nullptr);
+  for (const std::string& n : global_fence_names) UNSCOPED_INFO("fence: " << n);
   return global_fences_seen;
 }
 }  // namespace

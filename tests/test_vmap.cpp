@@ -3,6 +3,7 @@
 
 #include "support/mpi_test.hpp"
 
+#include <kpmap/base/detail/view_utils.hpp>
 #include <kpmap/spmd/pmap.hpp>
 #include <kpmap/spmd/vmap.hpp>
 
@@ -80,13 +81,21 @@ void fill(const V& v, std::uint64_t seed) {
   Kokkos::deep_copy(v, h);
 }
 
+// Element by element, by index: a device View's default layout (LayoutLeft
+// on a GPU) need not be the host's, so their memory orders differ.
 template <class A, class B>
 bool bitwise_equal(const A& a, const B& b) {
+  static_assert(kpmap::detail::rank_v<A> == kpmap::detail::rank_v<B>);
   auto ha = Kokkos::create_mirror_view_and_copy(Host(), a);
   auto hb = Kokkos::create_mirror_view_and_copy(Host(), b);
-  if (ha.size() != hb.size()) return false;
-  for (std::size_t i = 0; i < ha.size(); ++i) {
-    if (ha.data()[i] != hb.data()[i]) return false;
+  const auto e = kpmap::detail::extents_of(ha);
+  for (int d = 0; d < kpmap::detail::rank_v<A>; ++d) {
+    if (ha.extent(d) != hb.extent(d)) return false;
+  }
+  for (std::size_t k = 0; k < ha.size(); ++k) {
+    std::size_t idx[8];
+    kpmap::detail::unflatten(k, e, kpmap::detail::rank_v<A>, idx);
+    if (kpmap::detail::at(ha, idx) != kpmap::detail::at(hb, idx)) return false;
   }
   return true;
 }

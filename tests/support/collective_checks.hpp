@@ -27,7 +27,11 @@ void fill(const V& v, F value) {
     kpmap::detail::unflatten(k, e, kpmap::detail::rank_v<V>, idx);
     kpmap::detail::at(h, idx) = value(k);
   }
-  Kokkos::deep_copy(v, h);
+  // Between memory spaces deep_copy needs one contiguous layout on both
+  // sides: a strided subview on a GPU takes a contiguous device copy of the
+  // mirror, then a copy within the device (on the host both are `h` itself).
+  auto d = Kokkos::create_mirror_view_and_copy(typename V::memory_space(), h);
+  Kokkos::deep_copy(v, d);
 }
 
 // True when v(row-major index k) == expected(k) for every k (on this rank),

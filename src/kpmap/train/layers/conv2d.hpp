@@ -144,7 +144,9 @@ class Conv2D final : public Weighted<T, M> {
     for (std::size_t s = 0; s < in.extent(0); s += chunk_) {
       const auto samples = Kokkos::make_pair(s, std::min(s + chunk_, in.extent(0)));
       const auto chunk = Kokkos::subview(in, samples, Kokkos::ALL());
-      const Matrix to(&out(s, 0), chunk.extent(0) * pixels(), filters_);
+      // Rows from sample s on, found without touching an element: on a GPU
+      // `out` is device memory, which host code may point into but not read.
+      const Matrix to(out.data() + s * out.stride_0(), chunk.extent(0) * pixels(), filters_);
       if (direct) {
         const Matrix cols(at(s), to.extent(0), patch() + 1);
         for_pixels(
@@ -195,7 +197,7 @@ class Conv2D final : public Weighted<T, M> {
       const Matrix cols = keep_ || n <= chunk_
                               ? Matrix(at(s), rows, patch() + 1)
                               : patches(exec, Kokkos::subview(in, samples, Kokkos::ALL()), s);
-      const Matrix d(&dout(s, 0), rows, filters_);
+      const Matrix d(dout.data() + s * dout.stride_0(), rows, filters_);
       // [dW | db] (+)= D^T [cols | 1] in one gemm; then the chunk's patches
       // are overwritten by dcols = D W.
       kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, T(s == 0 ? 0 : 1), dwb_);
