@@ -179,6 +179,15 @@ if(KPMAP_ENABLE_APPS)
             --deck ${CMAKE_CURRENT_SOURCE_DIR}/decks/mlp_tensor_parallel.toml
             --meshes 1x1 2x1 1x2 2x2 1x3 --restart-from 2x2 --restart-on 4x1 1x1 1x3
             --work ${TRAIN_OUT}/tensor_parallel)
+  # A layer's parallel key is layout, not model: a 1 x 2 checkpoint continues
+  # on 1 x 1 with the same layers written without it.
+  add_test(NAME apps.kpmap-train.tensor_parallel_layout_only
+    COMMAND ${TRAIN_CHECK} mesh --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+            --deck ${CMAKE_CURRENT_SOURCE_DIR}/decks/mlp_tensor_parallel.toml
+            --meshes 1x2 --restart-from 1x2 --restart-on 1x1
+            --restart-set model.layers.1.parallel=\"none\"
+            --restart-set model.layers.3.parallel=\"none\"
+            --work ${TRAIN_OUT}/tensor_parallel_layout_only)
   # ... and an mlp whose hidden layers model.tensor_parallel = "auto" pairs.
   add_test(NAME apps.kpmap-train.tensor_parallel_mlp_auto
     COMMAND ${TRAIN_CHECK} mesh --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
@@ -195,6 +204,7 @@ if(KPMAP_ENABLE_APPS)
             --restart-from 2x2:parameters --restart-on 1x1 4x1:gradients 1x3:optimizer 2x2
             --work ${TRAIN_OUT}/tensor_parallel_sharded)
   set_tests_properties(apps.kpmap-train.tensor_parallel apps.kpmap-train.tensor_parallel_mlp_auto
+    apps.kpmap-train.tensor_parallel_layout_only
     apps.kpmap-train.tensor_parallel_sharded PROPERTIES LABELS apps PROCESSORS 2 TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   # A mesh that does not fit the ranks: exit 2, naming the key.
   kpmap_add_mpi_test(NAME apps.kpmap-train.mesh_does_not_fit COMMAND kpmap-train

@@ -378,6 +378,22 @@ if(KPMAP_ENABLE_APPS)
       WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 "--expect=key 'model.hidden'"
               "--expect=1 units split by column over ${n} ranks of axis 'model' leave a rank none; give the layer at least ${n} units" --)
   endforeach()
+  # Tensor-parallel layers pair (column, elementwise layers, row) on every
+  # mesh, one rank too: any other layout is another model on each mesh (a
+  # row layer alone grows with the axis), refused naming the layer's key.
+  set(tp_deck ${CMAKE_CURRENT_SOURCE_DIR}/decks/mlp_tensor_parallel.toml)
+  kpmap_add_mpi_test(NAME apps.kpmap-train.column_without_row COMMAND kpmap-train ${tp_deck}
+    --set model.layers.3.parallel=\"none\" --output ${FAULT_OUT}/bad_split RANKS 1 3 TIMEOUT 60
+    LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    "--expect=mlp_tensor_parallel.toml:9: key 'model.layers.1.parallel': layer 1 is split by column, and layer 3 (dense) is not elementwise" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-train.row_without_column COMMAND kpmap-train ${tp_deck}
+    --set model.layers.1.parallel=\"none\" --output ${FAULT_OUT}/bad_split RANKS 1 3 TIMEOUT 60
+    LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    "--expect=mlp_tensor_parallel.toml:11: key 'model.layers.3.parallel': layer 3 (dense) is split by row" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-train.two_columns COMMAND kpmap-train ${tp_deck}
+    --set model.layers.3.parallel=\"column\" --output ${FAULT_OUT}/bad_split RANKS 1 3 TIMEOUT 60
+    LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    "--expect=key 'model.layers.1.parallel': layer 1 is split by column, and layer 3 (dense) is split by column too" --)
   # An end time beyond any count of steps (1e300 s at dt 0.004) ends at the
   # deck's end_step: no step count overflows (it printed "steps to -9223...").
   kpmap_add_mpi_test(NAME apps.kpmap-heat.end_time_beyond_steps COMMAND kpmap-heat

@@ -36,7 +36,7 @@
         restart replicated (M optimizer: bit for bit; gradients, parameters: 1e-6)
     check_train.py mesh --launcher T --app APP --deck DECK --meshes DxM[:MODE]...
                         [--epochs E] [--restart-from DxM[:MODE] --restart-on DxM[:MODE]...
-                        --split S] [--set S]... --work DIR
+                        --split S [--restart-set S]...] [--set S]... --work DIR
         train.mesh = { data = D, model = M } (layers split over "model"), with
         train.sharding = MODE where given: every mesh gives the first mesh's
         losses and final checkpoint (whole arrays) to 1e-6; a checkpoint written
@@ -473,6 +473,14 @@ def cmd_mesh(args) -> None:
                 fail(f"mesh {mesh}: state_bytes_per_rank {held} on the largest rank, "
                      f"expected {want}")
             print(f"OK: mesh {mesh}: {held} bytes per rank")
+        # The mesh is layout: the model has the same parameters on every one,
+        # as many as its layers hold whole (counted here from the deck).
+        whole = (split_parameter_bytes(deck, 1) // VALUE_BYTES[deck["model"].get("precision", "double")]
+                 if "layers" in deck.get("model", {}) else None)
+        want = whole if whole is not None else (first[1]["parameters"] if first else r["parameters"])
+        if r["parameters"] != want:
+            fail(f"mesh {mesh}: {r['parameters']} parameters, expected {want}")
+        print(f"OK: mesh {mesh}: {r['parameters']} parameters")
         if first is None:
             first = (mesh, r)
             continue
@@ -494,7 +502,8 @@ def cmd_mesh(args) -> None:
     for mesh in args.restart_on:
         out = os.path.join(args.work,
                            f"restart_{args.restart_from}_to_{mesh}".replace(":", "_"))
-        train(mesh, out, epochs + ["--restart", final_checkpoint(source)])
+        again = [x for s in args.restart_set for x in ("--set", s)]
+        train(mesh, out, epochs + ["--restart", final_checkpoint(source)] + again)
         same_checkpoints(final_checkpoint(folders[args.restart_from]), final_checkpoint(out),
                          1e-6)
         print(f"OK: a checkpoint of mesh {args.restart_from} continues on mesh {mesh}")
@@ -541,6 +550,8 @@ def main() -> None:
     c.add_argument("--epochs", type=int, default=3)
     c.add_argument("--restart-from")
     c.add_argument("--restart-on", nargs="+", default=[])
+    c.add_argument("--restart-set", action="append", default=[],
+                   help="a --set for the runs that continue (a layout change)")
     c.add_argument("--split", type=int, default=1)
     c.add_argument("--set", action="append", default=[], help="a --set for every run")
     c.add_argument("--work", required=True)

@@ -4,9 +4,11 @@
 #include "detail/text.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 namespace kpmap::deck {
 
@@ -69,10 +71,28 @@ bool under(std::string_view leaf, const std::string& path) {
                           leaf[path.size()] == '.');
 }
 
+// Whether dotted path `leaf` matches `pattern`, whose `#` segments match
+// any run of digits.
+bool matches(std::string_view leaf, std::string_view pattern) {
+  while (true) {
+    const std::size_t a = leaf.find('.'), b = pattern.find('.');
+    const std::string_view x = leaf.substr(0, a), y = pattern.substr(0, b);
+    const bool index = y == "#" && !x.empty() &&
+                       x.find_first_not_of("0123456789") == std::string_view::npos;
+    if (!index && x != y) return false;
+    if (a == std::string_view::npos || b == std::string_view::npos) {
+      return a == std::string_view::npos && b == std::string_view::npos;
+    }
+    leaf.remove_prefix(a + 1);
+    pattern.remove_prefix(b + 1);
+  }
+}
+
 }  // namespace
 
 std::string first_difference(const Deck& deck, std::string_view saved,
-                             const std::vector<std::string>& paths) {
+                             const std::vector<std::string>& paths,
+                             const std::vector<std::string>& except) {
   toml::table mine;
   toml::table theirs;
   try {
@@ -85,6 +105,14 @@ std::string first_difference(const Deck& deck, std::string_view saved,
   Leaves then;
   flatten(mine, "", now);
   flatten(theirs, "", then);
+  for (Leaves* leaves : {&now, &then}) {
+    for (auto it = leaves->begin(); it != leaves->end();) {
+      const std::string_view leaf = it->first;
+      const bool skip = std::any_of(except.begin(), except.end(),
+                                    [&](const std::string& p) { return matches(leaf, p); });
+      it = skip ? leaves->erase(it) : std::next(it);
+    }
+  }
   for (const std::string& path : paths) {
     for (const auto& [leaf, old] : then) {
       if (!under(leaf, path)) continue;

@@ -313,8 +313,11 @@ class Deck {
 /// lists element by element. A key the saved text lacks differs only when
 /// its whole table is new (a state the earlier run did not have): a key
 /// added to the schema after the checkpoint was written is not compared.
+/// Keys matching a pattern of `except` (a `#` segment matches any index:
+/// "model.layers.#.parallel") are not compared.
 std::string first_difference(const Deck& deck, std::string_view saved,
-                             const std::vector<std::string>& paths);
+                             const std::vector<std::string>& paths,
+                             const std::vector<std::string>& except = {});
 
 /// \brief Parses and validates deck text. `source` names it in messages.
 /// `overrides` are "section.key=value" strings (from --set), applied after

@@ -4,6 +4,7 @@
 #include <kpmap/base/error.hpp>
 #include <kpmap/io/checkpoint.hpp>
 #include <kpmap/runtime/memory.hpp>
+#include <kpmap/train/layers/dense.hpp>
 #include <kpmap/train/sequential.hpp>
 #include <kpmap/train/trainer.hpp>
 
@@ -599,6 +600,48 @@ TrainConfig from_deck(const Deck& d, MPI_Comm comm) {
   return c;
 }
 
+namespace {
+// Tensor parallelism pairs dense layers (Megatron-LM): a column layer's
+// outputs are each rank's part of its units, which only elementwise layers
+// (those that work in place) may pass on, to a row layer that takes that
+// part as its inputs and sums the products over the axis. Any other layout
+// is another model on every mesh (a row layer alone sums its whole input
+// over the axis, so its weights grow with the axis), so it is refused on
+// every mesh, one rank too. \throws ShapeError naming the layer's `parallel`.
+template <class C, class M>
+void check_pairing(const std::vector<std::unique_ptr<Layer<C, M>>>& layers) {
+  std::size_t open = 0;  // the column layer (from 1) whose part the layers since carry
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const auto* dense = dynamic_cast<const Dense<C, M>*>(layers[l].get());
+    const DenseParallel p = dense != nullptr ? dense->parallel() : DenseParallel::none;
+    const std::string here = "layer " + std::to_string(l + 1) + " (" + layers[l]->type() + ")";
+    if (p == DenseParallel::row && open == 0) {
+      throw ShapeError(here + " is split by row: its inputs are a column-split dense layer's "
+                       "part of the units, and no such layer comes before it (only "
+                       "elementwise layers may come between); make the dense layer before it "
+                       "parallel = \"column\", or this one \"none\"",
+                       l + 1, "parallel");
+    }
+    if (open != 0 && p != DenseParallel::row && (p != DenseParallel::none || !layers[l]->in_place())) {
+      throw ShapeError("layer " + std::to_string(open) + " is split by column, and " + here +
+                           (p == DenseParallel::column ? " is split by column too"
+                                                       : " is not elementwise") +
+                           ": a column-split layer's part of the units goes, through elementwise "
+                           "layers only, to a dense layer split by row (parallel = \"row\")",
+                       open, "parallel");
+    }
+    if (p == DenseParallel::row) open = 0;
+    if (p == DenseParallel::column) open = l + 1;
+  }
+  if (open != 0) {
+    throw ShapeError("layer " + std::to_string(open) + " is split by column, and no dense layer "
+                     "split by row takes its part of the units (the model's output would "
+                     "stay split over the axis); add one, or make this one parallel = \"none\"",
+                     open, "parallel");
+  }
+}
+}  // namespace
+
 template <class T, class C, class M>
 std::vector<std::unique_ptr<Layer<C, M>>> build_model_layers(const deck::Deck& d, TrainConfig& c) {
   if (c.model.kind == "linear") return {};
@@ -606,6 +649,7 @@ std::vector<std::unique_ptr<Layer<C, M>>> build_model_layers(const deck::Deck& d
   try {
     // Without its arrays: a layer allocates in reserve(), called by the model.
     auto layers = build_layers<C, M>(c.data.input, c.model.layers);
+    check_pairing(layers);
     Net::check(c.data.input, layers, Loss{c.model.loss, c.model.loss_keys});
     const std::size_t scores = layers.back()->output_shape().channels;
     if (c.data.classification && scores != c.data.classes) {
@@ -621,12 +665,16 @@ std::vector<std::unique_ptr<Layer<C, M>>> build_model_layers(const deck::Deck& d
   } catch (const ShapeError& e) {
     // The deck's layers are numbered from 1 without gaps (read_layers); an
     // mlp's come from model.hidden.
-    const std::string key = c.model.kind == "mlp" ? "model.hidden" : "model.layers";
-    const std::string path = c.model.kind == "mlp"
-                                 ? key
-                                 : key + "." + std::to_string(std::max<std::size_t>(e.layer(), 1));
-    throw kpmap::InputError(d.where(path) + "key '" + key + "': " + e.what() + " (the data " +
-                                "gives a " + c.data.input.str() + " per sample)",
+    const std::string layer =
+        "model.layers." + std::to_string(std::max<std::size_t>(e.layer(), 1));
+    const std::string key = c.model.kind == "mlp" ? "model.hidden"
+                            : e.key().empty()     ? "model.layers"
+                                                  : layer + "." + e.key();
+    const std::string path = c.model.kind == "mlp" ? key : e.key().empty() ? layer : key;
+    const std::string data = e.key().empty()
+                                 ? " (the data gives a " + c.data.input.str() + " per sample)"
+                                 : "";
+    throw kpmap::InputError(d.where(path) + "key '" + key + "': " + e.what() + data,
                             kpmap::ErrorScope::all_ranks);
   }
 }
@@ -716,6 +764,10 @@ void check_restart(const deck::Deck& d, const std::string& file, MPI_Comm comm) 
   // parameters are read by shape, and another model of the same shapes, as
   // another activation or a pooling of another kind, would take them without
   // a word and train something else) and the optimizer.
+  // A layer's `parallel` is where its parameters live, not what they are:
+  // checkpoints hold whole arrays, so a split model continues whole and
+  // the other way round (as model.tensor_parallel, which is not compared).
+  const std::vector<std::string> layout = {"model.layers.#.parallel"};
   const std::pair<std::vector<std::string>, const char*> same[] = {
       {{"model.kind", "model.activation", "model.hidden", "model.layers"},
        " holds the parameters of another model, which continue only in the model that made "
@@ -725,7 +777,7 @@ void check_restart(const deck::Deck& d, const std::string& file, MPI_Comm comm) 
        "count) continues only under them; restart with the checkpoint's settings"},
   };
   for (const auto& [paths, why] : same) {
-    const std::string diff = deck::first_difference(d, r.metadata().deck, paths);
+    const std::string diff = deck::first_difference(d, r.metadata().deck, paths, layout);
     if (!diff.empty()) {
       throw InputError(diff + ": restart file " + file + why + " (its deck.toml)",
                        ErrorScope::all_ranks);

@@ -29,12 +29,15 @@ namespace kpmap::train {
 class ShapeError : public Error {
  public:
   /// \param layer the layer at fault, counted from 1 (0: the model as a whole).
-  explicit ShapeError(const std::string& what, std::size_t layer = 0)
-      : Error(what), layer_(layer) {}
+  /// \param key the layer's key at fault (`parallel`), or "" for the layer.
+  explicit ShapeError(const std::string& what, std::size_t layer = 0, std::string key = "")
+      : Error(what), layer_(layer), key_(std::move(key)) {}
   std::size_t layer() const noexcept { return layer_; }
+  const std::string& key() const noexcept { return key_; }
 
  private:
   std::size_t layer_;
+  std::string key_;
 };
 
 /// \brief One parameter array of a layer: its name within the layer ("w",
