@@ -229,6 +229,29 @@ TEST_CASE("a state's key that its geometry or its number makes useless is refuse
        "(state 1 fills the domain"},
       {"state 1 density=1 energy=1 xmin=1.0 xmax=2.0\n",
        "tea.in:6: key 'state 1 xmin/ymin' (states.1.lower): it would have no effect in states.1"},
+      // A circle's centre is its xmin, ymin: an xmax, ymax was dropped without a word.
+      {"state 1 density=1 energy=1\nstate 2 density=2 energy=2 geometry=circle xmin=5.0 "
+       "ymin=5.0 xmax=9.0 ymax=9.0 radius=1.5\n",
+       "tea.in:7: key 'state 2 xmax/ymax' (states.2.upper): states.2.geometry = \"circle\" reads "
+       "no states.2.upper, it would have no effect"},
+      // A point has neither a radius nor an upper corner.
+      {"state 1 density=1 energy=1\nstate 2 density=2 energy=2 geometry=point xmin=5.0 "
+       "ymin=5.0 radius=1.5\n",
+       "tea.in:7: key 'state 2 radius' (states.2.radius): states.2.geometry = \"point\" reads "
+       "no states.2.radius, it would have no effect"},
+      {"state 1 density=1 energy=1\nstate 2 density=2 energy=2 geometry=point xmin=5.0 "
+       "ymin=5.0 xmax=6.0\n",
+       "tea.in:7: key 'state 2 xmax/ymax' (states.2.upper): states.2.geometry = \"point\" reads "
+       "no states.2.upper"},
+      // A 2-D mesh (no z_cells, zmin, zmax): a state in z made the run 3-D
+      // with TeaLeaf's default z extent.
+      {"state 1 density=1 energy=1\nstate 2 density=2 energy=2 geometry=rectangle xmin=1 xmax=2 "
+       "ymin=1 ymax=2 zmin=0.0 zmax=1.0\n",
+       "tea.in:7: key 'state 2 zmin': it bounds the state in z, and the mesh is 2-D (the deck "
+       "gives no z_cells, zmin or zmax)"},
+      {"state 1 density=1 energy=1\nstate 2 density=2 energy=2 geometry=sphere xmin=5 ymin=5 "
+       "radius=1\n",
+       "tea.in:7: key 'state 2 geometry': a sphere is 3-D, and the mesh is 2-D"},
   };
   for (const auto& [states, expect] : cases) {
     CAPTURE(states);

@@ -405,6 +405,17 @@ if(KPMAP_ENABLE_APPS)
     --set solver.eps=0.0 --output ${FAULT_OUT}/bad RANKS 1 3 TIMEOUT 60
     LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
     "--expect=key 'solver.eps': 0 is a tolerance no solve reaches" --)
+  # Every TeaLeaf key is used or refused, naming the line: a circle's xmax,
+  # ymax were dropped without a word, and a state's zmin, zmax on a 2-D mesh
+  # made the run 3-D with TeaLeaf's default z extent.
+  kpmap_add_mpi_test(NAME apps.kpmap-heat.tea_circle_upper COMMAND kpmap-heat
+    ${CMAKE_CURRENT_SOURCE_DIR}/decks/tea_circle_upper.in --output ${FAULT_OUT}/bad RANKS 1 3
+    TIMEOUT 60 LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    "--expect=tea_circle_upper.in:5: key 'state 3 xmax/ymax' (states.3.upper): states.3.geometry = \"circle\" reads no states.3.upper" --)
+  kpmap_add_mpi_test(NAME apps.kpmap-heat.tea_state_in_z COMMAND kpmap-heat
+    ${CMAKE_CURRENT_SOURCE_DIR}/decks/tea_state_in_z.in --output ${FAULT_OUT}/bad RANKS 1 3
+    TIMEOUT 60 LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
+    "--expect=tea_state_in_z.in:5: key 'state 3 zmin': it bounds the state in z, and the mesh is 2-D" --)
   kpmap_add_mpi_test(NAME apps.kpmap-heat.tea_eps_underflow COMMAND kpmap-heat
     ${CMAKE_CURRENT_SOURCE_DIR}/decks/tea_eps_underflow.in --output ${FAULT_OUT}/bad RANKS 1 3
     TIMEOUT 60 LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2

@@ -51,12 +51,24 @@ bool Translator::read_by_another_method(const std::string& key, const Setting& v
 
 TeaTranslation Translator::finish() {
   TeaTranslation out;
+  // The mesh says how many dimensions (z_cells, zmin or zmax: 3). A state
+  // that reaches into z on a 2-D mesh is refused, naming it: it made the run
+  // 3-D with TeaLeaf's default z extent, which the deck never asked for.
   const bool three = values_.count("mesh.cells.2") || values_.count("mesh.lower.2") ||
-                     values_.count("mesh.upper.2") ||
-                     std::any_of(states_.begin(), states_.end(), [](const auto& s) {
-                       return s.second.bound[2][0] || s.second.bound[2][1] ||
-                              s.second.geometry == "cuboid" || s.second.geometry == "sphere";
-                     });
+                     values_.count("mesh.upper.2");
+  for (const auto& [id, s] : states_) {
+    if (three) break;
+    const char* z = s.bound[2][0]                                     ? "zmin"
+                    : s.bound[2][1]                                   ? "zmax"
+                    : s.geometry == "cuboid" || s.geometry == "sphere" ? "geometry"
+                                                                       : nullptr;
+    if (z == nullptr) continue;
+    throw InputError(s.where + ": key 'state " + std::to_string(id) + " " + z + "': " +
+                     (std::string(z) == "geometry" ? "a " + s.geometry + " is 3-D"
+                                                   : std::string("it bounds the state in z")) +
+                     ", and the mesh is 2-D (the deck gives no z_cells, zmin or zmax); give the "
+                     "mesh's z_cells, zmin and zmax for a 3-D run");
+  }
   const int nd = three ? 3 : 2;
   if (states_.empty()) {
     throw InputError(path_ + ": no states; a TeaLeaf deck needs at least " +
@@ -170,7 +182,12 @@ TeaTranslation Translator::finish() {
       t << p << "centre = " << list(0) << "\n";
       if (g == "circle" || g == "sphere") {
         t << p << "radius = " << toml_real(s.radius ? *s.radius : 0.0) << "\n";
+      } else if (s.radius) {
+        t << p << "radius = " << toml_real(*s.radius) << "\n";  // a point's: refused below
       }
+      // xmax, ymax (, zmax) would have no effect: written for the deck's
+      // rule to refuse, naming them (they were dropped without a word).
+      if (given(1)) t << p << "upper = " << list(1) << "\n";
     }
   }
   out.toml = t.str();
