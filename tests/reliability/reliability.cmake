@@ -416,6 +416,16 @@ if(KPMAP_ENABLE_APPS)
     ${CMAKE_CURRENT_SOURCE_DIR}/decks/tea_state_in_z.in --output ${FAULT_OUT}/bad RANKS 1 3
     TIMEOUT 60 LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
     "--expect=tea_state_in_z.in:5: key 'state 3 zmin': it bounds the state in z, and the mesh is 2-D" --)
+  # Names that are no UTF-8: a deck so named runs (the name is only echoed);
+  # an output folder so named is refused by every rank together, naming
+  # --output or the key (one rank's MPI_Abort had ended the job).
+  add_test(NAME apps.non_utf8_names
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_names.py
+            --launcher ${LAUNCHER} --train $<TARGET_FILE:kpmap-train>
+            --heat $<TARGET_FILE:kpmap-heat> --train-deck ${INPUTS}/train_linear_ci.toml
+            --tea-deck ${INPUTS}/tea_bm_1.in --work ${FAULT_OUT}/non_utf8_names)
+  set_tests_properties(apps.non_utf8_names PROPERTIES LABELS "apps;reliability" PROCESSORS 2
+    TIMEOUT 300 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
   kpmap_add_mpi_test(NAME apps.kpmap-heat.tea_eps_underflow COMMAND kpmap-heat
     ${CMAKE_CURRENT_SOURCE_DIR}/decks/tea_eps_underflow.in --output ${FAULT_OUT}/bad RANKS 1 3
     TIMEOUT 60 LABELS apps reliability WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2

@@ -97,7 +97,14 @@ deck::Deck load_deck(const deck::Schema& schema, const RunOptions& o, MPI_Comm c
     if (const std::string problem = output_path_problem(o.output); !problem.empty()) {
       throw InputError("--output: " + problem, ErrorScope::all_ranks);
     }
-    overrides.push_back("output.dir=" + deck::toml_quoted(o.output));
+    // Every rank holds the same argument, so every rank refuses it together.
+    try {
+      overrides.push_back("output.dir=" + deck::toml_quoted(o.output));
+    } catch (const InputError& e) {
+      throw InputError(std::string("--output: ") + e.what() +
+                           " (output.dir is a deck key; give a folder whose name is UTF-8)",
+                       ErrorScope::all_ranks);
+    }
   }
   return deck::load(schema, o.deck, overrides, comm, translate);
 }

@@ -103,7 +103,9 @@ const std::vector<double>& Deck::real_list(std::string_view p) const {
 
 std::string Deck::to_toml() const {
   std::ostringstream s;
-  s << "# " << app_ << " deck, resolved (defaults filled in) from " << source_ << "\n";
+  // The file's name as text: a name may hold bytes that are no UTF-8, which
+  // TOML refuses even in a comment.
+  s << "# " << app_ << " deck, resolved (defaults filled in) from " << printable(source_) << "\n";
   // Top-level keys first: TOML puts every key after a [table] header in that table.
   for (const auto& path : order_) {
     if (section_of(path).empty()) s << path << " = " << format_value(values_.at(path)) << "\n";

@@ -42,6 +42,15 @@ std::string closest_word(std::string_view word, const std::vector<std::string>& 
 /// \throws InputError when `s` is not UTF-8.
 std::string toml_quoted(const std::string& s);
 
+/// \brief "" when `s` is UTF-8 text, else the first byte that is not
+/// ("byte 7").
+std::string utf8_problem(std::string_view s);
+
+/// \brief `s` for a message or a TOML comment: UTF-8 text as it is, every
+/// byte that is no UTF-8 and every control character as \xNN (a file name
+/// may hold any byte but '/' and NUL).
+std::string printable(std::string_view s);
+
 /// \brief A deck value of any Type.
 using Value =
     std::variant<bool, long long, double, std::string, std::vector<long long>, std::vector<double>>;

@@ -433,7 +433,7 @@ class Parser {
   }
 
   void apply_override(const std::string& text) {
-    const std::string where = "--set " + text + ": ";
+    const std::string where = "--set " + printable(text) + ": ";
     // One key and one value: a newline (or any control character) would
     // smuggle a second line into the deck, or into a string value.
     const auto control = std::find_if(text.begin(), text.end(),
@@ -479,6 +479,10 @@ class Parser {
     if (ok && parsed.contains("v")) {
       deck_.values_[path] = convert(*k, *parsed.get("v"), where, "key " + deck_.named(path));
     } else if (k->type == Type::string) {
+      if (const std::string bad = utf8_problem(value); !bad.empty()) {
+        throw InputError(where + "key " + deck_.named(path) + ": its value is not UTF-8 text (" +
+                         bad + "), which a deck cannot hold");
+      }
       toml::value<std::string> raw(value);
       deck_.values_[path] = convert(*k, raw, where, "key " + deck_.named(path));
     } else {

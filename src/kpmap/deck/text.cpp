@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <limits>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 namespace kpmap::deck::detail {
 
@@ -74,6 +76,57 @@ std::string quote(const std::string& s) {
 
 namespace kpmap::deck {
 
+namespace {
+// The UTF-8 sequence at s[i] (a lead byte >= 0x80): its length and code
+// point, or length 0 where the bytes are no valid, shortest sequence.
+std::pair<std::size_t, std::uint32_t> utf8_at(std::string_view s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const std::size_t n = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 && c < 0xF0 ? 3
+                        : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  std::uint32_t cp = n == 4 ? c & 0x07u : n == 3 ? c & 0x0Fu : c & 0x1Fu;
+  bool ok = n > 0 && i + n <= s.size();
+  for (std::size_t k = 1; ok && k < n; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    ok = (b & 0xC0u) == 0x80u;
+    cp = (cp << 6) | (b & 0x3Fu);
+  }
+  ok = ok && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF) &&
+       cp >= (n == 2 ? 0x80u : n == 3 ? 0x800u : 0x10000u);
+  return {ok ? n : 0, cp};
+}
+}  // namespace
+
+std::string utf8_problem(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8_at(s, i).first;
+    if (n == 0) return "byte " + std::to_string(i + 1);
+    i += n;
+  }
+  return "";
+}
+
+std::string printable(std::string_view s) {
+  std::string out;
+  char buf[8];
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80 ? 1 : utf8_at(s, i).first;
+    if (n == 0 || c < 0x20 || c == 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+      ++i;
+      continue;
+    }
+    out.append(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
 std::string toml_quoted(const std::string& s) {
   std::string out = "\"";
   char buf[16];
@@ -96,21 +149,9 @@ std::string toml_quoted(const std::string& s) {
       ++i;
       continue;
     }
-    // A UTF-8 sequence: its length from the lead byte, then its code point.
-    const std::size_t n = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-    std::uint32_t cp = n == 4 ? c & 0x07u : n == 3 ? c & 0x0Fu : c & 0x1Fu;
-    bool ok = n > 0 && i + n <= s.size();
-    for (std::size_t k = 1; ok && k < n; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      ok = (b & 0xC0u) == 0x80u;
-      cp = (cp << 6) | (b & 0x3Fu);
-    }
-    ok = ok && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF) &&
-         cp >= (n == 2   ? 0x80u
-                : n == 3 ? 0x800u
-                         : 0x10000u);
-    if (!ok) {
-      throw InputError("\"" + s + "\" is not UTF-8 text (byte " + std::to_string(i + 1) +
+    const auto [n, cp] = utf8_at(s, i);
+    if (n == 0) {
+      throw InputError("\"" + printable(s) + "\" is not UTF-8 text (byte " + std::to_string(i + 1) +
                        "), which a deck cannot hold");
     }
     std::snprintf(buf, sizeof buf, cp > 0xFFFF ? "\\U%08X" : "\\u%04X", static_cast<unsigned>(cp));

@@ -75,7 +75,7 @@ TeaTranslation Translator::finish() {
                      "'state 1 density=... energy=...'");
   }
   std::ostringstream t;
-  t << "# kpmap-heat deck translated from the TeaLeaf deck " << path_ << "\n";
+  t << "# kpmap-heat deck translated from the TeaLeaf deck " << deck::printable(path_) << "\n";
   auto take = [&](const std::string& key, const std::string& fallback) {
     auto it = values_.find(key);
     return it == values_.end() ? fallback : it->second.toml;
