@@ -95,13 +95,41 @@ def _save(fig, path, dpi):
 
 
 def _rows(path):
-    with open(_readable(path), newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with open(_readable(path), newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except UnicodeDecodeError:
+        # Where, in the whole file (the reader decodes it a piece at a time).
+        with open(path, "rb") as f:
+            raw = f.read()
+        try:
+            raw.decode("utf-8")
+            at = 0
+        except UnicodeDecodeError as e:
+            at = e.start
+        line = raw[:at].count(b"\n") + 1
+        raise BadFile(f"{path}: line {line}: byte {at + 1} is not UTF-8 text (a damaged file?)") \
+            from None
     for n, r in enumerate(rows, start=2):
         if None in r.values() or None in r:
             raise BadFile(f"{path}: line {n} has {len([v for v in r.values() if v is not None])} "
                           f"fields and the header {len([k for k in r if k is not None])}")
     return rows
+
+
+def _required(rows, path, keys):
+    """Checks that each of `keys` is a column of `rows` (read from `path`)
+    holding a number on every line: BadFile names the file, the line and the
+    column where one is missing or is no number."""
+    for key in keys:
+        if rows and key not in rows[0]:
+            raise BadFile(f"{path}: no column '{key}' (its header has "
+                          f"{', '.join(k for k in rows[0] if k is not None)})")
+        for n, r in enumerate(rows, start=2):
+            try:
+                float(r[key])
+            except ValueError:
+                raise BadFile(f"{path}: line {n}: {key} is {r[key]!r}, not a number") from None
 
 
 def _numbers(rows, key):
@@ -174,6 +202,7 @@ def train_figure(directory, plt):
     steps = _rows(steps_path) if os.path.lexists(steps_path) else []
     name = os.path.basename(os.path.abspath(directory))
     if steps and len(history) < STEP_PLOT_EPOCHS:
+        _required(steps, steps_path, ("step", "epoch", "batch", "loss"))
         fig, ax = plt.subplots(figsize=(7, 4.5))
         x = _numbers(steps, "step")
         loss = _numbers(steps, "loss")
@@ -232,6 +261,23 @@ def plot_train(directory, plt):
     return path
 
 
+# The most cells a side that a field's picture draws; a larger plane is read
+# with a stride (every k-th cell), never whole: a picture shows no more, and a
+# plane of 200000 x 200000 cells would not fit in memory.
+DRAWN_CELLS = 2048
+
+
+def _drawn_plane(d, np):
+    """The plane of field dataset `d` that the picture shows (the middle z
+    plane in 3-D), read with a stride that keeps each side at most
+    DRAWN_CELLS; and whether it is a plane of a 3-D field."""
+    ny, nx = d.shape[-2:]
+    sy, sx = -(-ny // DRAWN_CELLS), -(-nx // DRAWN_CELLS)
+    if d.ndim == 3:
+        return np.asarray(d[d.shape[0] // 2, ::sy, ::sx], dtype=float), d.shape[0] > 1
+    return np.asarray(d[::sy, ::sx], dtype=float), False
+
+
 def heat_figure(directory, plt):
     """The picture of a kpmap-heat run: u of the newest checkpoint (its middle
     plane in 3-D) and the residual per step (or U where the scheme solves
@@ -249,18 +295,25 @@ def heat_figure(directory, plt):
         newest = _readable(checkpoints[-1])
         try:
             with h5py.File(newest, "r") as f:
-                u = np.asarray(f["fields/u"])
+                d = f["fields/u"]
+                if not isinstance(d, h5py.Dataset):
+                    raise BadFile(f"{newest}: fields/u is no dataset; a kpmap-heat checkpoint "
+                                  "holds the field u as one")
+                if d.ndim not in (2, 3) or 0 in d.shape:
+                    raise BadFile(f"{newest}: fields/u has shape {d.shape}; a kpmap-heat "
+                                  "checkpoint holds a 2-D or 3-D field")
+                if d.dtype.kind != "f":
+                    raise BadFile(f"{newest}: fields/u holds {d.dtype} values; a kpmap-heat "
+                                  "checkpoint holds floating-point numbers")
+                u = _drawn_plane(d, np)
                 step = np.asarray(f.attrs.get("step", 0))
         except (OSError, KeyError) as e:
             raise BadFile(f"{newest}: not a kpmap-heat checkpoint ({e})") from None
-        if u.ndim not in (2, 3) or 0 in u.shape:
-            raise BadFile(f"{newest}: fields/u has shape {u.shape}; a kpmap-heat checkpoint "
-                          "holds a 2-D or 3-D field")
         if step.ndim != 0 or not np.issubdtype(step.dtype, np.integer):
             raise BadFile(f"{newest}: its step attribute is {step.tolist()!r}, "
                           "not a whole number")
         step = int(step)
-        plane = u[u.shape[0] // 2] if u.ndim == 3 else u
+        plane, three_d = u
         # A positive field over decades (heat spreading from hot strips)
         # on a log scale, where a linear one shows only the hottest cells.
         lo, hi = float(np.min(plane)), float(np.max(plane))
@@ -270,7 +323,7 @@ def heat_figure(directory, plt):
             norm = LogNorm(vmin=max(lo, hi * 1e-8), vmax=hi)
         image = left.imshow(plane, origin="lower", cmap="inferno", aspect="equal", norm=norm)
         fig.colorbar(image, ax=left, label="u" + (" (log scale)" if norm else ""))
-        left.set_title(f"u at step {step}" + (" (middle z plane)" if u.ndim == 3 and u.shape[0] > 1 else ""))
+        left.set_title(f"u at step {step}" + (" (middle z plane)" if three_d else ""))
         left.set_xlabel("x cell")
         left.set_ylabel("y cell")
     else:

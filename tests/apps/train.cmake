@@ -188,6 +188,15 @@ if(KPMAP_ENABLE_APPS)
             --restart-set model.layers.1.parallel=\"none\"
             --restart-set model.layers.3.parallel=\"none\"
             --work ${TRAIN_OUT}/tensor_parallel_layout_only)
+  # A new run that logs no steps removes the step log an earlier run left in
+  # its folder (kpmap-plot drew the old steps as the new run's).
+  foreach(n 1 3)
+    add_test(NAME apps.kpmap-train.stale_steps_removed.np${n}
+      COMMAND ${TRAIN_CHECK} stale_steps --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>
+              --deck ${INPUTS}/train_linear_ci.toml --ranks ${n} --work ${TRAIN_OUT}/stale_steps)
+    set_tests_properties(apps.kpmap-train.stale_steps_removed.np${n} PROPERTIES LABELS apps
+      PROCESSORS 2 TIMEOUT 120 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  endforeach()
   # ... and an mlp whose hidden layers model.tensor_parallel = "auto" pairs.
   add_test(NAME apps.kpmap-train.tensor_parallel_mlp_auto
     COMMAND ${TRAIN_CHECK} mesh --launcher ${LAUNCHER} --app $<TARGET_FILE:kpmap-train>

@@ -51,8 +51,22 @@ def heat_folder(args, name, u=None, step=3, table=None):
         f.write(table if table is not None else
                 "step,time,u,error\n0,0,1,0\n1,0.1,1,1e-9\n2,0.2,1,2e-9\n")
     with h5py.File(os.path.join(d, "checkpoint_000003.h5"), "w") as f:
-        f.create_dataset("fields/u", data=np.ones((6, 8)) if u is None else u)
+        if callable(u):
+            u(f)
+        else:
+            f.create_dataset("fields/u", data=np.ones((6, 8)) if u is None else u)
         f.attrs["step"] = step
+    return d
+
+
+def train_folder(args, name, steps):
+    """A kpmap-train run of 2 epochs whose steps.csv is `steps` (bytes)."""
+    d = os.path.join(args.workdir, name)
+    os.makedirs(d)
+    with open(os.path.join(d, "history.csv"), "w", encoding="utf-8") as f:
+        f.write("epoch,train_loss,val_loss,accuracy\n1,0.5,0.6,0.7\n2,0.4,0.5,0.8\n")
+    with open(os.path.join(d, "steps.csv"), "wb") as f:
+        f.write(steps)
     return d
 
 
@@ -95,6 +109,29 @@ def main():
     plot(args, heat_folder(args, "one_d", u=np.ones(5)), 2, says="fields/u has shape (5,)")
     plot(args, heat_folder(args, "array_step", step=np.array([1, 2])), 2,
          says="its step attribute is [1, 2]")
+    # A field of other values than floating-point numbers: named, exit 2.
+    for name, data, kind in (("complex", np.ones((4, 4), dtype=complex), "complex128"),
+                             ("strings", np.array([[b"ab", b"cd"], [b"ef", b"gh"]]), "|S2"),
+                             ("compound", np.zeros((3, 3), dtype=[("a", "f8"), ("b", "i4")]),
+                              "values; a kpmap-heat checkpoint holds floating-point numbers")):
+        plot(args, heat_folder(args, f"u_{name}", u=data), 2,
+             says=f"checkpoint_000003.h5: fields/u holds {kind}" if name != "compound"
+             else kind)
+    # A field too large for memory, never written (all fill value): drawn from
+    # every k-th cell, not read whole (it was a MemoryError).
+    huge = heat_folder(args, "u_sparse", u=lambda f: f.create_dataset(
+        "fields/u", shape=(200000, 200000), dtype="f8", chunks=(1000, 1000), fillvalue=1.0))
+    plot(args, huge, 0, says="plot written to")
+    # A step log that cannot be drawn: named with its line, exit 2 (it was
+    # "kpmap: no plot: 'batch'" and exit 0).
+    head = b"step,epoch,batch,batches,loss,accuracy,samples_per_second,wall_s\n"
+    plot(args, train_folder(args, "steps_no_batch",
+                            b"step,epoch,loss\n1,1,0.5\n"), 2,
+         says="steps.csv: no column 'batch' (its header has step, epoch, loss)")
+    plot(args, train_folder(args, "steps_batch_x", head + b"1,1,1,4,0.5,0.5,10,1\n2,1,x,4,0.4,0.5,10,2\n"),
+         2, says="steps.csv: line 3: batch is 'x', not a number")
+    plot(args, train_folder(args, "steps_not_utf8", head + b"1,1,1,4,0.5,0.5,10,1\xff\n"), 2,
+         says="steps.csv: line 2: byte 86 is not UTF-8 text")
     for name, doc, says in (("five", 5, "not a trace"), ("list", [1, 2, 3], "event 0 is 1"),
                             ("pid", [{"ph": "X", "pid": [1], "tid": 0, "ts": 0, "dur": 1,
                                       "name": "a"}], "event 0's pid is [1]"),

@@ -49,6 +49,9 @@
         the deck with the --set S overrides, and with the --other O ones too,
         reach the same parameters (to relative R)
 
+    check_train.py stale_steps --launcher T --app APP --deck DECK --ranks N --work DIR
+        a new run that logs no steps removes an earlier run's steps.csv
+
 T is a launcher template such as "mpiexec -n {n}".
 """
 import argparse
@@ -249,6 +252,23 @@ def final_checkpoint(folder: str) -> str:
     if not files:
         fail(f"no checkpoint in {folder}")
     return files[-1]
+
+
+def cmd_stale_steps(args) -> None:
+    """A new run that logs no steps, in a folder where an earlier run left its
+    step log: the old steps.csv is removed (kpmap-plot would draw it as the
+    new run's); a restart that logs none keeps the rows up to its checkpoint."""
+    out = os.path.join(args.work, f"stale_{args.ranks}")
+    steps = os.path.join(out, "steps.csv")
+    run(args.launcher, args.ranks, [args.app, args.deck, "--output", out,
+                                    "--set", "train.log_every=1", "--set", "train.epochs=2"])
+    if not os.path.isfile(steps):
+        fail("the run with train.log_every = 1 wrote no steps.csv")
+    run(args.launcher, args.ranks, [args.app, args.deck, "--output", out,
+                                    "--set", "train.log_every=0", "--set", "train.epochs=2"])
+    if os.path.lexists(steps):
+        fail("a new run that logs no steps left the earlier run's steps.csv")
+    print(f"OK: {args.ranks} rank(s): the earlier run's steps.csv is gone")
 
 
 def cmd_restart(args) -> None:
@@ -555,7 +575,7 @@ def main() -> None:
     c.add_argument("--split", type=int, default=1)
     c.add_argument("--set", action="append", default=[], help="a --set for every run")
     c.add_argument("--work", required=True)
-    for name in ("lstsq", "restart", "images", "same", "no_checkpoints"):
+    for name in ("lstsq", "restart", "images", "same", "no_checkpoints", "stale_steps"):
         c = sub.add_parser(name)
         c.add_argument("--launcher", required=True)
         c.add_argument("--app", required=True)
@@ -576,7 +596,7 @@ def main() -> None:
     {"compare": cmd_compare, "recovers": cmd_recovers, "accuracy": cmd_accuracy, "lstsq": cmd_lstsq, "images": cmd_images, "state_bytes": cmd_state_bytes,
      "sharding": cmd_sharding,
      "mesh": cmd_mesh,
-     "same": cmd_same, "no_checkpoints": cmd_no_checkpoints,
+     "same": cmd_same, "no_checkpoints": cmd_no_checkpoints, "stale_steps": cmd_stale_steps,
      "restart": cmd_restart}[args.cmd](args)
 
 

@@ -336,6 +336,15 @@ class Trainer {
       step_table.emplace(std::filesystem::path(c_.output.dir) / run_file::steps,
                          "step,epoch,batch,batches,loss,accuracy,samples_per_second,wall_s",
                          restart_file_.empty() ? -1 : opt_.steps(), root);
+    } else if (root) {
+      // A new run that logs no steps: an earlier run's step log left in the
+      // folder (the run's own file, when it is a regular one) would be drawn
+      // as this run's.
+      const auto old = std::filesystem::path(c_.output.dir) / run_file::steps;
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(std::filesystem::symlink_status(old, ec))) {
+        std::filesystem::remove(old, ec);
+      }
     }
     for (long long epoch = first_epoch; epoch < c_.epochs; ++epoch) {
       const double t0 = MPI_Wtime();
