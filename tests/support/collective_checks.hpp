@@ -17,19 +17,31 @@ namespace kpmap::test {
 
 using Exec = Kokkos::DefaultExecutionSpace;
 
-// Fills v with value(rank, row-major flat index k) on the device.
+// A contiguous row-major host View of v's extents (any rank).
+template <class V>
+auto contiguous_host(const V& v) {
+  using H = Kokkos::View<typename V::non_const_data_type, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  std::size_t n[8];
+  for (int d = 0; d < 8; ++d) {
+    n[d] = d < kpmap::detail::rank_v<V> ? v.extent(d) : KOKKOS_IMPL_CTOR_DEFAULT_ARG;
+  }
+  return H("kpmap::test::fill",
+           Kokkos::LayoutRight(n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]));
+}
+
+// Fills v with value(rank, row-major flat index k) on the device. Between
+// memory spaces deep_copy needs contiguous Views of one layout on both sides:
+// the values go through a contiguous host View and its device copy, then a
+// copy within v's space into v (a strided subview too).
 template <class V, class F>
 void fill(const V& v, F value) {
-  auto h = Kokkos::create_mirror_view(v);
+  auto h = contiguous_host(v);
   const auto e = kpmap::detail::extents_of(v);
   for (std::size_t k = 0; k < v.size(); ++k) {
     std::size_t idx[8];
     kpmap::detail::unflatten(k, e, kpmap::detail::rank_v<V>, idx);
     kpmap::detail::at(h, idx) = value(k);
   }
-  // Between memory spaces deep_copy needs one contiguous layout on both
-  // sides: a strided subview on a GPU takes a contiguous device copy of the
-  // mirror, then a copy within the device (on the host both are `h` itself).
   auto d = Kokkos::create_mirror_view_and_copy(typename V::memory_space(), h);
   Kokkos::deep_copy(v, d);
 }
