@@ -106,7 +106,7 @@ if(KPMAP_ENABLE_APPS)
       set(when "step 3")
     else()
       set(size 136k)
-      set(when "epoch 3")
+      set(when "epoch 3 (optimizer step 30)")
     endif()
     kpmap_add_mpi_test(NAME apps.kpmap-${app}.full_disk COMMAND kpmap-${app} ${full_${app}_args}
       RANKS 1 2 3 TIMEOUT 60 LABELS apps reliability
