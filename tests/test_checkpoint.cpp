@@ -355,8 +355,8 @@ std::vector<std::string> global_fence_names;
 void count_global_fence(const char* name, std::uint32_t device_id, std::uint64_t* handle) {
   if ((device_id & 0x00ffffffu) == 0) {
     ++global_fences_seen;
-    global_fence_names.push_back(std::string(name) + " (device id " +
-                                 std::to_string(device_id) + ")");
+    global_fence_names.push_back(std::string(name) + " (device id " + std::to_string(device_id) +
+                                 ")");
   }
   *handle = 0;
 }

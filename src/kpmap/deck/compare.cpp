@@ -77,8 +77,8 @@ bool matches(std::string_view leaf, std::string_view pattern) {
   while (true) {
     const std::size_t a = leaf.find('.'), b = pattern.find('.');
     const std::string_view x = leaf.substr(0, a), y = pattern.substr(0, b);
-    const bool index = y == "#" && !x.empty() &&
-                       x.find_first_not_of("0123456789") == std::string_view::npos;
+    const bool index =
+        y == "#" && !x.empty() && x.find_first_not_of("0123456789") == std::string_view::npos;
     if (!index && x != y) return false;
     if (a == std::string_view::npos || b == std::string_view::npos) {
       return a == std::string_view::npos && b == std::string_view::npos;

@@ -344,8 +344,7 @@ class Parser {
     if (!std::isfinite(d)) {
       throw InputError(where + what + ": expected a finite number, found " + format_real(d));
     }
-    const bool low =
-        k.range.min && (k.range.above_min ? !(d > *k.range.min) : d < *k.range.min);
+    const bool low = k.range.min && (k.range.above_min ? !(d > *k.range.min) : d < *k.range.min);
     if (low || (k.range.max && d > *k.range.max)) {
       const bool integral = k.type == Type::integer || k.type == Type::integer_list;
       throw InputError(where + what + " is out of range: must be " + format_range(k) +

@@ -123,8 +123,8 @@ Schema& Schema::merge(const std::string& prefix, const std::string& owner, const
     }
     const bool agree = same->type == k.type && same->fallback == k.fallback &&
                        same->range.min == k.range.min && same->range.max == k.range.max &&
-                       same->range.above_min == k.range.above_min &&
-                       same->choices == k.choices && same->unit == k.unit;
+                       same->range.above_min == k.range.above_min && same->choices == k.choices &&
+                       same->unit == k.unit;
     if (!agree) {
       throw Error("kpmap::deck::Schema: key '" + key.path + "' is declared by " + by->second +
                   " and by " + owner +

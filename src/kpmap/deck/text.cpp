@@ -81,8 +81,10 @@ namespace {
 // point, or length 0 where the bytes are no valid, shortest sequence.
 std::pair<std::size_t, std::uint32_t> utf8_at(std::string_view s, std::size_t i) {
   const auto c = static_cast<unsigned char>(s[i]);
-  const std::size_t n = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 && c < 0xF0 ? 3
-                        : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  const std::size_t n = c >= 0xF0 && c < 0xF5   ? 4
+                        : c >= 0xE0 && c < 0xF0 ? 3
+                        : c >= 0xC2 && c < 0xE0 ? 2
+                                                : 0;
   std::uint32_t cp = n == 4 ? c & 0x07u : n == 3 ? c & 0x0Fu : c & 0x1Fu;
   bool ok = n > 0 && i + n <= s.size();
   for (std::size_t k = 1; ok && k < n; ++k) {
@@ -91,7 +93,9 @@ std::pair<std::size_t, std::uint32_t> utf8_at(std::string_view s, std::size_t i)
     cp = (cp << 6) | (b & 0x3Fu);
   }
   ok = ok && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF) &&
-       cp >= (n == 2 ? 0x80u : n == 3 ? 0x800u : 0x10000u);
+       cp >= (n == 2   ? 0x80u
+              : n == 3 ? 0x800u
+                       : 0x10000u);
   return {ok ? n : 0, cp};
 }
 }  // namespace

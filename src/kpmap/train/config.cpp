@@ -616,27 +616,30 @@ void check_pairing(const std::vector<std::unique_ptr<Layer<C, M>>>& layers) {
     const DenseParallel p = dense != nullptr ? dense->parallel() : DenseParallel::none;
     const std::string here = "layer " + std::to_string(l + 1) + " (" + layers[l]->type() + ")";
     if (p == DenseParallel::row && open == 0) {
-      throw ShapeError(here + " is split by row: its inputs are a column-split dense layer's "
-                       "part of the units, and no such layer comes before it (only "
-                       "elementwise layers may come between); make the dense layer before it "
-                       "parallel = \"column\", or this one \"none\"",
+      throw ShapeError(here +
+                           " is split by row: its inputs are a column-split dense layer's "
+                           "part of the units, and no such layer comes before it (only "
+                           "elementwise layers may come between); make the dense layer before it "
+                           "parallel = \"column\", or this one \"none\"",
                        l + 1, "parallel");
     }
-    if (open != 0 && p != DenseParallel::row && (p != DenseParallel::none || !layers[l]->in_place())) {
-      throw ShapeError("layer " + std::to_string(open) + " is split by column, and " + here +
-                           (p == DenseParallel::column ? " is split by column too"
-                                                       : " is not elementwise") +
-                           ": a column-split layer's part of the units goes, through elementwise "
-                           "layers only, to a dense layer split by row (parallel = \"row\")",
-                       open, "parallel");
+    if (open != 0 && p != DenseParallel::row &&
+        (p != DenseParallel::none || !layers[l]->in_place())) {
+      throw ShapeError(
+          "layer " + std::to_string(open) + " is split by column, and " + here +
+              (p == DenseParallel::column ? " is split by column too" : " is not elementwise") +
+              ": a column-split layer's part of the units goes, through elementwise "
+              "layers only, to a dense layer split by row (parallel = \"row\")",
+          open, "parallel");
     }
     if (p == DenseParallel::row) open = 0;
     if (p == DenseParallel::column) open = l + 1;
   }
   if (open != 0) {
-    throw ShapeError("layer " + std::to_string(open) + " is split by column, and no dense layer "
-                     "split by row takes its part of the units (the model's output would "
-                     "stay split over the axis); add one, or make this one parallel = \"none\"",
+    throw ShapeError("layer " + std::to_string(open) +
+                         " is split by column, and no dense layer "
+                         "split by row takes its part of the units (the model's output would "
+                         "stay split over the axis); add one, or make this one parallel = \"none\"",
                      open, "parallel");
   }
 }
@@ -665,15 +668,13 @@ std::vector<std::unique_ptr<Layer<C, M>>> build_model_layers(const deck::Deck& d
   } catch (const ShapeError& e) {
     // The deck's layers are numbered from 1 without gaps (read_layers); an
     // mlp's come from model.hidden.
-    const std::string layer =
-        "model.layers." + std::to_string(std::max<std::size_t>(e.layer(), 1));
+    const std::string layer = "model.layers." + std::to_string(std::max<std::size_t>(e.layer(), 1));
     const std::string key = c.model.kind == "mlp" ? "model.hidden"
                             : e.key().empty()     ? "model.layers"
                                                   : layer + "." + e.key();
     const std::string path = c.model.kind == "mlp" ? key : e.key().empty() ? layer : key;
-    const std::string data = e.key().empty()
-                                 ? " (the data gives a " + c.data.input.str() + " per sample)"
-                                 : "";
+    const std::string data =
+        e.key().empty() ? " (the data gives a " + c.data.input.str() + " per sample)" : "";
     throw kpmap::InputError(d.where(path) + "key '" + key + "': " + e.what() + data,
                             kpmap::ErrorScope::all_ranks);
   }

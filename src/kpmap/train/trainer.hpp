@@ -259,17 +259,18 @@ class Trainer {
     // a negative value is a damaged file, and would train into NaN.
     std::vector<std::string> never_negative;
     for (std::size_t k = 0; k < opt_.state().size(); ++k) {
-      if (opt_.never_negative(k)) never_negative.push_back("optimizer." + opt_.state()[k].first + ".");
+      if (opt_.never_negative(k))
+        never_negative.push_back("optimizer." + opt_.state()[k].first + ".");
     }
-    for_each_saved([&](const std::string& name, const auto& v, const checkpoint::Block& block,
-                       bool) {
-      const bool positive_part =
-          std::any_of(never_negative.begin(), never_negative.end(),
-                      [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
-      r.read(model_.exec(), name, v, block,
-             positive_part ? checkpoint::Reader::Values::non_negative
-                           : checkpoint::Reader::Values::finite);
-    });
+    for_each_saved(
+        [&](const std::string& name, const auto& v, const checkpoint::Block& block, bool) {
+          const bool positive_part =
+              std::any_of(never_negative.begin(), never_negative.end(),
+                          [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
+          r.read(model_.exec(), name, v, block,
+                 positive_part ? checkpoint::Reader::Values::non_negative
+                               : checkpoint::Reader::Values::finite);
+        });
     const SavedPosition saved = saved_position(r, file);
     const long long epoch = saved.epoch;
     const long long batch = saved.batch;

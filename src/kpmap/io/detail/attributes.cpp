@@ -251,9 +251,8 @@ std::string table_problem(const std::vector<std::uint64_t>& table,
       if (b.flat && !box_fits(b)) {
         why = "a flat range in a box that is not inside the array " + shape_text(global);
       } else if (b.flat && !fits(b.offset[0], b.count[0], product(linear(b).global))) {
-        why = std::to_string(b.count[0]) + " elements from element " +
-              std::to_string(b.offset[0]) + " overrun the " +
-              std::to_string(product(linear(b).global)) + " it ranges over";
+        why = std::to_string(b.count[0]) + " elements from element " + std::to_string(b.offset[0]) +
+              " overrun the " + std::to_string(product(linear(b).global)) + " it ranges over";
       }
       for (std::size_t d = 0; !b.flat && d < dims && why.empty(); ++d) {
         if (!fits(b.offset[d], b.count[d], global[d])) {
@@ -493,8 +492,7 @@ bool all_good(const void* v, Elem elem, std::size_t n, Reader::Values values) {
   return true;
 }
 
-std::string first_bad_value(const void* v, Elem elem, const Block& block,
-                            Reader::Values values) {
+std::string first_bad_value(const void* v, Elem elem, const Block& block, Reader::Values values) {
   if (values == Reader::Values::any) return "";
   if (elem == Elem::f64) return first_bad_of(static_cast<const double*>(v), block, values);
   if (elem == Elem::f32) return first_bad_of(static_cast<const float*>(v), block, values);

@@ -90,8 +90,7 @@ bool all_good(const void* v, Elem elem, std::size_t n, Reader::Values values);
 /// The first of the elements at `v` (`block`'s, in its order) whose value is
 /// not among `values`, as "element [i, j] is nan (why)" in the array's
 /// indices; "" when there is none.
-std::string first_bad_value(const void* v, Elem elem, const Block& block,
-                            Reader::Values values);
+std::string first_bad_value(const void* v, Elem elem, const Block& block, Reader::Values values);
 
 /// A 2-D uint64 attribute of `rows` x `width` values (row-major), and back:
 /// false when it is absent or not such an attribute.

@@ -58,8 +58,8 @@ TeaTranslation Translator::finish() {
                      values_.count("mesh.upper.2");
   for (const auto& [id, s] : states_) {
     if (three) break;
-    const char* z = s.bound[2][0]                                     ? "zmin"
-                    : s.bound[2][1]                                   ? "zmax"
+    const char* z = s.bound[2][0]                                      ? "zmin"
+                    : s.bound[2][1]                                    ? "zmax"
                     : s.geometry == "cuboid" || s.geometry == "sphere" ? "geometry"
                                                                        : nullptr;
     if (z == nullptr) continue;

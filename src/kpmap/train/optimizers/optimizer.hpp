@@ -471,8 +471,7 @@ class Optimizer {
       at += v.size();
     });
     for (const std::string& name : info->state) {
-      never_negative_.push_back(std::find(info->never_negative.begin(),
-                                          info->never_negative.end(),
+      never_negative_.push_back(std::find(info->never_negative.begin(), info->never_negative.end(),
                                           name) != info->never_negative.end());
       owned_state_.emplace_back("kpmap::train::optimizer::" + name, owned_.second - owned_.first);
       State s{name, {}};
