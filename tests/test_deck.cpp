@@ -117,7 +117,17 @@ TEST_CASE("--set overrides are typed and validated like the deck", "[deck]") {
   CHECK(
       deck::parse(schema(), valid, "deck.toml", {"output.dir=caf\xc3\xa9"}).string("output.dir") ==
       "caf\xc3\xa9");  // One key and one value: a newline would smuggle in a second line (here
-  // into a string value, where it was taken as it was).
+  // into a string value, where it was taken as it was). Quoted, the quotes
+  // are TOML's, not the value's (they made a folder named with them).
+  for (const char* quoted : {"output.dir=\"caf\xc3\xa9\"", "output.dir='caf\xc3\xa9'"}) {
+    CAPTURE(quoted);
+    CHECK(deck::parse(schema(), valid, "deck.toml", {quoted}).string("output.dir") ==
+          "caf\xc3\xa9");
+  }
+  CHECK_THROWS_WITH(
+      deck::parse(schema(), valid, "deck.toml", {"output.dir=\"caf\xc3\xa9\\n\""}),
+      ContainsSubstring("key 'output.dir': a quoted value with characters beyond ASCII is read "
+                        "without TOML's escapes"));
   CHECK_THROWS_WITH(
       deck::parse(schema(), valid, "deck.toml", {"output.dir=x\ntrain.epochs=1"}),
       ContainsSubstring("a control character (U+000A) in the argument; a --set is one "

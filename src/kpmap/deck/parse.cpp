@@ -482,7 +482,23 @@ class Parser {
         throw InputError(where + "key " + deck_.named(path) + ": its value is not UTF-8 text (" +
                          bad + "), which a deck cannot hold");
       }
-      toml::value<std::string> raw(value);
+      // Quoted as TOML would quote it ("..." or '...'), the quotes are not
+      // the value's: without its parser, only a value free of escapes and of
+      // its own quote character is read so.
+      std::string s = value;
+      const char q = s.empty() ? '\0' : s.front();
+      if (q == '"' || q == '\'') {
+        const std::string inner = s.size() >= 2 && s.back() == q ? s.substr(1, s.size() - 2) : "";
+        const bool plain = s.size() >= 2 && s.back() == q && inner.find(q) == std::string::npos &&
+                           (q == '\'' || inner.find('\\') == std::string::npos);
+        if (!plain) {
+          throw InputError(where + "key " + deck_.named(path) +
+                           ": a quoted value with characters beyond ASCII is read without TOML's "
+                           "escapes; give it without backslashes or inner quotes");
+        }
+        s = inner;
+      }
+      toml::value<std::string> raw(s);
       deck_.values_[path] = convert(*k, raw, where, "key " + deck_.named(path));
     } else {
       throw InputError(where + "key " + deck_.named(path) + ": expected " +
