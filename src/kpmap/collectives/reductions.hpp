@@ -36,12 +36,79 @@ struct Weight {
 
 namespace detail {
 
-/// pmean divides: integer Views would truncate silently, so they are refused.
+/// Where a leaf sits in a tree, for pmean's compile-time refusal: the
+/// compiler prints it among the template arguments of mean_leaf_check.
+template <std::size_t I>
+struct tuple_element_number {};
+struct vector_element {};
+struct for_each_view_leaf {};
+
+/// pmean divides: an integer leaf's mean would be truncated (1 of 3 ranks
+/// holding 1 gives 0), so it is refused at compile time, as JAX would give a
+/// floating result that kpmap cannot put in the caller's integer View.
+template <class Where, class Leaf>
+constexpr bool mean_leaf_check() {
+  static_assert(!std::is_integral_v<value_t<std::decay_t<Leaf>>>,
+                "kpmap::pmean needs floating-point or complex leaves: this leaf (Where and Leaf "
+                "in 'mean_leaf_check<Where, Leaf>' above) has an integer element type, whose "
+                "mean would be truncated; reduce it with psum and divide in floating point");
+  return true;
+}
+
+template <class X, std::size_t... I>
+constexpr void require_mean_tuple(std::index_sequence<I...>);
+
+/// The leaf types of a tree whose types say them all (a View, or std::tuple
+/// and std::vector of them): refused at compile time if any is an integer.
+template <class Where, class X>
+constexpr void require_mean_static() {
+  using U = std::decay_t<X>;
+  if constexpr (is_view_v<U>) {
+    mean_leaf_check<Where, U>();
+  } else if constexpr (is_tuple<U>::value) {
+    require_mean_tuple<U>(std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else if constexpr (is_std_vector<U>::value) {
+    require_mean_static<vector_element, typename U::value_type>();
+  }
+}
+template <class X, std::size_t... I>
+constexpr void require_mean_tuple(std::index_sequence<I...>) {
+  (require_mean_static<tuple_element_number<I>, std::tuple_element_t<I, X>>(), ...);
+}
+
+template <class X, std::size_t... I>
+constexpr bool holds_struct_in(std::index_sequence<I...>);
+
+/// Whether a tree holds a type with for_each_view, whose leaves' types only
+/// a visit shows.
 template <class X>
-constexpr void require_mean_type() {
-  if constexpr (is_view_v<X>) {
-    static_assert(!std::is_integral_v<value_t<std::decay_t<X>>>,
-                  "kpmap::pmean needs a floating-point or complex element type");
+constexpr bool holds_struct() {
+  using U = std::decay_t<X>;
+  if constexpr (is_view_v<U>) {
+    return false;
+  } else if constexpr (is_tuple<U>::value) {
+    return holds_struct_in<U>(std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else if constexpr (is_std_vector<U>::value) {
+    return holds_struct<typename U::value_type>();
+  } else {
+    return true;
+  }
+}
+
+template <class X, std::size_t... I>
+constexpr bool holds_struct_in(std::index_sequence<I...>) {
+  return (holds_struct<std::tuple_element_t<I, X>>() || ... || false);
+}
+
+/// Every leaf of `x`, a View or any tree, must be floating-point or complex
+/// (compile time). A type with for_each_view is visited to see its leaves'
+/// types; nothing runs but the visit.
+template <class X>
+void require_mean_type(X& x) {
+  require_mean_static<tuple_element_number<0>, X>();
+  if constexpr (holds_struct<X>()) {
+    auto check = [](auto& leaf) { mean_leaf_check<for_each_view_leaf, decltype(leaf)>(); };
+    for_each_leaf(x, check);
   }
 }
 
@@ -229,7 +296,7 @@ void pmin_inplace(const Exec& exec, X&& x, AxisRef axis) {
 /// \brief Replaces `x` by its mean over the ranks of `axis` (floating point).
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 void pmean_inplace(const Exec& exec, X&& x, AxisRef axis) {
-  detail::require_mean_type<X>();
+  detail::require_mean_type(x);
   const auto [before, after] = detail::mean_factors(*axis, nullptr);
   detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
@@ -237,7 +304,7 @@ void pmean_inplace(const Exec& exec, X&& x, AxisRef axis) {
 /// samples when x_r is the mean of w_r local samples (uneven shards).
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 void pmean_inplace(const Exec& exec, X&& x, AxisRef axis, Weight w) {
-  detail::require_mean_type<X>();
+  detail::require_mean_type(x);
   const auto [before, after] = detail::mean_factors(*axis, &w);
   detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
@@ -261,14 +328,14 @@ void pmin_inplace(X&& x, AxisRef axis) {
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmean_inplace(X&& x, AxisRef axis) {
-  detail::require_mean_type<X>();
+  detail::require_mean_type(x);
   const auto [before, after] = detail::mean_factors(*axis, nullptr);
   detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
                          detail::ReduceOp::sum, before, after, /*fenced=*/true);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmean_inplace(X&& x, AxisRef axis, Weight w) {
-  detail::require_mean_type<X>();
+  detail::require_mean_type(x);
   const auto [before, after] = detail::mean_factors(*axis, &w);
   detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
                          detail::ReduceOp::sum, before, after, /*fenced=*/true);
@@ -298,7 +365,7 @@ auto pmin(const Exec& exec, const V& x, AxisRef axis) {
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 auto pmean(const Exec& exec, const V& x, AxisRef axis) {
-  detail::require_mean_type<V>();
+  detail::require_mean_static<detail::tuple_element_number<0>, V>();
   return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::sum, true);
 }
 // Without an execution space: every instance is fenced first, then a default
@@ -413,12 +480,13 @@ Request ipmin(const Exec& exec, X&& x, AxisRef axis) {
 }
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 Request ipmean(const Exec& exec, X&& x, AxisRef axis) {
-  detail::require_mean_type<X>();
+  detail::require_mean_type(x);
   const auto [before, after] = detail::mean_factors(*axis, nullptr);
   return detail::reduce_start(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 Request ipmean(const Exec& exec, X&& x, AxisRef axis, Weight w) {
+  detail::require_mean_type(x);
   const auto [before, after] = detail::mean_factors(*axis, &w);
   return detail::reduce_start(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
