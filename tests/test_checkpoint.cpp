@@ -692,7 +692,8 @@ TEST_CASE("every kind of bad restart file is a clear error on every rank", "[che
       [&] {
         read_field(good, {12, 3});
       },
-      "its shape is (10, 3) but this run needs (12, 3)");
+      "its shape is (10, 3) but this run needs (12, 3) (does the deck match the run that wrote "
+      "it?)");
   expect_input_error(
       [&] {
         ck::Reader r(good, MPI_COMM_WORLD, "kpmap-test");
@@ -706,6 +707,57 @@ TEST_CASE("every kind of bad restart file is a clear error on every rank", "[che
         r.read("field", v, ck::row_block({10, 3}, part.begin(world_rank()), v.extent(0)));
       },
       "stored with another element type than float32");
+}
+
+TEST_CASE("a shape error of a file written without a deck does not speak of a deck",
+          "[checkpoint]") {
+  const std::string file = dir() + "/own_arrays.h5";
+  const kpmap::BlockPartition part(10, world_size());
+  {
+    auto v = rows(part.begin(world_rank()), part.end(world_rank()));
+    ck::Metadata m = meta();
+    m.deck.clear();  // a program's own checkpoint, as a user's tree is saved
+    ck::Writer w(file, MPI_COMM_WORLD, m);
+    w.write("field", v, ck::row_block({10, 3}, part.begin(world_rank()), v.extent(0)));
+    w.commit();
+  }
+  try {
+    ck::Reader r(file, MPI_COMM_WORLD, "kpmap-test");
+    Kokkos::View<double**, Exec> v("v", part.count(world_rank()), 4);
+    r.read("field", v, ck::row_block({10, 4}, part.begin(world_rank()), v.extent(0)));
+    FAIL_CHECK("a read of another shape was accepted");
+  } catch (const kpmap::Error& e) {
+    const std::string what = e.what();
+    CHECK_THAT(what, ContainsSubstring("its shape is (10, 3) but this run needs (10, 4) (read it "
+                                       "with the global shape it was written with)"));
+    CHECK_THAT(what, !ContainsSubstring("deck"));
+    CHECK(e.all_ranks());
+  }
+}
+
+TEST_CASE("an integer named like a built-in attribute, twice, or with a space is refused",
+          "[checkpoint]") {
+  const std::string file = dir() + "/integers.h5";
+  const std::pair<std::string, std::string> cases[] = {
+      {"step", "'step', a built-in attribute of every checkpoint (Metadata::step holds it)"},
+      {"ranks", "'ranks', a built-in attribute"},
+      {"epoch", "'epoch' twice"},
+      {"my step", "1 to 64 printable ASCII characters without spaces"},
+  };
+  for (const auto& [name, expect] : cases) {
+    ck::Metadata m = meta(2);
+    m.integers = {{"epoch", 1}, {name, 9}};
+    try {
+      ck::Writer w(file, MPI_COMM_WORLD, m);
+      FAIL_CHECK("Metadata::integers named '" << name << "' was accepted");
+    } catch (const kpmap::Error& e) {
+      CHECK_THAT(std::string(e.what()), ContainsSubstring("will not write checkpoint " + file));
+      CHECK_THAT(std::string(e.what()), ContainsSubstring(expect));
+      CHECK(e.all_ranks());
+    }
+    CHECK_FALSE(fs::exists(file));
+    CHECK_FALSE(fs::exists(file + ".tmp"));
+  }
 }
 
 TEST_CASE("an unwritable directory is refused before anything is written", "[checkpoint]") {

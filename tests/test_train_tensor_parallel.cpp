@@ -10,6 +10,7 @@
 #include <kpmap/train/layers/dense.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/sequential.hpp>
+#include <kpmap/train/trainer.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -126,4 +127,49 @@ TEST_CASE("a dense layer split over a mesh without a model axis is refused", "[t
   CHECK_THROWS_WITH((build_layers<double, Mem>(Shape::flat(4), specs)),
                     Catch::Matchers::ContainsSubstring(
                         "parallel = \"column\" splits the layer over the mesh axis \"model\""));
+}
+
+TEST_CASE("a Trainer refuses a TrainerConfig mesh its axes do not make, and takes one they do",
+          "[train][tensor]") {
+  const int ranks = kpmap::Mesh::world().axis("devices").size();
+  const int model_ranks = ranks % 2 == 0 ? 2 : ranks;
+  const kpmap::Mesh mesh({{"data", 0}, {"model", model_ranks}});
+  const Shape input = Shape::flat(4);
+  const std::vector<LayerSpec> specs{
+      dense(6),          LayerSpec{"relu"},     split_dense(8, "column"),
+      LayerSpec{"relu"}, split_dense(5, "row"), dense(3)};
+  std::vector<Model::LayerPtr> layers;
+  {
+    const kpmap::UseMesh use(mesh);
+    layers = build_layers<double, Mem>(input, specs);
+  }
+  Model model(input, std::move(layers), Loss::cross_entropy, 8);
+  model.initialize(1);
+  OptimizerConfig sgd;
+  TrainerConfig run;
+  run.checkpoints = false;
+  run.mesh_model = model_ranks;
+  // The mesh the config names, given as its axes: accepted.
+  CHECK_NOTHROW(Trainer<Model>(model, sgd, run, mesh.axis("data"), mesh.axis("devices")));
+  // A model axis in the config and a plain data-parallel Trainer (one axis,
+  // every rank): it would train a model split over "model" as if whole.
+  run.mesh_model = 2;
+  try {
+    Trainer<Model> t(model, sgd, run, "devices");
+    FAIL_CHECK("a Trainer over one axis took TrainerConfig::mesh_model = 2");
+  } catch (const kpmap::Error& e) {
+    CHECK_THAT(std::string(e.what()),
+               Catch::Matchers::ContainsSubstring(
+                   "TrainerConfig asks for a mesh of all data x 2 model ranks"));
+    CHECK_THAT(std::string(e.what()),
+               Catch::Matchers::ContainsSubstring("a mesh of " + std::to_string(ranks) + " x 1"));
+    CHECK(e.code() == kpmap::exit_code::bad_input);
+    CHECK(e.all_ranks());
+  }
+  // A data count that differs from the data axis'.
+  run.mesh_model = model_ranks;
+  run.mesh_data = ranks + 1;
+  CHECK_THROWS_WITH((Trainer<Model>(model, sgd, run, mesh.axis("data"), mesh.axis("devices"))),
+                    Catch::Matchers::ContainsSubstring("TrainerConfig asks for a mesh of " +
+                                                       std::to_string(ranks + 1) + " data"));
 }

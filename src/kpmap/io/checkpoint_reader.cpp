@@ -274,7 +274,10 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
   agree(impl_->comm,
         stored != block.global
             ? where + ": its shape is " + shape_text(stored) + " but this run needs " +
-                  shape_text(block.global) + " (does the deck match the run that wrote it?)"
+                  shape_text(block.global) +
+                  (impl_->meta.deck.empty()
+                       ? std::string(" (read it with the global shape it was written with)")
+                       : " (does the deck match the run that wrote it?)")
             : "",
         exit_code::bad_input);
   hid_t dset = H5Dopen2(impl_->file, name.c_str(), H5P_DEFAULT);

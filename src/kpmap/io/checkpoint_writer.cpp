@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -81,6 +83,37 @@ void remembering_failure(Writer::Impl& impl, F&& f) {
 }
 }  // namespace
 
+namespace {
+// What is wrong with meta.integers' names, or "": each names an int64 root
+// attribute beside the built-in ones, which it must not shadow (the reader
+// would get the built-in's value), once, in printable ASCII.
+std::string integers_problem(const std::string& path, const Metadata& meta) {
+  static const char* const builtin[] = {"kpmap_version", "app",           "step", "time",
+                                        "ranks",         "decomposition", "deck", "rng_state"};
+  std::vector<std::string> seen;
+  for (const auto& [name, value] : meta.integers) {
+    (void)value;
+    const std::string what =
+        "will not write checkpoint " + path + ": Metadata::integers names '" + name + "'";
+    for (const char* b : builtin) {
+      if (name == b) {
+        return what + ", a built-in attribute of every checkpoint (Metadata::" + name +
+               " holds it); give the integer another name";
+      }
+    }
+    if (name.empty() || name.size() > 64 ||
+        std::any_of(name.begin(), name.end(), [](char c) { return c < 0x21 || c > 0x7e; })) {
+      return what + ": a name is 1 to 64 printable ASCII characters without spaces";
+    }
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      return what + " twice";
+    }
+    seen.push_back(name);
+  }
+  return "";
+}
+}  // namespace
+
 Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
     : impl_(std::make_unique<Impl>()) {
   Quiet quiet;
@@ -90,8 +123,8 @@ Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
   MPI_Comm_rank(comm, &impl_->rank);
   MPI_Comm_size(comm, &impl_->size);
 
-  std::string error;
-  if (impl_->rank == 0) {
+  std::string error = integers_problem(path, meta);
+  if (impl_->rank == 0 && error.empty()) {
     const fs::path dir =
         fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
     std::error_code ec;

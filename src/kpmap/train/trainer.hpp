@@ -174,6 +174,7 @@ class Trainer {
         first_of_data_index_(first_of(axis->index(), all->comm())),
         epoch_sums_("kpmap::train::epoch_sums", 4),
         epoch_sums_host_(Kokkos::create_mirror_view(epoch_sums_)) {
+    check_mesh();
     // The arrays' names and shapes, which the checkpoints keep whatever the
     // sharding (the parameters are not all here once sharded), and where a
     // layer split over a mesh axis keeps its block of each.
@@ -198,6 +199,29 @@ class Trainer {
                                 "parameters whole (train.sharding = \"") +
                     sharding_name(c_.sharding) + "\")");
       }
+    }
+  }
+
+  /// TrainerConfig's mesh (train.mesh) is the one the axes make: `axis`
+  /// is "data", `all` is data x model. A config that asks for a model axis
+  /// the axes do not give would train plain data-parallel: refused.
+  void check_mesh() const {
+    const int data = axis_->size(), all = all_->size();
+    const int model = all % data == 0 ? all / data : 0;
+    if ((c_.mesh_model != model) || (c_.mesh_data != 0 && c_.mesh_data != data)) {
+      throw InputError(
+          "kpmap::train::Trainer: TrainerConfig asks for a mesh of " +
+              (c_.mesh_data != 0 ? std::to_string(c_.mesh_data) : std::string("all")) + " data x " +
+              std::to_string(c_.mesh_model) +
+              " model ranks (mesh_data, mesh_model), "
+              "but the Trainer was given axis '" +
+              axis_->name() + "' of " + std::to_string(data) + " ranks within " +
+              std::to_string(all) + " ranks in all" + " (a mesh of " + std::to_string(data) +
+              " x " + std::to_string(model) +
+              "): build kpmap::Mesh mesh({{\"data\", D}, {\"model\", M}}), the model's layers "
+              "under kpmap::UseMesh(mesh), and pass mesh.axis(\"data\"), mesh.axis(\"devices\") "
+              "to the Trainer; or leave mesh_model at 1",
+          ErrorScope::all_ranks);
     }
   }
 
