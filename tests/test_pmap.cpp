@@ -12,6 +12,8 @@
 
 #include <array>
 #include <cmath>
+#include <string>
+#include <vector>
 
 using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::WithinRel;
@@ -197,6 +199,50 @@ TEST_CASE("a result marked sharded stays each rank's block; gathered reassembles
     CHECK(whole(i) == 2.0 * i);
     CHECK(later(i) == 2.0 * i);
   }
+}
+
+namespace {
+// A training step's parameters: a struct tree, replicated over the axis.
+struct Params {
+  Kokkos::View<double**, Host> w{"w", 2, 3};
+  Kokkos::View<double*, Host> b{"b", 3};
+  using memory_space = Host;
+  template <class F>
+  void for_each_view(F&& f) const {
+    f(w);
+    f(b);
+  }
+};
+}  // namespace
+
+TEST_CASE("checked mode compares every leaf of a replicated tree, naming the leaf",
+          "[pmap][checked]") {
+  Params p;
+  Kokkos::deep_copy(p.w, 0.5);
+  Kokkos::deep_copy(p.b, 0.25);
+  auto norm = kpmap::pmap(
+      "devices", [](const Params& q) { return q.b(0) + q.w(0, 0); },
+      kpmap::in_axes(kpmap::replicated), kpmap::out_axes(kpmap::replicated));
+  kpmap::set_checked_mode(true);
+  CHECK(norm(p) == 0.75);  // identical everywhere: accepted
+  if (world_size() >= 2) {
+    // Drift on the last rank, in the second leaf's third element only.
+    if (world_rank() == world_size() - 1) p.b(2) = 0.25 + 1.0 / 1024;
+    CHECK_THROWS_WITH(norm(p), ContainsSubstring("pmap argument 0, leaf 1 ('b') should be "
+                                                 "replicated") &&
+                                   ContainsSubstring("element 2 is 0.25 on axis rank 0") &&
+                                   ContainsSubstring("but 0.2509765625 on axis rank " +
+                                                     std::to_string(world_size() - 1)));
+    // A tree of another leaf count on one rank: named before any leaf is compared.
+    std::vector<Kokkos::View<double*, Host>> grads(world_rank() == 0 ? 2 : 3,
+                                                   Kokkos::View<double*, Host>("g", 4));
+    auto first = kpmap::pmap(
+        "devices", [](const auto& g) { return g.size(); }, kpmap::in_axes(kpmap::replicated),
+        kpmap::out_axes(kpmap::sharded));
+    CHECK_THROWS_WITH(first(grads), ContainsSubstring("pmap argument 0") &&
+                                        ContainsSubstring("replicated tree of leaves"));
+  }
+  kpmap::set_checked_mode(false);
 }
 
 TEST_CASE("checked mode catches a result declared replicated that is not", "[pmap][checked]") {

@@ -2,13 +2,14 @@
 """Run a command that must end promptly with a given exit code and output.
 
 usage: expect_exit.py [--within SECONDS] [--exit-code N] [--expect TEXT ...]
-                      [--regex PATTERN ...] [--reject TEXT ...] [--env VAR=VALUE ...]
+                      [--regex PATTERN ...] [--reject TEXT ...] [--once TEXT ...]
+                      [--env VAR=VALUE ...]
                       [--checkpoint FILE:STEP ...] [--absent FILE ...] [--png FILE ...]
                       [--symlink LINK:TARGET ...] [--fifo PATH ...] -- command...
 
 Passes when the command exits with exactly N (without --exit-code: with any
 non-zero code, a failure that must happen) within SECONDS, and its combined
-output contains every TEXT and no --reject TEXT and matches every PATTERN (a Python regular
+output contains every TEXT, each --once TEXT exactly once, and no --reject TEXT and matches every PATTERN (a Python regular
 expression searched anywhere, "." matching newlines too, as ctest's
 PASS_REGULAR_EXPRESSION does). A command still running after SECONDS is
 killed and the check fails: that is the hang it guards against; without
@@ -59,6 +60,7 @@ def main():
     p.add_argument("--expect", action="append", default=[])
     p.add_argument("--regex", action="append", default=[])
     p.add_argument("--reject", action="append", default=[])
+    p.add_argument("--once", action="append", default=[])
     p.add_argument("--exit-code", type=int)
     p.add_argument("--env", action="append", default=[])
     p.add_argument("--checkpoint", action="append", default=[])
@@ -130,6 +132,9 @@ def main():
     for text in a.expect:
         if text not in out:
             failures.append(f"output lacks {text!r}")
+    for text in a.once:
+        if out.count(text) != 1:
+            failures.append(f"output holds {text!r} {out.count(text)} times, not once")
     for text in a.reject:
         if text in out:
             failures.append(f"output holds {text!r}, which it must not")

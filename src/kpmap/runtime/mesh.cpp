@@ -13,7 +13,8 @@ const Mesh* g_current = nullptr;
 }  // namespace
 
 Mesh::Mesh(MPI_Comm comm, std::string axis_name) {
-  if (axis_name.empty()) throw InputError("kpmap::Mesh: an axis name must not be empty");
+  if (axis_name.empty())
+    throw InputError("kpmap::Mesh: an axis name must not be empty", ErrorScope::all_ranks);
   // A duplicate keeps kpmap's messages apart from the caller's on `comm`.
   MPI_Comm_dup(comm, &comm_);
   add_line_axis(std::move(axis_name));
@@ -38,19 +39,24 @@ Mesh::Mesh(const std::vector<std::pair<std::string, int>>& axes, MPI_Comm comm) 
   int nranks = 1;
   MPI_Comm_size(comm, &nranks);
   const int nd = static_cast<int>(axes.size());
-  if (nd == 0) throw InputError("kpmap::Mesh: a mesh needs at least one axis");
+  if (nd == 0)
+    throw InputError("kpmap::Mesh: a mesh needs at least one axis", ErrorScope::all_ranks);
   std::set<std::string> names;
   std::vector<int> dims(nd);
   std::string shape_text;
   for (int d = 0; d < nd; ++d) {
     const auto& [name, size] = axes[d];
-    if (name.empty()) throw InputError("kpmap::Mesh: axis " + std::to_string(d) + " has no name");
+    if (name.empty())
+      throw InputError("kpmap::Mesh: axis " + std::to_string(d) + " has no name",
+                       ErrorScope::all_ranks);
     if (!names.insert(name).second) {
-      throw InputError("kpmap::Mesh: axis name '" + name + "' appears twice");
+      throw InputError("kpmap::Mesh: axis name '" + name + "' appears twice",
+                       ErrorScope::all_ranks);
     }
     if (size < 0) {
       throw InputError("kpmap::Mesh: axis '" + name + "' has negative size " +
-                       std::to_string(size) + " (use 0 to let MPI_Dims_create choose)");
+                           std::to_string(size) + " (use 0 to let MPI_Dims_create choose)",
+                       ErrorScope::all_ranks);
     }
     dims[d] = size;
     shape_text += (d ? ", " : "") + name + "=" + std::to_string(size);
@@ -60,7 +66,8 @@ Mesh::Mesh(const std::vector<std::pair<std::string, int>>& axes, MPI_Comm comm) 
   if (nranks % fixed != 0 ||
       (std::find(dims.begin(), dims.end(), 0) == dims.end() && fixed != nranks)) {
     throw InputError("kpmap::Mesh: axes {" + shape_text + "} do not fit " + std::to_string(nranks) +
-                     " ranks (their product must equal the rank count)");
+                         " ranks (their product must equal the rank count)",
+                     ErrorScope::all_ranks);
   }
   MPI_Dims_create(nranks, nd, dims.data());
   std::vector<int> periods(nd, 0);
@@ -86,7 +93,7 @@ Mesh::Mesh(const std::vector<std::pair<std::string, int>>& axes, MPI_Comm comm) 
 
 void Mesh::add_groups() {
   const int nd = ndim();
-  if (nd > 16) throw InputError("kpmap::Mesh: at most 16 axes");
+  if (nd > 16) throw InputError("kpmap::Mesh: at most 16 axes", ErrorScope::all_ranks);
   const unsigned all = (1u << nd) - 1;
   for (unsigned mask = 1; mask <= all; ++mask) {
     if ((mask & (mask - 1)) == 0) continue;  // one axis: axes_ has it
@@ -160,7 +167,8 @@ const Axis& Mesh::axis(std::string_view name) const {
   }
   std::string valid;
   for (const auto& a : axes_) valid += (valid.empty() ? "'" : ", '") + a->name() + "'";
-  throw InputError("kpmap: unknown axis '" + std::string(name) + "'; this mesh has " + valid);
+  throw InputError("kpmap: unknown axis '" + std::string(name) + "'; this mesh has " + valid,
+                   ErrorScope::all_ranks);
 }
 
 std::vector<int> Axis::coords(int index) const {
@@ -191,7 +199,8 @@ std::string Axis::differs_over(int a, int b) const {
 }
 
 const Axis& Mesh::axes(const std::vector<std::string_view>& names) const {
-  if (names.empty()) throw InputError("kpmap: a set of axes needs at least one name");
+  if (names.empty())
+    throw InputError("kpmap: a set of axes needs at least one name", ErrorScope::all_ranks);
   if (names.size() == 1) return axis(names.front());
   unsigned mask = 0;
   std::string joined;
@@ -200,7 +209,8 @@ const Axis& Mesh::axes(const std::vector<std::string_view>& names) const {
   for (auto name : names) {
     const Axis& a = axis(name);
     if (a.mask_ & mask) {
-      throw InputError("kpmap: axis '" + std::string(name) + "' appears twice in the set of axes");
+      throw InputError("kpmap: axis '" + std::string(name) + "' appears twice in the set of axes",
+                       ErrorScope::all_ranks);
     }
     mask |= a.mask_;
     joined += (joined.empty() ? "" : ",") + a.name();

@@ -109,13 +109,16 @@ struct ResolvedSpec {
   std::vector<int> unused;             // mesh axes the spec does not name
 };
 
+/// `what` names the value for messages ("kpmap::shard_map of F: argument
+/// 0"). Every rank checks the same spec against the same mesh, so an error
+/// is raised by all together and printed once for the job.
 inline ResolvedSpec resolve(const Mesh& mesh, const PartitionSpec& spec, int rank,
                             const std::string& what) {
   const auto names = mesh.axis_names();
   if (spec.size() > static_cast<std::size_t>(rank)) {
-    throw InputError("kpmap::shard_map: " + what + " has rank " + std::to_string(rank) +
-                     " but its spec " + spec.str() + " names " + std::to_string(spec.size()) +
-                     " dimensions");
+    throw InputError(what + " has rank " + std::to_string(rank) + " but its spec " + spec.str() +
+                         " names " + std::to_string(spec.size()) + " dimensions",
+                     ErrorScope::all_ranks);
   }
   ResolvedSpec r;
   r.dims.resize(static_cast<std::size_t>(rank));
@@ -129,11 +132,18 @@ inline ResolvedSpec resolve(const Mesh& mesh, const PartitionSpec& spec, int ran
       if (positions.empty() && name == "devices") {
         for (std::size_t a = 0; a < names.size(); ++a) positions.push_back(static_cast<int>(a));
       }
-      if (positions.empty()) mesh.axis(name);  // throws, naming the valid axes
+      if (positions.empty()) {
+        std::string valid;
+        for (const auto& n : names) valid += (valid.empty() ? "'" : ", '") + n + "'";
+        throw InputError(what + ": its spec " + spec.str() + " names axis '" + name +
+                             "', which the mesh does not have (its axes: " + valid + ")",
+                         ErrorScope::all_ranks);
+      }
       for (int a : positions) {
         if (used[a]) {
-          throw InputError("kpmap::shard_map: axis '" + names[a] + "' appears twice in the spec " +
-                           spec.str() + " of " + what);
+          throw InputError(
+              what + ": axis '" + names[a] + "' appears twice in its spec " + spec.str(),
+              ErrorScope::all_ranks);
         }
         used[a] = true;
         r.dims[d].push_back(a);
@@ -190,39 +200,59 @@ void verify_unnamed_axes(const Mesh& mesh, const ResolvedSpec& spec, const std::
   verify_replicated_value(axes_at(mesh, spec.unused), what, x);
 }
 
+/// checked mode: an argument every rank passes whole must have one element
+/// type and one global shape on every rank of the mesh (a rank that passes 9
+/// rows where the others pass 8 would mix blocks of two arrays).
+template <class V>
+void verify_global_shape(const Mesh& mesh, const std::string& fn, std::size_t i,
+                         const PartitionSpec& spec, const V& v) {
+  if (!checked_mode()) return;
+  const std::string arg = "argument " + std::to_string(i);
+  try {
+    verify_signature(mesh.axis("devices"), signature_of("shard_map", arg.c_str(), v));
+  } catch (const Error& e) {
+    throw InputError(fn + ": " + arg + " (spec " + spec.str() +
+                         ") is not the same whole array on every rank: " + e.what(),
+                     ErrorScope::all_ranks);
+  }
+}
+
 template <class Arg>
-decltype(auto) shard_argument(const Mesh& mesh, const PartitionSpec& spec, const Arg& arg,
-                              std::size_t i) {
-  const std::string what = "argument " + std::to_string(i);
+decltype(auto) shard_argument(const Mesh& mesh, const std::string& fn, const PartitionSpec& spec,
+                              const Arg& arg, std::size_t i) {
+  const std::string what = fn + ": argument " + std::to_string(i);
+  const std::string check = "shard_map argument " + std::to_string(i);
   if constexpr (is_view_v<Arg>) {
     const auto r = resolve(mesh, spec, rank_v<Arg>, what);
     if constexpr (rank_v<Arg> == 0) {
-      verify_unnamed_axes(mesh, r, "shard_map " + what, arg);
+      verify_unnamed_axes(mesh, r, check, arg);
       return Arg(arg);
     } else {
+      verify_global_shape(mesh, fn, i, spec, arg);
       // Whole arrays that every rank holds: verify the replicated part only
       // where the spec replicates the whole argument (a cheap case to check).
-      if (spec.size() == 0) verify_unnamed_axes(mesh, r, "shard_map " + what, arg);
+      if (spec.size() == 0) verify_unnamed_axes(mesh, r, check, arg);
       return subview_of(arg, block_ranges(mesh, r, extents_of(arg)));
     }
   } else {
     if (spec.size() != 0) {
-      throw InputError("kpmap::shard_map: " + what +
-                       " is not a View, so its spec must be P(), not " + spec.str());
+      throw InputError(what + " is not a View, so its spec must be P(), not " + spec.str(),
+                       ErrorScope::all_ranks);
     }
-    verify_unnamed_axes(mesh, resolve(mesh, spec, 0, what), "shard_map " + what, arg);
+    verify_unnamed_axes(mesh, resolve(mesh, spec, 0, what), check, arg);
     return (arg);
   }
 }
 
 template <class R>
-auto shard_result(const Mesh& mesh, const PartitionSpec& spec, R&& result, std::size_t i) {
+auto shard_result(const Mesh& mesh, const std::string& fn, const PartitionSpec& spec, R&& result,
+                  std::size_t i) {
   using V = std::decay_t<R>;
-  const std::string what = "result " + std::to_string(i);
   int rank = 0;
   if constexpr (is_view_v<V>) rank = rank_v<V>;
-  const auto r = resolve(mesh, spec, rank, what);
-  verify_unnamed_axes(mesh, r, "shard_map " + what + " (out_specs " + spec.str() + ")", result);
+  const auto r = resolve(mesh, spec, rank, fn + ": result " + std::to_string(i));
+  verify_unnamed_axes(
+      mesh, r, "shard_map result " + std::to_string(i) + " (out_specs " + spec.str() + ")", result);
   return std::forward<R>(result);
 }
 
@@ -262,30 +292,32 @@ class ShardMapped {
   auto operator()(const Args&... args) const {
     if (sizeof...(Args) != in_.size()) {
       throw InputError("kpmap::shard_map of " + detail::function_name<F>() + ": " +
-                       std::to_string(in_.size()) + " in_specs for " +
-                       std::to_string(sizeof...(Args)) +
-                       " arguments: the counts must match, one partition spec per argument "
-                       "(P() for a number or an array every rank holds whole)");
+                           std::to_string(in_.size()) + " in_specs for " +
+                           std::to_string(sizeof...(Args)) +
+                           " arguments: the counts must match, one partition spec per argument "
+                           "(P() for a number or an array every rank holds whole)",
+                       ErrorScope::all_ranks);
     }
     UseMesh use(*mesh_);
-    return call(std::index_sequence_for<Args...>{}, args...);
+    const std::string fn = "kpmap::shard_map of " + detail::function_name<F>();
+    return call(fn, std::index_sequence_for<Args...>{}, args...);
   }
 
  private:
   template <std::size_t... I, class... Args>
-  auto call(std::index_sequence<I...>, const Args&... args) const {
-    using Result = decltype(fn_(detail::shard_argument(*mesh_, in_[I], args, I)...));
+  auto call(const std::string& fn, std::index_sequence<I...>, const Args&... args) const {
+    using Result = decltype(fn_(detail::shard_argument(*mesh_, fn, in_[I], args, I)...));
     if constexpr (std::is_void_v<Result>) {
-      fn_(detail::shard_argument(*mesh_, in_[I], args, I)...);
+      fn_(detail::shard_argument(*mesh_, fn, in_[I], args, I)...);
     } else {
-      auto result = fn_(detail::shard_argument(*mesh_, in_[I], args, I)...);
+      auto result = fn_(detail::shard_argument(*mesh_, fn, in_[I], args, I)...);
       if constexpr (detail::is_tuple<Result>::value) {
         constexpr std::size_t n = std::tuple_size_v<Result>;
         check_out_count(n);
-        return results(result, std::make_index_sequence<n>{});
+        return results(fn, result, std::make_index_sequence<n>{});
       } else {
         check_out_count(1);
-        return detail::shard_result(*mesh_, out_[0], std::move(result), 0);
+        return detail::shard_result(*mesh_, fn, out_[0], std::move(result), 0);
       }
     }
   }
@@ -293,16 +325,17 @@ class ShardMapped {
   void check_out_count(std::size_t n) const {
     if (out_.size() != n) {
       throw InputError("kpmap::shard_map of " + detail::function_name<F>() + ": " +
-                       std::to_string(out_.size()) + " out_specs for " + std::to_string(n) +
-                       " results: the counts must match, one partition spec per result (a "
-                       "function with several results returns a std::tuple)");
+                           std::to_string(out_.size()) + " out_specs for " + std::to_string(n) +
+                           " results: the counts must match, one partition spec per result (a "
+                           "function with several results returns a std::tuple)",
+                       ErrorScope::all_ranks);
     }
   }
 
   template <class Tuple, std::size_t... I>
-  auto results(Tuple& result, std::index_sequence<I...>) const {
+  auto results(const std::string& fn, Tuple& result, std::index_sequence<I...>) const {
     return std::make_tuple(
-        detail::shard_result(*mesh_, out_[I], std::move(std::get<I>(result)), I)...);
+        detail::shard_result(*mesh_, fn, out_[I], std::move(std::get<I>(result)), I)...);
   }
 
   const Mesh* mesh_;
@@ -336,7 +369,7 @@ auto gather(const Exec& exec, const Mesh& mesh, const PartitionSpec& spec, const
   using M = typename V::memory_space;
   constexpr int R = detail::rank_v<V>;
   static_assert(R >= 1, "gather needs a View of rank 1 or more");
-  const auto rs = detail::resolve(mesh, spec, R, "the gathered array");
+  const auto rs = detail::resolve(mesh, spec, R, "kpmap::gather: the gathered array");
   const auto shape = mesh.shape();
   const int nd = static_cast<int>(shape.size());
   int p = 1;

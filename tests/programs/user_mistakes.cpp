@@ -1,0 +1,58 @@
+// Test program: the mistakes a user of shard_map, Mesh and psum makes first,
+// each of which must end the job with one kpmap line, printed once, and exit
+// code 2, never a hang, a launcher banner per rank or a silently wrong answer.
+//
+//   user_mistakes spec | mesh | uneven
+//
+// spec:   a partition spec names an axis the mesh does not have;
+// mesh:   a mesh whose axes do not fit the rank count;
+// uneven: (checked mode) rank 0 passes 9 rows of a sharded argument, the
+//         others 8.
+
+#include <kpmap/collectives/checked.hpp>
+#include <kpmap/runtime/runtime.hpp>
+#include <kpmap/spmd/shard_map.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct Touch {
+  template <class B>
+  void operator()(const B&) const {}
+};
+
+struct RowCount {
+  template <class B>
+  double operator()(const B& block) const {
+    return static_cast<double>(block.extent(0));
+  }
+};
+
+int body(const kpmap::Runtime& rt, const std::string& mistake) {
+  using Matrix = Kokkos::View<double**, Kokkos::HostSpace>;
+  if (mistake == "spec") {
+    const kpmap::Mesh mesh({{"data", 0}});
+    const Matrix x("x", 8, 7);
+    kpmap::shard_map(mesh, {kpmap::P("batch", kpmap::none)}, {kpmap::P()}, RowCount{})(x);
+  } else if (mistake == "mesh") {
+    const kpmap::Mesh mesh({{"data", rt.size() + 1}, {"model", 1}});
+  } else if (mistake == "uneven") {
+    kpmap::set_checked_mode(true);
+    const kpmap::Mesh mesh({{"data", 0}});
+    const Matrix x("x", rt.rank() == 0 ? 9 : 8, 7);
+    kpmap::shard_map(mesh, {kpmap::P("data", kpmap::none)}, {}, Touch{})(x);
+  }
+  std::printf("rank %d: no error\n", rt.rank());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mistake = argc > 1 ? argv[1] : "";
+  return kpmap::run(argc, argv, [&](kpmap::Runtime& rt) { return body(rt, mistake); });
+}
