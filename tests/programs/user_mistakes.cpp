@@ -2,14 +2,18 @@
 // each of which must end the job with one kpmap line, printed once, and exit
 // code 2, never a hang, a launcher banner per rank or a silently wrong answer.
 //
-//   user_mistakes spec | mesh | uneven
+//   user_mistakes spec | mesh | uneven | psum_shape
 //
 // spec:   a partition spec names an axis the mesh does not have;
 // mesh:   a mesh whose axes do not fit the rank count;
 // uneven: (checked mode) rank 0 passes 9 rows of a sharded argument, the
-//         others 8.
+//         others 8;
+// psum_shape: rank 0 psums 5 elements, the others 4: unchecked, MPI's
+//         truncation becomes one kpmap line naming the collective; with
+//         KPMAP_CHECK=1, kpmap names both shapes first.
 
 #include <kpmap/collectives/checked.hpp>
+#include <kpmap/collectives/collectives.hpp>
 #include <kpmap/runtime/runtime.hpp>
 #include <kpmap/spmd/shard_map.hpp>
 
@@ -45,6 +49,9 @@ int body(const kpmap::Runtime& rt, const std::string& mistake) {
     const kpmap::Mesh mesh({{"data", 0}});
     const Matrix x("x", rt.rank() == 0 ? 9 : 8, 7);
     kpmap::shard_map(mesh, {kpmap::P("data", kpmap::none)}, {}, Touch{})(x);
+  } else if (mistake == "psum_shape") {
+    Kokkos::View<double*, Kokkos::HostSpace> x("x", rt.rank() == 0 ? 5 : 4);
+    kpmap::psum_inplace(x, "devices");
   }
   std::printf("rank %d: no error\n", rt.rank());
   return 0;

@@ -1,4 +1,5 @@
 #include <kpmap/runtime/runtime.hpp>
+#include <kpmap/tools/profiling.hpp>
 #include <kpmap/tools/trace.hpp>
 
 #include <kpmap/base/detail/finalize.hpp>
@@ -59,6 +60,30 @@ bool user_chose_device(int argc, char** argv) {
     }
   }
   return false;
+}
+
+// MPI's own errors inside a collective (the default handler aborts with
+// MPI's words only, e.g. MPI_ERR_TRUNCATE and exit 15): one kpmap line naming
+// the collective and its axis, and what a truncation means, then the job ends.
+void on_mpi_error(MPI_Comm*, int* code, ...) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(*code, text, &len);
+  int cls = 0;
+  MPI_Error_class(*code, &cls);
+  std::string message = "MPI reported an error";
+  const auto& site = detail::collective_site();
+  if (site.name != nullptr) {
+    message += std::string(" in ") + site.name + " over axis '" + site.axis + "'";
+  }
+  message += ": " + std::string(text, static_cast<std::size_t>(len));
+  if (cls == MPI_ERR_TRUNCATE) {
+    message +=
+        " (the ranks passed this collective arrays of different sizes: every rank of the axis "
+        "must pass the same element type and shape; run with KPMAP_CHECK=1 to have kpmap name "
+        "the argument and each rank's shape before MPI sees them)";
+  }
+  abort_job(message, exit_code::failure);
 }
 
 }  // namespace
@@ -241,6 +266,11 @@ void Runtime::init_before_mpi(int& argc, char**& argv, std::string& error) {
 }
 
 void Runtime::init_node_topology() {
+  // Communicators made from these (every mesh's) inherit the handler.
+  MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
+  MPI_Comm_create_errhandler(&on_mpi_error, &handler);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, handler);
+  MPI_Errhandler_free(&handler);
   MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_);
   MPI_Comm_rank(node_comm_, &node_rank_);

@@ -14,12 +14,26 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <string>
 #include <utility>
 
 namespace kpmap {
 
 namespace detail {
+/// The collective this thread is in, for a message when MPI reports an error
+/// inside it (Runtime's MPI error handler): its region name and axis, kept
+/// without allocating (a copy of two words and the axis name per collective).
+struct CollectiveSite {
+  const char* name = nullptr;
+  char axis[48] = {};
+};
+inline CollectiveSite& collective_site() noexcept {
+  thread_local CollectiveSite site;
+  return site;
+}
+
 /// Whether a Kokkos tool is loaded. Kokkos loads tools in Kokkos::initialize,
 /// and Kokkos 3.4 answers by comparing its whole table of callbacks: the
 /// answer is taken once, at the first region (after initialize), and kept.
@@ -40,13 +54,20 @@ class ProfilingRegion {
   /// \brief The region `name[axis]` of an operation over a mesh axis, on the
   /// communication track of a trace.
   ProfilingRegion(const char* name, const std::string& axis,
-                  trace::Track track = trace::Track::communication) {
+                  trace::Track track = trace::Track::communication)
+      : outer_(detail::collective_site()), site_(true) {
+    auto& site = detail::collective_site();
+    site.name = name;
+    const std::size_t n = std::min(axis.size(), sizeof(site.axis) - 1);
+    axis.copy(site.axis, n);
+    site.axis[n] = '\0';
     if (detail::tool_loaded() || trace::enabled()) {
       push(std::string(name) + "[" + axis + "]", track);
       args_.axis = axis;
     }
   }
   ~ProfilingRegion() {
+    if (site_) detail::collective_site() = outer_;
     if (tool_) Kokkos::Tools::popRegion();
     if (traced_) trace::end(args_);
   }
@@ -71,6 +92,8 @@ class ProfilingRegion {
       traced_ = true;
     }
   }
+  detail::CollectiveSite outer_;  // the enclosing collective's, restored at the end
+  bool site_ = false;
   bool tool_ = false;
   bool traced_ = false;
   trace::Args args_;
