@@ -16,6 +16,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <tuple>
@@ -408,6 +409,80 @@ int table(kpmap::Runtime&) {
     expect(host(rows)(1) == 6.0 && all == 12.0 && hp(1, 2) == 5.0 && ht(1, 2) == 6.0 &&
                h2(0, 1) == 4.0 && host(y)(2) == 4.5,
            "sum over an axis and of all, add, multiply, scale, axpy");
+  });
+  line([&] {
+    // [row] `a - b`, `a / b`, `jnp.maximum(a, b)`, `jnp.minimum(a, b)`, `jnp.where(c, a, b)`
+    const Vector a = iota(3);  // 1 2 3
+    Vector b("b", 3);
+    Kokkos::deep_copy(b, 2.0);
+    Kokkos::View<bool*> c("c", 3);
+    Kokkos::deep_copy(Kokkos::subview(c, 0), true);
+    auto diff = kpmap::subtract(a, b);
+    auto ratio = kpmap::divide(a, b);
+    auto hi = kpmap::maximum(a, b);
+    auto lo = kpmap::minimum(a, b);
+    auto picked = kpmap::where(c, a, b);
+    // [end]
+    expect(host(diff)(0) == -1.0 && host(ratio)(2) == 1.5 && host(hi)(0) == 2.0 &&
+               host(hi)(2) == 3.0 && host(lo)(2) == 2.0 && host(picked)(0) == 1.0 &&
+               host(picked)(2) == 2.0,
+           "subtract, divide, maximum, minimum, where");
+  });
+  line([&] {
+    // [row] `jnp.exp`, `log`, `tanh`, `sqrt`, `abs`, `jax.nn.relu` of `a`
+    Vector a("a", 2);
+    Kokkos::deep_copy(a, 4.0);
+    Kokkos::deep_copy(Kokkos::subview(a, 1), -1.0);
+    auto e = kpmap::exp(a);
+    auto l = kpmap::log(kpmap::abs(a));
+    auto t = kpmap::tanh(a);
+    auto r = kpmap::sqrt(kpmap::relu(a));
+    // [end]
+    expect(std::abs(host(e)(1) - 0.36787944117144233) < 1e-15 && host(l)(1) == 0.0 &&
+               std::abs(host(t)(1) + 0.7615941559557649) < 1e-15 && host(r)(0) == 2.0 &&
+               host(r)(1) == 0.0,
+           "exp, log, abs, tanh, sqrt, relu");
+  });
+  line([&] {
+    // [row] `jnp.mean(a)`, `jnp.max(a, axis=0)`, `jnp.min(a, axis=1)`, `jnp.linalg.norm(x)`
+    Matrix a("a", 2, 3);  // [[1, 2, 3], [4, 5, 6]]
+    Kokkos::parallel_for(
+        "table::fill", kpmap::row_major_range<2>({0, 0}, {2, 3}),
+        KOKKOS_LAMBDA(int i, int j) { a(i, j) = 3.0 * i + j + 1; });
+    const Vector x = iota(2);  // (1, 2)
+    const double m = kpmap::mean(a);
+    auto column_max = kpmap::max(a, 0);
+    auto row_min = kpmap::min(a, 1);
+    const double n = kpmap::norm(x);
+    // [end]
+    expect(m == 3.5 && host(column_max)(2) == 6.0 && host(row_min)(1) == 4.0 &&
+               std::abs(n - 2.23606797749979) < 1e-14,
+           "mean, max and min along an axis, norm");
+  });
+  line([&] {
+    // [row] `a.T`, `jnp.zeros_like(a)`, `jnp.ones_like(a)`, `jnp.full_like(a, v)`
+    Matrix a("a", 2, 3);
+    Kokkos::deep_copy(Kokkos::subview(a, 0, 2), 7.0);
+    const double v = 0.5;
+    auto at = kpmap::transpose(a);
+    auto zeros = kpmap::zeros_like(a);
+    auto ones = kpmap::ones_like(a);
+    auto halves = kpmap::full_like(a, v);
+    // [end]
+    expect(at.extent(0) == 3 && host(at)(2, 0) == 7.0 && host(zeros)(1, 1) == 0.0 &&
+               host(ones)(1, 2) == 1.0 && host(halves)(0, 0) == 0.5,
+           "transpose, zeros_like, ones_like, full_like");
+  });
+  line([&] {
+    // [row] `jnp.matmul(a, b)` of stacks, `(B, M, K) @ (B, K, N)`
+    Kokkos::View<double***> a("a", 2, 1, 2), b("b", 2, 2, 1);
+    Kokkos::deep_copy(a, 1.0);
+    Kokkos::deep_copy(b, 3.0);
+    Kokkos::deep_copy(Kokkos::subview(b, 1, Kokkos::ALL, 0), 5.0);
+    auto c = kpmap::matmul(a, b);  // (2, 1, 1): 1*3 + 1*3, 1*5 + 1*5
+    // [end]
+    expect(c.extent(0) == 2 && host(c)(0, 0, 0) == 6.0 && host(c)(1, 0, 0) == 10.0,
+           "batched matmul");
   });
   line([&] {
     // [row] a pytree of arrays (of any dtypes)
