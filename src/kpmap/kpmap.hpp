@@ -23,5 +23,6 @@
 #include <kpmap/spmd/ops.hpp>
 #include <kpmap/spmd/pmap.hpp>
 #include <kpmap/spmd/shard_map.hpp>
+#include <kpmap/spmd/tree_checkpoint.hpp>
 #include <kpmap/spmd/vmap.hpp>
 #include <kpmap/tools/profiling.hpp>

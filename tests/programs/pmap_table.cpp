@@ -485,6 +485,36 @@ int table(kpmap::Runtime&) {
            "batched matmul");
   });
   line([&] {
+    // [row] `jax.tree_util.tree_map(f, t, *rest)`, `tree_leaves(t)`
+    const auto t = std::make_tuple(iota(2), iota(3));
+    const auto rest = std::make_tuple(iota(2), iota(3));
+    auto f = [](const auto& a, const auto& b) { return kpmap::add(a, b); };
+    auto doubled = kpmap::tree_map(f, t, rest);
+    auto leaves = kpmap::tree_leaves<Vector>(t);
+    const std::size_t n = kpmap::tree_leaf_count(t);
+    // [end]
+    expect(host(std::get<1>(doubled))(2) == 6.0 && leaves.size() == 2 && n == 2 &&
+               leaves[1].extent(0) == 3,
+           "tree_map, tree_leaves, tree_leaf_count");
+  });
+  line([&] {
+    // [row] Orbax's `save(path, tree)`, `restore(path, tree)`
+    const std::string path = "pmap_table_tree_np" + std::to_string(n) + ".h5";
+    const auto tree = std::make_tuple(iota(3), Vector("b", 2));
+    std::tuple<Vector, Vector> back;
+    kpmap::checkpoint::save(path, tree);
+    kpmap::checkpoint::restore(path, back);
+    const bool whole = std::get<0>(back).extent(0) == 3 && host(std::get<0>(back))(2) == 3.0;
+    kpmap::checkpoint::save(path, tree, "devices");  // each rank's rows of (3 n) and (2 n)
+    kpmap::checkpoint::restore(path, back, "devices");
+    // [end]
+    expect(whole && std::get<0>(back).extent(0) == 3 && host(std::get<0>(back))(2) == 3.0 &&
+               std::get<1>(back).extent(0) == 2,
+           "checkpoint::save and restore of a tree, whole and split");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 0) std::remove(path.c_str());
+  });
+  line([&] {
     // [row] a pytree of arrays (of any dtypes)
     Vector w("w", 3);
     Kokkos::View<float*> b("b", 2);

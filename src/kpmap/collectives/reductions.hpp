@@ -67,7 +67,7 @@ constexpr void require_mean_static() {
     mean_leaf_check<Where, U>();
   } else if constexpr (is_tuple<U>::value) {
     require_mean_tuple<U>(std::make_index_sequence<std::tuple_size_v<U>>{});
-  } else if constexpr (is_std_vector<U>::value) {
+  } else if constexpr (is_std_vector<U>::value || is_std_array<U>::value) {
     require_mean_static<vector_element, typename U::value_type>();
   }
 }
@@ -88,7 +88,7 @@ constexpr bool holds_struct() {
     return false;
   } else if constexpr (is_tuple<U>::value) {
     return holds_struct_in<U>(std::make_index_sequence<std::tuple_size_v<U>>{});
-  } else if constexpr (is_std_vector<U>::value) {
+  } else if constexpr (is_std_vector<U>::value || is_std_array<U>::value) {
     return holds_struct<typename U::value_type>();
   } else {
     return true;
