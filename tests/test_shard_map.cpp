@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <tuple>
+#include <vector>
 
 using Catch::Matchers::ContainsSubstring;
 using kpmap::none;
@@ -112,6 +113,60 @@ TEST_CASE("shard_map splits dimensions over mesh axes as partition specs say", "
     auto block = kpmap::shard_map(mesh, {P()}, {P()}, Copy{})(a);
     CHECK(is_whole_a(block));
   }
+}
+
+TEST_CASE("one spec is a prefix for every leaf of a tuple argument and every result",
+          "[shard_map]") {
+  const int M = model_size();
+  const int D = world_size() / M;
+  kpmap::Mesh mesh({{"data", D}, {"model", M}});
+  const int d = mesh.axis_index("data");
+  const kpmap::BlockPartition rows_by_data(N0, D);
+  const auto a = make_a();
+  Matrix twice("twice", N0, N1);
+  for (std::size_t i = 0; i < N0; ++i)
+    for (std::size_t j = 0; j < N1; ++j) twice(i, j) = 2 * a_value(i, j);
+  // JAX: shard_map(f, in_specs=P("data", None), out_specs=P("data", None))
+  // with a pytree argument and a pytree result.
+  auto f = [](const auto& pair) {
+    return std::make_tuple(Copy{}(std::get<0>(pair)), Copy{}(std::get<1>(pair)));
+  };
+  auto [x, y] =
+      kpmap::shard_map(mesh, {P("data", none)}, {P("data", none)}, f)(std::make_tuple(a, twice));
+  CHECK(is_block(x, rows_by_data.begin(d), rows_by_data.end(d), 0, N1));
+  REQUIRE(y.extent(0) == rows_by_data.count(d));
+  for (std::size_t i = 0; i < y.extent(0); ++i)
+    CHECK(y(i, 3) == 2 * a_value(rows_by_data.begin(d) + i, 3));
+  // A vector of arrays under one spec: each leaf its block.
+  auto counts = kpmap::shard_map(mesh, {P("data", none)}, {P()}, [](const auto& leaves) {
+    std::size_t n = 0;
+    for (const auto& leaf : leaves) n += leaf.extent(0);
+    return static_cast<double>(n);
+  })(std::vector<Matrix>{a, twice, a});
+  CHECK(counts == 3.0 * rows_by_data.count(d));
+}
+
+TEST_CASE("shard splits an array over any dimensions as a spec says; gather undoes it",
+          "[shard_map]") {
+  const int M = model_size();
+  const int D = world_size() / M;
+  kpmap::Mesh mesh({{"data", D}, {"model", M}});
+  const int d = mesh.axis_index("data");
+  const int m = mesh.axis_index("model");
+  const auto a = make_a();
+  const kpmap::BlockPartition rows_by_data(N0, D), cols_by_model(N1, M), cols_by_data(N1, D);
+  const auto cols = kpmap::shard<Host>(a, mesh, P(none, "model"));
+  CHECK(is_block(cols, 0, N0, cols_by_model.begin(m), cols_by_model.end(m)));
+  CHECK(is_whole_a(kpmap::gather(mesh, P(none, "model"), cols)));
+  const auto both = kpmap::shard<Host>(a, mesh, P("data", "model"));
+  CHECK(is_block(both, rows_by_data.begin(d), rows_by_data.end(d), cols_by_model.begin(m),
+                 cols_by_model.end(m)));
+  CHECK(is_whole_a(kpmap::gather(mesh, P("data", "model"), both)));
+  const auto by_data = kpmap::shard<Host>(a, mesh, P(none, "data"));
+  CHECK(is_block(by_data, 0, N0, cols_by_data.begin(d), cols_by_data.end(d)));
+  CHECK_THROWS_WITH(kpmap::shard<Host>(a, mesh, P("rows")),
+                    ContainsSubstring("kpmap::shard: the array: its spec P('rows') names axis "
+                                      "'rows', which the mesh does not have"));
 }
 
 TEST_CASE("shard_map matrix-vector product: psum over the axis that splits the sum",

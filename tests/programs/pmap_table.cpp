@@ -202,6 +202,24 @@ int table(kpmap::Runtime&) {
            "shard_map: A x");
   }
   line([&] {
+    // [row] `jax.device_put(x, NamedSharding(mesh, P(None, "model")))`, a pytree prefix spec
+    using kpmap::P;
+    const kpmap::Mesh mesh({{"data", 0}, {"model", model}});
+    Matrix x("x", 3, 5);
+    Kokkos::deep_copy(x, 1.0);
+    auto block = kpmap::shard(x, mesh, P(kpmap::none, "model"));  // this rank's columns
+    auto whole = kpmap::gather(mesh, P(kpmap::none, "model"), block);
+    auto count = [](const auto& pair) {
+      return std::get<0>(pair).extent(0) + std::get<1>(pair).extent(0);
+    };
+    const auto rows = kpmap::shard_map(mesh, {P("data")}, {P()}, count)(std::make_tuple(x, x));
+    // [end]
+    const kpmap::BlockPartition cols(5, model), by_data(3, n / model);
+    expect(block.extent(1) == cols.count(mesh.axis_index("model")) && whole.extent(1) == 5 &&
+               host(whole)(2, 4) == 1.0 && rows == 2 * by_data.count(mesh.axis_index("data")),
+           "shard over any dimension, gather back; one spec for a tuple's leaves");
+  });
+  line([&] {
     // [row] `P("data", None)`, `P(("data", "model"),)`, `P()`
     const auto rows = kpmap::P("data", kpmap::none);
     const auto both = kpmap::P({"data", "model"});

@@ -219,10 +219,42 @@ void verify_global_shape(const Mesh& mesh, const std::string& fn, std::size_t i,
 
 template <class Arg>
 decltype(auto) shard_argument(const Mesh& mesh, const std::string& fn, const PartitionSpec& spec,
+                              const Arg& arg, std::size_t i);
+
+/// A spec prefix (JAX's pytree prefix): one spec for every leaf of a tuple,
+/// vector or array of Views, each leaf split as a lone argument would be.
+template <class Arg>
+auto shard_leaves(const Mesh& mesh, const std::string& fn, const PartitionSpec& spec,
+                  const Arg& arg, std::size_t i) {
+  if constexpr (is_tuple<Arg>::value) {
+    return std::apply(
+        [&](const auto&... leaves) {
+          return std::make_tuple(shard_argument(mesh, fn, spec, leaves, i)...);
+        },
+        arg);
+  } else if constexpr (is_std_array<Arg>::value) {
+    return std::apply(
+        [&](const auto&... leaves) {
+          return std::array<std::decay_t<decltype(shard_argument(mesh, fn, spec, arg[0], i))>,
+                            std::tuple_size_v<Arg>>{shard_argument(mesh, fn, spec, leaves, i)...};
+        },
+        arg);
+  } else {
+    std::vector<std::decay_t<decltype(shard_argument(mesh, fn, spec, arg[0], i))>> out;
+    out.reserve(arg.size());
+    for (const auto& leaf : arg) out.push_back(shard_argument(mesh, fn, spec, leaf, i));
+    return out;
+  }
+}
+
+template <class Arg>
+decltype(auto) shard_argument(const Mesh& mesh, const std::string& fn, const PartitionSpec& spec,
                               const Arg& arg, std::size_t i) {
   const std::string what = fn + ": argument " + std::to_string(i);
   const std::string check = "shard_map argument " + std::to_string(i);
-  if constexpr (is_view_v<Arg>) {
+  if constexpr (is_tuple<Arg>::value || is_std_vector<Arg>::value || is_std_array<Arg>::value) {
+    return shard_leaves(mesh, fn, spec, arg, i);
+  } else if constexpr (is_view_v<Arg>) {
     const auto r = resolve(mesh, spec, rank_v<Arg>, what);
     if constexpr (rank_v<Arg> == 0) {
       verify_unnamed_axes(mesh, r, check, arg);
@@ -248,6 +280,22 @@ template <class R>
 auto shard_result(const Mesh& mesh, const std::string& fn, const PartitionSpec& spec, R&& result,
                   std::size_t i) {
   using V = std::decay_t<R>;
+  if constexpr (is_tuple<V>::value || is_std_vector<V>::value || is_std_array<V>::value) {
+    // A spec prefix: every leaf of a tuple, vector or array of blocks by `spec`.
+    std::size_t k = 0;
+    auto each = [&](auto& leaf) {
+      using L = std::decay_t<decltype(leaf)>;
+      const std::string what = fn + ": result " + std::to_string(i) + ", leaf " + std::to_string(k);
+      const auto r = resolve(mesh, spec, rank_v<L>, what);
+      verify_unnamed_axes(mesh, r,
+                          "shard_map result " + std::to_string(i) + ", leaf " + std::to_string(k) +
+                              " (out_specs " + spec.str() + ")",
+                          leaf);
+      ++k;
+    };
+    for_each_leaf(result, each);
+    return V(std::forward<R>(result));
+  }
   int rank = 0;
   if constexpr (is_view_v<V>) rank = rank_v<V>;
   const auto r = resolve(mesh, spec, rank, fn + ": result " + std::to_string(i));
@@ -313,7 +361,7 @@ class ShardMapped {
       auto result = fn_(detail::shard_argument(*mesh_, fn, in_[I], args, I)...);
       if constexpr (detail::is_tuple<Result>::value) {
         constexpr std::size_t n = std::tuple_size_v<Result>;
-        check_out_count(n);
+        if (out_.size() != 1) check_out_count(n);  // one spec: a prefix for every result
         return results(fn, result, std::make_index_sequence<n>{});
       } else {
         check_out_count(1);
@@ -334,8 +382,8 @@ class ShardMapped {
 
   template <class Tuple, std::size_t... I>
   auto results(const std::string& fn, Tuple& result, std::index_sequence<I...>) const {
-    return std::make_tuple(
-        detail::shard_result(*mesh_, fn, out_[I], std::move(std::get<I>(result)), I)...);
+    return std::make_tuple(detail::shard_result(*mesh_, fn, out_[out_.size() == 1 ? 0 : I],
+                                                std::move(std::get<I>(result)), I)...);
   }
 
   const Mesh* mesh_;
@@ -447,6 +495,26 @@ auto gather(const Exec& exec, const Mesh& mesh, const PartitionSpec& spec, const
   });
   return out;
 }
+/// \brief This rank's block of `global`, an array every rank holds whole, as
+/// `spec` places its blocks over `mesh` (any dimensions, over any axes:
+/// `P(kpmap::none, "model")` splits the columns), in a new View in memory
+/// space `M`: what shard_map hands its function, kept. gather(mesh, spec,
+/// block) is its inverse. No messages are sent.
+template <class M = Kokkos::DefaultExecutionSpace::memory_space, class V,
+          std::enable_if_t<detail::is_view_v<V>, int> = 0>
+auto shard(const V& global, const Mesh& mesh, const PartitionSpec& spec) {
+  using T = detail::value_t<V>;
+  constexpr int R = detail::rank_v<V>;
+  static_assert(R >= 1, "kpmap::shard needs a View of rank 1 or more");
+  const auto rs = detail::resolve(mesh, spec, R, "kpmap::shard: the array");
+  const auto block =
+      detail::subview_of(global, detail::block_ranges(mesh, rs, detail::extents_of(global)));
+  auto out =
+      detail::allocate<detail::local_view_t<T, R, M>>("kpmap::shard", detail::extents_of(block));
+  detail::copy_any(out, block);
+  return out;
+}
+
 /// \brief As above, once every execution space instance has finished.
 template <class V, std::enable_if_t<detail::is_view_v<V>, int> = 0>
 auto gather(const Mesh& mesh, const PartitionSpec& spec, const V& block) {
