@@ -50,6 +50,10 @@ if(KPMAP_ENABLE_APPS)
     set_tests_properties(apps.kpmap-train.linear.np${n} PROPERTIES FIXTURES_SETUP train_linear)
     list(APPEND results ${TRAIN_OUT}/linear_np${n}/result.json)
   endforeach()
+  # The last lines name the plot command once, whatever the rank count.
+  kpmap_add_mpi_test(NAME apps.kpmap-train.plot_line_once COMMAND kpmap-train
+    ${INPUTS}/train_mlp_ci.toml --output ${TRAIN_OUT}/plot_line_np{np} RANKS 1 3 LABELS apps
+    WRAPPER ${EXPECT_EXIT} --exit-code 0 "--once=kpmap-train: plots (loss.png): kpmap-plot" --)
   add_test(NAME apps.kpmap-train.same_at_any_rank_count
            COMMAND ${TRAIN_CHECK} compare ${results} --rtol 1e-12)
   set_tests_properties(apps.kpmap-train.same_at_any_rank_count PROPERTIES
