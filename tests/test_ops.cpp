@@ -202,6 +202,15 @@ template <class E>
 std::uint32_t space_id() {
   return Kokkos::Tools::Experimental::device_id(E()) >> 24;
 }
+// `call` starts one kernel, named `name`, on execution space E.
+template <class E, class F>
+void one_kernel(F&& call, const char* name) {
+  const auto k = kernels_of(call);
+  CAPTURE(name);
+  REQUIRE(k.size() == 1);
+  CHECK(k[0].first == name);
+  CHECK(k[0].second == space_id<E>());
+}
 }  // namespace
 
 TEMPLATE_TEST_CASE("each elementwise operation and sum is one kernel on its Views' space", "[ops]",
@@ -210,13 +219,7 @@ TEMPLATE_TEST_CASE("each elementwise operation and sum is one kernel on its View
   // or GPU build the host Views' kernels run on the host, not the default).
   using M = typename TestType::memory_space;
   Kokkos::View<double**, M> a("a", 4, 3), b("b", 4, 3);
-  const auto one = [&](auto&& call, const char* name) {
-    const auto k = kernels_of(call);
-    CAPTURE(name);
-    REQUIRE(k.size() == 1);
-    CHECK(k[0].first == name);
-    CHECK(k[0].second == space_id<TestType>());
-  };
+  const auto one = [](auto&& call, const char* name) { one_kernel<TestType>(call, name); };
   one([&] { kpmap::add(a, b); }, "kpmap::add");
   one([&] { kpmap::multiply(a, b); }, "kpmap::multiply");
   one([&] { kpmap::scale(2.0, a); }, "kpmap::scale");
@@ -428,13 +431,7 @@ TEMPLATE_TEST_CASE("each new operation is one kernel on its Views' space", "[ops
   Kokkos::deep_copy(b, 2.0);
   Kokkos::View<int**, M> c("c", 4, 3);
   Kokkos::View<double***, M> x("x", 2, 4, 3), y("y", 2, 3, 5);
-  const auto one = [&](auto&& call, const char* name) {
-    const auto k = kernels_of(call);
-    CAPTURE(name);
-    REQUIRE(k.size() == 1);
-    CHECK(k[0].first == name);
-    CHECK(k[0].second == space_id<TestType>());
-  };
+  const auto one = [](auto&& call, const char* name) { one_kernel<TestType>(call, name); };
   one([&] { kpmap::subtract(a, b); }, "kpmap::subtract");
   one([&] { kpmap::divide(a, b); }, "kpmap::divide");
   one([&] { kpmap::maximum(a, b); }, "kpmap::maximum");

@@ -17,6 +17,7 @@
 ///   kpmap::checkpoint::restore("params.h5", p);                 // new Views, stored shapes
 /// \endcode
 
+#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/detail/view_utils.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/collectives/tree.hpp>
@@ -49,17 +50,6 @@ inline std::string leaf_name(std::size_t i) {
   return name;
 }
 
-/// Whether this rank is the first of `comm` at its index `index` of an axis
-/// (the one that writes the rows the ranks of that index all hold).
-inline bool first_at_index(int index, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  std::vector<int> all(static_cast<std::size_t>(size));
-  MPI_Allgather(&index, 1, MPI_INT, all.data(), 1, MPI_INT, comm);
-  return std::find(all.begin(), all.begin() + rank, index) == all.begin() + rank;
-}
-
 template <class Tree>
 void save_tree(const std::string& path, const Tree& tree, const Axis* rows) {
   const Axis& all = Mesh::current().axis("devices");
@@ -70,7 +60,8 @@ void save_tree(const std::string& path, const Tree& tree, const Axis* rows) {
                                        : "the leaves' rows split over axis '" + rows->name() +
                                              "' of " + std::to_string(rows->size()) + " ranks";
   meta.integers = {{"tree_leaves", static_cast<std::int64_t>(leaves)}};
-  const bool writes_rows = rows != nullptr && first_at_index(rows->index(), all.comm());
+  const bool writes_rows =
+      rows != nullptr && kpmap::detail::first_at_index(rows->index(), all.comm());
   Writer w(path, all.comm(), meta);
   std::size_t i = 0;
   auto each = [&](auto& leaf) {

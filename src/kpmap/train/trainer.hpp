@@ -20,6 +20,7 @@
 /// line, at the epoch's end and for a checkpoint, and a loss that is not
 /// finite is caught there, naming the first step that had one.
 
+#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/collectives/checked.hpp>
 #include <kpmap/collectives/collectives.hpp>
@@ -171,7 +172,7 @@ class Trainer {
         c_(std::move(config)),
         axis_(axis),
         all_(all),
-        first_of_data_index_(first_of(axis->index(), all->comm())),
+        first_of_data_index_(kpmap::detail::first_at_index(axis->index(), all->comm())),
         epoch_sums_("kpmap::train::epoch_sums", 4),
         epoch_sums_host_(Kokkos::create_mirror_view(epoch_sums_)) {
     check_mesh();
@@ -809,15 +810,6 @@ class Trainer {
   };
 
   // Whether no rank of `comm` before this one has this rank's `index`. Collective.
-  static bool first_of(int index, MPI_Comm comm) {
-    int rank = 0, size = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    std::vector<int> all(static_cast<std::size_t>(size));
-    MPI_Allgather(&index, 1, MPI_INT, all.data(), 1, MPI_INT, comm);
-    return std::find(all.begin(), all.begin() + rank, index) == all.begin() + rank;
-  }
-
   Model& model_;
   Optimizer<T, M, P> opt_;
   std::vector<Array> arrays_;  // in for_each_named order

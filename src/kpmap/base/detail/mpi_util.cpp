@@ -2,7 +2,9 @@
 
 #include <kpmap/base/error.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <vector>
 
 namespace kpmap::detail {
 
@@ -33,6 +35,17 @@ void agree(MPI_Comm comm, const std::string& error, int code, ErrorScope scope) 
   std::string message = error;
   bcast_string(message, first, comm);
   throw Error(message, code, scope);
+}
+
+bool first_at_index(int index, MPI_Comm comm) {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<int> all(static_cast<std::size_t>(size));
+  check_mpi(MPI_Allgather(&index, 1, MPI_INT, all.data(), 1, MPI_INT, comm),
+            "MPI_Allgather (first_at_index)");
+  return std::find(all.begin(), all.begin() + rank, index) == all.begin() + rank;
 }
 
 }  // namespace kpmap::detail

@@ -26,4 +26,9 @@ void bcast_string(std::string& text, int root, MPI_Comm comm);
 void agree(MPI_Comm comm, const std::string& error, int code,
            ErrorScope scope = ErrorScope::all_ranks);
 
+/// \brief Collective over `comm`: whether this rank is the first of `comm`
+/// (lowest rank) among those passing the same `index` (its coordinate on
+/// some axis): the one that writes what the ranks of that index all hold.
+bool first_at_index(int index, MPI_Comm comm);
+
 }  // namespace kpmap::detail
