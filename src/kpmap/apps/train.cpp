@@ -184,8 +184,8 @@ int train_in(kpmap::train::TrainConfig c, const Deck& deck, const kpmap::apps::R
 
   // ---- model, then the training loop ----------------------------------------------
   // A rank may hold all of a batch.
-  const std::size_t batch_rows = c.train.batch == 0 ? std::max<std::size_t>(train_set.rows(), 1)
-                                                    : std::min(c.train.batch, n_train);
+  const std::size_t batch_rows = kpmap::train::batch_rows_held(
+      c.train.batch, n_train, std::max<std::size_t>(train_set.rows(), 1));
   const std::size_t capacity = kpmap::train::work_capacity(c, batch_rows, val_set.rows());
   if (c.model.kind == "linear") {
     kpmap::train::LinearModel<T, Mem> model(c.data.features, capacity);

@@ -541,10 +541,9 @@ void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
   if (c.data.samples - c.data.validation < 1)
     bad(d, "no training samples are left after the split");
   const std::size_t train_rows = c.data.samples - c.data.validation;
-  const std::size_t global_batch =
-      c.train.batch == 0 || c.train.batch > train_rows ? train_rows : c.train.batch;
   if (d.boolean("optimizer.scale_lr_with_batch")) {
-    c.optimizer.learning_rate *= double(global_batch) / double(d.integer("optimizer.base_batch"));
+    c.optimizer.learning_rate *=
+        double(global_batch(c.train.batch, train_rows)) / double(d.integer("optimizer.base_batch"));
   }
   if (c.optimizer.schedule != OptimizerConfig::Schedule::constant && c.optimizer.decay_steps == 0) {
     if (c.optimizer.schedule == OptimizerConfig::Schedule::step) {
@@ -554,8 +553,7 @@ void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
                               kpmap::ErrorScope::all_ranks);
     }
     // Cosine over the rest of the run.
-    const long long per_epoch =
-        static_cast<long long>((train_rows + global_batch - 1) / global_batch);
+    const auto per_epoch = static_cast<long long>(steps_per_epoch(train_rows, c.train.batch));
     const long long total = c.train.max_steps > 0
                                 ? std::min(c.train.max_steps, c.train.epochs * per_epoch)
                                 : c.train.epochs * per_epoch;
@@ -572,8 +570,8 @@ void check_across(const Deck& d, TrainConfig& c, MPI_Comm comm) {
           "data.validation_fraction, or data.test_path for IDX images)");
     }
   }
-  if (find_optimizer(c.optimizer.kind)->full_batch && c.train.batch != 0 &&
-      c.train.batch < train_rows) {
+  if (find_optimizer(c.optimizer.kind)->full_batch &&
+      global_batch(c.train.batch, train_rows) < train_rows) {
     std::string minibatch;
     for (const OptimizerInfo* o : registered_optimizers()) {
       if (!o->full_batch) minibatch += (minibatch.empty() ? "\"" : ", \"") + o->name + "\"";
@@ -748,8 +746,8 @@ double memory_estimate(const TrainConfig& c, int ranks, std::size_t value_bytes,
   const double model = (held + grads + moments * kept) * double(value_bytes);
   double work = 0;
   if (c.model.kind != "linear") {
-    const auto batch_rows = std::size_t(
-        c.train.batch == 0 ? std::ceil(n_train / ranks) : std::min(double(c.train.batch), n_train));
+    const auto batch_rows = batch_rows_held(c.train.batch, std::size_t(n_train),
+                                            std::size_t(std::ceil(n_train / ranks)));
     const auto val_rows = std::size_t(std::ceil(double(c.data.validation) / ranks));
     work = double(work_capacity(c, batch_rows, val_rows)) *
            (c.model.work_per_sample * double(value_bytes) + 8.0);

@@ -492,8 +492,8 @@ BatchPlan<typename Exec::memory_space> plan_epoch(const Exec& exec, std::size_t 
   using M = typename Exec::memory_space;
   BatchPlan<M> p;
   p.global_rows = n;
-  p.identity = batch == 0 || batch >= n;
-  p.batch = p.identity ? n : batch;
+  p.batch = global_batch(batch, n);
+  p.identity = p.batch == n;
   p.batches = n == 0 ? 0 : steps_per_epoch(n, batch);
   p.offsets.assign(p.batches + 1, 0);
   if (p.identity) {

@@ -52,10 +52,26 @@ struct LoopConfig {
   int mesh_model = 1;
 };
 
+/// \brief The batch rule, in one place: the global batch a loop over `rows`
+/// rows takes when the deck (LoopConfig::batch) says `batch`: every row when
+/// it is 0 ("the whole set") or at least the set, else `batch`.
+inline std::size_t global_batch(std::size_t batch, std::size_t rows) {
+  return batch == 0 || batch >= rows ? rows : batch;
+}
+
+/// \brief Rows of one batch a rank may hold, which its work arrays are sized
+/// for: its own `local` rows when `batch` is 0 (each rank's part of the
+/// whole set is its block), else up to the whole global batch (a shuffled
+/// batch may fall on one rank).
+inline std::size_t batch_rows_held(std::size_t batch, std::size_t rows, std::size_t local) {
+  return batch == 0 ? local : std::min(batch, rows);
+}
+
 /// \brief Optimizer steps in an epoch of `rows` rows in global batches of
 /// `batch` (0: the whole set in one).
 inline std::size_t steps_per_epoch(std::size_t rows, std::size_t batch) {
-  return batch == 0 || batch >= rows ? 1 : (rows + batch - 1) / batch;
+  const std::size_t b = global_batch(batch, rows);
+  return b == 0 ? 1 : (rows + b - 1) / b;
 }
 
 /// \brief The epochs a run that starts at epoch `first` (0-based: epochs
