@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <sstream>
 
 namespace kpmap::sim {
 
@@ -80,13 +79,6 @@ CartesianLayout layout_of(const HeatConfig& config, MPI_Comm comm) {
                      ErrorScope::all_ranks);
   }
   return layout;
-}
-
-std::string sci(double v) {
-  std::ostringstream s;
-  s.precision(6);
-  s << std::scientific << v;
-  return s.str();
 }
 
 // The owned cells of f as a contiguous View (z, y, x), or (y, x) in 2-D, for

@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace kpmap::sim::solvers {
+namespace kpmap::sim {
 
 std::string sci(double v) {
   std::ostringstream s;
@@ -16,6 +16,10 @@ std::string sci(double v) {
   s << std::scientific << v;
   return s.str();
 }
+
+}  // namespace kpmap::sim
+
+namespace kpmap::sim::solvers {
 
 template <class Exec>
 LinearSolverBase<Exec>::LinearSolverBase(const SolverContext<Exec>& context)

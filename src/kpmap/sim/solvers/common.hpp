@@ -13,9 +13,6 @@
 
 namespace kpmap::sim::solvers {
 
-/// \brief v in scientific notation, 6 digits: how solver messages print numbers.
-std::string sci(double v);
-
 /// \brief The part of a linear solver that does not depend on the method.
 /// solve() computes r = b - A x and ||r0||, deals with a solution already
 /// exact or a NaN in the fields, runs the method's iterate(), and recomputes

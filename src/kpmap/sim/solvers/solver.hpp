@@ -42,6 +42,10 @@
 
 namespace kpmap::sim {
 
+/// \brief v in scientific notation, 6 digits: how the simulation's and its
+/// solvers' messages print numbers.
+std::string sci(double v);
+
 /// \brief What one solve did.
 struct SolveResult {
   long iterations = 0;            ///< outer iterations (TeaLeaf's "Iteration count")
