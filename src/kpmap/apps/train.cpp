@@ -227,7 +227,7 @@ int kpmap::apps::train_main(int argc, char** argv) {
     const Deck deck = kpmap::apps::load_deck(schema, opts, rt.comm());
     const kpmap::train::TrainConfig c = kpmap::train::from_deck(deck, rt.comm());
     if (c.model.precision == "mixed") {
-      // configure() refused "mixed" where half_t is float.
+      // from_deck refused "mixed" where half_t is float.
       if constexpr (kpmap::detail::has_half_type) {
         return train_in<float, kpmap::detail::half>(c, deck, opts, rt);
       }

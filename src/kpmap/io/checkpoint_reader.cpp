@@ -26,7 +26,7 @@ struct Reader::Impl {
 
 Reader::Reader(const std::string& path, MPI_Comm comm, const std::string& expected_app)
     : impl_(std::make_unique<Impl>()) {
-  Quiet quiet;
+  ErrorStackSilenced quiet;
   impl_->path = path;
   impl_->comm = comm;
   int rank = 0;
@@ -91,7 +91,7 @@ Reader::Reader(const std::string& path, MPI_Comm comm, const std::string& expect
 
 Reader::~Reader() {
   if (impl_ && impl_->file >= 0) {
-    Quiet quiet;
+    ErrorStackSilenced quiet;
     H5Fclose(impl_->file);
   }
 }
@@ -99,7 +99,7 @@ Reader::~Reader() {
 const Metadata& Reader::metadata() const noexcept { return impl_->meta; }
 
 std::optional<std::int64_t> Reader::integer(const std::string& name) const {
-  Quiet quiet;
+  ErrorStackSilenced quiet;
   if (H5Aexists(impl_->file, name.c_str()) <= 0) return std::nullopt;
   hid_t attr = H5Aopen(impl_->file, name.c_str(), H5P_DEFAULT);
   hid_t type = attr >= 0 ? H5Aget_type(attr) : -1;
@@ -120,7 +120,7 @@ std::optional<std::int64_t> Reader::integer(const std::string& name) const {
 }
 
 std::vector<std::size_t> Reader::shape(const std::string& name) const {
-  Quiet quiet;
+  ErrorStackSilenced quiet;
   std::vector<std::size_t> out;
   hid_t dset = H5Lexists(impl_->file, name.c_str(), H5P_DEFAULT) > 0
                    ? H5Dopen2(impl_->file, name.c_str(), H5P_DEFAULT)
@@ -267,7 +267,7 @@ std::string check_blocks(MPI_Comm comm, hid_t dset, hid_t fspace, Elem elem, con
 void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
                       const std::vector<std::size_t>& local_extents, const Block& block,
                       Values values) {
-  Quiet quiet;
+  ErrorStackSilenced quiet;
   const std::string where = "restart file " + impl_->path + ", dataset '" + name + "'";
   agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
   const auto stored = shape(name);

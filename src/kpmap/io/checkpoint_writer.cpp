@@ -116,7 +116,7 @@ std::string integers_problem(const std::string& path, const Metadata& meta) {
 
 Writer::Writer(const std::string& path, MPI_Comm comm, Metadata meta)
     : impl_(std::make_unique<Impl>()) {
-  Quiet quiet;
+  ErrorStackSilenced quiet;
   impl_->path = path;
   impl_->tmp = path + ".tmp";
   impl_->comm = comm;
@@ -229,7 +229,7 @@ Writer::~Writer() {
   // that are elsewhere. The temporary stays; the previous checkpoint is intact.
   if (std::uncaught_exceptions() > 0 && !impl_->agreed_failure) return;
   // Abandoned (an error on every rank): drop the temporary, keep the old file.
-  Quiet quiet;
+  ErrorStackSilenced quiet;
   if (impl_->file >= 0) H5Fclose(impl_->file);
   if (impl_->rank == 0) std::remove(impl_->tmp.c_str());
   // Collective like the rest: when it returns, the temporary is gone for everyone.
@@ -242,7 +242,7 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
                        const std::vector<std::size_t>& local_extents, const Block& block,
                        bool replicated) {
   remembering_failure(*impl_, [&] {
-    Quiet quiet;
+    ErrorStackSilenced quiet;
     agree(impl_->comm, check_block(name, local_extents, block), exit_code::failure);
     std::vector<hsize_t> dims(block.global.begin(), block.global.end());
     hid_t fspace = dims.empty()
@@ -360,7 +360,7 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
 
 void Writer::commit() {
   remembering_failure(*impl_, [&] {
-    Quiet quiet;
+    ErrorStackSilenced quiet;
     std::string error;
     // The metadata goes to disk here: room for what HDF5 places after the
     // last dataset (the last object headers and attributes: about 2 KiB in a

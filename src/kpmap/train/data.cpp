@@ -176,7 +176,7 @@ std::string read_rows(hid_t file, const std::string& path, const std::string& na
 
 HdfDataShape hdf5_data_shape(const std::string& path, const std::string& x_name,
                              const std::string& y_name, MPI_Comm comm) {
-  kpmap::detail::h5::Quiet quiet;
+  kpmap::detail::h5::ErrorStackSilenced quiet;
   DataFile file(open_data_file(path, comm));
   HdfDataShape shape;
   agree(comm, check_shape(file.id, path, x_name, y_name, shape), exit_code::bad_input);
@@ -186,7 +186,7 @@ HdfDataShape hdf5_data_shape(const std::string& path, const std::string& x_name,
 HostRows read_hdf5_rows(const std::string& path, const std::string& x_name,
                         const std::string& y_name, std::size_t begin, std::size_t rows,
                         MPI_Comm comm) {
-  kpmap::detail::h5::Quiet quiet;
+  kpmap::detail::h5::ErrorStackSilenced quiet;
   HostRows h;
   {
     DataFile file(open_data_file(path, comm));

@@ -54,22 +54,22 @@ MPI_Datatype big_type(std::size_t count, MPI_Datatype type) {
 
 // (count, type) for one MPI call moving `count` elements: the plain type when
 // the count fits, else a one-element big type (freed by the returned guard).
-struct Described {
+struct OneCallCountType {
   int count;
   MPI_Datatype type;
   bool owned = false;
-  Described(std::size_t n, MPI_Datatype t) : count(static_cast<int>(n)), type(t) {
+  OneCallCountType(std::size_t n, MPI_Datatype t) : count(static_cast<int>(n)), type(t) {
     if (n > g_max_count) {
       count = 1;
       type = big_type(n, t);
       owned = true;
     }
   }
-  Described(const Described&) = delete;
-  Described& operator=(const Described&) = delete;
+  OneCallCountType(const OneCallCountType&) = delete;
+  OneCallCountType& operator=(const OneCallCountType&) = delete;
   // Freeing a datatype used by a pending operation is allowed: MPI keeps it
   // alive until the operation completes.
-  ~Described() {
+  ~OneCallCountType() {
     if (owned) MPI_Type_free(&type);
   }
 };
@@ -113,7 +113,7 @@ void bcast(void* buf, std::size_t count, MPI_Datatype type, int root, MPI_Comm c
 
 void allgather(const void* send, void* recv, std::size_t count, MPI_Datatype type, MPI_Comm comm,
                Pending* pending) {
-  const Described d(count, type);
+  const OneCallCountType d(count, type);
   if (pending) {
     pending->emplace_back();
     check_mpi(MPI_Iallgather(send, d.count, d.type, recv, d.count, d.type, comm, &pending->back()),
@@ -146,7 +146,7 @@ namespace {
 void self_copy(const void* src, void* dst, std::size_t count, MPI_Datatype type, MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  const Described d(count, type);
+  const OneCallCountType d(count, type);
   check_mpi(MPI_Sendrecv(src, d.count, d.type, rank, 9, dst, d.count, d.type, rank, 9, comm,
                          MPI_STATUS_IGNORE),
             "MPI_Sendrecv (self copy)");
@@ -164,7 +164,7 @@ void rooted_blocks(void* blocks, void* mine, const std::vector<std::size_t>& cou
   std::size_t off = 0;
   for (std::size_t r = 0; r < counts.size(); ++r) {
     const int peer = static_cast<int>(r);
-    const Described d(counts[r], type);
+    const OneCallCountType d(counts[r], type);
     void* block = rank == root ? at(blocks, off, type) : nullptr;
     if (rank == root && peer == root) {
       to_root ? self_copy(mine, block, counts[r], type, comm)
@@ -266,7 +266,7 @@ void scatterv(const void* send, void* recv, const std::vector<std::size_t>& coun
 
 void alltoall(const void* send, void* recv, std::size_t count, MPI_Datatype type, MPI_Comm comm,
               Pending* pending) {
-  const Described d(count, type);
+  const OneCallCountType d(count, type);
   if (pending) {
     pending->emplace_back();
     check_mpi(MPI_Ialltoall(send, d.count, d.type, recv, d.count, d.type, comm, &pending->back()),
@@ -351,7 +351,7 @@ void reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatyp
 
 void sendrecv(const void* send, void* recv, std::size_t count, MPI_Datatype type, int dest,
               int source, int tag, MPI_Comm comm, Pending* pending) {
-  const Described d(count, type);
+  const OneCallCountType d(count, type);
   if (pending) {
     pending->emplace_back();
     check_mpi(MPI_Irecv(recv, d.count, d.type, source, tag, comm, &pending->back()), "MPI_Irecv");

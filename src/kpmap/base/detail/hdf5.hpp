@@ -12,17 +12,18 @@
 
 namespace kpmap::detail::h5 {
 
-/// HDF5 prints its error stack on failure; kpmap reports its own messages.
-struct Quiet {
+/// While it lives, HDF5 prints no error stack on a failure (kpmap reports its
+/// own messages); the printing it replaced comes back at its end.
+struct ErrorStackSilenced {
   H5E_auto2_t func = nullptr;
   void* data = nullptr;
-  Quiet() {
+  ErrorStackSilenced() {
     H5Eget_auto2(H5E_DEFAULT, &func, &data);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   }
-  ~Quiet() { H5Eset_auto2(H5E_DEFAULT, func, data); }
-  Quiet(const Quiet&) = delete;
-  Quiet& operator=(const Quiet&) = delete;
+  ~ErrorStackSilenced() { H5Eset_auto2(H5E_DEFAULT, func, data); }
+  ErrorStackSilenced(const ErrorStackSilenced&) = delete;
+  ErrorStackSilenced& operator=(const ErrorStackSilenced&) = delete;
 };
 
 /// The most specific message on HDF5's error stack ("data error detected by

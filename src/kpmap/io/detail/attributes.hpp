@@ -18,7 +18,7 @@ namespace kpmap::checkpoint::detail {
 using kpmap::detail::h5::agree;
 using kpmap::detail::h5::collective_transfer;
 using kpmap::detail::h5::mpio_access;
-using Quiet = kpmap::detail::h5::Quiet;
+using ErrorStackSilenced = kpmap::detail::h5::ErrorStackSilenced;
 
 hid_t h5type(Elem e);
 const char* elem_name(Elem e);
