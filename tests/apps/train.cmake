@@ -2,39 +2,6 @@
 # its command line (included by tests/CMakeLists.txt, whose variables it uses).
 
 if(KPMAP_ENABLE_APPS)
-  foreach(n IN LISTS KPMAP_TEST_RANKS)
-    math(EXPR last "${n} - 1")
-    kpmap_add_mpi_test(NAME apps.kpmap-info COMMAND kpmap-info RANKS ${n} LABELS apps
-      EXPECT_OUTPUT "ranks: ${n} on [0-9]+ node.*rank ${last}: host.*GPU-aware MPI: (yes|no) \\(")
-  endforeach()
-  # KPMAP_DEVICE_BEFORE_MPI: Kokkos first, from the launcher's node-local rank
-  # and size (on a host backend: the thread share), and the binding says so.
-  foreach(n 1 3)
-    kpmap_add_mpi_test(NAME apps.kpmap-info.device_before_mpi COMMAND kpmap-info RANKS ${n}
-      LABELS apps ENVIRONMENT KPMAP_DEVICE_BEFORE_MPI=1
-      EXPECT_OUTPUT "ranks: ${n} on [0-9]+ node.*before MPI_Init.*GPU-aware MPI: (yes|no) \\(")
-  endforeach()
-  # A bad environment variable is refused with the variable named and exit code 2.
-  kpmap_add_mpi_test(NAME apps.kpmap-info.bad_env COMMAND kpmap-info RANKS 3 TIMEOUT 60
-    LABELS apps ENVIRONMENT KPMAP_GPU_AWARE=maybe
-    WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 --expect "KPMAP_GPU_AWARE='maybe'" --)
-  kpmap_add_output_test(NAME apps.kpmap-info.help COMMAND kpmap-info --help LABELS apps
-    EXPECT "mpiexec -n 4 kpmap-info")
-  # Each app's --help and --version are its own: no line of Kokkos' help
-  # block, and one line that says where Kokkos' options are.
-  foreach(app kpmap-info kpmap-train kpmap-heat)
-    add_test(NAME apps.${app}.help_is_its_own
-      COMMAND ${EXPECT_EXIT} --exit-code 0 --expect "Usage:"
-              "--expect=Kokkos' own options (threads, devices, tools): --kokkos-help"
-              "--reject=Kokkos command line arguments" "--reject=--kokkos-threads=INT"
-              -- $<TARGET_FILE:${app}> --help)
-    add_test(NAME apps.${app}.version_is_its_own
-      COMMAND ${EXPECT_EXIT} --exit-code 0 --regex "^kpmap[-a-z]* ${PROJECT_VERSION}\n$"
-              -- $<TARGET_FILE:${app}> --version)
-    set_tests_properties(apps.${app}.help_is_its_own apps.${app}.version_is_its_own
-      PROPERTIES LABELS apps ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
-  endforeach()
-
   # ---- kpmap-train ------------------------------------------------------------
   set(TRAIN_CHECK ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_train.py)
   set(INPUTS ${PROJECT_SOURCE_DIR}/inputs)
