@@ -117,30 +117,21 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
 
 int kpmap::apps::heat_main(int argc, char** argv) {
   return kpmap::run(argc, argv, [&](kpmap::Runtime& rt) {
-    CLI::App app{
-        "kpmap-heat: heat conduction (TeaLeaf's problem) on a block decomposition over every "
-        "rank.\nDECK is a kpmap-heat TOML deck or a TeaLeaf deck (*tea ... *endtea)."};
-    app.footer(
-        "Examples:\n"
-        "  mpiexec -n 4 kpmap-heat inputs/heat2d.toml\n"
-        "  mpiexec -n 2 kpmap-heat inputs/tea_bm_1.in --set tl_max_iters=500\n"
-        "  mpiexec -n 3 kpmap-heat inputs/heat2d.toml --set solver.method=ppcg --output run1\n"
-        "  mpiexec -n 4 kpmap-heat inputs/heat2d.toml --restart heat2d_out/checkpoint_000010.h5 "
-        "--set time.end_step=40\n"
-        "Outputs in output.dir (kpmap-heat-out unless the deck names one): result.json, "
-        "history.csv, checkpoint_NNNNNN.h5 (+ .xmf for "
-        "ParaView), deck.toml.\n" +
-        kpmap::exit_code::help("a solve failed (no convergence, NaN)",
-                               "a TeaLeaf test problem's answer failed its check"));
-    app.set_version_flag("--version", std::string("kpmap-heat ") + KPMAP_VERSION_STRING);
-    kpmap::apps::RunOptions opts;
-    kpmap::apps::add_run_options(app, opts);
-    const auto schema = sim::heat_schema();
-    if (auto code = kpmap::apps::parse_run_command_line(app, opts, schema, argc, argv, rt)) {
-      return *code;
-    }
-    const auto deck = kpmap::apps::load_deck(schema, opts, rt.comm(), sim::heat_deck_translator);
-    const sim::HeatConfig c = sim::from_deck(deck);
-    return run_heat(c, deck, opts, rt);
+    const auto started = kpmap::apps::start_app(
+        {"kpmap-heat",
+         "kpmap-heat: heat conduction (TeaLeaf's problem) on a block decomposition over every "
+         "rank.\nDECK is a kpmap-heat TOML deck or a TeaLeaf deck (*tea ... *endtea).",
+         "  mpiexec -n 4 kpmap-heat inputs/heat2d.toml\n"
+         "  mpiexec -n 2 kpmap-heat inputs/tea_bm_1.in --set tl_max_iters=500\n"
+         "  mpiexec -n 3 kpmap-heat inputs/heat2d.toml --set solver.method=ppcg --output run1\n"
+         "  mpiexec -n 4 kpmap-heat inputs/heat2d.toml --restart heat2d_out/checkpoint_000010.h5 "
+         "--set time.end_step=40\n",
+         "result.json, history.csv, checkpoint_NNNNNN.h5 (+ .xmf for ParaView), deck.toml",
+         "a solve failed (no convergence, NaN)",
+         "a TeaLeaf test problem's answer failed its check"},
+        sim::heat_schema(), argc, argv, rt, sim::heat_deck_translator);
+    if (started.exit) return *started.exit;
+    const sim::HeatConfig c = sim::from_deck(*started.deck);
+    return run_heat(c, *started.deck, started.options, rt);
   });
 }

@@ -3,6 +3,7 @@
 #include <kpmap/apps/cli.hpp>
 
 #include <kpmap/base/error.hpp>
+#include <kpmap/base/version.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/run/output_keys.hpp>
 #include <kpmap/tools/trace.hpp>
@@ -113,6 +114,20 @@ std::string execution_text(const Runtime& rt) {
   std::string s = Kokkos::DefaultExecutionSpace::name();
   if (rt.device_id() >= 0) s += " " + std::to_string(rt.device_id()) + ", host";
   return s + " " + rt.host_threads().reason;
+}
+
+Started start_app(const AppText& text, const deck::Schema& schema, int argc, char** argv,
+                  const Runtime& rt, const deck::Translator& translate) {
+  CLI::App app{text.description};
+  app.footer("Examples:\n" + text.examples + "Outputs in output.dir (" +
+             default_output_dir(text.name) + " unless the deck names one): " + text.outputs +
+             ".\n" + exit_code::help(text.code3, text.code5));
+  app.set_version_flag("--version", text.name + " " + KPMAP_VERSION_STRING);
+  Started s;
+  add_run_options(app, s.options);
+  s.exit = parse_run_command_line(app, s.options, schema, argc, argv, rt);
+  if (!s.exit) s.deck = load_deck(schema, s.options, rt.comm(), translate);
+  return s;
 }
 
 }  // namespace kpmap::apps

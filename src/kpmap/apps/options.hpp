@@ -57,6 +57,27 @@ void start_trace(const RunOptions& options, const std::filesystem::path& out,
 deck::Deck load_deck(const deck::Schema& schema, const RunOptions& options, MPI_Comm comm,
                      const deck::Translator& translate = nullptr);
 
+/// \brief What a deck-driven application says of itself in --help.
+struct AppText {
+  std::string name;          ///< "kpmap-heat": also the --version line's first word
+  std::string description;   ///< the first lines of --help
+  std::string examples;      ///< command lines, one a line, each ending in a newline
+  std::string outputs;       ///< the files a run leaves in output.dir ("result.json, ...")
+  std::string code3, code5;  ///< what exit codes 3 and 5 mean for this app
+};
+
+/// \brief The start every deck-driven application shares: its command line
+/// (--help, --version, --help-deck handled: `exit` says the code to stop
+/// with), then its deck with the --set and --output overrides, the same on
+/// every rank. Collective over the runtime's ranks.
+struct Started {
+  std::optional<int> exit;  ///< stop now with this code (help printed, or a bad argument)
+  RunOptions options;
+  std::optional<deck::Deck> deck;  ///< when not stopping
+};
+Started start_app(const AppText& text, const deck::Schema& schema, int argc, char** argv,
+                  const Runtime& rt, const deck::Translator& translate = nullptr);
+
 /// \brief Where this rank runs, for the apps' banners: "Serial, 1 thread:
 /// serial host backend", "OpenMP, 2 threads: 2 cores shared by 1 rank", "Cuda 0".
 std::string execution_text(const Runtime& rt);

@@ -13,7 +13,6 @@
 #include <kpmap/apps/options.hpp>
 
 #include <kpmap/base/detail/kokkos_compat.hpp>
-#include <kpmap/base/version.hpp>
 #include <kpmap/kpmap.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/runtime/memory.hpp>
@@ -203,28 +202,21 @@ int train_in(kpmap::train::TrainConfig c, const Deck& deck, const kpmap::apps::R
 
 int kpmap::apps::train_main(int argc, char** argv) {
   return kpmap::run(argc, argv, [&](kpmap::Runtime& rt) {
-    CLI::App app{
-        "kpmap-train: data-parallel training on every rank of linear models, MLPs, CNNs and\n"
-        "models of a program's own layers, driven by a TOML deck"};
-    app.footer(
-        "Examples:\n"
-        "  mpiexec -n 4 kpmap-train inputs/train_linear.toml\n"
-        "  mpiexec -n 2 kpmap-train inputs/train_mlp_classification.toml --set train.epochs=5\n"
-        "  mpiexec -n 3 kpmap-train inputs/train_linear.toml --restart "
-        "kpmap-train-out/checkpoint_000050.h5 --set train.epochs=100\n"
-        "Outputs in output.dir (kpmap-train-out unless the deck names one): result.json, "
-        "history.csv, checkpoint_NNNNNN.h5, deck.toml.\n" +
-        kpmap::exit_code::help(
-            "training diverged (NaN or Inf loss)",
-            "the final validation loss is outside the deck's output.expect_val_loss"));
-    app.set_version_flag("--version", std::string("kpmap-train ") + KPMAP_VERSION_STRING);
-    kpmap::apps::RunOptions opts;
-    kpmap::apps::add_run_options(app, opts);
-    const auto schema = kpmap::train::train_schema();
-    if (auto code = kpmap::apps::parse_run_command_line(app, opts, schema, argc, argv, rt)) {
-      return *code;
-    }
-    const Deck deck = kpmap::apps::load_deck(schema, opts, rt.comm());
+    const auto started = kpmap::apps::start_app(
+        {"kpmap-train",
+         "kpmap-train: data-parallel training on every rank of linear models, MLPs, CNNs and\n"
+         "models of a program's own layers, driven by a TOML deck",
+         "  mpiexec -n 4 kpmap-train inputs/train_linear.toml\n"
+         "  mpiexec -n 2 kpmap-train inputs/train_mlp_classification.toml --set train.epochs=5\n"
+         "  mpiexec -n 3 kpmap-train inputs/train_linear.toml --restart "
+         "kpmap-train-out/checkpoint_000050.h5 --set train.epochs=100\n",
+         "result.json, history.csv, checkpoint_NNNNNN.h5, deck.toml",
+         "training diverged (NaN or Inf loss)",
+         "the final validation loss is outside the deck's output.expect_val_loss"},
+        kpmap::train::train_schema(), argc, argv, rt);
+    if (started.exit) return *started.exit;
+    const Deck& deck = *started.deck;
+    const auto& opts = started.options;
     const kpmap::train::TrainConfig c = kpmap::train::from_deck(deck, rt.comm());
     if (c.model.precision == "mixed") {
       // from_deck refused "mixed" where half_t is float.
