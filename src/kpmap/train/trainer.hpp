@@ -34,6 +34,7 @@
 #include <kpmap/train/loop.hpp>
 #include <kpmap/train/optimizers/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
+#include <kpmap/train/step_log.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -350,28 +351,9 @@ class Trainer {
     RunControl run(all_->comm(), c_.output.dir, c_.output.keep_last, restart_file_);
     double train_seconds = 0;
     std::size_t samples_done = 0;
-    double log_t0 = MPI_Wtime();
-    const double fit_t0 = log_t0;
-    long long log_steps = 0;
     const long long first_epoch = at_.epoch;
-    const long long log_every = step_log_cadence(c_, first_epoch, steps_per_epoch(n, c_.batch));
-    // The step log (rank 0), continued after a restart; a restart that logs
-    // no steps still drops the rows of the steps it takes again.
-    std::optional<CsvTable> step_table;
-    if (log_every > 0 || !restart_file_.empty()) {
-      step_table.emplace(std::filesystem::path(c_.output.dir) / run_file::steps,
-                         "step,epoch,batch,batches,loss,accuracy,samples_per_second,wall_s",
-                         restart_file_.empty() ? -1 : opt_.steps(), root);
-    } else if (root) {
-      // A new run that logs no steps: an earlier run's step log left in the
-      // folder (the run's own file, when it is a regular one) would be drawn
-      // as this run's.
-      const auto old = std::filesystem::path(c_.output.dir) / run_file::steps;
-      std::error_code ec;
-      if (std::filesystem::is_regular_file(std::filesystem::symlink_status(old, ec))) {
-        std::filesystem::remove(old, ec);
-      }
-    }
+    StepLog step_log(c_.output.dir, step_log_cadence(c_, first_epoch, steps_per_epoch(n, c_.batch)),
+                     !restart_file_.empty(), opt_.steps(), root, MPI_Wtime());
     for (long long epoch = first_epoch; epoch < c_.epochs; ++epoch) {
       const double t0 = MPI_Wtime();
       const auto plan = plan_epoch(model_.exec(), n, train.begin, train.rows(), c_.batch, c_.seed,
@@ -418,28 +400,11 @@ class Trainer {
           update();
           times_.add(Phase::compute, MPI_Wtime() - u0);
         }
-        ++log_steps;
-        if (log_every > 0 && opt_.steps() % log_every == 0) {
+        if (step_log.count(opt_.steps())) {
           // Every rank reads the figures (the same on all), so that all of
           // them stop together on a loss that is not finite.
           sums = fetch_epoch_sums(run, epoch, plan.batches);
-          const BatchStats f = s.fetch();
-          const double now = MPI_Wtime();
-          if (root) {
-            const double rate =
-                static_cast<double>(log_steps * static_cast<long long>(plan.batch)) /
-                (now - log_t0);
-            std::printf(
-                "step %lld  epoch %lld  %zu/%zu  loss %.6e  accuracy %.6f  %.4g samples/s\n",
-                opt_.steps(), epoch + 1, k + 1, plan.batches, f.loss, f.accuracy, rate);
-            std::fflush(stdout);
-            step_table->row(std::to_string(opt_.steps()) + ',' + std::to_string(epoch + 1) + ',' +
-                            std::to_string(k + 1) + ',' + std::to_string(plan.batches) + ',' +
-                            csv_number(f.loss) + ',' + csv_number(f.accuracy) + ',' +
-                            csv_number(rate) + ',' + csv_number(now - fit_t0));
-          }
-          log_t0 = now;
-          log_steps = 0;
+          step_log.line(opt_.steps(), epoch, k, plan.batches, plan.batch, s.fetch(), MPI_Wtime());
         }
         if (c_.max_steps > 0 && opt_.steps() >= c_.max_steps) {
           res.max_steps_reached = true;
