@@ -33,14 +33,13 @@
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/loop.hpp>
 #include <kpmap/train/optimizers/optimizer.hpp>
+#include <kpmap/train/position.hpp>
 #include <kpmap/train/sequential.hpp>
 #include <kpmap/train/step_log.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
-#include <array>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -297,11 +296,11 @@ class Trainer {
                  positive_part ? checkpoint::Reader::Values::non_negative
                                : checkpoint::Reader::Values::finite);
         });
-    const SavedPosition saved = saved_position(r, file);
+    const SavedPosition saved = read_position(r, file, static_cast<long long>(c_.seed));
     const long long epoch = saved.epoch;
-    const long long batch = saved.batch;
+    const long long step_in_epoch = saved.step_in_epoch;
     const long long steps = saved.optimizer_steps;
-    if (batch > 0 && static_cast<std::uint64_t>(saved.seed) != c_.seed) {
+    if (step_in_epoch > 0 && static_cast<std::uint64_t>(saved.seed) != c_.seed) {
       throw InputError("restart file " + file + " stopped in the middle of epoch " +
                            std::to_string(epoch + 1) +
                            " with train.seed = " + std::to_string(saved.seed) +
@@ -313,7 +312,7 @@ class Trainer {
     opt_.set_steps(steps);
     at_ = {};
     at_.epoch = epoch;
-    at_.step = batch;
+    at_.step = step_in_epoch;
     if (at_.step > 0) {
       Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
       r.read_replicated(Kokkos::DefaultHostExecutionSpace(), "progress.epoch_sums", sums);
@@ -656,113 +655,6 @@ class Trainer {
         },
         rotate, at.epoch);
     times_.add(Phase::checkpoint, MPI_Wtime() - t0);
-  }
-
-  // The most optimizer steps a checkpoint may count (train.max_steps' largest value).
-  static constexpr long long max_optimizer_steps = checkpoint::max_step;
-
-  // Where a checkpoint stands: the deck's train.seed, epochs done, optimizer
-  // steps of the next, optimizer steps in all.
-  struct SavedPosition {
-    long long seed = 0, epoch = 0, batch = 0, optimizer_steps = 0;
-  };
-
-  // The position of checkpoint `r`: the int64 attributes train_seed, epoch,
-  // batch and optimizer_steps, or, in a checkpoint written before they
-  // existed, the text of attribute rng_state ("train.seed=S epoch=E batch=B
-  // optimizer_steps=N"). \throws InputError (all ranks) naming the file when
-  // it is missing, no number, or at odds with itself.
-  SavedPosition saved_position(const checkpoint::Reader& r, const std::string& file) const {
-    const long long step = r.metadata().step;
-    const std::string& text = r.metadata().rng_state;
-    const bool typed = r.integer("optimizer_steps").has_value();
-    const std::string where = typed ? "the training position (attributes train_seed, epoch, "
-                                      "batch, optimizer_steps)"
-                                    : "attribute rng_state ('" + text + "')";
-    auto damaged = [&](const std::string& what) {
-      throw InputError("restart file " + file + ": " + where + " " + what + " (a damaged file?)",
-                       ErrorScope::all_ranks);
-    };
-    auto field = [&](const char* typed_name, const char* text_name, long long fallback) {
-      if (typed) return static_cast<long long>(r.integer(typed_name).value_or(fallback));
-      return field_of(text, text_name, fallback, damaged);
-    };
-    if (!typed) check_record(text, damaged);
-    SavedPosition p;
-    p.optimizer_steps = field("optimizer_steps", "optimizer_steps", -1);
-    if (p.optimizer_steps < 0) damaged("has no optimizer state (optimizer_steps)");
-    p.epoch = step;
-    p.batch = field("batch", "batch", 0);
-    // The position is stored twice (attribute step, and the position's epoch)
-    // and bounds the step count: every epoch has a step at least.
-    if (field("epoch", "epoch", step) != step) {
-      damaged("gives another epoch than attribute step (" + std::to_string(step) + ")");
-    }
-    if (p.batch < 0) damaged("gives a negative batch position");
-    if (p.batch > max_optimizer_steps) {  // before epoch + batch, which would wrap
-      damaged("gives batch position " + std::to_string(p.batch) + ", more than " +
-              std::to_string(max_optimizer_steps) + " (train.max_steps' largest value)");
-    }
-    // No run takes more steps than train.max_steps allows (1e15): a count
-    // beyond that would overflow as the run goes on.
-    if (p.optimizer_steps > max_optimizer_steps) {
-      damaged("counts " + std::to_string(p.optimizer_steps) + " optimizer steps, more than " +
-              std::to_string(max_optimizer_steps) + " (train.max_steps' largest value)");
-    }
-    if (p.optimizer_steps < p.epoch + p.batch) {
-      damaged("counts " + std::to_string(p.optimizer_steps) +
-              " optimizer steps, fewer than epoch " + std::to_string(p.epoch) + " and batch " +
-              std::to_string(p.batch) + " took");
-    }
-    p.seed = field("train_seed", "train.seed", static_cast<long long>(c_.seed));
-    if (p.seed < 0)
-      damaged("gives train.seed " + std::to_string(p.seed) + ", which is never negative");
-    return p;
-  }
-
-  // The text record holds "key=value" fields separated by single spaces, each
-  // of train.seed, epoch, batch and optimizer_steps at most once; `damaged`
-  // throws naming the first that is not.
-  template <class Damaged>
-  static void check_record(const std::string& state, Damaged&& damaged) {
-    static const std::array<std::string_view, 4> known = {"train.seed", "epoch", "batch",
-                                                          "optimizer_steps"};
-    std::array<bool, 4> seen{};
-    std::size_t start = 0;
-    while (start < state.size()) {
-      std::size_t stop = state.find(' ', start);
-      if (stop == std::string::npos) stop = state.size();
-      const std::string_view item(state.data() + start, stop - start);
-      const std::size_t eq = item.find('=');
-      const auto it = std::find(known.begin(), known.end(), item.substr(0, eq));
-      if (eq == std::string_view::npos || it == known.end()) {
-        damaged("has an unknown field '" + std::string(item) + "'");
-      }
-      const auto k = static_cast<std::size_t>(it - known.begin());
-      if (seen[k]) damaged("gives " + std::string(known[k]) + " twice");
-      seen[k] = true;
-      start = stop + 1;
-    }
-  }
-
-  // The whole number after "key=" in `state` (fallback without one): the
-  // position as checkpoints before the typed attributes wrote it.
-  // `damaged(what)` throws when it is not a whole number.
-  template <class Damaged>
-  static long long field_of(const std::string& state, const std::string& key, long long fallback,
-                            Damaged&& damaged) {
-    std::size_t at = state.find(key + "=");
-    while (at != std::string::npos && at > 0 && state[at - 1] != ' ') {
-      at = state.find(key + "=", at + 1);  // "batch=" is not "xbatch="
-    }
-    if (at == std::string::npos) return fallback;
-    const char* first = state.c_str() + at + key.size() + 1;
-    const char* end = state.c_str() + state.size();
-    const char* stop = std::find(first, end, ' ');
-    long long v = 0;
-    const auto [ptr, ec] = std::from_chars(first, stop, v);
-    if (ec != std::errc() || ptr != stop) damaged("has a value of " + key + " that is no number");
-    return v;
   }
 
   // A parameter array's name, shape and size, and, for a layer split over

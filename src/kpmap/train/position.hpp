@@ -1,0 +1,28 @@
+#pragma once
+/// \file
+/// \brief Where a training checkpoint stands, as the Trainer restarts from
+/// it: read from the file's int64 attributes (train_seed, epoch, batch,
+/// optimizer_steps), or from the text record in rng_state that checkpoints
+/// written before those attributes hold, and checked against itself.
+
+#include <kpmap/io/checkpoint.hpp>
+
+#include <string>
+
+namespace kpmap::train {
+
+/// \brief A checkpoint's position: the deck's train.seed, epochs done,
+/// optimizer steps taken of the next epoch (the file's attribute `batch`),
+/// and optimizer steps in all.
+struct SavedPosition {
+  long long seed = 0, epoch = 0, step_in_epoch = 0, optimizer_steps = 0;
+};
+
+/// \brief The position of checkpoint `r` (file `file`); `deck_seed` where a
+/// file written before the seed was kept has none. \throws InputError (all
+/// ranks) naming the file when the position is missing, no number, beyond
+/// train.max_steps' largest value, or at odds with itself.
+SavedPosition read_position(const checkpoint::Reader& r, const std::string& file,
+                            long long deck_seed);
+
+}  // namespace kpmap::train
