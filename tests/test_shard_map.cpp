@@ -16,7 +16,9 @@
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 using Catch::Matchers::ContainsSubstring;
@@ -43,6 +45,16 @@ Matrix make_a() {
 
 int model_size() { return world_size() % 2 == 0 ? 2 : 1; }
 
+// The 2-D mesh of data x model the tests split over, and this rank's
+// coordinates on it.
+struct Grid {
+  int M = model_size();
+  int D = world_size() / M;
+  kpmap::Mesh mesh{std::vector<std::pair<std::string, int>>{{"data", D}, {"model", M}}};
+  int d = mesh.axis_index("data");
+  int m = mesh.axis_index("model");
+};
+
 // The block a function sees, as a new View (its identity for the checks).
 struct Copy {
   template <class B>
@@ -68,11 +80,9 @@ bool is_whole_a(const Matrix& whole) { return is_block(whole, 0, N0, 0, N1); }
 }  // namespace
 
 TEST_CASE("shard_map splits dimensions over mesh axes as partition specs say", "[shard_map]") {
-  const int M = model_size();
-  const int D = world_size() / M;
-  kpmap::Mesh mesh({{"data", D}, {"model", M}});
-  const int d = mesh.axis_index("data");
-  const int m = mesh.axis_index("model");
+  const Grid g;
+  const int M = g.M, D = g.D, d = g.d, m = g.m;
+  const kpmap::Mesh& mesh = g.mesh;
   const auto a = make_a();
   const kpmap::BlockPartition rows_by_data(N0, D), cols_by_model(N1, M);
 
@@ -117,10 +127,9 @@ TEST_CASE("shard_map splits dimensions over mesh axes as partition specs say", "
 
 TEST_CASE("one spec is a prefix for every leaf of a tuple argument and every result",
           "[shard_map]") {
-  const int M = model_size();
-  const int D = world_size() / M;
-  kpmap::Mesh mesh({{"data", D}, {"model", M}});
-  const int d = mesh.axis_index("data");
+  const Grid g;
+  const int D = g.D, d = g.d;
+  const kpmap::Mesh& mesh = g.mesh;
   const kpmap::BlockPartition rows_by_data(N0, D);
   const auto a = make_a();
   Matrix twice("twice", N0, N1);
@@ -148,11 +157,9 @@ TEST_CASE("one spec is a prefix for every leaf of a tuple argument and every res
 
 TEST_CASE("shard splits an array over any dimensions as a spec says; gather undoes it",
           "[shard_map]") {
-  const int M = model_size();
-  const int D = world_size() / M;
-  kpmap::Mesh mesh({{"data", D}, {"model", M}});
-  const int d = mesh.axis_index("data");
-  const int m = mesh.axis_index("model");
+  const Grid g;
+  const int M = g.M, D = g.D, d = g.d, m = g.m;
+  const kpmap::Mesh& mesh = g.mesh;
   const auto a = make_a();
   const kpmap::BlockPartition rows_by_data(N0, D), cols_by_model(N1, M), cols_by_data(N1, D);
   const auto cols = kpmap::shard<Host>(a, mesh, P(none, "model"));
