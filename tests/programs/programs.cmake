@@ -41,7 +41,7 @@ kpmap_add_mpi_test(NAME spmd.uneven_whole_argument COMMAND user_mistakes uneven 
 # with it, kpmap names both shapes before MPI sees them, once for the job.
 kpmap_add_mpi_test(NAME spmd.psum_shape_unchecked COMMAND user_mistakes psum_shape RANKS 2 3
   TIMEOUT 60 LABELS unit
-  WRAPPER ${EXPECT_EXIT} --within 20 --exit-code 1 --env KPMAP_CHECK=0
+  WRAPPER ${EXPECT_EXIT} --within 20 --exit-code 1 --env KPMAP_CHECK=0 --reject "no error"
           "--expect=MPI reported an error in kpmap::psum over axis 'devices': MPI_ERR_TRUNCATE"
           "--expect=run with KPMAP_CHECK=1 to have kpmap name the argument" --)
 kpmap_add_mpi_test(NAME spmd.psum_shape_checked COMMAND user_mistakes psum_shape RANKS 2 3

@@ -52,6 +52,12 @@ int body(const kpmap::Runtime& rt, const std::string& mistake) {
   } else if (mistake == "psum_shape") {
     Kokkos::View<double*, Kokkos::HostSpace> x("x", rt.rank() == 0 ? 5 : 4);
     kpmap::psum_inplace(x, "devices");
+    // A real program goes on to its next collective. Without one, a rank
+    // whose psum returned (rank 0 receives 4 elements into 5) would finalize
+    // while another aborts, and Open MPI 4.1's mpiexec may then crash in its
+    // own teardown (PMIx_server_finalize) instead of reporting the abort.
+    Kokkos::View<double*, Kokkos::HostSpace> next("next", 1);
+    kpmap::psum_inplace(next, "devices");
   }
   std::printf("rank %d: no error\n", rt.rank());
   return 0;
