@@ -161,7 +161,9 @@ def write_idx(path: str, a: np.ndarray) -> None:
 
 def cmd_images(args) -> None:
     """The same byte images as HDF5 and as gzipped IDX (labels shaped (N) or
-    (N, 1)) train the same network."""
+    (N, 1)) train the same network; so do IDX training files of the first
+    rows with test files (data.test_path) of the last, the rows the HDF5
+    run's validation_fraction holds out."""
     os.makedirs(args.work, exist_ok=True)
     rng = np.random.default_rng(7)
     n = 480
@@ -177,12 +179,22 @@ def cmd_images(args) -> None:
     write_idx(os.path.join(args.work, "images.idx.gz"), img)
     write_idx(os.path.join(args.work, "labels.idx.gz"), labels)
     write_idx(os.path.join(args.work, "labels_column.idx.gz"), labels[:, None])
+    held = int(0.25 * n)  # the deck's validation_fraction: the last rows are the validation set
+    split = {}
+    for name, a in (("train_images", img[:n - held]), ("train_labels", labels[:n - held]),
+                    ("test_images", img[n - held:]), ("test_labels", labels[n - held:])):
+        split[name] = os.path.join(args.work, name + ".idx.gz")
+        write_idx(split[name], a)
     out = {}
     idx = ["data.kind=idx", f"data.path={os.path.join(args.work, 'images.idx.gz')}"]
+    test_files = ["data.kind=idx", "data.validation_fraction=0",
+                  f"data.path={split['train_images']}", f"data.labels={split['train_labels']}",
+                  f"data.test_path={split['test_images']}"]
     for kind, sets in (("hdf5", [f"data.path={h5}"]),
                        ("idx", idx + [f"data.labels={os.path.join(args.work, 'labels.idx.gz')}"]),
                        ("idx_column", idx + ["data.labels=" +
-                                             os.path.join(args.work, "labels_column.idx.gz")])):
+                                             os.path.join(args.work, "labels_column.idx.gz")]),
+                       ("idx_test_files", test_files + [f"data.test_labels={split['test_labels']}"])):
         out[kind] = os.path.join(args.work, kind)
         cmd = [args.app, args.deck, "--output", out[kind]]
         for s in sets:
@@ -194,7 +206,21 @@ def cmd_images(args) -> None:
         fail("the network did not learn the bars")
     same_checkpoints(final_checkpoint(out["hdf5"]), final_checkpoint(out["idx"]), 0.0)
     same_checkpoints(final_checkpoint(out["hdf5"]), final_checkpoint(out["idx_column"]), 0.0)
-    print("OK: HDF5 and IDX images (labels N and N x 1) train to the same parameters, bit for bit")
+    same_checkpoints(final_checkpoint(out["hdf5"]), final_checkpoint(out["idx_test_files"]), 0.0)
+    t = load(os.path.join(out["idx_test_files"], "result.json"))
+    if t["test_accuracy"] != r["test_accuracy"]:
+        fail(f"test files: test accuracy {t['test_accuracy']}, the held-out rows' "
+             f"{r['test_accuracy']}")
+    # Test images without their labels: refused, naming both keys.
+    p = subprocess.run([args.app, args.deck, "--output", os.path.join(args.work, "half")] +
+                       [a for s in test_files for a in ("--set", s)],
+                       capture_output=True, text=True, timeout=120)
+    says = "keys 'data.test_path' and 'data.test_labels': give both, or neither"
+    if p.returncode != 2 or says not in p.stdout + p.stderr:
+        print((p.stdout + p.stderr)[-2000:])
+        fail(f"data.test_path alone: exit code {p.returncode}, expected 2 saying '{says}'")
+    print("OK: HDF5 and IDX images (labels N and N x 1; the held-out rows as test files) train "
+          "to the same parameters, bit for bit")
 
 
 def cmd_same(args) -> None:

@@ -544,7 +544,7 @@ inline const char* data_kind_name(DataKind kind) {
 }
 
 /// \brief The [data] section of a kpmap-train deck, with what the files'
-/// headers say (train/config.cpp reads it).
+/// headers say (train/config/data.cpp reads it).
 struct DataConfig {
   DataKind kind = DataKind::synthetic;
   std::string source;                  ///< the deck, for messages
