@@ -24,6 +24,7 @@
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/layer.hpp>
 #include <kpmap/train/losses/loss.hpp>
+#include <kpmap/train/sharding.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -72,21 +73,6 @@ struct Evaluation : BatchStats {
 };
 
 namespace detail {
-/// to(i) = from(i) * scale, converted to `to`'s type (beta = 1: added to
-/// what `to` holds). Casts parameters down to the compute type and
-/// gradients up to the master type.
-template <class To, class From, class M>
-struct CastScaled {
-  Kokkos::View<To*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> to;
-  Kokkos::View<const From*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> from;
-  To scale;
-  bool add;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    const To v = static_cast<To>(from(i)) * scale;
-    to(i) = add ? to(i) + v : v;
-  }
-};
-
 /// carried(i) = sums(i), plus what it held unless `first`: a step's (loss,
 /// correct) sums over its micro-batches.
 template <class M>
@@ -259,130 +245,64 @@ class Sequential {
   /// shard_gradients() was called: gradient_part() holds this rank's part).
   const FlatParams<T, M>& grads() const { return grads_; }
 
-  /// \brief ZeRO stage 2 (train.sharding = "gradients"): from here on each
-  /// rank keeps only its part of the reduced gradient, elements [first,
-  /// last) of the parameters laid end to end split evenly over `axis`, as
-  /// Optimizer splits them (gradient_part()). Each layer's backward writes
-  /// its gradient into one of two work buffers (alternating from layer to
-  /// layer, each the size of the largest layer it serves), and its sum over
-  /// the ranks is reduce-scattered to the owners as soon as the layer is
-  /// done; grads() is empty after. Not under mixed precision.
+  /// \brief ZeRO stage 2 (train.sharding = "gradients", train/sharding.hpp):
+  /// from here on each rank keeps only its part of the reduced gradient
+  /// (gradient_part()), each layer's reduce-scattered as soon as its backward
+  /// pass is done; grads() is empty after. Not under mixed precision.
   void shard_gradients(AxisRef axis) {
     if constexpr (mixed) {
       throw Error("kpmap::train::Sequential: the gradient is not sharded under mixed precision");
     } else {
-      const std::size_t total = params_.all.size();
-      const int ranks = axis->size();
-      const BlockPartition split(total, ranks);
-      const std::size_t lo = split.begin(axis->index()), hi = split.end(axis->index());
-      std::size_t bucket_size[2] = {0, 0};
-      std::size_t k = 0;  // the layer's number among those with parameters
-      bucket_of_.assign(layers_.size(), -1);
-      layer_counts_.assign(layers_.size(), {});
-      layer_part_at_.assign(layers_.size(), 0);
+      shards_.shard_gradients(layer_span_, axis);
       for (std::size_t l = 0; l < layers_.size(); ++l) {
-        const std::size_t s = layer_span_[l], e = layer_span_[l + 1];
-        if (e == s) continue;
-        const int b = static_cast<int>(k++ % 2);
-        bucket_of_[l] = b;
-        bucket_size[b] = std::max(bucket_size[b], e - s);
-        const auto in = [&](std::size_t i) { return std::clamp(i, s, e); };
-        for (int r = 0; r < ranks; ++r) {
-          const std::size_t count = in(split.end(r)) - in(split.begin(r));
-          if (count > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-            throw Error("kpmap::train::Sequential: layer " + std::to_string(l + 1) + " gives " +
-                        std::to_string(count) +
-                        " gradient values to one rank, more than MPI's "
-                        "reduce-scatter counts (2^31 - 1): shard it over more ranks");
-          }
-          layer_counts_[l].push_back(static_cast<int>(count));
-        }
-        layer_part_at_[l] = in(lo)-lo;
-      }
-      for (int b = 0; b < 2; ++b) {
-        buckets_[b] = Kokkos::View<T*, M>("kpmap::train::gradient_bucket", bucket_size[b]);
-      }
-      grad_part_ = Kokkos::View<T*, M>("kpmap::train::gradient_part", hi - lo);
-      grad_scratch_ = Kokkos::View<T*, M>("kpmap::train::gradient_part_scratch", hi - lo);
-      for (std::size_t l = 0; l < layers_.size(); ++l) {
-        if (bucket_of_[l] >= 0) {
-          layers_[l]->bind(params_.all.data() + layer_span_[l], buckets_[bucket_of_[l]].data());
+        if (shards_.has_buffer(l)) {
+          layers_[l]->bind(params_.all.data() + layer_span_[l], shards_.gradient_buffer(l));
         }
       }
       grads_.all = Kokkos::View<T*, M>();
-      grad_axis_ = &*axis;
     }
   }
   /// \brief Whether shard_gradients() was called.
-  bool gradients_sharded() const { return grad_axis_ != nullptr; }
+  bool gradients_sharded() const { return shards_.gradients(); }
 
-  /// \brief ZeRO stage 3 (train.sharding = "parameters", FSDP): as
-  /// shard_gradients(), and from here on each rank keeps only its part of
-  /// the parameters too (parameter_part(): the same elements as its
-  /// gradient part), taken from params(), which is empty after. A layer's
-  /// parameters are all-gathered into a work buffer (two, alternating from
-  /// layer to layer, each the size of the largest layer it serves) just
-  /// before its forward pass and again before its backward pass, the next
-  /// layer's gather started while this one computes; a buffer that still
-  /// holds a layer's current values (the last two layers, from the forward
-  /// pass to the backward) is not gathered again. Not under mixed precision.
+  /// \brief ZeRO stage 3 (train.sharding = "parameters", FSDP,
+  /// train/sharding.hpp): as shard_gradients(), and from here on each rank
+  /// keeps only its part of the parameters too (parameter_part(), the same
+  /// elements as its gradient part), each layer's all-gathered before its
+  /// forward and backward passes; params() is empty after. Not under mixed
+  /// precision.
   void shard_parameters(AxisRef axis) {
     if constexpr (mixed) {
       throw Error("kpmap::train::Sequential: the parameters are not sharded under mixed precision");
     } else {
       if (!gradients_sharded()) shard_gradients(axis);
-      const std::size_t lo = BlockPartition(parameter_count(), axis->size()).begin(axis->index());
-      param_part_ =
-          Kokkos::View<T*, M>(Kokkos::view_alloc(Kokkos::WithoutInitializing,
-                                                 std::string("kpmap::train::parameter_part")),
-                              grad_part_.size());
-      Kokkos::deep_copy(
-          exec_, param_part_,
-          Kokkos::subview(params_.all, Kokkos::make_pair(lo, lo + grad_part_.size())));
-      for (int b = 0; b < 2; ++b) {
-        param_buckets_[b] =
-            Kokkos::View<T*, M>("kpmap::train::parameter_bucket", buckets_[b].size());
-      }
-      layer_displs_.assign(layers_.size(), {});
-      param_layers_.clear();
-      param_index_.assign(layers_.size(), 0);
+      shards_.shard_parameters(exec_, params_.all);
       for (std::size_t l = 0; l < layers_.size(); ++l) {
-        if (bucket_of_[l] < 0) continue;
-        param_index_[l] = param_layers_.size();
-        param_layers_.push_back(l);
-        int at = 0;  // every rank's block lies after those of the ranks before it
-        for (int c : layer_counts_[l]) {
-          layer_displs_[l].push_back(at);
-          at += c;
+        if (shards_.has_buffer(l)) {
+          layers_[l]->bind(shards_.parameter_buffer(l), shards_.gradient_buffer(l));
         }
-        layers_[l]->bind(param_buckets_[bucket_of_[l]].data(), buckets_[bucket_of_[l]].data());
       }
       kpmap::detail::fence(exec_, "kpmap::train::Sequential::shard_parameters");
       params_.all = Kokkos::View<T*, M>();
-      params_sharded_ = true;
-      forget_gathered();
+      shards_.forget_gathered();
     }
   }
   /// \brief Whether shard_parameters() was called.
-  bool parameters_sharded() const { return params_sharded_; }
+  bool parameters_sharded() const { return shards_.parameters(); }
   /// \brief This rank's part of the parameters, once shard_parameters()
   /// was called (empty before): elements [first, last) of them laid end to
   /// end, as gradient_part() and Optimizer::owned() split them. Whoever
   /// changes it (the optimizer, a restart) changes the model.
-  const Kokkos::View<T*, M>& parameter_part() const { return param_part_; }
+  const Kokkos::View<T*, M>& parameter_part() const { return shards_.parameter_part(); }
   /// \brief The two work buffers the layers' parameters are gathered into,
   /// once shard_parameters() was called.
-  std::size_t parameter_bucket_bytes() const {
-    return (param_buckets_[0].size() + param_buckets_[1].size()) * sizeof(T);
-  }
+  std::size_t parameter_bucket_bytes() const { return shards_.parameter_bucket_bytes(); }
   /// \brief This rank's part of the last step's reduced gradient, once
   /// shard_gradients() was called (empty before).
-  const Kokkos::View<T*, M>& gradient_part() const { return grad_part_; }
+  const Kokkos::View<T*, M>& gradient_part() const { return shards_.gradient_part(); }
   /// \brief The two work buffers the layers write their gradients into,
   /// once shard_gradients() was called.
-  std::size_t gradient_bucket_bytes() const {
-    return (buckets_[0].size() + buckets_[1].size()) * sizeof(T);
-  }
+  std::size_t gradient_bucket_bytes() const { return shards_.gradient_bucket_bytes(); }
   /// \brief Mixed precision: the output delta's factor, divided out of
   /// every gradient before its reduction (a power of two, so that the
   /// scaling itself rounds nothing). Default 1; no effect without mixed.
@@ -434,14 +354,9 @@ class Sequential {
     std::uint64_t offset = 0;
     for (std::size_t l = 0; l < layers_.size(); ++l) {
       offset += layers_[l]->initialize(exec_, seed, offset);
-      if (parameters_sharded() && bucket_of_[l] >= 0) {
-        const auto [d, at, own] = own_block(l);
-        Kokkos::deep_copy(
-            exec_, Kokkos::subview(param_part_, Kokkos::make_pair(at, at + own)),
-            Kokkos::subview(param_buckets_[bucket_of_[l]], Kokkos::make_pair(d, d + own)));
-      }
+      if (parameters_sharded() && shards_.has_buffer(l)) shards_.keep_own_block(exec_, l);
     }
-    forget_gathered();
+    shards_.forget_gathered();
     if constexpr (mixed) {
       // The layers drew into the compute copy; the master takes its values.
       cast(params_.all, compute_params_, 0, params_.all.size(), T(1), false);
@@ -492,7 +407,7 @@ class Sequential {
     pending_.clear();
     if (micro.first) {
       refresh_compute_params();
-      forget_gathered();  // the optimizer, a restart or a test may have changed them
+      shards_.forget_gathered();  // the optimizer, a restart or a test may have changed them
     }
     if (n == 0) {
       if (micro.first && !sharded) Kokkos::deep_copy(exec_, grads_.all, T(0));
@@ -513,13 +428,8 @@ class Sequential {
     if (micro.last) pending_.push_back(ipsum(exec_, step_sums, axis));
     std::optional<ProfilingRegion> backward_region(std::in_place, "kpmap::train::backward");
     for (std::size_t l = layers_.size(); l-- > 0;) {
-      const int bucket = sharded ? bucket_of_[l] : -1;
-      // Sharded: the layer two back wrote this bucket; its reduction must be done.
-      if (bucket >= 0) bucket_req_[bucket].wait();
-      if (bucket >= 0 && parameters_sharded()) {
-        use_gathered(l);
-        if (param_index_[l] > 0) start_gather(param_layers_[param_index_[l] - 1]);
-      }
+      const bool bucket = sharded && shards_.has_buffer(l);
+      if (bucket) shards_.before_backward(exec_, l);
       if (n > 0 && !absorbed_[l]) {
         // Mixed: each micro-batch's gradient in C is added up in T. Sharded:
         // the bucket holds one layer's gradient of one micro-batch.
@@ -531,20 +441,8 @@ class Sequential {
                static_cast<T>(1.0 / loss_scale_), !micro.first);
         }
       }
-      if (bucket >= 0) {
-        const std::size_t size = layer_span_[l + 1] - layer_span_[l];
-        const auto mine =
-            Kokkos::subview(buckets_[bucket], Kokkos::make_pair(std::size_t(0), size));
-        if (n == 0) Kokkos::deep_copy(exec_, mine, T(0));  // no samples: this rank adds zeros
-        // This rank's part of the layer's sum: into the gradient part, or for
-        // a later micro-batch into the scratch part, added after.
-        const std::size_t at = layer_part_at_[l];
-        const auto own =
-            static_cast<std::size_t>(layer_counts_[l][static_cast<std::size_t>(axis->index())]);
-        const auto& into = micro.first ? grad_part_ : grad_scratch_;
-        bucket_req_[bucket] =
-            ipsum_scatter_blocks(exec_, mine, layer_counts_[l],
-                                 Kokkos::subview(into, Kokkos::make_pair(at, at + own)), axis);
+      if (bucket) {
+        shards_.reduce(exec_, l, n == 0, micro.first);
       } else if (micro.last && layer_span_[l + 1] > layer_span_[l]) {
         // Hand this layer's gradient to MPI (fenced inside) before going on.
         pending_.push_back(ipsum(
@@ -558,24 +456,12 @@ class Sequential {
       // reuse those buffers in whatever order MPI completes them.
       if (settled_) {
         for (auto& r : pending_) r.test();
-        if (sharded) {
-          for (auto& r : bucket_req_) r.test();
-        }
+        if (sharded) shards_.test();
       }
     }
     backward_region.reset();
-    if (sharded) {
-      // Every micro-batch's reductions end here: a later one's part is added.
-      const ProfilingRegion wait_region("kpmap::train::gradient_psum_wait");
-      const double t0 = MPI_Wtime();
-      for (auto& r : bucket_req_) r.wait();
-      if (wait_seconds != nullptr) *wait_seconds += MPI_Wtime() - t0;
-      if (!micro.first) {
-        Kokkos::parallel_for("kpmap::train::sequential::add_gradient_part",
-                             Kokkos::RangePolicy<Exec>(exec_, 0, grad_part_.size()),
-                             detail::CastScaled<T, T, M>{grad_part_, grad_scratch_, T(1), true});
-      }
-    }
+    // Every micro-batch's reductions end here: a later one's part is added.
+    if (sharded) shards_.finish_micro_batch(exec_, micro.first, wait_seconds);
     if (!micro.last) return {};
     const ProfilingRegion wait_region("kpmap::train::gradient_psum_wait");
     const double t0 = MPI_Wtime();
@@ -593,7 +479,7 @@ class Sequential {
     const bool ce = classification_;
     if (ce) Kokkos::deep_copy(exec_, confusion_, 0.0);
     refresh_compute_params();
-    forget_gathered();
+    shards_.forget_gathered();
     // Sharded parameters: every rank gathers each layer's as often as the
     // rank with the most batches, without samples once its own are done.
     std::size_t batches = (data.rows() + capacity_ - 1) / capacity_;
@@ -692,57 +578,12 @@ class Sequential {
                            detail::GatherRows<T, M, C>{data.x, data.y, order, in, yb_, first});
     }
     const bool gathers = parameters_sharded();
-    if (gathers) start_gather(param_layers_.front());
+    if (gathers) shards_.gather_first(exec_);
     for (std::size_t l = 0; l < layers_.size(); ++l) {
-      if (gathers && bucket_of_[l] >= 0) {
-        use_gathered(l);
-        const std::size_t next = param_index_[l] + 1;
-        if (next < param_layers_.size()) start_gather(param_layers_[next]);
-      }
+      if (gathers && shards_.has_buffer(l)) shards_.before_forward(exec_, l);
       if (n > 0 && !absorbed_[l]) {
         layers_[l]->forward(exec_, rows(acts_[l], n), rows(acts_[ends_[l]], n));
       }
-    }
-  }
-
-  // Layer l's block of this rank's parameter part: where it lies in the
-  // layer (its displacement), where in the part, and how many values.
-  struct OwnBlock {
-    std::size_t in_layer, in_part, count;
-  };
-  OwnBlock own_block(std::size_t l) const {
-    const auto me = static_cast<std::size_t>(grad_axis_->index());
-    return {static_cast<std::size_t>(layer_displs_[l][me]), layer_part_at_[l],
-            static_cast<std::size_t>(layer_counts_[l][me])};
-  }
-
-  // Starts gathering layer l's parameters into its work buffer (this rank's
-  // block copied in first), unless the buffer holds them already. The
-  // gather fences exec_ first, so the layer that used the buffer before is
-  // done with it.
-  void start_gather(std::size_t l) {
-    const int b = bucket_of_[l];
-    if (held_[b] == static_cast<long>(l)) return;
-    const auto [d, at, own] = own_block(l);
-    const auto& buffer = param_buckets_[b];
-    Kokkos::deep_copy(exec_, Kokkos::subview(buffer, Kokkos::make_pair(d, d + own)),
-                      Kokkos::subview(param_part_, Kokkos::make_pair(at, at + own)));
-    const std::size_t size = layer_span_[l + 1] - layer_span_[l];
-    gather_req_[b] =
-        iall_gather_inplace(exec_, Kokkos::subview(buffer, Kokkos::make_pair(std::size_t(0), size)),
-                            layer_counts_[l], layer_displs_[l], *grad_axis_);
-    held_[b] = static_cast<long>(l);
-  }
-  // Layer l's parameters are in its buffer once this returns.
-  void use_gathered(std::size_t l) {
-    start_gather(l);  // nothing if it was prefetched, or is still there
-    gather_req_[bucket_of_[l]].wait();
-  }
-  // The buffers' contents are no longer the parameters' values.
-  void forget_gathered() {
-    for (int b = 0; b < 2; ++b) {
-      gather_req_[b].wait();
-      held_[b] = -1;
     }
   }
 
@@ -793,31 +634,7 @@ class Sequential {
   Kokkos::View<double**, Kokkos::LayoutRight, M> confusion_;
   std::vector<Request> pending_;  // a step's reductions, reused from step to step
   bool settled_ = false;          // a step has run: its buffers are in the pools
-  // Sharded gradients (shard_gradients): the axis, this rank's part of the
-  // reduced gradient (and a second one a later micro-batch's part lands in),
-  // the two work buffers the layers write into, each layer's buffer (-1:
-  // none), every rank's count of its elements, where its part lies in
-  // grad_part_, and each buffer's reduction in flight.
-  const Axis* grad_axis_ = nullptr;
-  Kokkos::View<T*, M> grad_part_, grad_scratch_;
-  Kokkos::View<T*, M> buckets_[2];
-  std::vector<int> bucket_of_;
-  std::vector<std::vector<int>> layer_counts_;
-  std::vector<std::size_t> layer_part_at_;
-  Request bucket_req_[2];
-  // Sharded parameters (shard_parameters): this rank's part of them, the two
-  // buffers the layers' are gathered into (a layer's the same one as its
-  // gradient's), every rank's displacement of its block in each layer, the
-  // layers with parameters in order and each one's place among them, which
-  // layer each buffer holds (-1: none, or values since changed), and each
-  // buffer's gather in flight.
-  bool params_sharded_ = false;
-  Kokkos::View<T*, M> param_part_;
-  Kokkos::View<T*, M> param_buckets_[2];
-  std::vector<std::vector<int>> layer_displs_;
-  std::vector<std::size_t> param_layers_, param_index_;
-  long held_[2] = {-1, -1};
-  Request gather_req_[2];
+  LayerShards<T, M> shards_;      // ZeRO 2 and 3 (shard_gradients, shard_parameters)
 };
 
 }  // namespace kpmap::train
