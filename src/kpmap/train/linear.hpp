@@ -9,7 +9,8 @@
 #include <kpmap/base/policy.hpp>
 #include <kpmap/collectives/collectives.hpp>
 #include <kpmap/train/data.hpp>
-#include <kpmap/train/sequential.hpp>
+#include <kpmap/train/losses/loss.hpp>
+#include <kpmap/train/model.hpp>
 
 #include <Kokkos_Core.hpp>
 

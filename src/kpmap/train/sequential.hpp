@@ -22,8 +22,10 @@
 #include <kpmap/spmd/pmap.hpp>
 #include <kpmap/tools/profiling.hpp>
 #include <kpmap/train/data.hpp>
+#include <kpmap/train/layer_stack.hpp>
 #include <kpmap/train/layers/layer.hpp>
 #include <kpmap/train/losses/loss.hpp>
+#include <kpmap/train/model.hpp>
 #include <kpmap/train/sharding.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -33,44 +35,11 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 namespace kpmap::train {
-
-/// \brief A model's parameters, or its gradient, or an optimizer's moments:
-/// one contiguous View (a tree of one leaf for collectives and optimizers).
-/// Sequential::for_each_slice names the layers' arrays within it.
-template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
-struct FlatParams {
-  using memory_space = M;
-  Kokkos::View<T*, M> all;
-  template <class F>
-  void for_each_view(F&& f) const {
-    f(all);
-  }
-  /// The tree over flat Views of the leaves' sizes (an optimizer's moments).
-  static FlatParams unflatten(const std::vector<Kokkos::View<T*, M>>& leaves) {
-    return {leaves.at(0)};
-  }
-};
-
-/// \brief Where a call of Sequential::loss_and_gradient sits in a step made
-/// of micro-batches (gradient accumulation): the first overwrites the
-/// gradient, later ones add to it, and the last reduces it over the ranks.
-struct MicroBatch {
-  bool first = true;
-  bool last = true;
-};
-
-/// \brief Loss, accuracy and (cross-entropy) the confusion matrix of a data
-/// set, over all ranks.
-struct Evaluation : BatchStats {
-  std::size_t classes = 0;
-  std::vector<double> confusion;  ///< classes x classes, row = true label, column = predicted
-};
 
 namespace detail {
 /// carried(i) = sums(i), plus what it held unless `first`: a step's (loss,
@@ -123,7 +92,7 @@ class Sequential {
         classification_(loss_info(loss.name).classification),
         capacity_(capacity),
         exec_(exec) {
-    check(input_, layers_, loss);
+    check_stack(input_, layers_, loss);
     std::size_t total = 0, numbered = 0;
     layer_span_.resize(layers_.size() + 1);
     for (std::size_t l = 0; l < layers_.size(); ++l) {
@@ -136,26 +105,9 @@ class Sequential {
       if (!specs.empty()) ++numbered;
     }
     layer_span_.back() = total;
-    // A ReLU that the next layer applies itself runs no passes of its own.
-    absorbed_.assign(layers_.size(), false);
-    for (std::size_t l = 0; l + 1 < layers_.size(); ++l) {
-      if (layers_[l]->type() == "relu" && layers_[l]->in_place()) {
-        absorbed_[l] = layers_[l + 1]->absorb_relu();
-      }
-    }
-    // A layer that computes the next one's output itself (a first
-    // convolution and its max pooling) writes that layer's output.
-    ends_.resize(layers_.size());
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      ends_[l] = l + 1;
-      if (absorbed_[l]) continue;
-      std::size_t next = l + 1;
-      while (next < layers_.size() && absorbed_[next]) ++next;
-      if (next < layers_.size() && layers_[l]->absorb_next(*layers_[next], l > 0)) {
-        for (std::size_t k = l + 1; k <= next; ++k) absorbed_[k] = true;
-        ends_[l] = next + 1;
-      }
-    }
+    StackFusion fusion = fuse_stack(layers_);
+    absorbed_ = std::move(fusion.absorbed);
+    ends_ = std::move(fusion.ends);
     params_.all = Kokkos::View<T*, M>("kpmap::train::params", total);
     grads_.all = Kokkos::View<T*, M>("kpmap::train::grads", total);
     C* p = nullptr;
@@ -173,65 +125,6 @@ class Sequential {
       layers_[l]->bind(p + layer_span_[l], g + layer_span_[l]);
     }
     allocate_work();
-  }
-
-  /// \brief Throws ShapeError unless `layers` chain from `input` and end in
-  /// what `loss` needs (allocates nothing).
-  static void check(const Shape& input, const std::vector<LayerPtr>& layers, const Loss& loss) {
-    if (layers.empty()) throw ShapeError("a model needs at least one layer");
-    if (parameter_count(layers) == 0) {
-      throw ShapeError("the model has no layer with parameters to train");
-    }
-    Shape shape = input;
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-      if (!(layers[l]->input_shape() == shape)) {
-        throw ShapeError("layer " + std::to_string(l + 1) + " (" + layers[l]->type() +
-                             ") was built for a " + layers[l]->input_shape().str() +
-                             " input but receives a " + shape.str(),
-                         l + 1);
-      }
-      shape = layers[l]->output_shape();
-    }
-    const Shape out = shape;
-    if (out.image) {
-      throw ShapeError("the model's output is a " + out.str() +
-                           "; end it with { type = \"flatten\" } and a dense layer",
-                       layers.size());
-    }
-    const LossInfo& info = loss_info(loss.name);
-    if (info.outputs > 0 && out.channels != info.outputs) {
-      throw ShapeError(loss.name + " reads " + std::to_string(info.outputs) + " output" +
-                           (info.outputs > 1 ? "s" : "") + ", and the last layer gives " +
-                           out.str(),
-                       layers.size());
-    }
-    if (info.outputs == 0 && out.channels < 2) {
-      throw ShapeError(loss.name +
-                           " needs a score per class (at least 2), and the last layer "
-                           "gives " +
-                           out.str(),
-                       layers.size());
-    }
-  }
-
-  /// \brief Parameters of `layers`, without building the model.
-  static std::size_t parameter_count(const std::vector<LayerPtr>& layers) {
-    std::size_t n = 0;
-    for (const auto& layer : layers) {
-      for (const auto& p : layer->parameters()) n += p.size();
-    }
-    return n;
-  }
-
-  /// \brief Bytes of work arrays per sample of capacity: activations, their
-  /// gradients and the layers' own (convolution patches, say).
-  static double work_bytes_per_sample(const Shape& input, const std::vector<LayerPtr>& layers) {
-    double b = 2.0 * sizeof(C) * double(input.size());
-    for (const auto& layer : layers) {
-      b += layer->work_bytes_per_sample();
-      if (!layer->in_place()) b += 2.0 * sizeof(C) * double(layer->output_shape().size());
-    }
-    return b;
   }
 
   const Shape& input_shape() const { return input_; }
@@ -365,39 +258,19 @@ class Sequential {
   }
 
   /// \brief One line per layer: what it is, its shapes and parameter count.
-  std::vector<std::string> summary() const {
-    std::vector<std::string> lines;
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      const auto& layer = *layers_[l];
-      lines.push_back(layer.describe() + ": " + layer.input_shape().str() + " -> " +
-                      layer.output_shape().str() + ", " +
-                      std::to_string(layer_span_[l + 1] - layer_span_[l]) + " parameters");
-    }
-    return lines;
-  }
+  std::vector<std::string> summary() const { return stack_summary(layers_); }
   /// \brief Multiply-adds of one sample's forward pass.
-  double forward_flops() const {
-    double f = 0;
-    for (const auto& layer : layers_) f += layer->forward_flops();
-    return f;
-  }
+  double forward_flops() const { return stack_forward_flops(layers_); }
 
-  /// \brief Loss and gradient (into grads()) of one global batch.
-  ///
-  /// The local samples are `order[first, last)` of `data` (or [first, last)
-  /// when `order` is empty), at most capacity() of them; `global_batch`
-  /// counts the batch's samples over all ranks, so the psum of the ranks'
-  /// gradients is the gradient of the batch mean, however the samples fall on
-  /// the ranks (a rank without any contributes zeros). `wait_seconds`, if
-  /// given, has the time spent waiting for the reductions after the
-  /// backward pass added to it. Collective over `axis` in the last
-  /// micro-batch of a step (`micro`; a step of one batch is its own first
-  /// and last; with sharded gradients, in every micro-batch): the earlier
-  /// ones only add their gradient and loss locally, and `global_batch` is
-  /// then the size of the whole step's batch. Returns the step's loss and
-  /// accuracy over all ranks, left on the device (fetch() reads them) after
-  /// the last micro-batch, empty before. Allocates nothing, copies nothing
-  /// to the host and fences only exec(), before MPI reads a buffer.
+  /// \brief Loss and gradient (into grads()) of one global batch: this
+  /// rank's samples are `order[first, last)` of `data` (or [first, last)
+  /// without an order), at most capacity(); `global_batch` counts the
+  /// step's samples over all ranks, so the psum of the gradients is that of
+  /// the batch mean (a rank without samples adds zeros). Of a step in
+  /// micro-batches (`micro`), only the last reduces (with sharded gradients,
+  /// each) and returns the step's loss and accuracy, left on the device;
+  /// the time waited for reductions is added to `wait_seconds`, if given.
+  /// Allocates nothing, copies nothing to the host, fences only exec().
   Figures loss_and_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
                             std::size_t first, std::size_t last, std::size_t global_batch,
                             AxisRef axis, double* wait_seconds = nullptr, MicroBatch micro = {}) {
@@ -426,40 +299,7 @@ class Sequential {
     }
     const Kokkos::View<double*, M>& step_sums = single ? sums_ : step_sums_;
     if (micro.last) pending_.push_back(ipsum(exec_, step_sums, axis));
-    std::optional<ProfilingRegion> backward_region(std::in_place, "kpmap::train::backward");
-    for (std::size_t l = layers_.size(); l-- > 0;) {
-      const bool bucket = sharded && shards_.has_buffer(l);
-      if (bucket) shards_.before_backward(exec_, l);
-      if (n > 0 && !absorbed_[l]) {
-        // Mixed: each micro-batch's gradient in C is added up in T. Sharded:
-        // the bucket holds one layer's gradient of one micro-batch.
-        layers_[l]->accumulate_gradients(!mixed && !sharded && !micro.first);
-        layers_[l]->backward(exec_, rows(acts_[l], n), rows(acts_[ends_[l]], n),
-                             rows(deltas_[ends_[l]], n), rows(deltas_[l], n));
-        if constexpr (mixed) {
-          cast(grads_.all, compute_grads_, layer_span_[l], layer_span_[l + 1],
-               static_cast<T>(1.0 / loss_scale_), !micro.first);
-        }
-      }
-      if (bucket) {
-        shards_.reduce(exec_, l, n == 0, micro.first);
-      } else if (micro.last && layer_span_[l + 1] > layer_span_[l]) {
-        // Hand this layer's gradient to MPI (fenced inside) before going on.
-        pending_.push_back(ipsum(
-            exec_,
-            Kokkos::subview(grads_.all, Kokkos::make_pair(layer_span_[l], layer_span_[l + 1])),
-            axis));
-      }
-      // Let MPI progress between kernels. The first step holds every
-      // reduction until its end instead, so that the staging pool (where
-      // device paths stage) sizes itself for all of them at once: later steps
-      // reuse those buffers in whatever order MPI completes them.
-      if (settled_) {
-        for (auto& r : pending_) r.test();
-        if (sharded) shards_.test();
-      }
-    }
-    backward_region.reset();
+    backward(n, micro, axis);
     // Every micro-batch's reductions end here: a later one's part is added.
     if (sharded) shards_.finish_micro_batch(exec_, micro.first, wait_seconds);
     if (!micro.last) return {};
@@ -519,35 +359,13 @@ class Sequential {
     if (m.data() == nullptr) return Batch();
     return Kokkos::subview(m, Kokkos::make_pair(std::size_t(0), n), Kokkos::ALL());
   }
-  Batch allocate(const char* label, const Shape& s) const {
-    return Batch(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), capacity_,
-                 s.size());
-  }
 
-  // acts_[l] is layer l's input, acts_[L] the output; deltas_[l] the
-  // gradient of acts_[l] (none for the input). An in-place layer shares
-  // both with the layer before it. Arrays inside a layer that writes a later
-  // one's output (absorb_next) are never used: none.
+  // The work arrays for capacity_ samples (at least one).
   void allocate_work() {
     if (capacity_ == 0) capacity_ = 1;
-    acts_.push_back(allocate("kpmap::train::sequential::input", input_));
-    deltas_.push_back(Batch());
-    std::size_t skip_to = 0;  // acts_[k] for k < skip_to lie inside a fused span
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      auto& layer = layers_[l];
-      skip_to = std::max(skip_to, ends_[l]);
-      if (layer->in_place()) {
-        acts_.push_back(acts_.back());
-        deltas_.push_back(deltas_.back());
-      } else if (l + 1 < skip_to) {
-        acts_.push_back(Batch());
-        deltas_.push_back(Batch());
-      } else {
-        acts_.push_back(allocate("kpmap::train::sequential::activation", layer->output_shape()));
-        deltas_.push_back(allocate("kpmap::train::sequential::delta", layer->output_shape()));
-      }
-      layer->reserve(capacity_);
-    }
+    StackArrays<C, M> arrays(input_, layers_, {absorbed_, ends_}, capacity_);
+    acts_ = std::move(arrays.acts);
+    deltas_ = std::move(arrays.deltas);
     yb_ = Kokkos::View<T*, M>("kpmap::train::sequential::y", capacity_);
     sums_ = Kokkos::View<double*, M>("kpmap::train::sequential::sums", 2);
     step_sums_ = Kokkos::View<double*, M>("kpmap::train::sequential::step_sums", 2);
@@ -583,6 +401,46 @@ class Sequential {
       if (gathers && shards_.has_buffer(l)) shards_.before_forward(exec_, l);
       if (n > 0 && !absorbed_[l]) {
         layers_[l]->forward(exec_, rows(acts_[l], n), rows(acts_[ends_[l]], n));
+      }
+    }
+  }
+
+  // The backward pass of n samples, each layer's gradient handed to its
+  // reduction (a psum in the step's last micro-batch, or the sharded
+  // reduce-scatter) as soon as it exists.
+  void backward(std::size_t n, MicroBatch micro, AxisRef axis) {
+    const ProfilingRegion region("kpmap::train::backward");
+    const bool sharded = gradients_sharded();
+    for (std::size_t l = layers_.size(); l-- > 0;) {
+      const bool bucket = sharded && shards_.has_buffer(l);
+      if (bucket) shards_.before_backward(exec_, l);
+      if (n > 0 && !absorbed_[l]) {
+        // Mixed: each micro-batch's gradient in C is added up in T. Sharded:
+        // the bucket holds one layer's gradient of one micro-batch.
+        layers_[l]->accumulate_gradients(!mixed && !sharded && !micro.first);
+        layers_[l]->backward(exec_, rows(acts_[l], n), rows(acts_[ends_[l]], n),
+                             rows(deltas_[ends_[l]], n), rows(deltas_[l], n));
+        if constexpr (mixed) {
+          cast(grads_.all, compute_grads_, layer_span_[l], layer_span_[l + 1],
+               static_cast<T>(1.0 / loss_scale_), !micro.first);
+        }
+      }
+      if (bucket) {
+        shards_.reduce(exec_, l, n == 0, micro.first);
+      } else if (micro.last && layer_span_[l + 1] > layer_span_[l]) {
+        // Hand this layer's gradient to MPI (fenced inside) before going on.
+        pending_.push_back(ipsum(
+            exec_,
+            Kokkos::subview(grads_.all, Kokkos::make_pair(layer_span_[l], layer_span_[l + 1])),
+            axis));
+      }
+      // Let MPI progress between kernels. The first step holds every
+      // reduction until its end instead, so that the staging pool (where
+      // device paths stage) sizes itself for all of them at once: later steps
+      // reuse those buffers in whatever order MPI completes them.
+      if (settled_) {
+        for (auto& r : pending_) r.test();
+        if (sharded) shards_.test();
       }
     }
   }

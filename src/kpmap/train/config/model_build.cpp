@@ -6,8 +6,8 @@
 #include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/runtime/memory.hpp>
+#include <kpmap/train/layer_stack.hpp>
 #include <kpmap/train/layers/dense.hpp>
-#include <kpmap/train/sequential.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -66,20 +66,19 @@ void check_pairing(const std::vector<std::unique_ptr<Layer<C, M>>>& layers) {
 template <class T, class C, class M>
 std::vector<std::unique_ptr<Layer<C, M>>> build_model_layers(const deck::Deck& d, TrainConfig& c) {
   if (c.model.kind == "linear") return {};
-  using Net = Sequential<T, M, C>;
   try {
     // Without its arrays: a layer allocates in reserve(), called by the model.
     auto layers = build_layers<C, M>(c.data.input, c.model.layers);
     check_pairing(layers);
-    Net::check(c.data.input, layers, Loss{c.model.loss, c.model.loss_keys});
+    check_stack(c.data.input, layers, Loss{c.model.loss, c.model.loss_keys});
     const std::size_t scores = layers.back()->output_shape().channels;
     if (c.data.classification && scores != c.data.classes) {
       throw ShapeError("the last layer gives " + std::to_string(scores) +
                            " class scores and data.classes is " + std::to_string(c.data.classes),
                        c.model.layers.size());
     }
-    c.model.parameters = double(Net::parameter_count(layers));
-    c.model.work_per_sample = Net::work_bytes_per_sample(c.data.input, layers) / sizeof(C);
+    c.model.parameters = double(stack_parameter_count(layers));
+    c.model.work_per_sample = stack_work_bytes_per_sample(c.data.input, layers) / sizeof(C);
     c.model.large_work =
         std::any_of(layers.begin(), layers.end(), [](const auto& l) { return l->large_work(); });
     return layers;

@@ -1,0 +1,48 @@
+#pragma once
+/// \file
+/// \brief What every model (Sequential, Linear) shares with the Trainer and
+/// the optimizers: its parameters as one flat tree, a micro-batch's place
+/// in its step, and what an evaluation returns.
+
+#include <kpmap/train/losses/loss.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <vector>
+
+namespace kpmap::train {
+
+/// \brief A model's parameters, or its gradient, or an optimizer's moments:
+/// one contiguous View (a tree of one leaf for collectives and optimizers).
+/// Sequential::for_each_slice names the layers' arrays within it.
+template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
+struct FlatParams {
+  using memory_space = M;
+  Kokkos::View<T*, M> all;
+  template <class F>
+  void for_each_view(F&& f) const {
+    f(all);
+  }
+  /// The tree over flat Views of the leaves' sizes (an optimizer's moments).
+  static FlatParams unflatten(const std::vector<Kokkos::View<T*, M>>& leaves) {
+    return {leaves.at(0)};
+  }
+};
+
+/// \brief Where a call of Sequential::loss_and_gradient sits in a step made
+/// of micro-batches (gradient accumulation): the first overwrites the
+/// gradient, later ones add to it, and the last reduces it over the ranks.
+struct MicroBatch {
+  bool first = true;
+  bool last = true;
+};
+
+/// \brief Loss, accuracy and (cross-entropy) the confusion matrix of a data
+/// set, over all ranks.
+struct Evaluation : BatchStats {
+  std::size_t classes = 0;
+  std::vector<double> confusion;  ///< classes x classes, row = true label, column = predicted
+};
+
+}  // namespace kpmap::train
