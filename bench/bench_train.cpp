@@ -33,6 +33,7 @@
 #include "support/mpi_benchmark.hpp"
 
 #include <kpmap/runtime/runtime.hpp>
+#include <kpmap/train/batches.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/linear.hpp>

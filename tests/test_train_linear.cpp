@@ -6,6 +6,7 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/train/batches.hpp>
 #include <kpmap/train/linear.hpp>
 #include <kpmap/train/optimizers/optimizer.hpp>
 

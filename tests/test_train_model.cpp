@@ -9,6 +9,7 @@
 #include "support/train_checks.hpp"
 
 #include <kpmap/runtime/mesh.hpp>
+#include <kpmap/train/batches.hpp>
 #include <kpmap/train/config.hpp>
 #include <kpmap/train/layers/conv2d.hpp>
 #include <kpmap/train/layers/maxpool2d.hpp>

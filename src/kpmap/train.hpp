@@ -6,6 +6,7 @@
 /// and the deck-driven configuration. A program that names only a few parts
 /// includes their headers instead (kpmap/train/layers/dense.hpp, ...).
 
+#include <kpmap/train/batches.hpp>
 #include <kpmap/train/config.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/layers/avgpool2d.hpp>

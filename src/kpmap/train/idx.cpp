@@ -5,7 +5,7 @@
 
 #include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/files.hpp>
-#include <kpmap/train/data.hpp>
+#include <kpmap/train/data_files.hpp>
 
 #include <zlib.h>
 

@@ -86,4 +86,17 @@ struct CounterRng {
   }
 };
 
+/// \brief Streams of the counter-based generator, one per kind of number.
+namespace stream {
+inline constexpr std::uint32_t features = 0;
+inline constexpr std::uint32_t truth = 1;
+inline constexpr std::uint32_t noise = 2;
+inline constexpr std::uint32_t class_truth = 3;
+inline constexpr std::uint32_t shuffle = 4;
+inline constexpr std::uint32_t init = 5;
+inline constexpr std::uint32_t image_label = 6;
+inline constexpr std::uint32_t image_phase = 7;
+inline constexpr std::uint32_t image_noise = 8;
+}  // namespace stream
+
 }  // namespace kpmap::train

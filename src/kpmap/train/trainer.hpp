@@ -30,6 +30,7 @@
 #include <kpmap/run/output_keys.hpp>
 #include <kpmap/run/phases.hpp>
 #include <kpmap/tools/profiling.hpp>
+#include <kpmap/train/batches.hpp>
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/loop.hpp>
 #include <kpmap/train/optimizers/optimizer.hpp>

@@ -11,8 +11,8 @@
 /// is at column (y W + x) C + c. Flatten therefore moves no data.
 
 #include <kpmap/base/error.hpp>
-#include <kpmap/train/data.hpp>
 #include <kpmap/train/random.hpp>
+#include <kpmap/train/shard.hpp>
 
 #include <Kokkos_Core.hpp>
 

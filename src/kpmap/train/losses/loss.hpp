@@ -19,7 +19,7 @@
 #include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/deck/deck.hpp>
 #include <kpmap/deck/registry.hpp>
-#include <kpmap/train/data.hpp>
+#include <kpmap/train/shard.hpp>
 #include <kpmap/train/types.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -1,6 +1,6 @@
 #include <kpmap/base/detail/hdf5.hpp>
 #include <kpmap/base/files.hpp>
-#include <kpmap/train/data.hpp>
+#include <kpmap/train/data_files.hpp>
 
 #include <hdf5.h>
 
