@@ -450,7 +450,7 @@ class LinearModel {
   using Exec = typename M::execution_space;
   using Params = LinearParams<T, M>;
   /// A step's loss, on the device (see loss_and_gradient).
-  using Figures = MeanLossFigures<Exec, T>;
+  using StepLoss = MeanStepLoss<Exec, T>;
 
   /// \param capacity the most rows of one step on one rank.
   LinearModel(std::size_t features, std::size_t capacity, const Exec& exec = Exec())
@@ -479,9 +479,9 @@ class LinearModel {
   /// \brief Loss and gradient of one global batch (see Sequential's): the
   /// loss stays on the device. Allocates nothing, copies nothing to the host,
   /// fences only exec() (before MPI reads the array).
-  Figures loss_and_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
-                            std::size_t first, std::size_t last, std::size_t global_batch,
-                            AxisRef axis, double* wait_seconds = nullptr, MicroBatch micro = {}) {
+  StepLoss loss_and_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
+                             std::size_t first, std::size_t last, std::size_t global_batch,
+                             AxisRef axis, double* wait_seconds = nullptr, MicroBatch micro = {}) {
     if (!micro.first || !micro.last) {
       throw Error("kpmap::train::LinearModel: the linear model takes a step's batch in one pass");
     }

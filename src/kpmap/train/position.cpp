@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdint>
+#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -108,6 +110,42 @@ SavedPosition read_position(const checkpoint::Reader& r, const std::string& file
   if (p.seed < 0)
     damaged("gives train.seed " + std::to_string(p.seed) + ", which is never negative");
   return p;
+}
+
+void check_resumable(const SavedPosition& saved, const std::string& file, const LoopConfig& loop) {
+  if (saved.step_in_epoch > 0 && static_cast<std::uint64_t>(saved.seed) != loop.seed) {
+    throw InputError("restart file " + file + " stopped in the middle of epoch " +
+                         std::to_string(saved.epoch + 1) +
+                         " with train.seed = " + std::to_string(saved.seed) +
+                         ", and the deck gives " + std::to_string(loop.seed) +
+                         ": the rest of the epoch would follow another order; restart it "
+                         "with its own seed",
+                     ErrorScope::all_ranks);
+  }
+  if (saved.epoch >= loop.epochs) {
+    throw InputError("restart file " + file + " is at epoch " + std::to_string(saved.epoch) +
+                         ", train.epochs is " + std::to_string(loop.epochs) +
+                         ": nothing left to do",
+                     ErrorScope::all_ranks);
+  }
+  if (loop.max_steps > 0 && saved.optimizer_steps >= loop.max_steps) {
+    throw InputError("restart file " + file + " has taken " +
+                         std::to_string(saved.optimizer_steps) + " optimizer steps, " +
+                         "train.max_steps is " + std::to_string(loop.max_steps) +
+                         ": nothing left to do",
+                     ErrorScope::all_ranks);
+  }
+}
+
+void check_resumed_epoch(long long epoch, long long step, std::size_t batches,
+                         const std::string& file) {
+  if (static_cast<std::size_t>(step) < batches) return;
+  throw InputError("restart file " + file + " stopped after step " + std::to_string(step) +
+                       " of epoch " + std::to_string(epoch + 1) + ", but this deck's epoch has " +
+                       std::to_string(batches) +
+                       " steps (was train.batch_size changed?); restart a mid-epoch checkpoint "
+                       "with its own deck, or from a checkpoint taken at an epoch's end",
+                   ErrorScope::all_ranks);
 }
 
 }  // namespace kpmap::train

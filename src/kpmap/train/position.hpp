@@ -6,7 +6,9 @@
 /// written before those attributes hold, and checked against itself.
 
 #include <kpmap/io/checkpoint.hpp>
+#include <kpmap/train/loop.hpp>
 
+#include <cstddef>
 #include <string>
 
 namespace kpmap::train {
@@ -24,5 +26,18 @@ struct SavedPosition {
 /// train.max_steps' largest value, or at odds with itself.
 SavedPosition read_position(const checkpoint::Reader& r, const std::string& file,
                             long long deck_seed);
+
+/// \brief Refuses to continue from position `saved` of checkpoint `file`
+/// under the loop `loop`: a position inside an epoch under another
+/// train.seed (the rest of the epoch would follow another order), or one
+/// with nothing left to do (train.epochs done, train.max_steps taken).
+/// \throws InputError (all ranks) naming the file.
+void check_resumable(const SavedPosition& saved, const std::string& file, const LoopConfig& loop);
+
+/// \brief Refuses to resume epoch `epoch` (from 0) after step `step` of it
+/// (checkpoint `file`) where this run's epoch has only `batches` steps
+/// (train.batch_size changed). \throws InputError (all ranks).
+void check_resumed_epoch(long long epoch, long long step, std::size_t batches,
+                         const std::string& file);
 
 }  // namespace kpmap::train

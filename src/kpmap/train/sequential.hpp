@@ -69,7 +69,7 @@ class Sequential {
   using LayerPtr = std::unique_ptr<Layer<C, M>>;
   using Batch = typename Layer<C, M>::Batch;
   /// A step's loss and accuracy, on the device (see loss_and_gradient).
-  using Figures = SumFigures<Exec>;
+  using StepLoss = SumStepLoss<Exec>;
   /// Whether the layers compute in a type of their own (mixed precision).
   static constexpr bool mixed = !std::is_same_v<T, C>;
 
@@ -271,9 +271,9 @@ class Sequential {
   /// each) and returns the step's loss and accuracy, left on the device;
   /// the time waited for reductions is added to `wait_seconds`, if given.
   /// Allocates nothing, copies nothing to the host, fences only exec().
-  Figures loss_and_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
-                            std::size_t first, std::size_t last, std::size_t global_batch,
-                            AxisRef axis, double* wait_seconds = nullptr, MicroBatch micro = {}) {
+  StepLoss loss_and_gradient(const Shard<T, M>& data, const Kokkos::View<std::uint32_t*, M>& order,
+                             std::size_t first, std::size_t last, std::size_t global_batch,
+                             AxisRef axis, double* wait_seconds = nullptr, MicroBatch micro = {}) {
     const std::size_t n = last - first;
     const bool single = micro.first && micro.last;
     const bool sharded = gradients_sharded();

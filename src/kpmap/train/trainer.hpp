@@ -9,8 +9,8 @@
 /// A Trainer drives any model with the interface of Sequential (and of
 /// LinearModel): `value_type`, `memory_space`, `Params`, `params()`,
 /// `grads()`, `exec()`, `loss_and_gradient(...)`, `evaluate(...)` and
-/// `for_each_named(tree, f)`, and `Exec` and `Figures` (the step's loss on the
-/// device: SumFigures or MeanLossFigures). What the run prints and keeps
+/// `for_each_named(tree, f)`, and `Exec` and `StepLoss` (the step's loss on the
+/// device: SumStepLoss or MeanStepLoss). What the run prints and keeps
 /// besides checkpoints is the application's: it gets an EpochReport after
 /// every epoch.
 ///
@@ -32,6 +32,7 @@
 #include <kpmap/tools/profiling.hpp>
 #include <kpmap/train/batches.hpp>
 #include <kpmap/train/data.hpp>
+#include <kpmap/train/epoch_sums.hpp>
 #include <kpmap/train/loop.hpp>
 #include <kpmap/train/optimizers/optimizer.hpp>
 #include <kpmap/train/position.hpp>
@@ -107,26 +108,6 @@ struct StateBytes {
 
 namespace detail {
 
-/// Adds a step's figures, weighted by its global batch, to the epoch's sums
-/// (see Trainer::epoch_sums_), and keeps the first step whose loss is not
-/// finite (NaN or Inf: x - x is not 0).
-template <class M, class Figures>
-struct AddFigures {
-  Kokkos::View<double*, M> sums;
-  Figures step;
-  double weight;
-  double index;
-  KOKKOS_INLINE_FUNCTION void operator()(int) const {
-    const double loss = step.loss();
-    sums(0) += loss * weight;
-    sums(1) += step.accuracy() * weight;
-    if (sums(2) < 0 && !(loss - loss == 0.0)) {
-      sums(2) = index;
-      sums(3) = loss;
-    }
-  }
-};
-
 /// Whether a model names its parameter arrays' specs, slices() (Sequential
 /// does: a layer split over a mesh axis says where its blocks lie).
 template <class Model, class = void>
@@ -155,7 +136,7 @@ class Trainer {
   using M = typename Model::memory_space;
   using P = typename Model::Params;
   using Exec = typename Model::Exec;
-  using Figures = typename Model::Figures;
+  using StepLoss = typename Model::StepLoss;
 
   /// \brief Trains `model` data-parallel over `axis`.
   Trainer(Model& model, const OptimizerConfig& optimizer, TrainerConfig config, AxisRef axis)
@@ -173,9 +154,7 @@ class Trainer {
         c_(std::move(config)),
         axis_(axis),
         all_(all),
-        first_of_data_index_(kpmap::detail::first_at_index(axis->index(), all->comm())),
-        epoch_sums_("kpmap::train::epoch_sums", 4),
-        epoch_sums_host_(Kokkos::create_mirror_view(epoch_sums_)) {
+        first_of_data_index_(kpmap::detail::first_at_index(axis->index(), all->comm())) {
     check_mesh();
     // The arrays' names and shapes, which the checkpoints keep whatever the
     // sharding (the parameters are not all here once sharded), and where a
@@ -298,39 +277,16 @@ class Trainer {
                                : checkpoint::Reader::Values::finite);
         });
     const SavedPosition saved = read_position(r, file, static_cast<long long>(c_.seed));
-    const long long epoch = saved.epoch;
-    const long long step_in_epoch = saved.step_in_epoch;
-    const long long steps = saved.optimizer_steps;
-    if (step_in_epoch > 0 && static_cast<std::uint64_t>(saved.seed) != c_.seed) {
-      throw InputError("restart file " + file + " stopped in the middle of epoch " +
-                           std::to_string(epoch + 1) +
-                           " with train.seed = " + std::to_string(saved.seed) +
-                           ", and the deck gives " + std::to_string(c_.seed) +
-                           ": the rest of the epoch would follow another order; restart it "
-                           "with its own seed",
-                       ErrorScope::all_ranks);
-    }
-    opt_.set_steps(steps);
+    check_resumable(saved, file, c_);
+    opt_.set_steps(saved.optimizer_steps);
     at_ = {};
-    at_.epoch = epoch;
-    at_.step = step_in_epoch;
+    at_.epoch = saved.epoch;
+    at_.step = saved.step_in_epoch;
     if (at_.step > 0) {
       Kokkos::View<double*, Kokkos::HostSpace> sums("kpmap::train::epoch_sums", 2);
       r.read_replicated(Kokkos::DefaultHostExecutionSpace(), "progress.epoch_sums", sums);
       at_.loss_sum = sums(0);
       at_.correct_sum = sums(1);
-    }
-    if (at_.epoch >= c_.epochs) {
-      throw InputError("restart file " + file + " is at epoch " + std::to_string(at_.epoch) +
-                           ", train.epochs is " + std::to_string(c_.epochs) +
-                           ": nothing left to do",
-                       ErrorScope::all_ranks);
-    }
-    if (c_.max_steps > 0 && steps >= c_.max_steps) {
-      throw InputError("restart file " + file + " has taken " + std::to_string(steps) +
-                           " optimizer steps, train.max_steps is " + std::to_string(c_.max_steps) +
-                           ": nothing left to do",
-                       ErrorScope::all_ranks);
     }
     restart_file_ = file;
     times_.add(Phase::checkpoint, MPI_Wtime() - t0);
@@ -344,7 +300,6 @@ class Trainer {
   /// \throws Error (exit_code::diverged) when the loss stops being finite.
   FitResult fit(const Shard<T, M>& train, const Shard<T, M>& held_out,
                 const std::function<void(const EpochReport&)>& on_epoch) {
-    const bool root = all_->index() == 0;
     const std::size_t n = train.global_rows;
     prepare_output_dir(c_.output.dir, all_->comm());
     FitResult res;
@@ -353,7 +308,7 @@ class Trainer {
     std::size_t samples_done = 0;
     const long long first_epoch = at_.epoch;
     StepLog step_log(c_.output.dir, step_log_cadence(c_, first_epoch, steps_per_epoch(n, c_.batch)),
-                     !restart_file_.empty(), opt_.steps(), root, MPI_Wtime());
+                     !restart_file_.empty(), opt_.steps(), all_->index() == 0, MPI_Wtime());
     for (long long epoch = first_epoch; epoch < c_.epochs; ++epoch) {
       const double t0 = MPI_Wtime();
       const auto plan = plan_epoch(model_.exec(), n, train.begin, train.rows(), c_.batch, c_.seed,
@@ -361,65 +316,13 @@ class Trainer {
       kpmap::heartbeat();  // the epoch's order is progress (the watchdog's limit is per step)
       res.steps_per_epoch = plan.batches;
       const bool resumed = epoch == first_epoch && at_.step > 0;
-      if (resumed && static_cast<std::size_t>(at_.step) >= plan.batches) {
-        throw InputError(
-            "restart file " + restart_file_ + " stopped after step " + std::to_string(at_.step) +
-                " of epoch " + std::to_string(epoch + 1) + ", but this deck's epoch has " +
-                std::to_string(plan.batches) +
-                " steps (was train.batch_size changed?); restart a mid-epoch checkpoint with "
-                "its own deck, or from a checkpoint taken at an epoch's end",
-            ErrorScope::all_ranks);
-      }
+      if (resumed) check_resumed_epoch(epoch, at_.step, plan.batches, restart_file_);
       // The epoch's (loss, correct) sums stay on the device until a log line,
       // the epoch's end or a checkpoint asks for them.
-      start_epoch_sums(resumed ? at_.loss_sum : 0.0, resumed ? at_.correct_sum : 0.0);
-      EpochSums sums;
-      std::size_t steps_done = plan.batches;  // of this epoch, when it ends
-      // Cut short after `at` steps of the epoch (a stop signal, train.max_steps):
-      // a checkpoint of the position, which a restart goes on from.
-      const auto save_position = [&](std::size_t at) {
-        const auto step_in_epoch = static_cast<long long>(at);
-        res.mid_epoch = true;
-        res.epoch = epoch;
-        res.step = step_in_epoch;
-        save(run, checkpoint_file_name(epoch, step_in_epoch),
-             {epoch, step_in_epoch, sums.loss, sums.correct});
-      };
-      for (std::size_t k = resumed ? static_cast<std::size_t>(at_.step) : 0; k < plan.batches;
-           ++k) {
-        if (run.begin_step(opt_.steps() + 1)) poison();
-        const ProfilingRegion step_region("kpmap::train::step");
-        const Figures s = step(train, plan, k);
-        Kokkos::parallel_for(
-            "kpmap::train::epoch_sums", Kokkos::RangePolicy<Exec>(model_.exec(), 0, 1),
-            detail::AddFigures<M, Figures>{epoch_sums_, s, static_cast<double>(plan.global_size(k)),
-                                           static_cast<double>(k)});
-        {
-          const ProfilingRegion region("kpmap::train::update");
-          const double u0 = MPI_Wtime();
-          update();
-          times_.add(Phase::compute, MPI_Wtime() - u0);
-        }
-        if (step_log.count(opt_.steps())) {
-          // Every rank reads the figures (the same on all), so that all of
-          // them stop together on a loss that is not finite.
-          sums = fetch_epoch_sums(run, epoch, plan.batches);
-          step_log.line(opt_.steps(), epoch, k, plan.batches, plan.batch, s.fetch(), MPI_Wtime());
-        }
-        if (c_.max_steps > 0 && opt_.steps() >= c_.max_steps) {
-          res.max_steps_reached = true;
-          steps_done = k + 1;
-          break;
-        }
-        // A stop signal ends the run after this step, mid-epoch with a
-        // checkpoint of the position; after an epoch's last step, the epoch's
-        // end below polls (RunControl::end_step).
-        if (k + 1 < plan.batches && (res.stopped_by = run.poll_stop()) != 0) {
-          sums = fetch_epoch_sums(run, epoch, plan.batches);
-          save_position(k + 1);
-          break;
-        }
-      }
+      epoch_sums_.start(model_.exec(), resumed ? at_.loss_sum : 0.0,
+                        resumed ? at_.correct_sum : 0.0);
+      const std::size_t first_step = resumed ? static_cast<std::size_t>(at_.step) : 0;
+      const std::size_t steps_done = run_steps(train, plan, epoch, first_step, run, step_log, res);
       if (res.mid_epoch) break;  // the epoch's figures are not complete
       if (checked_mode() && !parameters_sharded()) {
         for_each_named(model_.params(), [&](const std::string& name, const auto& v) {
@@ -428,27 +331,15 @@ class Trainer {
       }
       // Samples per second count the training steps, not the evaluation.
       const double epoch_seconds = MPI_Wtime() - t0;
-      EpochReport rep;
-      rep.epoch = epoch + 1;
-      rep.samples = std::min(steps_done * plan.batch, n);
-      sums = fetch_epoch_sums(run, epoch, plan.batches);
-      rep.train_loss = sums.loss / static_cast<double>(rep.samples);
-      rep.train_accuracy = sums.correct / static_cast<double>(rep.samples);
-      rep.seconds = epoch_seconds;
-      if (held_out.global_rows > 0) {
-        const double e0 = MPI_Wtime();
-        rep.held_out = model_.evaluate(held_out, axis_);
-        rep.has_held_out = true;
-        times_.add(Phase::compute, MPI_Wtime() - e0);
-      }
+      res.last = report_epoch(epoch, std::min(steps_done * plan.batch, n), epoch_seconds,
+                              plan.batches, held_out, run);
       train_seconds += epoch_seconds;
-      samples_done += rep.samples;
-      res.last = rep;
+      samples_done += res.last.samples;
       res.has_report = true;
       res.epoch = epoch + 1;
-      on_epoch(rep);
+      on_epoch(res.last);
       if (res.max_steps_reached && steps_done < plan.batches) {
-        save_position(steps_done);
+        save_position(run, res, epoch, steps_done, plan.batches);
         break;
       }
       const bool done = epoch + 1 == c_.epochs || res.max_steps_reached;
@@ -529,46 +420,88 @@ class Trainer {
     model_.for_each_named(tree, f);
   }
 
-  // What fetch_epoch_sums reads: the epoch's (loss, correct) sums so far.
-  struct EpochSums {
-    double loss = 0, correct = 0;
-  };
-
-  // The epoch's sums start from (loss, correct): 0, or a resumed epoch's.
-  void start_epoch_sums(double loss, double correct) {
-    epoch_sums_host_(0) = loss;
-    epoch_sums_host_(1) = correct;
-    epoch_sums_host_(2) = -1;  // no step with a loss that is not finite
-    epoch_sums_host_(3) = 0;
-    Kokkos::deep_copy(model_.exec(), epoch_sums_, epoch_sums_host_);
+  // The steps of epoch `epoch` from `first` on: all of them (returns how
+  // many the epoch has), or up to train.max_steps (returns the steps done,
+  // res.max_steps_reached), or up to a stop signal (res.stopped_by), which
+  // checkpoints the position (res.mid_epoch).
+  std::size_t run_steps(const Shard<T, M>& train, const BatchPlan<M>& plan, long long epoch,
+                        std::size_t first, RunControl& run, StepLog& step_log, FitResult& res) {
+    for (std::size_t k = first; k < plan.batches; ++k) {
+      if (run.begin_step(opt_.steps() + 1)) poison();
+      const ProfilingRegion step_region("kpmap::train::step");
+      const StepLoss s = step(train, plan, k);
+      epoch_sums_.add(model_.exec(), s, static_cast<double>(plan.global_size(k)), k);
+      {
+        const ProfilingRegion region("kpmap::train::update");
+        const double u0 = MPI_Wtime();
+        update();
+        times_.add(Phase::compute, MPI_Wtime() - u0);
+      }
+      if (step_log.count(opt_.steps())) {
+        // Every rank reads the figures (the same on all), so that all of
+        // them stop together on a loss that is not finite.
+        epoch_sums_.fetch(model_.exec(), epoch, plan.batches, run.last_good_note());
+        step_log.line(opt_.steps(), epoch, k, plan.batches, plan.batch, s.fetch(), MPI_Wtime());
+      }
+      if (c_.max_steps > 0 && opt_.steps() >= c_.max_steps) {
+        res.max_steps_reached = true;
+        return k + 1;
+      }
+      // A stop signal ends the run after this step, mid-epoch with a
+      // checkpoint of the position; after an epoch's last step, the epoch's
+      // end polls (RunControl::end_step).
+      if (k + 1 < plan.batches && (res.stopped_by = run.poll_stop()) != 0) {
+        save_position(run, res, epoch, k + 1, plan.batches);
+        return k + 1;
+      }
+    }
+    return plan.batches;
   }
 
-  // The epoch's sums on the host (one copy, one fence of the model's
-  // instance). \throws Error (exit_code::diverged, on every rank: the sums
-  // are the same on all) naming the first step whose loss was not finite.
-  EpochSums fetch_epoch_sums(const RunControl& run, long long epoch, std::size_t batches) {
-    Kokkos::deep_copy(model_.exec(), epoch_sums_host_, epoch_sums_);
-    kpmap::detail::fence(model_.exec(), "kpmap::train::Trainer: the epoch's loss on the host");
-    if (epoch_sums_host_(2) >= 0) {
-      throw Error("training diverged: the loss is " + std::to_string(epoch_sums_host_(3)) +
-                      " at epoch " + std::to_string(epoch + 1) + ", step " +
-                      std::to_string(static_cast<long long>(epoch_sums_host_(2)) + 1) + " of " +
-                      std::to_string(batches) + " (try a smaller optimizer.learning_rate)" +
-                      run.last_good_note(),
-                  exit_code::diverged, ErrorScope::all_ranks);
+  // Epoch `epoch`'s report: the training loss and accuracy over its
+  // `samples` in `seconds` of steps, and the held-out set's evaluation.
+  EpochReport report_epoch(long long epoch, std::size_t samples, double seconds,
+                           std::size_t batches, const Shard<T, M>& held_out,
+                           const RunControl& run) {
+    EpochReport rep;
+    rep.epoch = epoch + 1;
+    rep.samples = samples;
+    rep.seconds = seconds;
+    const auto sums = epoch_sums_.fetch(model_.exec(), epoch, batches, run.last_good_note());
+    rep.train_loss = sums.loss / static_cast<double>(rep.samples);
+    rep.train_accuracy = sums.correct / static_cast<double>(rep.samples);
+    if (held_out.global_rows > 0) {
+      const double e0 = MPI_Wtime();
+      rep.held_out = model_.evaluate(held_out, axis_);
+      rep.has_held_out = true;
+      times_.add(Phase::compute, MPI_Wtime() - e0);
     }
-    return {epoch_sums_host_(0), epoch_sums_host_(1)};
+    return rep;
+  }
+
+  // Cut short after `at` of the `batches` steps of epoch `epoch` (a stop
+  // signal, train.max_steps): a checkpoint of the position, which a restart
+  // goes on from.
+  void save_position(RunControl& run, FitResult& res, long long epoch, std::size_t at,
+                     std::size_t batches) {
+    const auto step_in_epoch = static_cast<long long>(at);
+    res.mid_epoch = true;
+    res.epoch = epoch;
+    res.step = step_in_epoch;
+    const auto sums = epoch_sums_.fetch(model_.exec(), epoch, batches, run.last_good_note());
+    save(run, checkpoint_file_name(epoch, step_in_epoch),
+         {epoch, step_in_epoch, sums.loss, sums.correct});
   }
 
   // One optimizer step's loss and gradient: this rank's rows of batch k, in
   // config.accumulate micro-batches, one reduction after the last.
-  Figures step(const Shard<T, M>& data, const BatchPlan<M>& plan, std::size_t k) {
+  StepLoss step(const Shard<T, M>& data, const BatchPlan<M>& plan, std::size_t k) {
     const std::size_t first = plan.offsets[k];
     const std::size_t last = plan.offsets[k + 1];
     const std::size_t parts = c_.accumulate;
     double wait = 0;
     const double t0 = MPI_Wtime();
-    Figures s;
+    StepLoss s;
     for (std::size_t m = 0; m < parts; ++m) {
       const std::size_t a = first + (last - first) * m / parts;
       const std::size_t b = first + (last - first) * (m + 1) / parts;
@@ -681,10 +614,7 @@ class Trainer {
   TrainPosition at_;
   std::string restart_file_;
   PhaseTimes times_;
-  // The epoch's (loss sum, correct sum, first step whose loss is not finite
-  // or -1, that loss), added to by a kernel after every step.
-  Kokkos::View<double*, M> epoch_sums_;
-  typename Kokkos::View<double*, M>::HostMirror epoch_sums_host_;
+  EpochSums<M> epoch_sums_;  // the current epoch's, on the device
 };
 
 }  // namespace kpmap::train

@@ -232,7 +232,7 @@ struct BatchStats {
 /// and one fence of `exec`). Sequential's: the (loss, correct) sums of the
 /// batch and its size. Valid until the model's next step.
 template <class Exec>
-struct SumFigures {
+struct SumStepLoss {
   using memory_space = typename Exec::memory_space;
   Exec exec;
   Kokkos::View<const double*, memory_space> sums;  ///< (sum of losses, number correct)
@@ -249,10 +249,10 @@ struct SumFigures {
   }
 };
 
-/// \brief As SumFigures, for a model that keeps only the batch's mean loss
+/// \brief As SumStepLoss, for a model that keeps only the batch's mean loss
 /// (the linear model: in its gradient's type T, beside the gradient).
 template <class Exec, class T>
-struct MeanLossFigures {
+struct MeanStepLoss {
   using memory_space = typename Exec::memory_space;
   Exec exec;
   Kokkos::View<const T, memory_space> mean;
