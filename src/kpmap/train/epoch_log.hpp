@@ -12,7 +12,8 @@
 ///   log.finish();  // the last epoch's line, where a signal ended the run early
 
 #include <kpmap/run/output.hpp>
-#include <kpmap/train/trainer.hpp>
+#include <kpmap/run/output_keys.hpp>
+#include <kpmap/train/report.hpp>
 
 #include <cmath>
 #include <cstdio>

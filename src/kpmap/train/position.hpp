@@ -13,6 +13,15 @@
 
 namespace kpmap::train {
 
+/// \brief Where a run stands: `epoch` epochs done, then `step` steps of the
+/// next one, whose (loss, correct) sums so far, weighted by batch size, are
+/// given (a run stopped mid-epoch continues from there bit for bit).
+struct TrainPosition {
+  long long epoch = 0;
+  long long step = 0;
+  double loss_sum = 0, correct_sum = 0;
+};
+
 /// \brief A checkpoint's position: the deck's train.seed, epochs done,
 /// optimizer steps taken of the next epoch (the file's attribute `batch`),
 /// and optimizer steps in all.

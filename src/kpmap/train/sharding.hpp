@@ -30,6 +30,8 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kpmap::train {
@@ -276,5 +278,19 @@ class LayerShards {
   long held_[2] = {-1, -1};
   Request gather_req_[2];
 };
+
+namespace detail {
+/// Whether a model shards its gradient and its parameters,
+/// shard_gradients(axis) and shard_parameters(axis) (Sequential does;
+/// LinearModel not).
+template <class Model, class = void>
+struct Shards : std::false_type {};
+template <class Model>
+struct Shards<
+    Model, std::void_t<decltype(std::declval<Model&>().shard_gradients(std::declval<AxisRef>())),
+                       decltype(std::declval<Model&>().shard_parameters(std::declval<AxisRef>()))>>
+    : std::true_type {};
+
+}  // namespace detail
 
 }  // namespace kpmap::train

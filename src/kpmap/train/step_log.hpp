@@ -6,6 +6,7 @@
 /// the rows of the steps it takes again).
 
 #include <kpmap/run/output.hpp>
+#include <kpmap/run/output_keys.hpp>
 #include <kpmap/train/losses/loss.hpp>
 
 #include <cstddef>

@@ -15,10 +15,8 @@
 /// every epoch.
 ///
 /// A step is quiet: it allocates nothing, fences no more than the model's
-/// collectives need and copies nothing to the host. Its loss stays on the
-/// device, added there to the epoch's sums; the host reads them for a log
-/// line, at the epoch's end and for a checkpoint, and a loss that is not
-/// finite is caught there, naming the first step that had one.
+/// collectives need and copies nothing to the host; its loss is added to
+/// the epoch's sums on the device (train/epoch_sums.hpp).
 
 #include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/error.hpp>
@@ -34,19 +32,19 @@
 #include <kpmap/train/data.hpp>
 #include <kpmap/train/epoch_sums.hpp>
 #include <kpmap/train/loop.hpp>
+#include <kpmap/train/model.hpp>
 #include <kpmap/train/optimizers/optimizer.hpp>
 #include <kpmap/train/position.hpp>
-#include <kpmap/train/sequential.hpp>
+#include <kpmap/train/report.hpp>
+#include <kpmap/train/saved_arrays.hpp>
+#include <kpmap/train/sharding.hpp>
 #include <kpmap/train/step_log.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <functional>
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -61,73 +59,6 @@ struct TrainerConfig : LoopConfig {
   bool checkpoints = true;    ///< false: write none (nothing to restart from)
   checkpoint::Metadata meta;  ///< app, deck and decomposition stamped on every checkpoint
 };
-
-/// \brief Where a run stands: `epoch` epochs done, then `step` steps of the
-/// next one, whose (loss, correct) sums so far, weighted by batch size, are
-/// given (a run stopped mid-epoch continues from there bit for bit).
-struct TrainPosition {
-  long long epoch = 0;
-  long long step = 0;
-  double loss_sum = 0, correct_sum = 0;
-};
-
-/// \brief One epoch's figures, over all ranks.
-struct EpochReport {
-  long long epoch = 0;      ///< 1-based: the epoch just done (or cut short by max_steps)
-  std::size_t samples = 0;  ///< training samples of its steps
-  double train_loss = 0;    ///< mean over those samples
-  double train_accuracy = 0;
-  double seconds = 0;  ///< of the training steps (not the evaluation)
-  bool has_held_out = false;
-  Evaluation held_out;  ///< on the validation or test set
-};
-
-/// \brief How a fit() ended.
-struct FitResult {
-  int stopped_by = 0;      ///< the signal that stopped it, or 0
-  bool mid_epoch = false;  ///< stopped (or cut by max_steps) inside an epoch
-  long long epoch = 0;     ///< epochs completed
-  long long step = 0;      ///< steps of the next epoch, when mid_epoch
-  std::size_t steps_per_epoch = 0;
-  bool max_steps_reached = false;
-  std::string checkpoint;  ///< the newest checkpoint (or the restart file)
-  double samples_per_second =
-      0;                    ///< training samples of this run / training seconds, min over ranks
-  bool has_report = false;  ///< an epoch was reported
-  EpochReport last;         ///< the last epoch's report
-};
-
-/// \brief Bytes one rank holds of the training state, by kind: what a
-/// sharded run divides among the ranks, and what a replicated one repeats.
-struct StateBytes {
-  std::size_t parameters = 0;  ///< the parameters (in a mixed run, their float master copy)
-  std::size_t gradients = 0;   ///< their gradient
-  std::size_t optimizer = 0;   ///< the optimizer's state arrays (momentum; Adam's moments)
-  std::size_t total() const { return parameters + gradients + optimizer; }
-};
-
-namespace detail {
-
-/// Whether a model names its parameter arrays' specs, slices() (Sequential
-/// does: a layer split over a mesh axis says where its blocks lie).
-template <class Model, class = void>
-struct HasSlices : std::false_type {};
-template <class Model>
-struct HasSlices<Model, std::void_t<decltype(std::declval<const Model&>().slices())>>
-    : std::true_type {};
-
-/// Whether a model shards its gradient and its parameters,
-/// shard_gradients(axis) and shard_parameters(axis) (Sequential does;
-/// LinearModel not).
-template <class Model, class = void>
-struct Shards : std::false_type {};
-template <class Model>
-struct Shards<
-    Model, std::void_t<decltype(std::declval<Model&>().shard_gradients(std::declval<AxisRef>())),
-                       decltype(std::declval<Model&>().shard_parameters(std::declval<AxisRef>()))>>
-    : std::true_type {};
-
-}  // namespace detail
 
 template <class Model>
 class Trainer {
@@ -159,15 +90,7 @@ class Trainer {
     // The arrays' names and shapes, which the checkpoints keep whatever the
     // sharding (the parameters are not all here once sharded), and where a
     // layer split over a mesh axis keeps its block of each.
-    for_each_named(model_.params(), [&](const std::string& name, const auto& v) {
-      arrays_.push_back({name, checkpoint::detail::extents_vector(v), v.size(), {}, {}});
-    });
-    if constexpr (detail::HasSlices<Model>::value) {
-      for (std::size_t k = 0; k < arrays_.size(); ++k) {
-        arrays_[k].whole = model_.slices().at(k).spec.whole;
-        arrays_[k].start = model_.slices().at(k).spec.start;
-      }
-    }
+    arrays_ = saved_arrays(model_);
     if (c_.sharding == Sharding::gradients || c_.sharding == Sharding::parameters) {
       if constexpr (shards) {
         if (c_.sharding == Sharding::parameters) {
@@ -355,61 +278,28 @@ class Trainer {
   }
 
   /// \brief Calls f(dataset name, View, block, replicated) for every array a
-  /// checkpoint holds, each a global array whatever the sharding and the
-  /// mesh: the parameters, then the optimizer's state arrays by the names
-  /// its registration gives them (optimizer.m.*, optimizer.v.* for Adam).
-  /// `replicated`: every rank keeps the whole array (written once). Else
-  /// `block` is where this rank's View lies: a layer split over another axis
-  /// than the data axis is this rank's box of it; state split over the data
-  /// axis is this rank's part as a flat range (of the array, or of its box);
-  /// a block that other ranks hold too is marked a copy on all but one of
-  /// them. So a checkpoint written under one sharding, mesh and rank count
-  /// restarts under any other.
+  /// checkpoint holds (train/saved_arrays.hpp): the parameters, then the
+  /// optimizer's state arrays by the names its registration gives them
+  /// (optimizer.m.*, optimizer.v.* for Adam). `replicated`: every rank
+  /// keeps the whole array (written once); else `block` is where this
+  /// rank's View lies.
   template <class F>
   void for_each_saved(F&& f) {
-    // This rank's box of array a (the whole array unless a layer is split).
-    const auto box_of = [](const Array& a) {
-      return a.whole.empty() ? checkpoint::whole(a.extents)
-                             : checkpoint::Block{a.whole, a.start, a.extents};
-    };
-    // The arrays of `part`, this rank's elements [lo, hi) of the parameters
-    // laid end to end (the order of for_each_named), as flat ranges of each
-    // array's box. The ranks that differ from this one only off the data
-    // axis hold the same part of an array that is not split.
-    const auto by_parts = [&](const std::string& prefix, const Kokkos::View<T*, M>& part) {
-      const auto [lo, hi] = opt_.owned();
-      std::size_t at = 0;  // the array's first element, end to end
-      for (const Array& a : arrays_) {
-        const std::size_t b = std::clamp(lo, at, at + a.size);
-        const std::size_t e = std::clamp(hi, at, at + a.size);
-        checkpoint::Block block = checkpoint::flat_range_in(box_of(a), b - at, e - b);
-        block.copy = a.whole.empty() && !first_of_data_index_;
-        f(prefix + a.name, Kokkos::subview(part, Kokkos::make_pair(b - lo, e - lo)), block, false);
-        at += a.size;
-      }
-    };
-    // The arrays of `tree`, each whole on every rank, or a layer's box, the
-    // same on every rank of the data axis.
-    const auto by_arrays = [&](const std::string& prefix, const P& tree) {
-      std::size_t k = 0;
-      for_each_named(tree, [&](const std::string& name, const auto& v) {
-        const Array& a = arrays_.at(k++);
-        checkpoint::Block block = box_of(a);
-        block.copy = !a.whole.empty() && axis_->index() != 0;
-        f(prefix + name, v, block, a.whole.empty());
-      });
-    };
+    const bool copy = !first_of_data_index_;
     if (parameters_sharded()) {
-      if constexpr (shards) by_parts("params.", model_.parameter_part());
+      if constexpr (shards) {
+        for_each_in_part(arrays_, "params.", model_.parameter_part(), opt_.owned(), copy, f);
+      }
     } else {
-      by_arrays("params.", model_.params());
+      for_each_in_tree(model_, arrays_, "params.", model_.params(), axis_->index(), f);
     }
     for (std::size_t k = 0; k < opt_.state().size(); ++k) {
       const std::string prefix = "optimizer." + opt_.state()[k].first + ".";
       if (opt_.sharded()) {
-        by_parts(prefix, opt_.owned_state()[k]);
+        for_each_in_part(arrays_, prefix, opt_.owned_state()[k], opt_.owned(), copy, f);
       } else {
-        by_arrays(prefix, P::unflatten(opt_.state()[k].second));
+        for_each_in_tree(model_, arrays_, prefix, P::unflatten(opt_.state()[k].second),
+                         axis_->index(), f);
       }
     }
   }
@@ -591,19 +481,9 @@ class Trainer {
     times_.add(Phase::checkpoint, MPI_Wtime() - t0);
   }
 
-  // A parameter array's name, shape and size, and, for a layer split over
-  // a mesh axis, the whole array's extents and where this rank's block starts.
-  struct Array {
-    std::string name;
-    std::vector<std::size_t> extents;
-    std::size_t size = 0;
-    std::vector<std::size_t> whole, start;
-  };
-
-  // Whether no rank of `comm` before this one has this rank's `index`. Collective.
   Model& model_;
   Optimizer<T, M, P> opt_;
-  std::vector<Array> arrays_;  // in for_each_named order
+  std::vector<SavedArray> arrays_;  // in for_each_named order
   TrainerConfig c_;
   AxisRef axis_;
   AxisRef all_;  // every rank of the mesh: checkpoints, run control
