@@ -1,6 +1,18 @@
 # Whole programs of the library's own: how a job ends on an error, a user's first mistakes,
 # checkpoints read back by h5py (included by tests/CMakeLists.txt, whose variables it uses).
 
+# The layer table, enforced by the linker: each layer group's library linked
+# whole, every object of it, with only the groups below it (kpmap::train and
+# kpmap::sim with kpmap::core, core alone). An object that calls a function
+# of a group above or beside its own leaves an undefined reference, and the
+# build fails; running the program then says it linked.
+foreach(group core train sim)
+  add_executable(layer_link_${group} programs/layer_link.cpp)
+  target_link_libraries(layer_link_${group} PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,kpmap::${group}>")
+  add_test(NAME lint.layers_link.${group} COMMAND layer_link_${group})
+  set_tests_properties(lint.layers_link.${group} PROPERTIES LABELS "tools;quick")
+endforeach()
+
 add_executable(fail_on_one_rank programs/fail_on_one_rank.cpp)
 target_link_libraries(fail_on_one_rank PRIVATE kpmap::kpmap)
 
