@@ -1,54 +1,15 @@
 #pragma once
 /// \file
 /// \brief `vmap`: a per-example function mapped over a batch axis inside one
-/// device, as one Kokkos kernel (JAX's `jax.vmap`).
+/// device, as one Kokkos kernel with one work item per example (JAX's
+/// `jax.vmap`; `kpmap::per_team` gives each example a team instead).
 ///
-/// JAX traces the per-example function and batches every operation in it. C++
-/// cannot, so kpmap asks for the per-example function as a *device function
-/// over subviews*: the mapped callable launches one kernel whose work item `b`
-/// calls the function with example `b` of every batched argument (a subview
-/// with the batch axis removed) and the broadcast arguments as they are. The
-/// function is `KOKKOS_FUNCTION` (a functor or a `KOKKOS_LAMBDA`), so the same
-/// code runs on Serial, OpenMP, CUDA and HIP; it must not allocate, and it
-/// writes its results into the output subviews it is given. Write it as a
-/// functor with a templated `operator()` (the subview types are Kokkos'
-/// business): nvcc cannot pass a generic (`auto`) `KOKKOS_LAMBDA` on to a
-/// kernel, and a lambda's parameter types would have to be spelled out.
-///
-/// Why subviews and one work item per example: that is the whole of what
-/// `vmap` means (the same function, independently, per example), and it maps
-/// onto a GPU as it is. When one example is itself a lot of parallel work (a
-/// long signal, a matrix), map it with `kpmap::per_team` instead: each
-/// example then gets a Kokkos team, and the function takes the team member
-/// first and spreads its loops with `Kokkos::TeamThreadRange` /
-/// `TeamVectorRange`. A `vmap` of a `vmap` is one kernel over the product of
-/// the batch sizes; a `pmap` of a `vmap` maps each device's shard.
-///
-/// \code
-/// // One example: y = correlate(x, w), a "valid" 1-D cross-correlation.
-/// struct Correlate1D {
-///   template <class X, class W, class Y>
-///   KOKKOS_FUNCTION void operator()(const X& x, const W& w, const Y& y) const {
-///     for (std::size_t i = 0; i < y.extent(0); ++i) {
-///       double s = 0;
-///       for (std::size_t k = 0; k < w.extent(0); ++k) s += w(k) * x(i + k);
-///       y(i) = s;
-///     }
-///   }
-/// };
-/// // y[b] = correlate(x[b], w) for every b: in_axes=(0, None), out_axes=0
-/// auto correlate = kpmap::vmap(Correlate1D{}, kpmap::in_axes(kpmap::batched, kpmap::broadcast),
-///                         kpmap::out_axes(kpmap::batched));
-/// correlate(x, w, y);  // x: (B, n), w: (k), y: (B, n - k + 1), all device Views
-/// \endcode
-///
-/// Outputs are the trailing arguments, written in place; or, when `vmap` is
-/// given a `kpmap::returns<DataType>(shape)` per output, the call takes the
-/// inputs only and returns freshly allocated outputs (what `pmap` needs to
-/// gather them). Mismatched batch sizes throw a kpmap::Error naming both
-/// arguments and sizes; a batch axis beyond an argument's rank, a batched
-/// scalar, an output that is not batched and a View the kernel cannot reach
-/// are compile-time errors.
+/// The per-example function is a `KOKKOS_FUNCTION` functor with a templated
+/// `operator()` over subviews: example `b` of each batched argument (the
+/// batch axis removed) and each broadcast argument as it is, inputs first,
+/// then the outputs it writes; it must not allocate. docs/pmap.md, "vmap",
+/// has the example, `returns` (outputs allocated and returned, what `pmap`
+/// needs), nesting and the errors.
 
 #include <kpmap/base/detail/view_utils.hpp>
 #include <kpmap/base/error.hpp>
