@@ -3,7 +3,12 @@
 
 #include "support/mpi_test.hpp"
 
+#include <kpmap/base/words.hpp>
 #include <kpmap/deck/deck.hpp>
+#include <kpmap/deck/detail/text.hpp>
+#include <kpmap/run/phases.hpp>
+#include <kpmap/sim/config.hpp>
+#include <kpmap/train/config.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
@@ -11,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -90,6 +96,75 @@ TEST_CASE("the resolved deck holds any text as ASCII and reads back", "[deck]") 
   // overlong slash) cannot be held by a deck, and say where they are.
   for (const std::string bad : {"caf\xe9", "a\x80", "\xc0\xaf"}) {
     CHECK_THROWS_WITH(deck::toml_quoted(bad), ContainsSubstring("is not UTF-8 text (byte "));
+  }
+}
+
+namespace {
+template <class E>
+void check_words_read_back() {
+  const std::vector<std::string> words = kpmap::enum_words<E>();
+  const std::vector<E> values = kpmap::enum_values<E>();
+  REQUIRE(words.size() == values.size());
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    INFO(words[i]);
+    CHECK(std::count(words.begin(), words.end(), words[i]) == 1);
+    CHECK(kpmap::word_of(values[i]) == words[i]);
+    CHECK(kpmap::enum_of<E>(words[i]) == values[i]);
+  }
+  CHECK_FALSE(kpmap::enum_of<E>("no such word").has_value());
+}
+}  // namespace
+
+TEST_CASE("every enumeration's words read back as its values, one word each", "[deck]") {
+  check_words_read_back<kpmap::train::Sharding>();
+  check_words_read_back<kpmap::train::DataKind>();
+  check_words_read_back<kpmap::sim::Scheme>();
+  check_words_read_back<kpmap::sim::Preconditioner>();
+  check_words_read_back<kpmap::sim::Coefficient>();
+  check_words_read_back<kpmap::Phase>();
+  check_words_read_back<deck::Type>();
+  CHECK(std::string(kpmap::word_of(kpmap::train::Sharding::gradients)) == "gradients");
+  CHECK(kpmap::enum_of<kpmap::sim::Preconditioner>("jac_block") ==
+        kpmap::sim::Preconditioner::jac_block);
+  // The schemas' choices are these words, in this order.
+  const auto train = kpmap::train::train_schema();
+  CHECK(train.find("train.sharding")->choices == kpmap::enum_words<kpmap::train::Sharding>());
+  CHECK(train.find("data.kind")->choices == kpmap::enum_words<kpmap::train::DataKind>());
+}
+
+TEST_CASE("a number is written as the shortest TOML float that reads back the same", "[deck]") {
+  CHECK(deck::toml_number(0.1) == "0.1");
+  CHECK(deck::toml_number(3.0) == "3.0");  // a point: it stays a float
+  CHECK(deck::toml_number(-0.0) == "-0.0");
+  CHECK(deck::toml_number(1e300) == "1e+300");
+  const double cases[] = {
+      0.1,         0.3,  2.0 / 3.0, 1e-15, 6.02214076e23, 5e-324, 1.7976931348623157e308,
+      123456789.0, -2.5, 1e22};
+  for (double v : cases) {
+    const std::string t = deck::toml_number(v);
+    INFO(t);
+    CHECK(std::strtod(t.c_str(), nullptr) == v);
+    CHECK(t.find_first_of(".e") != std::string::npos);
+    // No fewer significant digits read back the same (printf's %.*g finds
+    // the least), and the text has no more than that.
+    int least = 1;
+    char buf[40];
+    for (; least < 17; ++least) {
+      std::snprintf(buf, sizeof buf, "%.*g", least, v);
+      if (std::strtod(buf, nullptr) == v) break;
+    }
+    std::string digits;
+    for (char c : t.substr(0, t.find('e'))) {
+      if (c >= '0' && c <= '9') digits += c;
+    }
+    digits.erase(0, digits.find_first_not_of('0'));
+    digits.erase(digits.find_last_not_of('0') + 1);
+    CHECK(static_cast<int>(digits.size()) <= least);
+    // And a deck reads it back as that double (where the key's range takes it).
+    if (v >= 0.0 && v <= 10.0) {
+      const auto d = deck::parse(schema(), valid, "deck.toml", {"train.learning_rate=" + t});
+      CHECK(d.real("train.learning_rate") == v);
+    }
   }
 }
 

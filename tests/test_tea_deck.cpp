@@ -80,6 +80,16 @@ TEST_CASE("tea_bm_1.in resolves to the same run as the native deck", "[tea]") {
   CHECK(c.test_problem == 1);
 }
 
+TEST_CASE("a translated TeaLeaf deck writes its numbers as a TOML deck does", "[tea]") {
+  // The shortest text that reads back the same double (deck::toml_number):
+  // TeaLeaf's 0.1 is 0.1 in the translation, not 0.10000000000000001.
+  std::vector<std::string> sets;
+  const std::string toml = sim::heat_deck_translator(tea_bm_1, "tea.in", sets).toml;
+  CHECK(toml.find("density = 0.1\n") != std::string::npos);
+  CHECK(toml.find("energy = 25.0\n") != std::string::npos);
+  CHECK(toml.find("0000000") == std::string::npos);
+}
+
 TEST_CASE("every spelling of a TeaLeaf deck reads the same", "[tea]") {
   const auto reference = resolved(load_text(tea_bm_1));
   const std::vector<std::string> spellings = {

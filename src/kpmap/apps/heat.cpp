@@ -47,7 +47,7 @@ std::string method_text(const sim::HeatConfig& c) {
   if (c.scheme == sim::Scheme::explicit_ftcs) return "explicit FTCS";
   std::string s = c.solver.method;
   if (c.solver.preconditioner != sim::Preconditioner::none) {
-    s += std::string(" + ") + sim::to_string(c.solver.preconditioner);
+    s += std::string(" + ") + kpmap::word_of(c.solver.preconditioner);
   }
   char eps[32];
   std::snprintf(eps, sizeof eps, " (eps %.1e)", c.solver.eps);

@@ -95,7 +95,7 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
         kpmap::format_bytes(double(held.optimizer)).c_str(),
         buffers > 0 ? (", and layer work buffers " + kpmap::format_bytes(double(buffers))).c_str()
                     : "",
-        kpmap::train::sharding_name(c.train.sharding));
+        kpmap::word_of(c.train.sharding));
     kpmap::files::write_atomic((out / kpmap::run_file::deck).string(), deck.to_toml());
   }
 

@@ -32,7 +32,7 @@ void flatten(const toml::table& table, const std::string& prefix, Leaves& out) {
 
 // A value as a deck writes it: 0.1, [10.0, 10.0], "adam".
 std::string shown(const toml::node& n) {
-  if (const auto* f = n.as_floating_point()) return format_real(f->get());
+  if (const auto* f = n.as_floating_point()) return toml_number(f->get());
   if (const auto* t = n.as_string()) return quote(t->get());
   if (const auto* list = n.as_array()) {
     std::string s = "[";

@@ -42,6 +42,12 @@ std::string closest_word(std::string_view word, const std::vector<std::string>& 
 /// \throws InputError when `s` is not UTF-8.
 std::string toml_quoted(const std::string& s);
 
+/// \brief `d` as a TOML float: the shortest text that reads back as the
+/// same double ("0.1", not "0.10000000000000001"), with a point or an
+/// exponent so that it stays a float ("3.0"), and "inf", "-inf" or "nan".
+/// Every deck kpmap writes or translates writes its numbers so.
+std::string toml_number(double d);
+
 /// \brief "" when `s` is UTF-8 text, else the first byte that is not
 /// ("byte 7").
 std::string utf8_problem(std::string_view s);

@@ -78,7 +78,7 @@ class Parser {
       if (k->fallback) {
         deck_.values_[path] = *k->fallback;
       } else {
-        missing += (missing.empty() ? "" : ", ") + path + " (" + type_word(k->type) + ": " +
+        missing += (missing.empty() ? "" : ", ") + path + " (" + kpmap::word_of(k->type) + ": " +
                    k->description + ")";
       }
     }
@@ -342,14 +342,14 @@ class Parser {
   double check_number(const Key& k, double d, const std::string& where,
                       const std::string& what) const {
     if (!std::isfinite(d)) {
-      throw InputError(where + what + ": expected a finite number, found " + format_real(d));
+      throw InputError(where + what + ": expected a finite number, found " + toml_number(d));
     }
     const bool low = k.range.min && (k.range.above_min ? !(d > *k.range.min) : d < *k.range.min);
     if (low || (k.range.max && d > *k.range.max)) {
       const bool integral = k.type == Type::integer || k.type == Type::integer_list;
       throw InputError(where + what + " is out of range: must be " + format_range(k) +
                        (k.unit.empty() ? "" : " " + k.unit) + ", found " +
-                       (integral ? std::to_string(static_cast<long long>(d)) : format_real(d)));
+                       (integral ? std::to_string(static_cast<long long>(d)) : toml_number(d)));
     }
     return d;
   }

@@ -292,7 +292,7 @@ Settings& Settings::set(const std::string& name, Value value) {
 const Value& Settings::at(std::string_view name, Type type) const {
   const Key* k = keys_ != nullptr ? keys_->find(name) : nullptr;
   if (k == nullptr || k->type != type) {
-    throw Error("kpmap::deck::Settings: no " + std::string(type_word(type)) + " key '" +
+    throw Error("kpmap::deck::Settings: no " + std::string(kpmap::word_of(type)) + " key '" +
                 std::string(name) + "' is declared" +
                 (keys_ != nullptr ? " by " + keys_->app() : std::string()));
   }
@@ -329,7 +329,7 @@ std::string Schema::help() const {
       if (section.find('#') != std::string::npos) s << "  (# = 1, 2, 3, ...: one table each)";
       s << "\n";
     }
-    s << "  " << k.path << " (" << type_word(k.type);
+    s << "  " << k.path << " (" << kpmap::word_of(k.type);
     if (k.fallback) {
       s << ", default " << format_value(*k.fallback);
     } else {
@@ -367,7 +367,7 @@ std::string Schema::markdown() const {
       for (char c : t) out += c == '|' ? std::string("\\|") : std::string(1, c);
       return out;
     };
-    s << "| `" << k.path << "` | " << type_word(k.type) << " | "
+    s << "| `" << k.path << "` | " << kpmap::word_of(k.type) << " | "
       << (k.fallback ? "`" + cell(format_value(*k.fallback)) + "`" : "**required**") << " | "
       << cell(format_range(k)) << " | " << k.unit << " | " << cell(k.description);
     if (auto c = condition_text(k); !c.empty()) s << " *(" << cell(c) << ")*";

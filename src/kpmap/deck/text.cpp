@@ -15,24 +15,6 @@
 
 namespace kpmap::deck::detail {
 
-const char* type_word(Type t) {
-  switch (t) {
-    case Type::boolean:
-      return "boolean";
-    case Type::integer:
-      return "integer";
-    case Type::real:
-      return "real";
-    case Type::string:
-      return "string";
-    case Type::integer_list:
-      return "list of integers";
-    case Type::real_list:
-      return "list of reals";
-  }
-  return "?";
-}
-
 const char* expected_phrase(Type t) {
   switch (t) {
     case Type::boolean:
@@ -49,14 +31,6 @@ const char* expected_phrase(Type t) {
       return "a list of numbers";
   }
   return "?";
-}
-
-std::string format_real(double d) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d);
-  std::string s(buf, end);
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // stays a TOML float
-  return s;
 }
 
 std::string quote(const std::string& s) {
@@ -131,6 +105,14 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+std::string toml_number(double d) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d);
+  std::string s(buf, end);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // stays a TOML float
+  return s;
+}
+
 std::string toml_quoted(const std::string& s) {
   std::string out = "\"";
   char buf[16];
@@ -173,7 +155,7 @@ std::string format_value(const Value& v) {
   struct {
     std::string operator()(bool b) const { return b ? "true" : "false"; }
     std::string operator()(long long i) const { return std::to_string(i); }
-    std::string operator()(double d) const { return format_real(d); }
+    std::string operator()(double d) const { return toml_number(d); }
     std::string operator()(const std::string& s) const { return toml_quoted(s); }
     std::string operator()(const std::vector<long long>& l) const {
       std::string s = "[";
@@ -182,7 +164,7 @@ std::string format_value(const Value& v) {
     }
     std::string operator()(const std::vector<double>& l) const {
       std::string s = "[";
-      for (std::size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + format_real(l[i]);
+      for (std::size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + toml_number(l[i]);
       return s + "]";
     }
   } f;
@@ -198,7 +180,7 @@ std::string format_range(const Key& k) {
   if (!k.range.min && !k.range.max) return "";
   const bool integral = k.type == Type::integer || k.type == Type::integer_list;
   auto num = [integral](double d) {
-    return integral ? std::to_string(static_cast<long long>(d)) : format_real(d);
+    return integral ? std::to_string(static_cast<long long>(d)) : toml_number(d);
   };
   const char* open = k.range.above_min ? "(" : "[";
   if (k.range.min && k.range.max) {
@@ -213,7 +195,7 @@ std::string describe(const toml::node& n) {
   std::ostringstream s;
   if (auto v = n.as_string()) return "a string (" + quote(v->get()) + ")";
   if (auto v = n.as_integer()) return "an integer (" + std::to_string(v->get()) + ")";
-  if (auto v = n.as_floating_point()) return "a number (" + format_real(v->get()) + ")";
+  if (auto v = n.as_floating_point()) return "a number (" + toml_number(v->get()) + ")";
   if (auto v = n.as_boolean())
     return std::string("a boolean (") + (v->get() ? "true" : "false") + ")";
   if (n.is_array()) return "a list";

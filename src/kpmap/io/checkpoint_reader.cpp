@@ -286,7 +286,7 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
   H5Tclose(ftype);
   if (!same_type) {
     H5Dclose(dset);
-    agree(impl_->comm, where + ": stored with another element type than " + elem_name(elem),
+    agree(impl_->comm, where + ": stored with another element type than " + kpmap::word_of(elem),
           exit_code::bad_input);
   }
   // The dataset's checksum: XXH3 of each block as it was written (a table,

@@ -20,22 +20,6 @@ PhaseTimes::Scope::~Scope() {
   times_.add(phase_, MPI_Wtime() - start_);
 }
 
-const char* phase_name(Phase phase) {
-  switch (phase) {
-    case Phase::compute:
-      return "compute";
-    case Phase::halo:
-      return "halo";
-    case Phase::collectives:
-      return "collectives";
-    case Phase::io:
-      return "io";
-    case Phase::checkpoint:
-      return "checkpoint";
-  }
-  return "?";
-}
-
 PhaseTimes::Report PhaseTimes::reduce(double wall_seconds, MPI_Comm comm) const {
   Report r;
   MPI_Comm_size(comm, &r.ranks);
@@ -62,7 +46,7 @@ std::string phase_table(const PhaseTimes::Report& r) {
   char line[160];
   for (std::size_t i = 0; i < phase_count; ++i) {
     std::snprintf(line, sizeof line, "  %-12s %10.3f / %10.3f / %10.3f  %5.1f %%\n",
-                  phase_name(static_cast<Phase>(i)), r.min[i], r.mean[i], r.max[i],
+                  word_of(static_cast<Phase>(i)), r.min[i], r.mean[i], r.max[i],
                   r.wall > 0 ? 100.0 * r.max[i] / r.wall : 0.0);
     out += line;
   }
@@ -74,7 +58,7 @@ nlohmann::ordered_json to_json(const PhaseTimes::Report& r) {
   nlohmann::ordered_json j;
   j["wall_s"] = r.wall;
   for (std::size_t i = 0; i < phase_count; ++i) {
-    const std::string name = phase_name(static_cast<Phase>(i));
+    const std::string name = word_of(static_cast<Phase>(i));
     j[name + "_s"] = r.max[i];
     j[name + "_min_s"] = r.min[i];
     j[name + "_mean_s"] = r.mean[i];

@@ -10,20 +10,31 @@
 ///   const auto report = times.reduce(wall, comm);  // collective
 ///   std::printf("%s", kpmap::phase_table(report).c_str());
 
+#include <kpmap/base/words.hpp>
+
 #include <nlohmann/json_fwd.hpp>
 
 #include <mpi.h>
 
 #include <array>
 #include <cstddef>
+#include <iterator>
 #include <string>
+#include <utility>
 
 namespace kpmap {
 
 enum class Phase { compute, halo, collectives, io, checkpoint };
-inline constexpr std::size_t phase_count = 5;
-/// \brief "compute", "halo", "collectives", "io", "checkpoint".
-const char* phase_name(Phase phase);
+/// \brief The phases' words in tables and result.json, in the order of Phase.
+template <>
+struct EnumWords<Phase> {
+  static constexpr std::pair<Phase, const char*> list[] = {{Phase::compute, "compute"},
+                                                           {Phase::halo, "halo"},
+                                                           {Phase::collectives, "collectives"},
+                                                           {Phase::io, "io"},
+                                                           {Phase::checkpoint, "checkpoint"}};
+};
+inline constexpr std::size_t phase_count = std::size(EnumWords<Phase>::list);
 
 class PhaseTimes {
  public:

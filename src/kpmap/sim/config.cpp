@@ -40,11 +40,11 @@ deck::Schema build_schema() {
   s.real("time.dt", std::nullopt, {0.0, none}, "s", "time step (> 0; TeaLeaf's initial_timestep)")
       .real("time.end_time", 10.0, {0.0, none}, "s", "stop once the simulated time reaches this")
       .integer("time.end_step", 0, {0, none}, "", "stop after this many steps (0: no limit)")
-      .string("time.scheme", "implicit", {"implicit", "explicit"},
+      .string("time.scheme", "implicit", enum_words<Scheme>(),
               "backward Euler with a linear solve, or explicit FTCS (refuses an unstable dt)");
   deck::Registry<SolverInfo>& solvers = solver_registry();
   s.string("solver.method", "cg", solvers.names(), "linear solver (" + solvers.described() + ")")
-      .string("solver.preconditioner", "none", {"none", "jac_diag", "jac_block"},
+      .string("solver.preconditioner", "none", enum_words<Preconditioner>(),
               "preconditioner of CG, Chebyshev and PPCG")
       .real("solver.eps", 1e-10, {0.0, 1.0}, "",
             "relative tolerance: stop when sqrt(|rho|) < eps ||r0|| as TeaLeaf does")
@@ -56,7 +56,7 @@ deck::Schema build_schema() {
             "... and only once the CG error is below this (TeaLeaf's tl_ch_cg_epslim)")
       .boolean("solver.check_result", false,
                "recompute the true residual after each solve and report it")
-      .string("solver.coefficient", "density", {"density", "inverse_density"},
+      .string("solver.coefficient", "density", enum_words<Coefficient>(),
               "conductivity: mean of 1/density (TeaLeaf's default) or of density");
   solvers.merge_keys(s, "solver.", "solver.method");
   // When each key takes effect: a key given where it would do nothing is
@@ -230,17 +230,14 @@ void read_time(const deck::Deck& d, HeatConfig& c) {
                   c.end_time, c.dt);
     throw d.bad("time.end_time", text);
   }
-  c.scheme = d.string("time.scheme") == "explicit" ? Scheme::explicit_ftcs : Scheme::implicit;
+  c.scheme = *enum_of<Scheme>(d.string("time.scheme"));  // one of the schema's choices
 }
 
 // [solver]: the method, its own keys, and what every method reads.
 void read_solver(const deck::Deck& d, HeatConfig& c) {
   c.solver.method = d.string("solver.method");
   read_solver_keys(d, c.solver);
-  const std::string& pc = d.string("solver.preconditioner");
-  c.solver.preconditioner = pc == "none"       ? Preconditioner::none
-                            : pc == "jac_diag" ? Preconditioner::jac_diag
-                                               : Preconditioner::jac_block;
+  c.solver.preconditioner = *enum_of<Preconditioner>(d.string("solver.preconditioner"));
   c.solver.eps = d.real("solver.eps");
   if (!(c.solver.eps > 0)) {
     // A tolerance of 0 (or one that underflowed to 0, as 1d-400) is never
@@ -253,8 +250,7 @@ void read_solver(const deck::Deck& d, HeatConfig& c) {
   c.solver.presteps = static_cast<int>(d.integer("solver.presteps"));
   c.solver.epslim = d.real("solver.epslim");
   c.solver.check_result = d.boolean("solver.check_result");
-  c.solver.coefficient = d.string("solver.coefficient") == "density" ? Coefficient::density
-                                                                     : Coefficient::inverse_density;
+  c.solver.coefficient = *enum_of<Coefficient>(d.string("solver.coefficient"));
   if (c.solver.preconditioner == Preconditioner::jac_block && c.halo_depth > 1) {
     throw d.bad("solver.preconditioner",
                 "jac_block works with mesh.halo_depth = 1 only (as in TeaLeaf), found " +
@@ -273,20 +269,6 @@ void read_output(const deck::Deck& d, HeatConfig& c) {
 }  // namespace
 
 deck::Schema heat_schema() { return build_schema(); }
-
-const char* to_string(Preconditioner p) {
-  switch (p) {
-    case Preconditioner::none:
-      return "none";
-    case Preconditioner::jac_diag:
-      return "jac_diag";
-    case Preconditioner::jac_block:
-      return "jac_block";
-  }
-  return "?";
-}
-
-const char* to_string(Scheme s) { return s == Scheme::implicit ? "implicit" : "explicit"; }
 
 HeatConfig from_deck(const deck::Deck& d) {
   // A refused value's message cites the line (and, for a TeaLeaf deck, the

@@ -8,12 +8,14 @@
 /// translated into it (sim/tea_deck.hpp), so `--set section.key=value` works
 /// the same for both.
 
+#include <kpmap/base/words.hpp>
 #include <kpmap/deck/deck.hpp>
 #include <kpmap/run/output_keys.hpp>
 
 #include <array>
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kpmap::sim {
@@ -46,6 +48,31 @@ enum class Coefficient {
 
 enum class Scheme { implicit, explicit_ftcs };
 enum class Preconditioner { none, jac_diag, jac_block };
+
+}  // namespace kpmap::sim
+
+/// \brief The deck's words of kpmap::sim's choices: time.scheme,
+/// solver.preconditioner, solver.coefficient.
+template <>
+struct kpmap::EnumWords<kpmap::sim::Scheme> {
+  using S = kpmap::sim::Scheme;
+  static constexpr std::pair<S, const char*> list[] = {{S::implicit, "implicit"},
+                                                       {S::explicit_ftcs, "explicit"}};
+};
+template <>
+struct kpmap::EnumWords<kpmap::sim::Preconditioner> {
+  using P = kpmap::sim::Preconditioner;
+  static constexpr std::pair<P, const char*> list[] = {
+      {P::none, "none"}, {P::jac_diag, "jac_diag"}, {P::jac_block, "jac_block"}};
+};
+template <>
+struct kpmap::EnumWords<kpmap::sim::Coefficient> {
+  using C = kpmap::sim::Coefficient;
+  static constexpr std::pair<C, const char*> list[] = {{C::density, "density"},
+                                                       {C::inverse_density, "inverse_density"}};
+};
+
+namespace kpmap::sim {
 
 /// \brief The linear solver of each backward-Euler step.
 struct SolverOptions {
@@ -106,8 +133,5 @@ deck::Schema heat_schema();
 /// \throws kpmap::InputError with ErrorScope::all_ranks: every rank holds the
 /// same deck (deck::load) and so raises the same error.
 HeatConfig from_deck(const deck::Deck& d);
-
-const char* to_string(Preconditioner p);
-const char* to_string(Scheme s);
 
 }  // namespace kpmap::sim

@@ -22,9 +22,9 @@ HeatResult heat_result(const HeatConfig& c, const RunFacts& run, const LoopResul
   j["decomposition"] = run.decomposition;
   j["dimensions"] = c.ndim;
   j["cells"] = std::vector<long long>(c.cells.begin(), c.cells.begin() + c.ndim);
-  j["scheme"] = to_string(c.scheme);
+  j["scheme"] = word_of(c.scheme);
   j["solver"] = c.scheme == Scheme::implicit ? c.solver.method : "ftcs";
-  j["preconditioner"] = to_string(c.solver.preconditioner);
+  j["preconditioner"] = word_of(c.solver.preconditioner);
   j["step"] = run.step;
   j["steps_run"] = run.step - res.first_step;
   j["time"] = run.time;

@@ -6,6 +6,7 @@
 /// checked. Shuffling and batches: train/batches.hpp.
 
 #include <kpmap/base/error.hpp>
+#include <kpmap/base/words.hpp>
 #include <kpmap/collectives/collectives.hpp>
 #include <kpmap/spmd/pmap.hpp>
 #include <kpmap/train/data_files.hpp>
@@ -55,23 +56,18 @@ std::size_t first_bad_label(const Shard<T, M>& shard, std::size_t classes) {
 
 /// \brief Where kpmap-train's samples come from (the deck's `data.kind`).
 enum class DataKind { synthetic, images, idx, hdf5 };
-inline constexpr DataKind data_kinds[] = {DataKind::synthetic, DataKind::images, DataKind::idx,
-                                          DataKind::hdf5};
 
-/// \brief The deck's word for `kind`.
-inline const char* data_kind_name(DataKind kind) {
-  switch (kind) {
-    case DataKind::images:
-      return "images";
-    case DataKind::idx:
-      return "idx";
-    case DataKind::hdf5:
-      return "hdf5";
-    case DataKind::synthetic:
-      break;
-  }
-  return "synthetic";
-}
+}  // namespace kpmap::train
+
+/// \brief The deck's words of kpmap::train::DataKind (data.kind).
+template <>
+struct kpmap::EnumWords<kpmap::train::DataKind> {
+  using K = kpmap::train::DataKind;
+  static constexpr std::pair<K, const char*> list[] = {
+      {K::synthetic, "synthetic"}, {K::images, "images"}, {K::idx, "idx"}, {K::hdf5, "hdf5"}};
+};
+
+namespace kpmap::train {
 
 /// \brief The [data] section of a kpmap-train deck, with what the files'
 /// headers say (train/config/data.cpp reads it).
@@ -123,7 +119,7 @@ void check_labels(const DataConfig& c, const Shard<T, M>& set, std::size_t offse
   } else if (c.kind == DataKind::hdf5) {
     where << "data file " << c.path << ", dataset '" << c.y_name << "' (data.y)";
   } else {
-    where << c.source << ": the " << data_kind_name(c.kind) << " data";
+    where << c.source << ": the " << word_of(c.kind) << " data";
   }
   std::ostringstream value;
   value << std::setprecision(17) << label;

@@ -3,6 +3,8 @@
 /// \brief The training loop's length, batch and seed: a deck's [train]
 /// section, and what a Trainer runs by (train/trainer.hpp).
 
+#include <kpmap/base/words.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -19,20 +21,19 @@ enum class Sharding {
   parameters,  ///< ... and the parameters, each layer's gathered when used (ZeRO stage 3, FSDP)
 };
 
-/// \brief The deck's name of `s` ("replicated", "optimizer", "gradients",
-/// "parameters").
-inline const char* sharding_name(Sharding s) {
-  switch (s) {
-    case Sharding::optimizer:
-      return "optimizer";
-    case Sharding::gradients:
-      return "gradients";
-    case Sharding::parameters:
-      return "parameters";
-    default:
-      return "replicated";
-  }
-}
+}  // namespace kpmap::train
+
+/// \brief The deck's words of kpmap::train::Sharding (train.sharding).
+template <>
+struct kpmap::EnumWords<kpmap::train::Sharding> {
+  using S = kpmap::train::Sharding;
+  static constexpr std::pair<S, const char*> list[] = {{S::replicated, "replicated"},
+                                                       {S::optimizer, "optimizer"},
+                                                       {S::gradients, "gradients"},
+                                                       {S::parameters, "parameters"}};
+};
+
+namespace kpmap::train {
 
 /// \brief How long a training loop runs, over which batches.
 struct LoopConfig {

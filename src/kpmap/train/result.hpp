@@ -64,7 +64,7 @@ TrainingResult training_result(const TrainConfig& c, int ranks, const Model& mod
   j["precision"] = c.model.precision;
   j["parameters"] = model.whole_parameter_count();
   // The most that any rank holds of each (sharded parts differ by an element).
-  j["state_bytes_per_rank"] = {{"sharding", sharding_name(c.train.sharding)},
+  j["state_bytes_per_rank"] = {{"sharding", word_of(c.train.sharding)},
                                {"parameters", state.parameters},
                                {"gradients", state.gradients},
                                {"optimizer", state.optimizer}};

@@ -101,7 +101,7 @@ class Trainer {
       } else {
         throw Error(std::string("kpmap::train::Trainer: this model keeps its gradient and "
                                 "parameters whole (train.sharding = \"") +
-                    sharding_name(c_.sharding) + "\")");
+                    word_of(c_.sharding) + "\")");
       }
     }
   }

@@ -3,21 +3,32 @@
 // and values are written in messages and tables, and how key paths with
 // numbered groups ("states.#.density") are matched.
 
+#include <kpmap/base/words.hpp>
 #include <kpmap/deck/deck.hpp>
 
 #include <toml++/toml.h>
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+/// \brief "boolean", "integer", ... as tables and messages name a key's type.
+template <>
+struct kpmap::EnumWords<kpmap::deck::Type> {
+  using T = kpmap::deck::Type;
+  static constexpr std::pair<T, const char*> list[] = {{T::boolean, "boolean"},
+                                                       {T::integer, "integer"},
+                                                       {T::real, "real"},
+                                                       {T::string, "string"},
+                                                       {T::integer_list, "list of integers"},
+                                                       {T::real_list, "list of reals"}};
+};
 
 namespace kpmap::deck::detail {
 
-/// \brief "boolean", "integer", ... as tables name a type.
-const char* type_word(Type t);
 /// \brief "a boolean (true or false)", ... as errors say what was expected.
 const char* expected_phrase(Type t);
-std::string format_real(double d);
 /// \brief s in double quotes, with TOML's escapes.
 std::string quote(const std::string& s);
 /// \brief A value as a deck would write it.

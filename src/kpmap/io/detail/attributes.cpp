@@ -307,22 +307,6 @@ bool read_table_attr(hid_t obj, const char* name, std::vector<std::uint64_t>& va
 
 std::size_t elem_bytes(Elem e) { return e == Elem::f32 || e == Elem::i32 ? 4 : 8; }
 
-const char* elem_name(Elem e) {
-  switch (e) {
-    case Elem::f32:
-      return "float32";
-    case Elem::f64:
-      return "float64";
-    case Elem::i32:
-      return "int32";
-    case Elem::i64:
-      return "int64";
-    case Elem::u64:
-      return "uint64";
-  }
-  return "?";
-}
-
 std::string shape_text(const std::vector<std::size_t>& e) {
   std::string s = "(";
   for (std::size_t i = 0; i < e.size(); ++i) s += (i ? ", " : "") + std::to_string(e[i]);

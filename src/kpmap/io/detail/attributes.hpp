@@ -5,13 +5,26 @@
 /// its selection in a dataspace, the checksum of data read into host memory.
 
 #include <kpmap/base/detail/hdf5.hpp>
+#include <kpmap/base/words.hpp>
 #include <kpmap/io/checkpoint.hpp>
 
 #include <hdf5.h>
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
+
+/// \brief An element type's name in messages ("float64").
+template <>
+struct kpmap::EnumWords<kpmap::checkpoint::detail::Elem> {
+  using E = kpmap::checkpoint::detail::Elem;
+  static constexpr std::pair<E, const char*> list[] = {{E::f32, "float32"},
+                                                       {E::f64, "float64"},
+                                                       {E::i32, "int32"},
+                                                       {E::i64, "int64"},
+                                                       {E::u64, "uint64"}};
+};
 
 namespace kpmap::checkpoint::detail {
 
@@ -21,7 +34,6 @@ using kpmap::detail::h5::mpio_access;
 using ErrorStackSilenced = kpmap::detail::h5::ErrorStackSilenced;
 
 hid_t h5type(Elem e);
-const char* elem_name(Elem e);
 /// Bytes of one element.
 std::size_t elem_bytes(Elem e);
 /// "(2, 3)"

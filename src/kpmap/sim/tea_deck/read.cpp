@@ -291,7 +291,7 @@ void Translator::set_value(const ValueKey& k, const std::string& v, const Where&
     if (!x)
       throw InputError(where.at() + "key '" + k.name + "': expected a number, found '" + v + "'");
     number = *x;
-    toml = toml_real(*x);
+    toml = deck::toml_number(*x);
   }
   if (target.rfind("mesh.cells.", 0) == 0 && number < 1) {
     throw InputError(where.at() + "key '" + k.name + "' must be at least 1, found " + v);
@@ -306,7 +306,8 @@ void Translator::set_value(const ValueKey& k, const std::string& v, const Where&
     const bool high = key->range.max && number > *key->range.max;
     if (low || high) {
       auto num = [&](double x) {
-        return k.kind == Kind::integer ? std::to_string(static_cast<long long>(x)) : toml_real(x);
+        return k.kind == Kind::integer ? std::to_string(static_cast<long long>(x))
+                                       : deck::toml_number(x);
       };
       std::ostringstream r;
       if (key->range.min) r << ">= " << num(*key->range.min);

@@ -142,12 +142,13 @@ TeaTranslation Translator::finish() {
     origin("upper", maxs);
     origin("centre", mins);
     origin("radius", "radius");
-    t << p << "density = " << toml_real(*s.density) << "\n";
-    t << p << "energy = " << toml_real(*s.energy) << "\n";
+    t << p << "density = " << deck::toml_number(*s.density) << "\n";
+    t << p << "energy = " << deck::toml_number(*s.energy) << "\n";
     auto list = [&](int side) {
       std::string l = "[";
       for (int d = 0; d < nd; ++d) {
-        l += std::string(d ? ", " : "") + toml_real(s.bound[d][side] ? *s.bound[d][side] : 0.0);
+        l += std::string(d ? ", " : "") +
+             deck::toml_number(s.bound[d][side] ? *s.bound[d][side] : 0.0);
       }
       return l + "]";
     };
@@ -164,7 +165,7 @@ TeaTranslation Translator::finish() {
       if (!s.geometry.empty()) t << p << "geometry = \"" << s.geometry << "\"\n";
       if (given(0)) t << p << "lower = " << list(0) << "\n";
       if (given(1)) t << p << "upper = " << list(1) << "\n";
-      if (s.radius) t << p << "radius = " << toml_real(*s.radius) << "\n";
+      if (s.radius) t << p << "radius = " << deck::toml_number(*s.radius) << "\n";
       continue;
     }
     const std::string g = s.geometry.empty() ? "rectangle" : s.geometry;
@@ -176,14 +177,14 @@ TeaTranslation Translator::finish() {
     if (g == "rectangle" || g == "cuboid") {
       t << p << "lower = " << list(0) << "\n" << p << "upper = " << list(1) << "\n";
       // A radius would have no effect: written for the deck's rule to refuse.
-      if (s.radius) t << p << "radius = " << toml_real(*s.radius) << "\n";
+      if (s.radius) t << p << "radius = " << deck::toml_number(*s.radius) << "\n";
     } else {
       // TeaLeaf gives a circle's centre, and a point, by xmin, ymin (, zmin).
       t << p << "centre = " << list(0) << "\n";
       if (g == "circle" || g == "sphere") {
-        t << p << "radius = " << toml_real(s.radius ? *s.radius : 0.0) << "\n";
+        t << p << "radius = " << deck::toml_number(s.radius ? *s.radius : 0.0) << "\n";
       } else if (s.radius) {
-        t << p << "radius = " << toml_real(*s.radius) << "\n";  // a point's: refused below
+        t << p << "radius = " << deck::toml_number(*s.radius) << "\n";  // a point's: refused below
       }
       // xmax, ymax (, zmax) would have no effect: written for the deck's
       // rule to refuse, naming them (they were dropped without a word).

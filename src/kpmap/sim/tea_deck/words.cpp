@@ -9,14 +9,6 @@
 
 namespace kpmap::sim::tea {
 
-std::string toml_real(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  std::string s(buf);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
-}
-
 std::vector<std::string> words_of(std::string line) {
   const auto cut = line.find_first_of("!;");
   if (cut != std::string::npos) line.resize(cut);

@@ -8,9 +8,6 @@
 
 namespace kpmap::sim::tea {
 
-/// \brief v as a TOML real that reads back to the same double.
-std::string toml_real(double v);
-
 /// \brief A deck line as TeaLeaf sees it: comments cut, lower case, '=' and ','
 /// (and control characters) as blanks, split into words.
 std::vector<std::string> words_of(std::string line);

@@ -59,7 +59,7 @@ void check_linear_layers(const Deck& d, const TrainConfig& c) {
     throw d.bad("train.sharding",
                 "the linear model keeps its gradient and parameters whole "
                 "(features + 1 values); \"" +
-                    std::string(sharding_name(c.train.sharding)) +
+                    std::string(word_of(c.train.sharding)) +
                     "\" is for mlp and sequential models (\"optimizer\" "
                     "shards the linear model's optimizer state)");
   }
@@ -79,7 +79,7 @@ void check_linear_loss(const Deck& d, const ModelConfig& m) {
 void check_precision(const Deck& d, const TrainConfig& c) {
   if (c.model.precision != "mixed") return;
   if (c.train.sharding == Sharding::gradients || c.train.sharding == Sharding::parameters) {
-    throw d.bad("train.sharding", "\"" + std::string(sharding_name(c.train.sharding)) +
+    throw d.bad("train.sharding", "\"" + std::string(word_of(c.train.sharding)) +
                                       "\" is not yet taken under model.precision = \"mixed\" "
                                       "(\"optimizer\" is)");
   }

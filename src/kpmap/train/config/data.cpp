@@ -14,9 +14,7 @@ using deck::Deck;
 
 void declare_data_keys(deck::Schema& s) {
   using deck::Range;
-  std::vector<std::string> kinds;
-  for (DataKind k : data_kinds) kinds.push_back(data_kind_name(k));
-  s.string("data.kind", "synthetic", kinds,
+  s.string("data.kind", "synthetic", enum_words<DataKind>(),
            "synthetic: generated from the sample index; images: synthetic images (class "
            "patterns and noise); idx: IDX image and label files (MNIST format, .gz or not); "
            "hdf5: read from data.path");
@@ -182,12 +180,7 @@ void read_data_shape(TrainConfig& c, const Deck& d, MPI_Comm comm) {
 }  // namespace
 
 void read_data(const Deck& d, TrainConfig& c, MPI_Comm comm) {
-  {
-    const std::string& kind = d.string("data.kind");  // one of the schema's choices
-    for (DataKind k : data_kinds) {
-      if (kind == data_kind_name(k)) c.data.kind = k;
-    }
-  }
+  c.data.kind = *enum_of<DataKind>(d.string("data.kind"));  // one of the schema's choices
   c.data.source = c.source;
   c.data.path = d.string("data.path");
   c.data.x_name = d.string("data.x");

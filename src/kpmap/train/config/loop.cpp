@@ -22,7 +22,7 @@ void declare_loop_keys(deck::Schema& s) {
   s.integer("train.batch_size", 0, Range{0, 1e12}, "",
             "global batch (over all ranks); 0: the whole training set");
   s.integer("train.seed", 0, Range{0, 9.2e18}, "", "seed of the initial weights and the shuffle");
-  s.string("train.sharding", "replicated", {"replicated", "optimizer", "gradients", "parameters"},
+  s.string("train.sharding", "replicated", enum_words<Sharding>(),
            "what each rank keeps of the training state: replicated, all of it; optimizer, "
            "its even part of the optimizer's state, which it alone updates before the "
            "parameters are all-gathered (ZeRO stage 1: the same numbers, less memory); "
@@ -50,11 +50,7 @@ LoopConfig read_loop(const deck::Deck& d) {
   l.seed = std::uint64_t(d.integer("train.seed"));
   l.mesh_data = int(d.integer("train.mesh.data"));
   l.mesh_model = int(d.integer("train.mesh.model"));
-  const std::string& sharding = d.string("train.sharding");
-  l.sharding = sharding == "optimizer"    ? Sharding::optimizer
-               : sharding == "gradients"  ? Sharding::gradients
-               : sharding == "parameters" ? Sharding::parameters
-                                          : Sharding::replicated;
+  l.sharding = *enum_of<Sharding>(d.string("train.sharding"));  // one of the schema's choices
   return l;
 }
 
