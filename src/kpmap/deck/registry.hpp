@@ -191,8 +191,11 @@ T from_settings(const Settings& keys) {
   }
 
 /// \brief KPMAP_BUILTIN_PIECE for a piece defined in a source file of its
-/// folder (a heat solver): the registration is an ordinary function, which
-/// the generated builtin_*.cpp declares and calls.
+/// folder (a heat solver): the same registration in the same namespace
+/// `builtin`, an ordinary function (not inline: the generated builtin_*.cpp
+/// declares it and calls it from its own translation unit).
 #define KPMAP_BUILTIN_PIECE_IN_SOURCE(function, name, T, ...) \
+  namespace builtin {                                         \
   void register_##name();                                     \
-  void register_##name() { function<T>(__VA_ARGS__); }
+  void register_##name() { function<T>(__VA_ARGS__); }        \
+  }
