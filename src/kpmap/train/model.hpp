@@ -2,7 +2,8 @@
 /// \file
 /// \brief What every model (Sequential, Linear) shares with the Trainer and
 /// the optimizers: its parameters as one flat tree, a micro-batch's place
-/// in its step, and what an evaluation returns.
+/// in its step, what an evaluation returns, and the kernel that casts
+/// parameters and gradients between a model's types.
 
 #include <kpmap/train/losses/loss.hpp>
 
@@ -44,5 +45,22 @@ struct Evaluation : BatchStats {
   std::size_t classes = 0;
   std::vector<double> confusion;  ///< classes x classes, row = true label, column = predicted
 };
+
+namespace detail {
+/// to(i) = from(i) * scale, converted to `to`'s type (beta = 1: added to
+/// what `to` holds). Casts parameters down to the compute type and
+/// gradients up to the master type, and adds a micro-batch's gradient part.
+template <class To, class From, class M>
+struct CastScaled {
+  Kokkos::View<To*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> to;
+  Kokkos::View<const From*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> from;
+  To scale;
+  bool add;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    const To v = static_cast<To>(from(i)) * scale;
+    to(i) = add ? to(i) + v : v;
+  }
+};
+}  // namespace detail
 
 }  // namespace kpmap::train

@@ -1,9 +1,11 @@
 #pragma once
 /// \file
-/// \brief Where a training checkpoint stands, as the Trainer restarts from
-/// it: read from the file's int64 attributes (train_seed, epoch, batch,
-/// optimizer_steps), or from the text record in rng_state that checkpoints
-/// written before those attributes hold, and checked against itself.
+/// \brief Where a training run stands (TrainPosition), and where a
+/// checkpoint stands as the Trainer restarts from it: read from the file's
+/// int64 attributes (train_seed, epoch, batch, optimizer_steps), or from the
+/// text record in rng_state that checkpoints written before those
+/// attributes hold, checked against itself and against the run that would
+/// continue it (check_resumable, check_resumed_epoch).
 
 #include <kpmap/io/checkpoint.hpp>
 #include <kpmap/train/loop.hpp>

@@ -21,6 +21,7 @@
 #include <kpmap/collectives/request.hpp>
 #include <kpmap/spmd/pmap.hpp>
 #include <kpmap/tools/profiling.hpp>
+#include <kpmap/train/model.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -35,23 +36,6 @@
 #include <vector>
 
 namespace kpmap::train {
-
-namespace detail {
-/// to(i) = from(i) * scale, converted to `to`'s type (beta = 1: added to
-/// what `to` holds). Casts parameters down to the compute type and
-/// gradients up to the master type, and adds a micro-batch's gradient part.
-template <class To, class From, class M>
-struct CastScaled {
-  Kokkos::View<To*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> to;
-  Kokkos::View<const From*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> from;
-  To scale;
-  bool add;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    const To v = static_cast<To>(from(i)) * scale;
-    to(i) = add ? to(i) + v : v;
-  }
-};
-}  // namespace detail
 
 /// \brief The sharded state of a layered model over one mesh axis: empty
 /// (nothing sharded) until shard_gradients().
