@@ -56,9 +56,10 @@ class WeightedJacobi final : public sim::solvers::LinearSolverBase<Exec> {
   KPMAP_SIM_USE_LINEAR_SOLVER_BASE(sim::solvers::LinearSolverBase<Exec>);
 
  public:
-  explicit WeightedJacobi(const sim::SolverContext<Exec>& context)
+  // Its own keys' values (the deck's, else their defaults) come with the context.
+  WeightedJacobi(const sim::SolverContext<Exec>& context, const kpmap::deck::Settings& keys)
       : sim::solvers::LinearSolverBase<Exec>(context),
-        omega_(context.options.settings.real("omega")),
+        omega_(keys.real("omega")),
         xold_(layout_.template allocate<double, Memory>("weighted_jacobi::x_old")),
         halo_(std::make_unique<kpmap::HaloExchange<double, Exec>>(layout_,
                                                                   std::vector<Field>{xold_})) {}

@@ -425,8 +425,8 @@ TEST_CASE("every solver and preconditioner reaches the same solution", "[heat][s
 template <class Exec>
 class KeyedCg final : public sim::solvers::Cg<Exec> {
  public:
-  explicit KeyedCg(const sim::SolverContext<Exec>& context)
-      : sim::solvers::Cg<Exec>(context), weight_(context.options.settings.real("weight")) {}
+  KeyedCg(const sim::SolverContext<Exec>& context, const kpmap::deck::Settings& keys)
+      : sim::solvers::Cg<Exec>(context), weight_(keys.real("weight")) {}
   double weight() const { return weight_; }
 
  private:
@@ -446,9 +446,18 @@ TEST_CASE("a program's own solver is named by decks, and its keys are checked", 
   // misspelling, and the key under a method that does not read it.
   auto c = config_of(tea_deck(16, "method = \"keyed_cg\""));
   CHECK(c.solver.method == "keyed_cg");
-  CHECK(c.solver.settings.real("weight") == 1.0);
+  CHECK(c.solver.keys.empty());
+  CHECK(sim::solver_settings(c.solver).real("weight") == 1.0);
   c = config_of(tea_deck(16, "method = \"keyed_cg\"\nweight = 1.5"));
-  CHECK(c.solver.settings.real("weight") == 1.5);
+  CHECK(sim::solver_settings(c.solver).real("weight") == 1.5);
+  // Options a program writes hold the keys it sets, in the same shape.
+  sim::SolverOptions by_hand;
+  by_hand.method = "keyed_cg";
+  by_hand.keys = {{"weight", 0.5}};
+  CHECK(sim::solver_settings(by_hand).real("weight") == 0.5);
+  by_hand.keys = {{"wieght", 0.5}};
+  CHECK_THROWS_WITH(sim::solver_settings(by_hand),
+                    StartsWith("kpmap::sim: solver keyed_cg: ") && ContainsSubstring("'wieght'"));
   CHECK_THROWS_WITH(config_of(tea_deck(16, "method = \"keyed_cg\"\nweight = 2.5")),
                     StartsWith("test.toml:") && ContainsSubstring("solver.weight"));
   CHECK_THROWS_WITH(config_of(tea_deck(16, "method = \"keyed_cg\"\nwieght = 1.5")),

@@ -6,6 +6,7 @@
 
 #include <kpmap/deck/deck.hpp>
 #include <kpmap/sim/config.hpp>
+#include <kpmap/sim/solvers/info.hpp>
 #include <kpmap/sim/tea_deck.hpp>
 
 #include <catch2/catch_test_macros.hpp>
@@ -178,8 +179,9 @@ TEST_CASE("every solver key of TeaLeaf_ref maps onto the schema", "[tea]") {
   CHECK(c.fields_every == 4);
   CHECK(c.end_time == 1.5);
   // Chebyshev's own key; PPCG's inner steps are PPCG's (below).
-  CHECK(c.solver.settings.integer("check_every") == 20);
-  CHECK(c.solver.settings.keys()->find("ppcg_inner_steps") == nullptr);
+  CHECK(sim::solver_settings(c.solver).integer("check_every") == 20);
+  CHECK(c.solver.keys.count("ppcg_inner_steps") == 0);
+  CHECK_THROWS(sim::solver_settings(c.solver).integer("ppcg_inner_steps"));
   CHECK(c.states[1].geometry == sim::Geometry::circle);
   CHECK(c.states[1].centre[0] == 50.0);
   CHECK(c.states[1].radius == 10.0);
@@ -190,10 +192,10 @@ TEST_CASE("every solver key of TeaLeaf_ref maps onto the schema", "[tea]") {
                                "tl_ppcg_inner_steps -1\n*endtea\n"));
   CHECK(p.solver.method == "ppcg");
   // TeaLeaf's guess: 4 int(sqrt(sqrt(100))).
-  CHECK(p.solver.settings.integer("ppcg_inner_steps") == 4 * 3);
-  CHECK(sim::from_deck(load_text("*tea\nstate 1 density=1 energy=2\ntl_use_ppcg\n"
-                                 "tl_ppcg_inner_steps 12\n*endtea\n"))
-            .solver.settings.integer("ppcg_inner_steps") == 12);
+  CHECK(sim::solver_settings(p.solver).integer("ppcg_inner_steps") == 4 * 3);
+  const auto given = sim::from_deck(load_text(
+      "*tea\nstate 1 density=1 energy=2\ntl_use_ppcg\ntl_ppcg_inner_steps 12\n*endtea\n"));
+  CHECK(sim::solver_settings(given.solver).integer("ppcg_inner_steps") == 12);
 }
 
 TEST_CASE("a solver key the deck's method does not read has no effect, as in TeaLeaf", "[tea]") {
@@ -219,7 +221,7 @@ TEST_CASE("a solver key the deck's method does not read has no effect, as in Tea
     CAPTURE(method);
     const auto c = sim::from_deck(load_text(deck, {method}));
     CHECK(c.solver.method == "ppcg");
-    CHECK(c.solver.settings.integer("ppcg_inner_steps") == 12);
+    CHECK(sim::solver_settings(c.solver).integer("ppcg_inner_steps") == 12);
   }
   // A kpmap-heat deck that gives another method's key is refused, as before.
   CHECK_THROWS_WITH(sim::from_deck(load_text(native_bm_1, {"solver.check_every=20"})),
@@ -418,7 +420,7 @@ TEST_CASE("meshes and process grids beyond what the indices count are refused", 
   // 2^63 - 1 cells and less: TeaLeaf's PPCG guess, 4 (cells)^(1/4), still fits an int.
   const auto c =
       sim::from_deck(load_text(head + "x_cells 3037000499 y_cells 3037000499\n*endtea\n"));
-  CHECK(c.solver.settings.integer("ppcg_inner_steps") == 4 * 55108);
+  CHECK(sim::solver_settings(c.solver).integer("ppcg_inner_steps") == 4 * 55108);
   // More is refused; the second mesh also overflowed the PPCG guess (4 x 6.8e8 > 2^31).
   for (const std::string cells :
        {"x_cells 9000000000000 y_cells 9000000000000 z_cells 9000",

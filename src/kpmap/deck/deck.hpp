@@ -189,14 +189,26 @@ class Schema {
   std::map<std::string, std::string, std::less<>> owners_;  // merged key -> "a, b"
 };
 
+/// \brief Those of a piece's own keys that are set, by name (a loss's
+/// `{{"delta", 0.5}}`): what a deck gives (Registry::own_keys) or a program
+/// writes; the rest take the defaults the piece declares. Every piece keeps
+/// its keys in this shape (SolverOptions, OptimizerConfig, Loss, LayerSpec)
+/// until it is made, when they become its Settings.
+using Values = std::map<std::string, Value, std::less<>>;
+
 /// \brief The values of the keys a piece declares for itself (a solver's
-/// `omega`, a layer's `slope`): what the deck gave, else the declared
-/// default. Built by the piece's reader from a Deck, or by a program.
+/// `omega`, a layer's `slope`): those set, else the declared default. What
+/// a piece is made with.
 class Settings {
  public:
   Settings() = default;
   /// \brief Values for `keys`, a piece's own Schema (its paths without prefix).
   explicit Settings(const Schema& keys) : keys_(&keys) {}
+  /// \brief `given` over the defaults of `keys`. \throws Error for a name
+  /// `keys` does not declare, or a value of another type.
+  Settings(const Schema& keys, const Values& given) : keys_(&keys) {
+    for (const auto& [name, value] : given) set(name, value);
+  }
   /// \brief Sets `name`. \throws Error for a name `keys` does not declare,
   /// or a value of another type.
   Settings& set(const std::string& name, Value value);

@@ -110,11 +110,10 @@ class Registry {
     for (const Info* i : all()) schema.merge(section, i->name, i->keys, selector);
   }
   /// \brief The values deck `d` gives the own keys (under `section`) of the
-  /// piece `chosen`, where they differ from the keys' defaults: what its
-  /// deck::Settings are set from.
-  std::map<std::string, Value, std::less<>> own_keys(const Deck& d, const std::string& section,
-                                                     const std::string& chosen) {
-    std::map<std::string, Value, std::less<>> values;
+  /// piece `chosen`, where they differ from the keys' defaults: the piece's
+  /// Values, which its deck::Settings are made from.
+  Values own_keys(const Deck& d, const std::string& section, const std::string& chosen) {
+    Values values;
     for (const Key& k : at(chosen).keys.keys()) {
       const std::string path = section + k.path;
       if (d.given(path) && !(k.fallback && d.value(path) == *k.fallback)) {

@@ -109,15 +109,6 @@ std::array<double, 3> vec3(const deck::Deck& d, const std::string& path, int wan
   return out;
 }
 
-// The method's own keys into options.settings (a key only other methods
-// read was refused as the deck was read: Registry::merge_keys).
-void read_solver_keys(const deck::Deck& d, SolverOptions& options) {
-  options.settings = deck::Settings(solver_info(options.method).keys);
-  for (const auto& [key, value] : solver_registry().own_keys(d, "solver.", options.method)) {
-    options.settings.set(key, value);
-  }
-}
-
 // Each section of the deck into its part of the run, in the order the
 // later ones need (the states and the solver need the mesh's dimensions).
 
@@ -236,7 +227,9 @@ void read_time(const deck::Deck& d, HeatConfig& c) {
 // [solver]: the method, its own keys, and what every method reads.
 void read_solver(const deck::Deck& d, HeatConfig& c) {
   c.solver.method = d.string("solver.method");
-  read_solver_keys(d, c.solver);
+  // A key only other methods read was refused as the deck was read
+  // (Registry::merge_keys).
+  c.solver.keys = solver_registry().own_keys(d, "solver.", c.solver.method);
   c.solver.preconditioner = *enum_of<Preconditioner>(d.string("solver.preconditioner"));
   c.solver.eps = d.real("solver.eps");
   if (!(c.solver.eps > 0)) {

@@ -86,10 +86,10 @@ struct SolverOptions {
   double epslim = 1.0;        ///< ... and only once the CG error is below this
   bool check_result = false;  ///< recompute the true residual after each solve
   Coefficient coefficient = Coefficient::density;
-  /// The method's own deck keys (SolverInfo::keys): the deck's values, else
-  /// their defaults (PPCG's `ppcg_inner_steps`, Chebyshev's `check_every`).
-  /// Left empty, make_solver() gives the method its keys' defaults.
-  deck::Settings settings;
+  /// Those of the method's own keys (SolverInfo::keys: PPCG's
+  /// `ppcg_inner_steps`, Chebyshev's `check_every`) that are set, by name
+  /// (`{{"omega", 0.8}}`); the rest take their defaults (solver_settings).
+  deck::Values keys;
 };
 
 /// \brief A whole run.

@@ -39,7 +39,7 @@ struct ModelConfig {
   bool tensor_parallel = false;
   std::vector<LayerSpec> layers;  ///< mlp and sequential: the stack, first to last
   std::string loss;
-  Loss::Keys loss_keys;  ///< the loss's own keys that the deck sets
+  deck::Values loss_keys;  ///< the loss's own keys that the deck sets
   std::string precision;
   double loss_scale = 1;  ///< mixed precision
   // What the stack needs (mlp, sequential), found when it was checked:

@@ -18,9 +18,8 @@ class Chebyshev final : public PolynomialSolver<Exec> {
   KPMAP_SIM_USE_POLYNOMIAL_BASE(PolynomialSolver<Exec>);
 
  public:
-  explicit Chebyshev(const SolverContext<Exec>& context)
-      : PolynomialSolver<Exec>(context),
-        check_every_(context.options.settings.integer("check_every")) {}
+  Chebyshev(const SolverContext<Exec>& context, const deck::Settings& keys)
+      : PolynomialSolver<Exec>(context), check_every_(keys.integer("check_every")) {}
 
  private:
   void phase(const Operator& A, long first, SolveResult& res) override;
@@ -80,7 +79,7 @@ deck::Schema own_keys() {
 // be computed before the solve gives up, which would then report a solve
 // that did not converge.
 void check_interval(const deck::Deck& d, HeatConfig& c) {
-  const long long every = c.solver.settings.integer("check_every");
+  const long long every = solver_settings(c.solver).integer("check_every");
   if (d.given("solver.check_every") && every > c.solver.max_iters) {
     throw d.bad("solver.check_every",
                 std::to_string(every) + " is above solver.max_iters (" +

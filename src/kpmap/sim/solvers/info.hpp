@@ -37,11 +37,11 @@ struct SolverInfo {
   int preconditioned_fields = 0;  ///< ... and in addition with one
   /// Its own deck keys, each with a default, read from [solver] (`omega`
   /// is `solver.omega`) for this method only: a deck that gives one with
-  /// another method is refused. The solver reads their values from
-  /// SolverOptions::settings.
+  /// another method is refused. The solver is made with their values
+  /// (solver_settings: SolverOptions::keys over the defaults).
   deck::Schema keys;
   /// Called by from_deck once the whole run is read (HeatConfig complete,
-  /// its solver.settings holding these keys' values), when the deck chose
+  /// its solver.keys holding those of these keys the deck set), when the deck chose
   /// this method: PPCG's inner steps default to a count from the mesh, and
   /// Chebyshev refuses a residual interval above solver.max_iters. Throws
   /// Deck::bad(key, why) for a value that does not fit. May be empty.
@@ -59,5 +59,11 @@ inline std::vector<const SolverInfo*> registered_solvers() { return solver_regis
 /// \brief The registration of method `name`. \throws Error naming the
 /// registered solvers when there is none.
 inline const SolverInfo& solver_info(const std::string& name) { return solver_registry().at(name); }
+
+/// \brief The own keys of method `options.method` (SolverInfo::keys):
+/// `options.keys` over their defaults, what the solver is made with (and
+/// what a deck check reads). \throws Error for an unregistered method, or a
+/// key it does not declare.
+deck::Settings solver_settings(const SolverOptions& options);
 
 }  // namespace kpmap::sim

@@ -13,15 +13,8 @@ std::unique_ptr<Solver<Exec>> make_explicit(const SolverContext<Exec>& context);
 template <class Exec>
 std::unique_ptr<Solver<Exec>> make_solver(Scheme scheme, const SolverContext<Exec>& context) {
   if (scheme == Scheme::explicit_ftcs) return solvers::make_explicit(context);
-  const SolverInfo& info = solver_info(context.options.method);
-  const auto& make = solver_registry().factory<SolverFactory<Exec>>(info.name);
-  if (context.options.settings.keys() == nullptr) {
-    // Options a program built by hand: the method's keys take their defaults.
-    SolverContext<Exec> with_keys = context;
-    with_keys.options.settings = deck::Settings(info.keys);
-    return make(with_keys);
-  }
-  return make(context);
+  const auto& make = solver_registry().factory<SolverFactory<Exec>>(context.options.method);
+  return make(context, solver_settings(context.options));
 }
 
 int solver_fields(Scheme scheme, const SolverOptions& options) {

@@ -83,7 +83,7 @@ class Ppcg final : public PolynomialSolver<Exec> {
   KPMAP_SIM_USE_POLYNOMIAL_BASE(PolynomialSolver<Exec>);
 
  public:
-  explicit Ppcg(const SolverContext<Exec>& context);
+  Ppcg(const SolverContext<Exec>& context, const deck::Settings& keys);
 
  private:
   bool ready(long cg_done, double error) const override {
@@ -103,9 +103,9 @@ class Ppcg final : public PolynomialSolver<Exec> {
 };
 
 template <class Exec>
-Ppcg<Exec>::Ppcg(const SolverContext<Exec>& context)
+Ppcg<Exec>::Ppcg(const SolverContext<Exec>& context, const deck::Settings& keys)
     : PolynomialSolver<Exec>(context),
-      inner_steps_(inner_steps(context.options.settings.integer("ppcg_inner_steps"),
+      inner_steps_(inner_steps(keys.integer("ppcg_inner_steps"),
                                static_cast<double>(context.layout.global_count()))) {
   const auto& l = layout_;
   rold_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::r_old");
@@ -224,8 +224,8 @@ deck::Schema own_keys() {
 void default_inner_steps(const deck::Deck&, HeatConfig& c) {
   double n = 1;
   for (int i = 0; i < c.ndim; ++i) n *= static_cast<double>(c.cells[i]);
-  c.solver.settings.set("ppcg_inner_steps",
-                        inner_steps(c.solver.settings.integer("ppcg_inner_steps"), n));
+  c.solver.keys["ppcg_inner_steps"] =
+      inner_steps(solver_settings(c.solver).integer("ppcg_inner_steps"), n);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <kpmap/sim/solvers/info.hpp>
 
+#include <kpmap/base/error.hpp>
+
 namespace kpmap::sim {
 
 namespace detail {
@@ -15,6 +17,15 @@ deck::Registry<SolverInfo>& solver_registry() {
   static deck::Registry<SolverInfo> all("solver", "kpmap::sim::register_solver",
                                         &detail::register_builtin_solvers);
   return all;
+}
+
+deck::Settings solver_settings(const SolverOptions& options) {
+  const SolverInfo& info = solver_info(options.method);
+  try {
+    return deck::Settings(info.keys, options.keys);
+  } catch (const Error& e) {
+    throw Error("kpmap::sim: solver " + info.name + ": " + e.what());
+  }
 }
 
 }  // namespace kpmap::sim

@@ -37,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -93,13 +94,15 @@ struct SolverContext {
   Timings& timings;
 };
 
-/// \brief Makes a solver on execution space Exec.
+/// \brief Makes a solver on execution space Exec, with its own keys' values.
 template <class Exec>
-using SolverFactory = std::unique_ptr<Solver<Exec>> (*)(const SolverContext<Exec>&);
+using SolverFactory = std::unique_ptr<Solver<Exec>> (*)(const SolverContext<Exec>&,
+                                                        const deck::Settings&);
 
 /// \brief Registers the linear solver S (a class template over the
 /// execution space, derived from Solver<Exec> and constructed from a
-/// SolverContext<Exec>; its kernels are compiled here for every space of
+/// SolverContext<Exec> and, when it declares keys, the deck::Settings of
+/// them: `S(context, settings)`); its kernels are compiled here for every space of
 /// sim/spaces.hpp) under `info.name`, for decks, --help-deck and
 /// make_solver(). Call it before the deck is read: from main(), or at
 /// namespace scope with KPMAP_SIM_REGISTER_SOLVER in the program's own
@@ -109,10 +112,16 @@ template <template <class> class S>
 bool register_solver(SolverInfo info) {
   const std::string name = info.name;
   solver_registry().add(std::move(info));
-#define KPMAP_SIM_ADD_FACTORY_(E)                                         \
-  solver_registry().add_factory<SolverFactory<E>>(                        \
-      name, [](const SolverContext<E>& c) -> std::unique_ptr<Solver<E>> { \
-        return std::make_unique<S<E>>(c);                                 \
+#define KPMAP_SIM_ADD_FACTORY_(E)                                                                  \
+  solver_registry().add_factory<SolverFactory<E>>(                                                 \
+      name, [](const SolverContext<E>& c, const deck::Settings& s) -> std::unique_ptr<Solver<E>> { \
+        if constexpr (std::is_constructible_v<S<E>, const SolverContext<E>&,                       \
+                                              const deck::Settings&>) {                            \
+          return std::make_unique<S<E>>(c, s);                                                     \
+        } else {                                                                                   \
+          (void)s;                                                                                 \
+          return std::make_unique<S<E>>(c);                                                        \
+        }                                                                                          \
       });
   KPMAP_SIM_FOR_EACH_SPACE(KPMAP_SIM_ADD_FACTORY_)
 #undef KPMAP_SIM_ADD_FACTORY_

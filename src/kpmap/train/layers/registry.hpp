@@ -54,13 +54,13 @@ struct LayerInfo {
 /// values of those of its own keys that are set (the others take their
 /// declared defaults).
 struct LayerSpec {
-  using Keys = std::map<std::string, deck::Value, std::less<>>;
   LayerSpec() = default;
   /// `LayerSpec{"dense", {{"units", 10}}}`, `LayerSpec{"relu"}`; in code the
   /// typed helpers say the same with each key a member: `dense(10)`.
-  LayerSpec(std::string type_, Keys keys_ = {}) : type(std::move(type_)), keys(std::move(keys_)) {}
-  std::string type;  ///< a registered name
-  Keys keys;         ///< its own keys that are set, by name
+  LayerSpec(std::string type_, deck::Values keys_ = {})
+      : type(std::move(type_)), keys(std::move(keys_)) {}
+  std::string type;   ///< a registered name
+  deck::Values keys;  ///< its own keys that are set, by name
 };
 
 template <class T, class M>
@@ -136,9 +136,9 @@ std::vector<std::unique_ptr<Layer<T, M>>> build_layers(const Shape& input,
       throw ShapeError(at + ": unknown type '" + specs[i].type + "' (registered: " + known + ")",
                        i + 1);
     }
-    deck::Settings settings(info->keys);
+    deck::Settings settings;
     try {
-      for (const auto& [key, value] : specs[i].keys) settings.set(key, value);
+      settings = deck::Settings(info->keys, specs[i].keys);
     } catch (const Error& e) {
       throw Error(at + " (" + specs[i].type + "): " + e.what());
     }

@@ -39,11 +39,11 @@ namespace kpmap::train {
 /// are set (the rest take their defaults): `Loss::mse`,
 /// `Loss::cross_entropy`, `Loss{"huber", {{"delta", 0.5}}}`.
 struct Loss {
-  using Keys = std::map<std::string, deck::Value, std::less<>>;
   Loss() = default;
-  Loss(std::string name_, Keys keys_ = {}) : name(std::move(name_)), keys(std::move(keys_)) {}
+  Loss(std::string name_, deck::Values keys_ = {})
+      : name(std::move(name_)), keys(std::move(keys_)) {}
   std::string name;
-  Keys keys;
+  deck::Values keys;
   static const Loss mse;            ///< mean squared error on one output
   static const Loss cross_entropy;  ///< softmax cross-entropy on a score per class
 };
@@ -118,9 +118,9 @@ std::unique_ptr<LossFunction<C, M, A>> make_loss(const Loss& loss) {
                 "kpmap::train losses are built for double and float outputs (and 16-bit "
                 "half_t) in the default memory space: see KPMAP_TRAIN_FOR_EACH_LOSS_TYPE");
   const LossInfo& info = loss_info(loss.name);
-  deck::Settings settings(info.keys);
+  deck::Settings settings;
   try {
-    for (const auto& [key, value] : loss.keys) settings.set(key, value);
+    settings = deck::Settings(info.keys, loss.keys);
   } catch (const Error& e) {
     throw Error("kpmap::train: loss " + loss.name + ": " + e.what());
   }

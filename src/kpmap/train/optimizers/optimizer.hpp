@@ -54,7 +54,7 @@ struct OptimizerConfig {
   std::string kind = "gd";
   /// Its own keys that are set, by name (e.g. {"beta1", 0.8}); the rest take
   /// the defaults its registration declares.
-  std::map<std::string, deck::Value, std::less<>> keys;
+  deck::Values keys;
   double learning_rate = 0.01;  ///< the peak rate (after warm-up, before decay)
   long long warmup_steps = 0;   ///< the rate climbs linearly to learning_rate over these
   Schedule schedule = Schedule::constant;

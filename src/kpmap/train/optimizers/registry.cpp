@@ -22,9 +22,9 @@ deck::Registry<OptimizerInfo>& optimizer_registry() {
 
 std::pair<const OptimizerInfo*, deck::Settings> optimizer_settings(const OptimizerConfig& config) {
   const OptimizerInfo& info = optimizer_registry().at(config.kind);
-  deck::Settings settings(info.keys);
+  deck::Settings settings;
   try {
-    for (const auto& [key, value] : config.keys) settings.set(key, value);
+    settings = deck::Settings(info.keys, config.keys);
   } catch (const Error& e) {
     throw Error("kpmap::train: optimizer " + config.kind + ": " + e.what());
   }
