@@ -30,12 +30,22 @@ kpmap_timed() {
 }
 
 # kpmap_build PRESET [cmake -D options...]: configure and build with a preset.
+# KPMAP_BUILD_TARGETS (space-separated) builds only those targets.
 kpmap_build() {
   local preset=$1
   shift
   cmake --preset "$preset" "$@" >/dev/null
-  kpmap_timed "build ($preset)" cmake --build --preset "$preset"
+  local targets=()
+  [ -n "${KPMAP_BUILD_TARGETS:-}" ] && read -r -a targets <<<"--target $KPMAP_BUILD_TARGETS"
+  kpmap_timed "build ($preset${KPMAP_BUILD_TARGETS:+: $KPMAP_BUILD_TARGETS})" \
+    cmake --build --preset "$preset" "${targets[@]}"
 }
+
+# The configure options the README's two commands share, so that the test
+# command compiles nothing the demo compiled: warnings are errors where
+# KPMAP_WERROR=ON says so (.ci/run sets it), else warnings only.
+# shellcheck disable=SC2034  # read by the scripts that source this file
+KPMAP_DEFAULT_OPTIONS=("-DKPMAP_WERROR=${KPMAP_WERROR:-OFF}")
 
 # kpmap_test PRESET [ctest options...]: runs the preset's tests on every core,
 # keeping ctest's output in build/PRESET/ctest-output.log. With
