@@ -1,30 +1,23 @@
 // Collectives: exact expected values at any rank count. Elements are
 // integer-valued doubles, so every sum is exact and results compare with ==.
 // The same executable runs again with KPMAP_STAGING=always (see CMakeLists.txt).
-// Reductions, trees of Views and fusion here; gathers and permutes in
-// test_collectives_gathers.cpp; non-blocking forms, large counts, staging and
-// checked mode in test_collectives_paths.cpp: one executable, compiled side by side.
+// Reductions here; trees of Views and fusion in test_collectives_trees.cpp;
+// gathers and permutes in test_collectives_gathers.cpp; non-blocking forms,
+// large counts, staging and checked mode in test_collectives_paths.cpp: one
+// executable, compiled side by side.
 
 #include "support/collective_checks.hpp"
 #include "support/mpi_test.hpp"
 
 #include <kpmap/collectives/collectives.hpp>
-#include <kpmap/spmd/pmap.hpp>
-#include <kpmap/transport/buffer.hpp>
-#include <kpmap/transport/mpi_ops.hpp>
 
 #include <catch2/catch_template_test_macros.hpp>
 #include <catch2/catch_test_macros.hpp>
-#include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <Kokkos_Core.hpp>
 
-#include <cmath>
-#include <cstdlib>
-#include <tuple>
 #include <vector>
 
-using Catch::Matchers::ContainsSubstring;
 // Exec, fill, matches, p, r, tri (support/collective_checks.hpp), world_rank, world_size.
 using namespace kpmap::test;
 
@@ -119,226 +112,4 @@ TEST_CASE("reductions on non-contiguous subviews touch only the subview", "[coll
   }
   Kokkos::View<double***, Kokkos::LayoutLeft, Exec> b("b", 4, 3, 2);
   check_reductions(Kokkos::subview(b, std::make_pair(1, 3), Kokkos::ALL, 1));
-}
-
-namespace {
-// A user type exposing its Views through one visitor, like a model's gradients.
-struct Grads {
-  using memory_space = Exec::memory_space;  // collectives run on its execution space
-  Kokkos::View<double**, Exec> w;
-  Kokkos::View<double*, Exec> b;
-  template <class F>
-  void for_each_view(F&& f) {
-    f(w);
-    f(b);
-  }
-};
-}  // namespace
-
-TEST_CASE("trees of Views reduce in one call", "[collectives][tree]") {
-  const double me = r() + 1;
-  Kokkos::View<double*, Exec> a("a", 10);
-  Kokkos::View<double**, Kokkos::LayoutLeft, Exec> b("b", 3, 4);
-  Kokkos::View<double**, Exec> big("big", 5, 6);
-  auto c = Kokkos::subview(big, std::make_pair(1, 4), std::make_pair(2, 5));
-  auto init = [&] {
-    fill(a, [&](std::size_t k) { return me * (k + 1.0); });
-    fill(b, [&](std::size_t k) { return me * (k + 2.0); });
-    fill(c, [&](std::size_t k) { return me * (k + 3.0); });
-  };
-  SECTION("a tuple, fused") {
-    init();
-    auto tree = std::tie(a, b, c);
-    kpmap::psum_inplace(tree, "devices");
-    CHECK(matches(a, [&](std::size_t k) { return tri() * (k + 1.0); }));
-    CHECK(matches(b, [&](std::size_t k) { return tri() * (k + 2.0); }));
-    CHECK(matches(c, [&](std::size_t k) { return tri() * (k + 3.0); }));
-  }
-  SECTION("a tuple, every leaf above the fusion threshold or split in messages") {
-    const auto saved = kpmap::fusion_threshold();
-    for (std::size_t threshold : {std::size_t(8), std::size_t(40)}) {
-      kpmap::set_fusion_threshold(threshold);
-      init();
-      kpmap::pmean_inplace(std::tie(a, b, c), "devices");
-      CHECK(matches(a, [&](std::size_t k) { return tri() / p() * (k + 1.0); }));
-      CHECK(matches(b, [&](std::size_t k) { return tri() / p() * (k + 2.0); }));
-      CHECK(matches(c, [&](std::size_t k) { return tri() / p() * (k + 3.0); }));
-    }
-    kpmap::set_fusion_threshold(saved);
-  }
-  SECTION("a user struct with a visitor, weighted mean over uneven shards") {
-    Grads g{Kokkos::View<double**, Exec>("w", 2, 3), Kokkos::View<double*, Exec>("b", 4)};
-    fill(g.w, [&](std::size_t k) { return me * (k + 1.0); });
-    fill(g.b, [&](std::size_t k) { return me - k; });
-    // Rank r's values are means over r+1 samples.
-    kpmap::pmean_inplace(g, "devices", kpmap::Weight{me});
-    double sq = 0;
-    for (int q = 1; q <= world_size(); ++q) sq += q * q;
-    CHECK(matches(
-        g.w, [&](std::size_t k) { return sq / tri() * (k + 1.0); }, 1e-15));
-    CHECK(matches(
-        g.b, [&](std::size_t k) { return sq / tri() - k; }, 1e-15));
-  }
-  SECTION("mixed element types reduce in one call, one message stream per type") {
-    // A JAX pytree of float64, float32 and int32 leaves: each sums as its own
-    // type (the values are exact in every one of them).
-    Kokkos::View<float*, Exec> f("f", 3);
-    Kokkos::View<int*, Exec> n("n", 5);
-    for (const std::size_t threshold : {kpmap::fusion_threshold(), std::size_t(8)}) {
-      const auto saved = kpmap::fusion_threshold();
-      kpmap::set_fusion_threshold(threshold);  // 8: every leaf on its own too
-      init();
-      fill(f, [&](std::size_t k) { return me * (k + 0.5); });
-      fill(n, [&](std::size_t k) { return me * (k + 1.0); });
-      kpmap::psum_inplace(std::tie(a, f, b, n, c), "devices");
-      CHECK(matches(a, [&](std::size_t k) { return tri() * (k + 1.0); }));
-      CHECK(matches(f, [&](std::size_t k) { return tri() * (k + 0.5); }));
-      CHECK(matches(b, [&](std::size_t k) { return tri() * (k + 2.0); }));
-      CHECK(matches(n, [&](std::size_t k) { return tri() * (k + 1.0); }));
-      CHECK(matches(c, [&](std::size_t k) { return tri() * (k + 3.0); }));
-      kpmap::set_fusion_threshold(saved);
-    }
-    // Non-blocking, from a temporary tie; a pmax over the same mixed tree.
-    init();
-    fill(f, [&](std::size_t k) { return me * (k + 0.5); });
-    kpmap::ipsum(std::tie(f, a), "devices").wait();
-    CHECK(matches(f, [&](std::size_t k) { return tri() * (k + 0.5); }));
-    CHECK(matches(a, [&](std::size_t k) { return tri() * (k + 1.0); }));
-    fill(n, [&](std::size_t k) { return me * k; });
-    fill(f, [&](std::size_t k) { return -me * k; });
-    kpmap::pmax_inplace(std::tie(n, f), "devices");
-    CHECK(matches(n, [&](std::size_t k) { return 1.0 * p() * k; }));
-    CHECK(matches(f, [&](std::size_t k) { return -1.0 * k; }));
-  }
-  SECTION("leaves in two memory spaces are refused with the leaf named") {
-    Kokkos::View<double*, Kokkos::HostSpace> host("host", 3);
-    Kokkos::View<double*, Kokkos::HostSpace> host2("host2", 3);
-    if constexpr (!std::is_same_v<Exec::memory_space, Kokkos::HostSpace>) {
-      CHECK_THROWS_WITH(kpmap::psum_inplace(std::tie(a, host), "devices"),
-                        ContainsSubstring("leaf 1 is in"));
-    }
-    kpmap::psum_inplace(std::tie(host, host2), "devices");  // one space: fine
-  }
-}
-
-namespace {
-// A user type without `using memory_space`: its Views live in the default
-// execution space's memory, and its visitor is const (as a model's
-// parameters often are).
-struct Params {
-  Kokkos::View<double**, Exec> w;
-  Kokkos::View<double*, Exec> b;
-  template <class F>
-  void for_each_view(F&& f) const {
-    f(w);
-    f(b);
-  }
-};
-// A visitor that hands out copies of its Views, which an out-of-place
-// collective cannot replace.
-struct HandsOutCopies {
-  Kokkos::View<double*, Exec> w;
-  template <class F>
-  void for_each_view(F&& f) const {
-    Kokkos::View<double*, Exec> copy = w;
-    f(copy);
-  }
-};
-}  // namespace
-
-TEST_CASE("trees out of place: new trees as the in-place forms leave, the argument unchanged",
-          "[collectives][tree]") {
-  const double me = r() + 1;
-  Kokkos::View<double*, Exec> a("a", 10);
-  Kokkos::View<float*, Exec> f("f", 3);
-  Kokkos::View<int*, Exec> n("n", 5);
-  auto init = [&] {
-    fill(a, [&](std::size_t k) { return me * (k + 1.0); });
-    fill(f, [&](std::size_t k) { return me * (k + 0.5); });
-    fill(n, [&](std::size_t k) { return me * (k + 1.0); });
-  };
-  const auto unchanged = [&] {
-    CHECK(matches(a, [&](std::size_t k) { return me * (k + 1.0); }));
-    CHECK(matches(f, [&](std::size_t k) { return me * (k + 0.5); }));
-  };
-  SECTION("a tuple of three element types: psum, pmax, pmin, pmean") {
-    init();
-    const auto [sa, sf, sn] = kpmap::psum(std::make_tuple(a, f, n), "devices");
-    unchanged();
-    CHECK(matches(n, [&](std::size_t k) { return me * (k + 1.0); }));
-    CHECK(sa.data() != a.data());
-    // The in-place form on the argument itself, element for element the same.
-    kpmap::psum_inplace(std::tie(a, f, n), "devices");
-    CHECK(matches(sa, [&](std::size_t k) { return tri() * (k + 1.0); }));
-    CHECK(matches(sf, [&](std::size_t k) { return tri() * (k + 0.5); }));
-    CHECK(matches(sn, [&](std::size_t k) { return tri() * (k + 1.0); }));
-    auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
-    auto hsa = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sa);
-    for (std::size_t k = 0; k < 10; ++k) CHECK(hsa(k) == ha(k));
-    init();
-    const auto [xa, xn] = kpmap::pmax(std::make_tuple(a, n), "devices");
-    const auto [ia, in] = kpmap::pmin(std::make_tuple(a, n), "devices");
-    const auto [ma, mf] = kpmap::pmean(std::make_tuple(a, f), "devices");
-    unchanged();
-    CHECK(matches(xa, [&](std::size_t k) { return p() * (k + 1.0); }));
-    CHECK(matches(xn, [&](std::size_t k) { return p() * (k + 1.0); }));
-    CHECK(matches(ia, [&](std::size_t k) { return 1.0 * (k + 1.0); }));
-    CHECK(matches(in, [&](std::size_t k) { return 1.0 * (k + 1.0); }));
-    CHECK(matches(
-        ma, [&](std::size_t k) { return tri() / p() * (k + 1.0); }, 1e-15));
-    CHECK(matches(
-        mf, [&](std::size_t k) { return tri() / p() * (k + 0.5); }, 1e-6));
-  }
-  SECTION("a vector of Views") {
-    std::vector<Kokkos::View<double*, Exec>> v;
-    for (std::size_t len : {1, 7, 300}) {
-      v.emplace_back("v", len);
-      fill(v.back(), [&](std::size_t k) { return me * (k + len); });
-    }
-    const auto s = kpmap::psum(v, "devices");
-    REQUIRE(s.size() == 3);
-    for (std::size_t i = 0; i < 3; ++i) {
-      const double len = double(v[i].extent(0));
-      CHECK(s[i].extent(0) == v[i].extent(0));
-      CHECK(matches(s[i], [&](std::size_t k) { return tri() * (k + len); }));
-      CHECK(matches(v[i], [&](std::size_t k) { return me * (k + len); }));
-    }
-  }
-  SECTION("a struct that declares no memory space, and a weighted mean") {
-    Params g{Kokkos::View<double**, Exec>("w", 2, 3), Kokkos::View<double*, Exec>("b", 4)};
-    fill(g.w, [&](std::size_t k) { return me * (k + 1.0); });
-    fill(g.b, [&](std::size_t k) { return me - k; });
-    const Params s = kpmap::psum(g, "devices");
-    CHECK(s.w.data() != g.w.data());
-    CHECK(s.w.extent(1) == 3);
-    CHECK(matches(s.w, [&](std::size_t k) { return tri() * (k + 1.0); }));
-    CHECK(matches(s.b, [&](std::size_t k) { return tri() - p() * k; }));
-    CHECK(matches(g.w, [&](std::size_t k) { return me * (k + 1.0); }));
-    // Rank r's values are means over r + 1 samples.
-    const Params m = kpmap::pmean(g, "devices", kpmap::Weight{me});
-    double sq = 0;
-    for (int q = 1; q <= world_size(); ++q) sq += q * q;
-    CHECK(matches(
-        m.w, [&](std::size_t k) { return sq / tri() * (k + 1.0); }, 1e-15));
-    // In place, with no memory space declared either.
-    kpmap::psum_inplace(g, "devices");
-    CHECK(matches(g.b, [&](std::size_t k) { return tri() - p() * k; }));
-  }
-  SECTION("a visitor that hands out copies is refused, naming the fix") {
-    HandsOutCopies c{Kokkos::View<double*, Exec>("w", 3)};
-    CHECK_THROWS_WITH(kpmap::psum(c, "devices"), ContainsSubstring("hands out copies"));
-  }
-}
-
-TEST_CASE("fusion of 100 small Views", "[collectives][tree]") {
-  const double me = r() + 1;
-  std::vector<Kokkos::View<double*, Exec>> views;
-  for (int i = 0; i < 100; ++i) {
-    views.emplace_back("v" + std::to_string(i), 16 + i % 7);
-    fill(views.back(), [&](std::size_t k) { return me * (k + i); });
-  }
-  kpmap::psum_inplace(views, "devices");
-  for (int i = 0; i < 100; ++i) {
-    CHECK(matches(views[i], [&](std::size_t k) { return tri() * (k + i); }));
-  }
 }

@@ -22,8 +22,6 @@
 #include <kpmap/sim/tea_deck.hpp>
 #include <kpmap/sim/time_loop.hpp>
 
-#include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <cstring>
 #include <filesystem>

@@ -10,11 +10,16 @@
 #include <filesystem>
 
 #include <mpi.h>
-#include <CLI/CLI.hpp>
 
 #include <optional>
 #include <string>
 #include <vector>
+
+// CLI11 is header-only and costly to compile: only the files that build a
+// command line include it (options.cpp, a program's own main).
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace kpmap::apps {
 
@@ -29,7 +34,8 @@ struct RunOptions {
   bool deck_markdown = false;  ///< `--deck-markdown` (hidden): the keys as docs/decks.md tables
 };
 
-/// \brief Adds DECK, --set, --output, --restart, --trace and --help-deck to `app`.
+/// \brief Adds DECK, --set, --output, --restart, --trace and --help-deck to
+/// `app` (a caller includes <CLI/CLI.hpp>).
 void add_run_options(CLI::App& app, RunOptions& options);
 
 /// \brief Parses the command line (rank 0 prints help and errors), then
