@@ -1,0 +1,2 @@
+// The source of the kpmap_pch target (cmake/KpmapPrecompiled.cmake): empty;
+// the target exists to build the precompiled header every other target reuses.
