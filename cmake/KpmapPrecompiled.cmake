@@ -1,10 +1,12 @@
 # Precompiled headers: the standard library, MPI and Kokkos headers nearly
 # every kpmap file includes, parsed once per build instead of once per file
 # (docs/development.md has the figures). One precompiled header (the target
-# kpmap_pch) serves every library, program, test and benchmark of this
-# build; kpmap_precompile_headers() hands it to each at the end of the
-# top-level CMakeLists.txt. Off for GPU builds (nvcc_wrapper and hipcc take
-# no GCC precompiled headers) and with KPMAP_PCH=OFF.
+# kpmap_pch) serves every library, program and benchmark of this build, and
+# one more (kpmap_pch_2) the targets compiled with other options: the tests,
+# at their own optimisation level. kpmap_precompile_headers() hands them out
+# at the end of the top-level CMakeLists.txt. Off for GPU builds
+# (nvcc_wrapper and hipcc take no GCC precompiled headers) and with
+# KPMAP_PCH=OFF.
 
 set(KPMAP_PCH_HEADERS
   <mpi.h> <Kokkos_Core.hpp>
@@ -24,20 +26,41 @@ function(kpmap_targets_below dir out)
   set(${out} ${targets} PARENT_SCOPE)
 endfunction()
 
+# The precompiled header for targets compiled with `options`: one per set of
+# options (GCC refuses a header precompiled with other flags), built by a
+# target of its own, kpmap_pch for the first set and kpmap_pch_2, ... after.
+function(kpmap_pch_for options out)
+  get_property(sets GLOBAL PROPERTY KPMAP_PCH_OPTION_SETS)
+  list(FIND sets "${options}" index)
+  if(index EQUAL -1)
+    list(LENGTH sets index)
+    set_property(GLOBAL APPEND PROPERTY KPMAP_PCH_OPTION_SETS "${options}")
+  endif()
+  set(name kpmap_pch)
+  if(index GREATER 0)
+    math(EXPR number "${index} + 1")
+    set(name kpmap_pch_${number})
+  endif()
+  if(NOT TARGET ${name})
+    add_library(${name} OBJECT ${PROJECT_SOURCE_DIR}/cmake/kpmap_pch.cpp)
+    target_link_libraries(${name} PRIVATE Kokkos::kokkos MPI::MPI_CXX)
+    string(REPLACE "|" ";" option_list "${options}")
+    set_target_properties(${name} PROPERTIES COMPILE_OPTIONS "${option_list}")
+    target_precompile_headers(${name} PRIVATE ${KPMAP_PCH_HEADERS})
+  endif()
+  set(${out} ${name} PARENT_SCOPE)
+endfunction()
+
 function(kpmap_precompile_headers)
   if(NOT KPMAP_PCH OR Kokkos_ENABLE_CUDA OR Kokkos_ENABLE_HIP OR Kokkos_ENABLE_SYCL)
     set(KPMAP_PCH_STATE "off" PARENT_SCOPE)
     return()
   endif()
-  add_library(kpmap_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/kpmap_pch.cpp)
-  target_link_libraries(kpmap_pch PRIVATE Kokkos::kokkos MPI::MPI_CXX)
-  target_precompile_headers(kpmap_pch PRIVATE ${KPMAP_PCH_HEADERS})
   kpmap_targets_below(${PROJECT_SOURCE_DIR} targets)
   set(count 0)
   foreach(target ${targets})
     get_target_property(type ${target} TYPE)
-    if(NOT type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|OBJECT_LIBRARY)$"
-       OR target STREQUAL "kpmap_pch")
+    if(NOT type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|OBJECT_LIBRARY)$")
       continue()
     endif()
     # A target that opts out (its own flags differ: a compile-failure probe).
@@ -45,8 +68,18 @@ function(kpmap_precompile_headers)
     if(opt_out)
       continue()
     endif()
-    target_precompile_headers(${target} REUSE_FROM kpmap_pch)
+    # The tests' own optimisation level (tests/CMakeLists.txt) is such an option.
+    get_target_property(options ${target} COMPILE_OPTIONS)
+    if(NOT options)
+      set(options "")
+    endif()
+    string(REPLACE ";" "|" options "${options}")
+    kpmap_pch_for("${options}" pch)
+    target_precompile_headers(${target} REUSE_FROM ${pch})
     math(EXPR count "${count} + 1")
   endforeach()
-  set(KPMAP_PCH_STATE "on (${count} targets share one; KPMAP_PCH=OFF to turn it off)" PARENT_SCOPE)
+  get_property(sets GLOBAL PROPERTY KPMAP_PCH_OPTION_SETS)
+  list(LENGTH sets headers)
+  set(KPMAP_PCH_STATE "on (${count} targets share ${headers}; KPMAP_PCH=OFF to turn it off)"
+      PARENT_SCOPE)
 endfunction()
