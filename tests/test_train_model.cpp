@@ -16,6 +16,8 @@
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/optimizers/optimizer.hpp>
 #include <kpmap/train/sequential.hpp>
+// Sequential<double, Mem, float> (mixed precision on every build) is compiled here.
+#include <kpmap/train/sequential_def.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>

@@ -23,35 +23,6 @@
 
 namespace kpmap::train {
 
-/// \brief Parameters of the linear model (replicated on every rank), or a
-/// gradient of the same shape.
-template <class T, class M = Kokkos::DefaultExecutionSpace::memory_space>
-struct LinearParams {
-  using memory_space = M;  ///< where every View of the tree lives
-  Kokkos::View<T*, M> w;
-  Kokkos::View<T, M> b;
-
-  LinearParams() = default;
-  LinearParams(const std::string& label, std::size_t features)
-      : w(label + ".w", features), b(label + ".b") {}
-
-  /// Visits every View of the tree (collectives and optimizers use this).
-  template <class F>
-  void for_each_view(F&& f) const {
-    f(w);
-    f(b);
-  }
-  /// Names of the Views, in for_each_view order (checkpoint datasets).
-  static std::vector<std::string> names() { return {"w", "b"}; }
-  /// The tree over flat Views of the leaves' sizes (an optimizer's moments).
-  static LinearParams unflatten(const std::vector<Kokkos::View<T*, M>>& leaves) {
-    LinearParams p;
-    p.w = leaves.at(0);
-    p.b = Kokkos::View<T, M>(leaves.at(1).data());
-    return p;
-  }
-};
-
 namespace detail {
 
 /// Rows whose products a column sum adds as one balanced tree before adding

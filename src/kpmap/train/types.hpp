@@ -50,6 +50,26 @@
   X(float, Kokkos::DefaultExecutionSpace::memory_space, double)  \
   KPMAP_TRAIN_HALF_LOSS_(X)
 
+// float parameters computing in half_t: mixed precision's model.
+#if defined(KOKKOS_HALF_T_IS_FLOAT) && !KOKKOS_HALF_T_IS_FLOAT
+#define KPMAP_TRAIN_HALF_MODEL_(X) \
+  X(float, Kokkos::DefaultExecutionSpace::memory_space, ::kpmap::detail::half)
+#else
+#define KPMAP_TRAIN_HALF_MODEL_(X)
+#endif
+
+/// \brief Expands X(T, M, C) for every parameter type T, memory space M and
+/// compute type C a model (Sequential<T, M, C>) is built for, once, in
+/// kpmap's library (train/instances/): double and float computing in their
+/// own type, and float computing in 16-bit half_t where half_t exists
+/// (model.precision = "mixed"). Another that its layers and loss are built
+/// for (double computing in float) is compiled where it is used, from
+/// train/sequential_def.hpp.
+#define KPMAP_TRAIN_FOR_EACH_MODEL_TYPE(X)                       \
+  X(double, Kokkos::DefaultExecutionSpace::memory_space, double) \
+  X(float, Kokkos::DefaultExecutionSpace::memory_space, float)   \
+  KPMAP_TRAIN_HALF_MODEL_(X)
+
 namespace kpmap::train::detail {
 template <class C, class M, class A>
 struct IsLossType : std::false_type {};

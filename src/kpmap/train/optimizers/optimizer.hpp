@@ -23,6 +23,7 @@
 #include <kpmap/deck/registry.hpp>
 #include <kpmap/spmd/pmap.hpp>
 #include <kpmap/tools/profiling.hpp>
+#include <kpmap/train/model.hpp>
 #include <kpmap/train/optimizers/registry.hpp>
 #include <kpmap/train/types.hpp>
 
@@ -109,6 +110,9 @@ std::pair<const OptimizerInfo*, deck::Settings> optimizer_settings(const Optimiz
 template <class T, class M, class P>
 class Optimizer {
  public:
+  static_assert(detail::IsValueType<T, M>::value,
+                "kpmap::train optimizers are built for double and float in the default memory "
+                "space: see KPMAP_TRAIN_FOR_EACH_VALUE_TYPE");
   /// \brief A state array kind ("m") and its arrays, one per View of P: the
   /// part of that View this rank keeps (all of it when replicated).
   using State = std::pair<std::string, std::vector<Kokkos::View<T*, M>>>;
@@ -125,41 +129,20 @@ class Optimizer {
   /// same gradient. Sharded, each rank updates its part and the parts are
   /// all-gathered (collective; `exec` is fenced).
   template <class Exec>
-  void step(const Exec& exec, const P& params, const P& grads) {
-    auto& gs = grads_flat_;
-    flatten(grads, gs, "gradient");
-    update(exec, params, [&](std::size_t t) { return gs[t].data() + parts_[t].begin; });
-  }
+  void step(const Exec& exec, const P& params, const P& grads);
 
   /// \brief As step(), from this rank's part of the gradient alone: elements
   /// [owned().first, owned().second) of the gradient laid end to end, summed
   /// over the ranks (ZeRO stage 2: what a reduce-scatter gives each rank).
   template <class Exec>
-  void step_from_part(const Exec& exec, const P& params, const Kokkos::View<const T*, M>& part) {
-    if (part.extent(0) != owned_.second - owned_.first) {
-      throw Error("kpmap::train::Optimizer::step_from_part: a gradient part of " +
-                  std::to_string(part.extent(0)) + " values for a part of " +
-                  std::to_string(owned_.second - owned_.first) + " parameters");
-    }
-    update(exec, params, [&](std::size_t t) { return part.data() + parts_[t].within_owned; });
-  }
+  void step_from_part(const Exec& exec, const P& params, const Kokkos::View<const T*, M>& part);
 
   /// \brief As step_from_part(), on this rank's part of the parameters
   /// alone, which is all it keeps (ZeRO stage 3): nothing is gathered, and
   /// nothing waited for.
   template <class Exec>
   void step_part(const Exec& exec, const Kokkos::View<T*, M>& params,
-                 const Kokkos::View<const T*, M>& part) {
-    const std::size_t owned = owned_.second - owned_.first;
-    if (params.extent(0) != owned || part.extent(0) != owned) {
-      throw Error("kpmap::train::Optimizer::step_part: a parameter part of " +
-                  std::to_string(params.extent(0)) + " values and a gradient part of " +
-                  std::to_string(part.extent(0)) + " for a part of " + std::to_string(owned));
-    }
-    apply(
-        exec, [&](std::size_t t) { return params.data() + parts_[t].within_owned; },
-        [&](std::size_t t) { return part.data() + parts_[t].within_owned; });
-  }
+                 const Kokkos::View<const T*, M>& part);
 
   /// \brief step() on the default instance of M's execution space.
   void step(const P& params, const P& grads) { step(typename M::execution_space(), params, grads); }
@@ -242,53 +225,7 @@ class Optimizer {
     }
   }
 
-  Optimizer(const OptimizerConfig& config, const P& params, const Axis* axis)
-      : config_(config), axis_(axis) {
-    static_assert(detail::IsValueType<T, M>::value,
-                  "kpmap::train optimizers are built for double and float in the default memory "
-                  "space: see KPMAP_TRAIN_FOR_EACH_VALUE_TYPE");
-    const auto [info, settings] = optimizer_settings(config);
-    rule_ = optimizer_registry().factory<UpdateRuleFactory<T, M>>(info->name)(settings);
-    // The elements laid end to end, split evenly: rank r keeps [first(r), first(r + 1)).
-    std::size_t total = 0;
-    params.for_each_view([&](const auto& v) { total += v.size(); });
-    const int ranks = axis_ != nullptr ? axis_->size() : 1;
-    const int me = axis_ != nullptr ? axis_->index() : 0;
-    const BlockPartition split(total, ranks);
-    owned_ = {split.begin(me), split.end(me)};
-    std::size_t at = 0;  // the View's first element, end to end
-    params.for_each_view([&](const auto& v) {
-      Part part;
-      part.size = v.size();
-      const auto within = [&](std::size_t e) { return std::clamp(e, at, at + part.size) - at; };
-      part.begin = within(owned_.first);
-      part.end = within(owned_.second);
-      part.within_owned = at + part.begin - std::min(at + part.begin, owned_.first);
-      for (int r = 0; r < ranks; ++r) {
-        part.counts.push_back(within(split.end(r)) - within(split.begin(r)));
-      }
-      parts_.push_back(std::move(part));
-      at += v.size();
-    });
-    for (const std::string& name : info->state) {
-      never_negative_.push_back(std::find(info->never_negative.begin(), info->never_negative.end(),
-                                          name) != info->never_negative.end());
-      owned_state_.emplace_back("kpmap::train::optimizer::" + name, owned_.second - owned_.first);
-      State s{name, {}};
-      std::size_t from = 0;  // within the owned array
-      for (const Part& part : parts_) {
-        const std::size_t n = part.end - part.begin;
-        s.second.push_back(Kokkos::subview(owned_state_.back(), Kokkos::make_pair(from, from + n)));
-        from += n;
-      }
-      state_.push_back(std::move(s));
-    }
-    // The rule's view of the state: array t's states at [t * kinds, (t + 1) * kinds).
-    for (std::size_t t = 0; t < parts_.size(); ++t) {
-      for (const State& s : state_)
-        flat_state_.emplace_back(s.second[t].data(), s.second[t].size());
-    }
-  }
+  Optimizer(const OptimizerConfig& config, const P& params, const Axis* axis);
 
   OptimizerConfig config_;
   const Axis* axis_ = nullptr;  // the axis the state is split over, or none
@@ -303,5 +240,24 @@ class Optimizer {
   std::vector<Flat> params_flat_;
   std::vector<ConstFlat> grads_flat_;
 };
+
+/// \brief PREFIX (extern, or nothing) template: the Optimizer of values T in
+/// M over parameter trees TREE<T, M>, with its steps on M's execution space.
+#define KPMAP_TRAIN_OPTIMIZER_INSTANCE(PREFIX, T, M, TREE)                                      \
+  PREFIX template class Optimizer<T, M, TREE<T, M>>;                                            \
+  PREFIX template void Optimizer<T, M, TREE<T, M>>::step(const M::execution_space&,             \
+                                                         const TREE<T, M>&, const TREE<T, M>&); \
+  PREFIX template void Optimizer<T, M, TREE<T, M>>::step_from_part(                             \
+      const M::execution_space&, const TREE<T, M>&, const Kokkos::View<const T*, M>&);          \
+  PREFIX template void Optimizer<T, M, TREE<T, M>>::step_part(                                  \
+      const M::execution_space&, const Kokkos::View<T*, M>&, const Kokkos::View<const T*, M>&);
+
+// Compiled once, in kpmap's library (train/instances/, from
+// train/optimizers/optimizer_def.hpp), over both models' parameter trees.
+#define KPMAP_TRAIN_EXTERN_OPTIMIZERS_(T, M)               \
+  KPMAP_TRAIN_OPTIMIZER_INSTANCE(extern, T, M, FlatParams) \
+  KPMAP_TRAIN_OPTIMIZER_INSTANCE(extern, T, M, LinearParams)
+KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(KPMAP_TRAIN_EXTERN_OPTIMIZERS_)
+#undef KPMAP_TRAIN_EXTERN_OPTIMIZERS_
 
 }  // namespace kpmap::train

@@ -1,0 +1,12 @@
+// The optimizers over float parameters, of both models' parameter trees,
+// compiled once for every program (train/optimizers/optimizer.hpp declares
+// them extern).
+
+#include <kpmap/train/optimizers/optimizer_def.hpp>
+
+namespace kpmap::train {
+
+KPMAP_TRAIN_OPTIMIZER_INSTANCE(, float, Kokkos::DefaultExecutionSpace::memory_space, FlatParams)
+KPMAP_TRAIN_OPTIMIZER_INSTANCE(, float, Kokkos::DefaultExecutionSpace::memory_space, LinearParams)
+
+}  // namespace kpmap::train
