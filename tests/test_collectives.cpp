@@ -1,9 +1,10 @@
 // Collectives: exact expected values at any rank count. Elements are
 // integer-valued doubles, so every sum is exact and results compare with ==.
 // The same executable runs again with KPMAP_STAGING=always (see CMakeLists.txt).
-// Reductions here; trees of Views and fusion in test_collectives_trees.cpp;
-// gathers and permutes in test_collectives_gathers.cpp; non-blocking forms,
-// large counts, staging and checked mode in test_collectives_paths.cpp: one
+// Reductions here (of LayoutLeft Views in test_collectives_left.cpp); trees of
+// Views in place and fusion in test_collectives_trees.cpp, out of place in
+// test_collectives_trees_out.cpp; gathers and permutes in test_collectives_gathers.cpp;
+// non-blocking forms, large counts, staging and checked mode in test_collectives_paths.cpp: one
 // executable, compiled side by side.
 
 #include "support/collective_checks.hpp"
@@ -11,7 +12,6 @@
 
 #include <kpmap/collectives/collectives.hpp>
 
-#include <catch2/catch_template_test_macros.hpp>
 #include <catch2/catch_test_macros.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -20,36 +20,6 @@
 
 // Exec, fill, matches, p, r, tri (support/collective_checks.hpp), world_rank, world_size.
 using namespace kpmap::test;
-
-namespace {
-
-template <class V>
-void check_reductions(const V& v) {
-  const double me = r() + 1;
-  fill(v, [&](std::size_t k) { return me * (k + 1.0); });
-  kpmap::psum_inplace(v, "devices");
-  CHECK(matches(v, [&](std::size_t k) { return tri() * (k + 1.0); }));
-
-  fill(v, [&](std::size_t k) { return me * (k + 1.0); });
-  kpmap::pmax_inplace(v, "devices");
-  CHECK(matches(v, [&](std::size_t k) { return p() * (k + 1.0); }));
-
-  fill(v, [&](std::size_t k) { return me * (k + 1.0); });
-  kpmap::pmin_inplace(v, "devices");
-  CHECK(matches(v, [&](std::size_t k) { return 1.0 * (k + 1.0); }));
-
-  fill(v, [&](std::size_t k) { return me * (k + 1.0); });
-  kpmap::pmean_inplace(v, "devices");
-  CHECK(matches(v, [&](std::size_t k) { return tri() / p() * (k + 1.0); }));
-
-  // Out of place leaves the input alone.
-  fill(v, [&](std::size_t k) { return me * (k + 1.0); });
-  auto s = kpmap::psum(v, "devices");
-  CHECK(matches(s, [&](std::size_t k) { return tri() * (k + 1.0); }));
-  CHECK(matches(v, [&](std::size_t k) { return me * (k + 1.0); }));
-}
-
-}  // namespace
 
 TEST_CASE("scalar reductions", "[collectives]") {
   const double me = r() + 1;
@@ -66,15 +36,8 @@ TEST_CASE("scalar reductions", "[collectives]") {
   CHECK(kpmap::pmean(me, "devices", kpmap::Weight{me}) == sq / tri());
 }
 
-TEMPLATE_TEST_CASE("reductions on Views of rank 0 to 3 and 8", "[collectives]", Kokkos::LayoutRight,
-                   Kokkos::LayoutLeft) {
-  using L = TestType;
-  check_reductions(Kokkos::View<double, L, Exec>("r0"));
-  check_reductions(Kokkos::View<double*, L, Exec>("r1", 7));
-  check_reductions(Kokkos::View<double**, L, Exec>("r2", 3, 5));
-  check_reductions(Kokkos::View<double***, L, Exec>("r3", 2, 3, 4));
-  check_reductions(Kokkos::View<double********, L, Exec>("r8", 2, 1, 2, 1, 2, 3, 1, 2));
-  check_reductions(Kokkos::View<float**, L, Exec>("f2", 4, 3));
+TEST_CASE("reductions on LayoutRight Views of rank 0 to 3 and 8", "[collectives]") {
+  check_reductions_of_ranks<Kokkos::LayoutRight>();
 }
 
 TEST_CASE("Kokkos::complex Views reduce, strided and scaled too", "[collectives]") {

@@ -13,9 +13,10 @@ add_test(NAME docs.pmap_snippets
           ${PROJECT_SOURCE_DIR}/examples/correlate1d.hpp)
 set_tests_properties(docs.pmap_snippets PROPERTIES LABELS docs)
 # docs/pmap.md's JAX-to-kpmap table, line by line: each line's kpmap column is
-# code in programs/pmap_table.cpp (run at 1 to 4 ranks, each line's result
-# checked against JAX's definition) or in the example the line links.
-add_executable(pmap_table programs/pmap_table.cpp)
+# code in programs/pmap_table.cpp and pmap_table_arrays.cpp (one program, run at
+# 1 to 4 ranks, each line's result checked against JAX's definition) or in
+# the example the line links.
+add_executable(pmap_table programs/pmap_table.cpp programs/pmap_table_arrays.cpp)
 target_link_libraries(pmap_table PRIVATE kpmap::kpmap)
 target_include_directories(pmap_table PRIVATE ${PROJECT_SOURCE_DIR}/examples)  # correlate1d.hpp
 kpmap_add_mpi_test(NAME docs.pmap_table COMMAND pmap_table LABELS docs
@@ -23,7 +24,7 @@ kpmap_add_mpi_test(NAME docs.pmap_table COMMAND pmap_table LABELS docs
 add_test(NAME docs.pmap_table_lines
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_pmap_table.py
           ${PROJECT_SOURCE_DIR}/docs/pmap.md ${CMAKE_CURRENT_SOURCE_DIR}/programs/pmap_table.cpp
-          ${PROJECT_SOURCE_DIR}/examples)
+          ${CMAKE_CURRENT_SOURCE_DIR}/programs/pmap_table_arrays.cpp ${PROJECT_SOURCE_DIR}/examples)
 set_tests_properties(docs.pmap_table_lines PROPERTIES LABELS "docs;quick")
 
 # CHANGELOG.md's newest release is this version; each breaking change has its migration.

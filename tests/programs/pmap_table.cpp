@@ -9,6 +9,7 @@
 //
 //   mpiexec -n 3 pmap_table
 
+#include "pmap_table.hpp"
 #include "correlate1d.hpp"
 
 #include <kpmap/kpmap.hpp>
@@ -22,99 +23,13 @@
 #include <tuple>
 #include <vector>
 
-namespace {
+namespace pmap_table {
 
-using Vector = Kokkos::View<double*>;
-using Matrix = Kokkos::View<double**>;
-
-// The lines whose result was not JAX's, the same on every rank (each check is
-// agreed across the ranks): all of them are reported, not only the first.
-std::vector<std::string> failures;
-
-// Records a line whose result is not JAX's.
-void expect(bool ok, const std::string& what) {
-  if (kpmap::psum(ok ? 0 : 1, kpmap::Mesh::world().axis("devices"))) failures.push_back(what);
-}
-
-// One line of the table, run on its own: an error every rank raised fails the
-// line and the table goes on with the next (one rank's error ends the job,
-// which the others could not go on without).
-template <class Line>
-void line(Line&& run) {
-  try {
-    run();
-  } catch (const kpmap::Error& e) {
-    if (!e.all_ranks()) throw;
-    failures.push_back(e.what());
-  }
-}
-
-template <class V>
-auto host(const V& v) {
-  return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-}
-
-// x(i) = i + 1 for i < n, made on the device.
-Vector iota(std::size_t n) {
-  Vector x("x", n);
-  Kokkos::parallel_for(
-      "table::iota", n, KOKKOS_LAMBDA(std::size_t i) { x(i) = i + 1.0; });
-  return x;
-}
-
-// A struct tree: its Views shown to a visitor, nothing else declared.
-struct Params {
-  Vector w, b;
-  template <class F>
-  void for_each_view(F&& f) const {
-    f(w);
-    f(b);
-  }
-};
-
-// 2 x (a block), a thread per element.
-struct Twice {
-  template <class X>
-  Vector operator()(const X& x) const {
-    Vector y("y", x.extent(0));
-    Kokkos::parallel_for(
-        "table::twice", x.extent(0), KOKKOS_LAMBDA(std::size_t i) { y(i) = 2 * x(i); });
-    return y;
-  }
-};
-
-// A block plus a replicated number, and the number itself (replicated).
-struct Shift {
-  template <class X>
-  std::tuple<Vector, double> operator()(const X& x, double s) const {
-    Vector y("y", x.extent(0));
-    Kokkos::parallel_for(
-        "table::shift", x.extent(0), KOKKOS_LAMBDA(std::size_t i) { y(i) = x(i) + s; });
-    return {y, s};
-  }
-};
-
-// A device's block of A times its block of x, completed by a psum over "model".
-struct MatVec {
-  template <class A, class X>
-  Vector operator()(const A& a, const X& x) const {
-    Vector y("y", a.extent(0));
-    Kokkos::parallel_for(
-        "table::matvec", a.extent(0), KOKKOS_LAMBDA(std::size_t i) {
-          double s = 0;
-          for (std::size_t j = 0; j < a.extent(1); ++j) s += a(i, j) * x(j);
-          y(i) = s;
-        });
-    kpmap::psum_inplace(y, "model");
-    return y;
-  }
-};
-
-int table(kpmap::Runtime&) {
-  const int n = kpmap::axis_size("devices");
-  const int me = kpmap::axis_index("devices");
-  const double tri = n * (n + 1) / 2.0;  // 1 + 2 + ... + n
-  const int model = n % 2 == 0 ? 2 : 1;
+void spmd_lines(const Ranks& ranks) {
+  [[maybe_unused]] const int n = ranks.n;
+  [[maybe_unused]] const int me = ranks.me;
+  [[maybe_unused]] const double tri = ranks.tri;
+  [[maybe_unused]] const int model = ranks.model;
 
   line([&] {
     // [row] `jax.devices()`, `jax.device_count()`
@@ -407,165 +322,18 @@ int table(kpmap::Runtime&) {
     auto hab = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ab);
     expect(hab(1, 1) == 3.0, "matmul of two matrices");
   });
-  line([&] {
-    // [row] `jnp.sum(a, axis=1)`, `jnp.sum(a)`, `a + b`, `a * b`, `2.0 * a`, `y + alpha * x`
-    Kokkos::View<double**> a("a", 2, 3), b("b", 2, 3);
-    Kokkos::deep_copy(a, 2.0);
-    Kokkos::deep_copy(b, 3.0);
-    const double alpha = 0.5;
-    const Vector x = iota(3), y = iota(3);
-    auto rows = kpmap::sum(a, 1);
-    const double all = kpmap::sum(a);
-    auto plus = kpmap::add(a, b);
-    auto times = kpmap::multiply(a, b);
-    auto twice = kpmap::scale(2.0, a);
-    kpmap::axpy(alpha, x, y);
-    // [end]
-    auto hp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plus);
-    auto ht = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), times);
-    auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), twice);
-    expect(host(rows)(1) == 6.0 && all == 12.0 && hp(1, 2) == 5.0 && ht(1, 2) == 6.0 &&
-               h2(0, 1) == 4.0 && host(y)(2) == 4.5,
-           "sum over an axis and of all, add, multiply, scale, axpy");
-  });
-  line([&] {
-    // [row] `a - b`, `a / b`, `jnp.maximum(a, b)`, `jnp.minimum(a, b)`, `jnp.where(c, a, b)`
-    const Vector a = iota(3);  // 1 2 3
-    Vector b("b", 3);
-    Kokkos::deep_copy(b, 2.0);
-    Kokkos::View<bool*> c("c", 3);
-    Kokkos::deep_copy(Kokkos::subview(c, 0), true);
-    auto diff = kpmap::subtract(a, b);
-    auto ratio = kpmap::divide(a, b);
-    auto hi = kpmap::maximum(a, b);
-    auto lo = kpmap::minimum(a, b);
-    auto picked = kpmap::where(c, a, b);
-    // [end]
-    expect(host(diff)(0) == -1.0 && host(ratio)(2) == 1.5 && host(hi)(0) == 2.0 &&
-               host(hi)(2) == 3.0 && host(lo)(2) == 2.0 && host(picked)(0) == 1.0 &&
-               host(picked)(2) == 2.0,
-           "subtract, divide, maximum, minimum, where");
-  });
-  line([&] {
-    // [row] `jnp.exp`, `log`, `tanh`, `sqrt`, `abs`, `jax.nn.relu` of `a`
-    Vector a("a", 2);
-    Kokkos::deep_copy(a, 4.0);
-    Kokkos::deep_copy(Kokkos::subview(a, 1), -1.0);
-    auto e = kpmap::exp(a);
-    auto l = kpmap::log(kpmap::abs(a));
-    auto t = kpmap::tanh(a);
-    auto r = kpmap::sqrt(kpmap::relu(a));
-    // [end]
-    expect(std::abs(host(e)(1) - 0.36787944117144233) < 1e-15 && host(l)(1) == 0.0 &&
-               std::abs(host(t)(1) + 0.7615941559557649) < 1e-15 && host(r)(0) == 2.0 &&
-               host(r)(1) == 0.0,
-           "exp, log, abs, tanh, sqrt, relu");
-  });
-  line([&] {
-    // [row] `jnp.mean(a)`, `jnp.max(a, axis=0)`, `jnp.min(a, axis=1)`, `jnp.linalg.norm(x)`
-    Matrix a("a", 2, 3);  // [[1, 2, 3], [4, 5, 6]]
-    Kokkos::parallel_for(
-        "table::fill", kpmap::row_major_range<2>({0, 0}, {2, 3}),
-        KOKKOS_LAMBDA(int i, int j) { a(i, j) = 3.0 * i + j + 1; });
-    const Vector x = iota(2);  // (1, 2)
-    const double m = kpmap::mean(a);
-    auto column_max = kpmap::max(a, 0);
-    auto row_min = kpmap::min(a, 1);
-    const double n = kpmap::norm(x);
-    // [end]
-    expect(m == 3.5 && host(column_max)(2) == 6.0 && host(row_min)(1) == 4.0 &&
-               std::abs(n - 2.23606797749979) < 1e-14,
-           "mean, max and min along an axis, norm");
-  });
-  line([&] {
-    // [row] `a.T`, `jnp.zeros_like(a)`, `jnp.ones_like(a)`, `jnp.full_like(a, v)`
-    Matrix a("a", 2, 3);
-    Kokkos::deep_copy(Kokkos::subview(a, 0, 2), 7.0);
-    const double v = 0.5;
-    auto at = kpmap::transpose(a);
-    auto zeros = kpmap::zeros_like(a);
-    auto ones = kpmap::ones_like(a);
-    auto halves = kpmap::full_like(a, v);
-    // [end]
-    expect(at.extent(0) == 3 && host(at)(2, 0) == 7.0 && host(zeros)(1, 1) == 0.0 &&
-               host(ones)(1, 2) == 1.0 && host(halves)(0, 0) == 0.5,
-           "transpose, zeros_like, ones_like, full_like");
-  });
-  line([&] {
-    // [row] `jnp.matmul(a, b)` of stacks, `(B, M, K) @ (B, K, N)`
-    Kokkos::View<double***> a("a", 2, 1, 2), b("b", 2, 2, 1);
-    Kokkos::deep_copy(a, 1.0);
-    Kokkos::deep_copy(b, 3.0);
-    Kokkos::deep_copy(Kokkos::subview(b, 1, Kokkos::ALL, 0), 5.0);
-    auto c = kpmap::matmul(a, b);  // (2, 1, 1): 1*3 + 1*3, 1*5 + 1*5
-    // [end]
-    expect(c.extent(0) == 2 && host(c)(0, 0, 0) == 6.0 && host(c)(1, 0, 0) == 10.0,
-           "batched matmul");
-  });
-  line([&] {
-    // [row] `jax.tree_util.tree_map(f, t, *rest)`, `tree_leaves(t)`
-    const auto t = std::make_tuple(iota(2), iota(3));
-    const auto rest = std::make_tuple(iota(2), iota(3));
-    auto f = [](const auto& a, const auto& b) { return kpmap::add(a, b); };
-    auto doubled = kpmap::tree_map(f, t, rest);
-    auto leaves = kpmap::tree_leaves<Vector>(t);
-    const std::size_t n = kpmap::tree_leaf_count(t);
-    // [end]
-    expect(host(std::get<1>(doubled))(2) == 6.0 && leaves.size() == 2 && n == 2 &&
-               leaves[1].extent(0) == 3,
-           "tree_map, tree_leaves, tree_leaf_count");
-  });
-  line([&] {
-    // [row] Orbax's `save(path, tree)`, `restore(path, tree)`
-    const std::string path = "pmap_table_tree_np" + std::to_string(n) + ".h5";
-    const auto tree = std::make_tuple(iota(3), Vector("b", 2));
-    std::tuple<Vector, Vector> back;
-    kpmap::checkpoint::save(path, tree);
-    kpmap::checkpoint::restore(path, back);
-    const bool whole = std::get<0>(back).extent(0) == 3 && host(std::get<0>(back))(2) == 3.0;
-    kpmap::checkpoint::save(path, tree, "devices");  // each rank's rows of (3 n) and (2 n)
-    kpmap::checkpoint::restore(path, back, "devices");
-    // [end]
-    expect(whole && std::get<0>(back).extent(0) == 3 && host(std::get<0>(back))(2) == 3.0 &&
-               std::get<1>(back).extent(0) == 2,
-           "checkpoint::save and restore of a tree, whole and split");
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (me == 0) std::remove(path.c_str());
-  });
-  line([&] {
-    // [row] a pytree of arrays (of any dtypes)
-    Vector w("w", 3);
-    Kokkos::View<float*> b("b", 2);
-    Kokkos::View<int*> count("count", 1);
-    Kokkos::deep_copy(w, me + 1.0);
-    Kokkos::deep_copy(b, me + 1.0f);
-    Kokkos::deep_copy(count, me + 1);
-    std::tuple<Vector, Kokkos::View<float*>, Kokkos::View<int*>> tree{w, b, count};
-    kpmap::psum_inplace(tree, "devices");  // one stream per element type
-    std::vector<Vector> layers{iota(2), iota(3)};
-    kpmap::pmax_inplace(layers, "devices");
-    // [end]
-    expect(host(w)(2) == tri && host(b)(1) == float(tri) && host(count)(0) == int(tri) &&
-               host(layers[1])(2) == 3.0,
-           "pytree");
-  });
-  line([&] {
-    // [row] `lax.psum(tree, ax)`: a new pytree (`pmean`, `pmax`, `pmin` too)
-    const char* ax = "devices";
-    Vector w("w", 3);
-    Kokkos::View<float*> b("b", 2);
-    Kokkos::View<int*> count("count", 1);
-    Kokkos::deep_copy(w, me + 1.0);
-    Kokkos::deep_copy(b, me + 1.0f);
-    Kokkos::deep_copy(count, me + 1);
-    auto [w2, b2, n2] = kpmap::psum(std::make_tuple(w, b, count), ax);
-    Params params{iota(2), iota(3)};
-    Params s = kpmap::psum(params, ax);
-    // [end]
-    expect(host(w2)(2) == tri && host(b2)(1) == float(tri) && host(n2)(0) == int(tri) &&
-               host(w)(2) == me + 1.0 && host(s.b)(2) == 3.0 * n && host(params.b)(2) == 3.0,
-           "psum of a tree: a new tree, the argument unchanged");
-  });
+}
+
+}  // namespace pmap_table
+
+namespace {
+
+int table(kpmap::Runtime&) {
+  using namespace pmap_table;
+  const int n = kpmap::axis_size("devices");
+  const Ranks ranks{n, kpmap::axis_index("devices"), n * (n + 1) / 2.0, n % 2 == 0 ? 2 : 1};
+  spmd_lines(ranks);
+  array_lines(ranks);
   if (!failures.empty()) {
     std::string all;
     for (const std::string& f : failures) all += "\n  " + f;
@@ -573,7 +341,8 @@ int table(kpmap::Runtime&) {
                            " line(s) did not give JAX's answer:" + all,
                        1, kpmap::ErrorScope::all_ranks);
   }
-  if (me == 0) std::printf("pmap table: every line's kpmap column ran and gave JAX's answer\n");
+  if (ranks.me == 0)
+    std::printf("pmap table: every line's kpmap column ran and gave JAX's answer\n");
   return 0;
 }
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Check docs/pmap.md's JAX-to-kpmap table line by line against code that runs.
 
-usage: check_pmap_table.py DOC.md TABLE_PROGRAM.cpp EXAMPLES_DIR
+usage: check_pmap_table.py DOC.md TABLE_PROGRAM.cpp [MORE.cpp ...] EXAMPLES_DIR
 
 Every line of the table (the first Markdown table of DOC) needs code that ctest
-compiles and runs: a block of TABLE_PROGRAM marked `// [row] <the line's JAX
-cell>` ... `// [end]`, or, for a line without such a block, the example its
+compiles and runs: a block of the table program's sources marked `// [row]
+<the line's JAX cell>` ... `// [end]`, or, for a line without such a block, the example its
 third cell links (install.examples builds and runs those). Every code span of
 the line's kpmap cell (a `...` span that holds `::`, `(` or a KPMAP_ macro) must
 appear in that code, comments removed and whitespace ignored (a formatter may
@@ -44,12 +44,19 @@ def code_spans(cell: str):
 
 
 def main() -> None:
-    doc_path, program_path, examples_dir = sys.argv[1:4]
+    if len(sys.argv) < 4:
+        raise SystemExit(__doc__)
+    doc_path, program_paths, examples_dir = sys.argv[1], sys.argv[2:-1], sys.argv[-1]
     doc = open(doc_path, encoding="utf-8").read()
-    program = open(program_path, encoding="utf-8").read()
+    program_path = " and ".join(os.path.basename(p) for p in program_paths)
     blocks = {}
-    for m in re.finditer(r"^[ \t]*// \[row\] (.*?)\n(.*?)^[ \t]*// \[end\]", program, re.S | re.M):
-        blocks[m.group(1).strip()] = squash(strip_comments(m.group(2)))
+    for path in program_paths:
+        program = open(path, encoding="utf-8").read()
+        for m in re.finditer(r"^[ \t]*// \[row\] (.*?)\n(.*?)^[ \t]*// \[end\]", program,
+                             re.S | re.M):
+            if m.group(1).strip() in blocks:
+                raise SystemExit(f"FAIL: two blocks for `{m.group(1).strip()}`")
+            blocks[m.group(1).strip()] = squash(strip_comments(m.group(2)))
     failures = []
     seen = set()
     rows = list(table_rows(doc))

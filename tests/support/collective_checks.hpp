@@ -5,6 +5,7 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/base/detail/view_utils.hpp>
+#include <kpmap/collectives/collectives.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 
@@ -70,5 +71,45 @@ inline double p() { return world_size(); }
 inline double r() { return world_rank(); }
 // Sum over ranks of (rank + 1): p(p+1)/2.
 inline double tri() { return p() * (p() + 1) / 2; }
+
+// psum, pmax, pmin, pmean in place and psum out of place of v, each result
+// checked exactly (test_collectives.cpp and test_collectives_left.cpp).
+template <class V>
+void check_reductions(const V& v) {
+  const double me = r() + 1;
+  fill(v, [&](std::size_t k) { return me * (k + 1.0); });
+  kpmap::psum_inplace(v, "devices");
+  CHECK(matches(v, [&](std::size_t k) { return tri() * (k + 1.0); }));
+
+  fill(v, [&](std::size_t k) { return me * (k + 1.0); });
+  kpmap::pmax_inplace(v, "devices");
+  CHECK(matches(v, [&](std::size_t k) { return p() * (k + 1.0); }));
+
+  fill(v, [&](std::size_t k) { return me * (k + 1.0); });
+  kpmap::pmin_inplace(v, "devices");
+  CHECK(matches(v, [&](std::size_t k) { return 1.0 * (k + 1.0); }));
+
+  fill(v, [&](std::size_t k) { return me * (k + 1.0); });
+  kpmap::pmean_inplace(v, "devices");
+  CHECK(matches(v, [&](std::size_t k) { return tri() / p() * (k + 1.0); }));
+
+  // Out of place leaves the input alone.
+  fill(v, [&](std::size_t k) { return me * (k + 1.0); });
+  auto s = kpmap::psum(v, "devices");
+  CHECK(matches(s, [&](std::size_t k) { return tri() * (k + 1.0); }));
+  CHECK(matches(v, [&](std::size_t k) { return me * (k + 1.0); }));
+}
+
+// check_reductions on Views of layout L of rank 0 to 3 and 8, of double and
+// of float.
+template <class L>
+void check_reductions_of_ranks() {
+  check_reductions(Kokkos::View<double, L, Exec>("r0"));
+  check_reductions(Kokkos::View<double*, L, Exec>("r1", 7));
+  check_reductions(Kokkos::View<double**, L, Exec>("r2", 3, 5));
+  check_reductions(Kokkos::View<double***, L, Exec>("r3", 2, 3, 4));
+  check_reductions(Kokkos::View<double********, L, Exec>("r8", 2, 1, 2, 1, 2, 3, 1, 2));
+  check_reductions(Kokkos::View<float**, L, Exec>("f2", 4, 3));
+}
 
 }  // namespace kpmap::test
