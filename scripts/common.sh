@@ -43,9 +43,12 @@ kpmap_build() {
 
 # The configure options the README's two commands share, so that the test
 # command compiles nothing the demo compiled: warnings are errors where
-# KPMAP_WERROR=ON says so (.ci/run sets it), else warnings only.
+# KPMAP_WERROR=ON says so (.ci/run sets it), else warnings only; the
+# libraries compile in batches (KPMAP_UNITY_BUILD: less to compile from
+# clean; CI's other legs build file by file, so that a file that compiles
+# only in its batch is caught).
 # shellcheck disable=SC2034  # read by the scripts that source this file
-KPMAP_DEFAULT_OPTIONS=("-DKPMAP_WERROR=${KPMAP_WERROR:-OFF}")
+KPMAP_DEFAULT_OPTIONS=("-DKPMAP_WERROR=${KPMAP_WERROR:-OFF}" "-DKPMAP_UNITY_BUILD=ON")
 
 # kpmap_test PRESET [ctest options...]: runs the preset's tests on every core,
 # keeping ctest's output in build/PRESET/ctest-output.log. With

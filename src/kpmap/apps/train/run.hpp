@@ -14,6 +14,7 @@
 #include <kpmap/runtime/memory.hpp>
 #include <kpmap/train/config.hpp>
 #include <kpmap/train/epoch_log.hpp>
+#include <kpmap/train/linear.hpp>
 #include <kpmap/train/result.hpp>
 #include <kpmap/train/sequential.hpp>
 
@@ -138,15 +139,6 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
   return code;
 }
 
-// The linear model's run (apps/train/linear.hpp; linear_double.cpp and
-// linear_float.cpp compile it, apart from the layered models' runs).
-template <class T>
-int run_linear(const kpmap::train::TrainConfig& c, const Deck& deck,
-               const kpmap::apps::RunOptions& opts, const kpmap::Runtime& rt, std::size_t capacity,
-               const kpmap::train::Shard<T, Mem>& train_set,
-               const kpmap::train::Shard<T, Mem>& val_set, kpmap::PhaseTimes& times, double t_start,
-               const fs::path& out, const kpmap::Mesh& mesh);
-
 // T: data, parameters and optimizer; C: what the layers compute in.
 template <class T, class C = T>
 int train_in(kpmap::train::TrainConfig c, const Deck& deck, const kpmap::apps::RunOptions& opts,
@@ -190,8 +182,8 @@ int train_in(kpmap::train::TrainConfig c, const Deck& deck, const kpmap::apps::R
       c.train.batch, n_train, std::max<std::size_t>(train_set.rows(), 1));
   const std::size_t capacity = kpmap::train::work_capacity(c, batch_rows, val_set.rows());
   if (c.model.kind == "linear") {
-    return run_linear<T>(c, deck, opts, rt, capacity, train_set, val_set, times, t_start, out,
-                         mesh);
+    kpmap::train::LinearModel<T, Mem> model(c.data.features, capacity);
+    return run_training(c, deck, opts, rt, model, train_set, val_set, times, t_start, out, mesh);
   }
   kpmap::train::Sequential<T, Mem, C> model(c.data.input, std::move(layers),
                                             kpmap::train::Loss{c.model.loss, c.model.loss_keys},
