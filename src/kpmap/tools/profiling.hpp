@@ -54,22 +54,9 @@ class ProfilingRegion {
   /// \brief The region `name[axis]` of an operation over a mesh axis, on the
   /// communication track of a trace.
   ProfilingRegion(const char* name, const std::string& axis,
-                  trace::Track track = trace::Track::communication)
-      : outer_(detail::collective_site()), site_(true) {
-    auto& site = detail::collective_site();
-    site.name = name;
-    const std::size_t n = std::min(axis.size(), sizeof(site.axis) - 1);
-    axis.copy(site.axis, n);
-    site.axis[n] = '\0';
-    if (detail::tool_loaded() || trace::enabled()) {
-      push(std::string(name) + "[" + axis + "]", track);
-      args_.axis = axis;
-    }
-  }
+                  trace::Track track = trace::Track::communication);
   ~ProfilingRegion() {
-    if (site_) detail::collective_site() = outer_;
-    if (tool_) Kokkos::Tools::popRegion();
-    if (traced_) trace::end(args_);
+    if (site_ || tool_ || traced_) end();
   }
   ProfilingRegion(const ProfilingRegion&) = delete;
   ProfilingRegion& operator=(const ProfilingRegion&) = delete;
@@ -82,16 +69,10 @@ class ProfilingRegion {
   }
 
  private:
-  void push(const std::string& name, trace::Track track) {
-    if (detail::tool_loaded()) {
-      Kokkos::Tools::pushRegion(name);
-      tool_ = true;
-    }
-    if (trace::enabled()) {
-      trace::begin(name, track);
-      traced_ = true;
-    }
-  }
+  // Out of line (tools/profiling.cpp): what a region does when it is seen,
+  // compiled once instead of in every collective.
+  void push(const std::string& name, trace::Track track);
+  void end();
   detail::CollectiveSite outer_;  // the enclosing collective's, restored at the end
   bool site_ = false;
   bool tool_ = false;

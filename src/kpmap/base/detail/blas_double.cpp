@@ -1,0 +1,11 @@
+// Kokkos Kernels' calls on the default execution space in double, compiled once
+// (blas.hpp says which; one file per type keeps each file short).
+#include <kpmap/base/detail/blas.hpp>
+
+namespace kpmap::detail::blas {
+
+KPMAP_BLAS_INSTANCES(, double, Kokkos::LayoutLeft)
+KPMAP_BLAS_INSTANCES(, double, Kokkos::LayoutRight)
+KPMAP_BLAS_VECTOR_INSTANCES(, double)
+
+}  // namespace kpmap::detail::blas
