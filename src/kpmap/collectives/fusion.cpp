@@ -29,4 +29,10 @@ std::size_t fusion_threshold() {
 
 void set_fusion_threshold(std::size_t bytes) { g_fusion_threshold = bytes > 0 ? bytes : 1; }
 
+namespace detail {
+template std::function<void()> start_fused_leaves<LeafExec, LeafExec::memory_space>(
+    const LeafExec&, std::vector<FusedLeaf<LeafExec>>, const Axis&, ReduceOp, const char*, double,
+    double, transport::Pending*);
+}  // namespace detail
+
 }  // namespace kpmap

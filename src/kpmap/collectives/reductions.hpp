@@ -183,25 +183,45 @@ T reduce_scalar(T x, const Axis& axis, ReduceOp op) {
 // `fenced`: every instance was fenced just before (a collective called
 // without an execution space, unnamed_instance), so the fast path goes to MPI
 // without a second fence.
+template <class Exec, class V>
+void reduce_view_inplace(const Exec& exec, const V& x, const Axis& axis, ReduceOp op, double before,
+                         double after, bool fenced) {
+  ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, false), axis.name());
+  if (region.traced()) region.note(trace_args(x));
+  using M = typename V::memory_space;
+  if (before == 1.0 && axis.size() > 1 && !checked_mode() && is_contiguous(x) &&
+      !transport::must_stage<M>()) {
+    // The common case, with nothing between the caller and MPI: a
+    // contiguous View that MPI can read where it is.
+    if (!fenced) fence_before_mpi(exec);
+    transport::allreduce(MPI_IN_PLACE, x.data(), x.size(), mpi_datatype<value_t<V>>(), mpi_op(op),
+                         axis.comm(), nullptr);
+    if (after != 1.0) scale(exec, x, after);
+    return;
+  }
+  start_reduce_view(exec, x, axis, op, before, after, nullptr)();
+}
+
+template <class Exec, class V>
+Request reduce_view_start(const Exec& exec, const V& x, const Axis& axis, ReduceOp op,
+                          double before, double after) {
+  ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, true), axis.name());
+  if (region.traced()) region.note(trace_args(x));
+  transport::Pending pending;
+  auto finish = start_reduce_view(exec, x, axis, op, before, after, &pending);
+  return make_request(std::move(pending), std::move(finish));
+}
+
+// Views of the compiled kinds (fusion.hpp, compiled_leaf) are reduced by the
+// functions that kpmap::core compiled once; other Views and trees here.
 template <class Exec, class X>
 void reduce_inplace(const Exec& exec, X& x, const Axis& axis, ReduceOp op, double before,
                     double after, bool fenced = false) {
-  ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, false), axis.name());
-  if (region.traced()) region.note(trace_tree_args(x));
   if constexpr (is_view_v<X>) {
-    using M = typename std::decay_t<X>::memory_space;
-    if (before == 1.0 && axis.size() > 1 && !checked_mode() && is_contiguous(x) &&
-        !transport::must_stage<M>()) {
-      // The common case, with nothing between the caller and MPI: a
-      // contiguous View that MPI can read where it is.
-      if (!fenced) fence_before_mpi(exec);
-      transport::allreduce(MPI_IN_PLACE, x.data(), x.size(), mpi_datatype<value_t<X>>(), mpi_op(op),
-                           axis.comm(), nullptr);
-      if (after != 1.0) scale(exec, x, after);
-      return;
-    }
-    start_reduce(exec, x, axis, op, before, after, nullptr)();
+    reduce_view_inplace(exec, as_leaf<Exec>(x), axis, op, before, after, fenced);
   } else {
+    ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, false), axis.name());
+    if (region.traced()) region.note(trace_tree_args(x));
     start_fused(exec, x, axis, op, op_name(op), before, after, nullptr)();
   }
 }
@@ -209,17 +229,33 @@ void reduce_inplace(const Exec& exec, X& x, const Axis& axis, ReduceOp op, doubl
 template <class Exec, class X>
 Request reduce_start(const Exec& exec, X& x, const Axis& axis, ReduceOp op, double before,
                      double after) {
-  ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, true), axis.name());
-  if (region.traced()) region.note(trace_tree_args(x));
-  transport::Pending pending;
   if constexpr (is_view_v<X>) {
-    auto finish = start_reduce(exec, x, axis, op, before, after, &pending);
-    return make_request(std::move(pending), std::move(finish));
+    return reduce_view_start(exec, as_leaf<Exec>(x), axis, op, before, after);
   } else {
+    ProfilingRegion region(region_name(op, before != 1.0 || after != 1.0, true), axis.name());
+    if (region.traced()) region.note(trace_tree_args(x));
+    transport::Pending pending;
     auto finish = start_fused(exec, x, axis, op, op_name(op), before, after, &pending);
     return make_request(std::move(pending), std::move(finish));
   }
 }
+
+// The reductions of the compiled leaves (fusion.hpp, compiled_leaf),
+// compiled once in kpmap::core (collectives/leaves_float.cpp,
+// leaves_double.cpp).
+#define KPMAP_REDUCTION_LEAF(PREFIX, T, R)                                               \
+  KPMAP_FUSION_LEAF(PREFIX, T, R)                                                        \
+  PREFIX template void reduce_view_inplace(const LeafExec&, const CompiledLeaf<T, R>&,   \
+                                           const Axis&, ReduceOp, double, double, bool); \
+  PREFIX template Request reduce_view_start(const LeafExec&, const CompiledLeaf<T, R>&,  \
+                                            const Axis&, ReduceOp, double, double);
+#define KPMAP_REDUCTION_LEAVES(PREFIX, T) \
+  KPMAP_REDUCTION_LEAF(PREFIX, T, 1)      \
+  KPMAP_REDUCTION_LEAF(PREFIX, T, 2)      \
+  KPMAP_REDUCTION_LEAF(PREFIX, T, 3)      \
+  KPMAP_REDUCTION_LEAF(PREFIX, T, 4)
+KPMAP_REDUCTION_LEAVES(extern, float)
+KPMAP_REDUCTION_LEAVES(extern, double)
 
 /// A reduced copy of x (out-of-place psum/pmax/pmin, or pmean when `mean`).
 template <class Exec, class V>
