@@ -6,13 +6,12 @@
 // the MPI library, the rank and node counts, each rank's host and device, and
 // whether MPI gets device pointers directly (GPU-aware) and how that was decided.
 
-#include <kpmap/apps/cli.hpp>
+#include <kpmap/apps/options.hpp>
 
 #include <kpmap/base/detail/backend.hpp>
 #include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/kpmap.hpp>
 
-#include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 
 #include <iostream>
@@ -96,11 +95,12 @@ std::vector<std::string> gather_lines(const kpmap::Runtime& rt, const std::strin
 
 int main(int argc, char** argv) {
   return kpmap::run(argc, argv, [&](kpmap::Runtime& rt) {
-    CLI::App app{
-        "kpmap-info: report what kpmap, Kokkos and MPI see on every rank of this job.\n"
-        "Run it the way you run your application, e.g. `mpiexec -n 4 kpmap-info`."};
-    app.set_version_flag("--version", std::string("kpmap ") + kpmap::version_string);
-    if (auto code = kpmap::apps::parse_command_line(app, argc, argv, rt)) return *code;
+    if (auto code = kpmap::apps::parse_info_command_line(
+            "kpmap-info: report what kpmap, Kokkos and MPI see on every rank of this job.\n"
+            "Run it the way you run your application, e.g. `mpiexec -n 4 kpmap-info`.",
+            std::string("kpmap ") + kpmap::version_string, argc, argv, rt)) {
+      return *code;
+    }
 
     char host[MPI_MAX_PROCESSOR_NAME];
     int host_len = 0;

@@ -116,6 +116,14 @@ std::string execution_text(const Runtime& rt) {
   return s + " " + rt.host_threads().reason;
 }
 
+std::optional<int> parse_info_command_line(const std::string& description,
+                                           const std::string& version, int argc, char** argv,
+                                           const Runtime& rt) {
+  CLI::App app{description};
+  app.set_version_flag("--version", version);
+  return parse_command_line(app, argc, argv, rt);
+}
+
 Started start_app(const AppText& text, const deck::Schema& schema, int argc, char** argv,
                   const Runtime& rt, const deck::Translator& translate) {
   CLI::App app{text.description};

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-// CLI11 is header-only and costly to compile: only the files that build a
-// command line include it (options.cpp, a program's own main).
+// CLI11 is header-only and costly to compile (10 s a file): only options.cpp
+// builds command lines, for every kpmap-* application.
 namespace CLI {
 class App;
 }  // namespace CLI
@@ -83,6 +83,14 @@ struct Started {
 };
 Started start_app(const AppText& text, const deck::Schema& schema, int argc, char** argv,
                   const Runtime& rt, const deck::Translator& translate = nullptr);
+
+/// \brief The command line of a program that takes no options but --help and
+/// --version (kpmap-info): `description` opens --help; `version` is the
+/// --version line. Returns an exit code when the program should stop now (0
+/// after --help or --version, 2 on a bad argument). Rank 0 prints.
+std::optional<int> parse_info_command_line(const std::string& description,
+                                           const std::string& version, int argc, char** argv,
+                                           const Runtime& rt);
 
 /// \brief Where this rank runs, for the apps' banners: "Serial, 1 thread:
 /// serial host backend", "OpenMP, 2 threads: 2 cores shared by 1 rank", "Cuda 0".
