@@ -119,12 +119,6 @@ decltype(auto) as_leaf(const V& v) {
   }
 }
 
-template <class Exec, class V>
-auto start_reduce(const Exec& exec, const V& v, const Axis& axis, ReduceOp op, double before,
-                  double after, transport::Pending* pending) {
-  return start_reduce_view(exec, as_leaf<Exec>(v), axis, op, before, after, pending);
-}
-
 /// One leaf of a fused reduction, its View type erased: where its elements
 /// are and how they are laid out, and the operations for its element type,
 /// rank and device (LeafOps). The reduction of a tree of any type is then
