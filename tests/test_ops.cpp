@@ -6,6 +6,7 @@
 // shapes against host loops: test_ops_shapes.cpp (the same executable).
 
 #include "support/mpi_test.hpp"
+#include "support/views.hpp"
 
 #include <kpmap/spmd/ops.hpp>
 
@@ -44,10 +45,7 @@ void fill1(const V& v, F f) {
       "test_ops::fill", Kokkos::RangePolicy<Exec>(0, v.extent(0)),
       KOKKOS_LAMBDA(std::int64_t i) { v(i) = f(double(i)); });
 }
-template <class V>
-auto host(const V& v) {
-  return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-}
+using kpmap::test::host;
 
 struct Aij {
   KOKKOS_FUNCTION double operator()(double i, double j) const { return i + 2 * j; }

@@ -4,6 +4,7 @@
 // test_ops.cpp, part of the same executable).
 
 #include "support/mpi_test.hpp"
+#include "support/views.hpp"
 
 #include <kpmap/spmd/ops.hpp>
 
@@ -26,10 +27,7 @@ using Catch::Matchers::ContainsSubstring;
 
 namespace {
 using Exec = Kokkos::DefaultExecutionSpace;
-template <class V>
-auto host(const V& v) {
-  return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-}
+using kpmap::test::host;
 }  // namespace
 
 namespace {

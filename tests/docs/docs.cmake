@@ -17,6 +17,7 @@ set_tests_properties(docs.pmap_snippets PROPERTIES LABELS docs)
 # 1 to 4 ranks, each line's result checked against JAX's definition) or in
 # the example the line links.
 add_executable(pmap_table programs/pmap_table.cpp programs/pmap_table_arrays.cpp)
+kpmap_batch(pmap_table 2)
 target_link_libraries(pmap_table PRIVATE kpmap::kpmap)
 target_include_directories(pmap_table PRIVATE ${PROJECT_SOURCE_DIR}/examples)  # correlate1d.hpp
 kpmap_add_mpi_test(NAME docs.pmap_table COMMAND pmap_table LABELS docs
