@@ -104,4 +104,7 @@ void post_halo_messages(const std::vector<HaloNeighbor>& neighbors, std::size_t 
 
 }  // namespace detail
 
+// The plan of kpmap-heat and its solvers (halo.hpp declares it extern).
+template class HaloExchange<double, Kokkos::DefaultExecutionSpace>;
+
 }  // namespace kpmap

@@ -65,44 +65,7 @@ class HaloExchange {
   /// \throws kpmap::InputError for a bad depth, too many fields, or blocks
   /// thinner than the depth.
   HaloExchange(const CartesianLayout& layout, const std::vector<field_type>& fields,
-               HaloOptions options = {})
-      : layout_(layout), options_(options), nfields_(fields.size()) {
-    if (fields.empty() || fields.size() > static_cast<std::size_t>(detail::max_halo_fields)) {
-      throw InputError("kpmap::HaloExchange: a plan moves 1 to " +
-                       std::to_string(detail::max_halo_fields) + " fields, got " +
-                       std::to_string(fields.size()));
-    }
-    for (std::size_t f = 0; f < fields.size(); ++f) {
-      for (int d = 0; d < 3; ++d) {
-        if (fields[f].extent(2 - d) != layout.extent(d)) {
-          throw Error("kpmap::HaloExchange: field '" + fields[f].label() +
-                      "' does not have the layout's extents");
-        }
-      }
-      // The copy kernels address each field's cells by one offset (HaloCell).
-      if (!fields[f].span_is_contiguous()) {
-        throw Error("kpmap::HaloExchange: field '" + fields[f].label() +
-                    "' is not contiguous (padded rows or a strided subview)");
-      }
-      fields_[f] = fields[f];
-    }
-    neighbors_ = detail::plan_neighbors(layout, options, nfields_, layout.next_tag_base());
-    std::size_t total = 0;
-    for (const auto& n : neighbors_) total += n.cells * nfields_;
-    send_ = Kokkos::View<T*, memory_space>(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::HaloExchange::send"), total);
-    recv_ = Kokkos::View<T*, memory_space>(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::HaloExchange::recv"), total);
-    // The transport's decision, as for every collective: device memory goes
-    // to MPI as is when MPI is GPU-aware, else through pinned leases of the
-    // one staging pool, held for the life of the plan.
-    send_mpi_ = transport::make_buffer<T, memory_space>(send_.data(), total);
-    recv_mpi_ = transport::make_buffer<T, memory_space>(recv_.data(), total);
-    send_cells_ = detail::halo_cells<memory_space>(neighbors_, true, layout_,
-                                                   "kpmap::HaloExchange::send_cells");
-    recv_cells_ = detail::halo_cells<memory_space>(neighbors_, false, layout_,
-                                                   "kpmap::HaloExchange::recv_cells");
-  }
+               HaloOptions options = {});
 
   HaloExchange(const HaloExchange&) = delete;
   HaloExchange& operator=(const HaloExchange&) = delete;
@@ -116,34 +79,11 @@ class HaloExchange {
   }
 
   /// \brief Packs the send boxes on `exec` and posts every message.
-  void start(const ExecSpace& exec = ExecSpace()) {
-    const ProfilingRegion region("kpmap::HaloExchange::start", trace::Track::communication);
-    if (!requests_.empty()) throw Error("kpmap::HaloExchange::start: an exchange is in flight");
-    copy<true>(exec, send_, send_cells_, "kpmap::HaloExchange::pack");
-    transport::to_mpi(exec, send_mpi_);
-    // MPI reads the send buffers from its own threads or DMA engines and knows
-    // nothing of Kokkos' asynchronous kernels and copies: they must be done.
-    detail::fence(exec, "kpmap::HaloExchange: packed buffers ready for MPI");
-    detail::post_halo_messages(neighbors_, nfields_, detail::mpi_datatype<T>(), recv_mpi_.mpi,
-                               send_mpi_.mpi, sizeof(T), layout_.comm(), requests_);
-  }
+  void start(const ExecSpace& exec = ExecSpace());
 
   /// \brief Waits for the messages and unpacks them into the ghosts on `exec`.
   /// Work enqueued on `exec` afterwards sees the ghosts.
-  void finish(const ExecSpace& exec = ExecSpace()) {
-    const ProfilingRegion region("kpmap::HaloExchange::finish", trace::Track::communication);
-    if (requests_.empty() && !neighbors_.empty()) {
-      throw Error("kpmap::HaloExchange::finish: no exchange was started");
-    }
-    if (!requests_.empty()) {
-      const int rc =
-          MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
-      requests_.clear();
-      if (rc != MPI_SUCCESS) throw Error("kpmap::HaloExchange: MPI_Waitall failed");
-    }
-    transport::from_mpi(exec, recv_mpi_);
-    copy<false>(exec, recv_, recv_cells_, "kpmap::HaloExchange::unpack");
-  }
+  void finish(const ExecSpace& exec = ExecSpace());
 
   /// \brief start() then finish().
   void exchange(const ExecSpace& exec = ExecSpace()) {
@@ -184,5 +124,80 @@ class HaloExchange {
   transport::MpiBuffer<T, memory_space> recv_mpi_;
   std::vector<MPI_Request> requests_;
 };
+
+// Defined below the class so that, under `extern template`, a program's
+// files do not compile them again.
+template <class T, class ExecSpace>
+HaloExchange<T, ExecSpace>::HaloExchange(const CartesianLayout& layout,
+                                         const std::vector<field_type>& fields, HaloOptions options)
+    : layout_(layout), options_(options), nfields_(fields.size()) {
+  if (fields.empty() || fields.size() > static_cast<std::size_t>(detail::max_halo_fields)) {
+    throw InputError("kpmap::HaloExchange: a plan moves 1 to " +
+                     std::to_string(detail::max_halo_fields) + " fields, got " +
+                     std::to_string(fields.size()));
+  }
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    for (int d = 0; d < 3; ++d) {
+      if (fields[f].extent(2 - d) != layout.extent(d)) {
+        throw Error("kpmap::HaloExchange: field '" + fields[f].label() +
+                    "' does not have the layout's extents");
+      }
+    }
+    // The copy kernels address each field's cells by one offset (HaloCell).
+    if (!fields[f].span_is_contiguous()) {
+      throw Error("kpmap::HaloExchange: field '" + fields[f].label() +
+                  "' is not contiguous (padded rows or a strided subview)");
+    }
+    fields_[f] = fields[f];
+  }
+  neighbors_ = detail::plan_neighbors(layout, options, nfields_, layout.next_tag_base());
+  std::size_t total = 0;
+  for (const auto& n : neighbors_) total += n.cells * nfields_;
+  send_ = Kokkos::View<T*, memory_space>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::HaloExchange::send"), total);
+  recv_ = Kokkos::View<T*, memory_space>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::HaloExchange::recv"), total);
+  // The transport's decision, as for every collective: device memory goes
+  // to MPI as is when MPI is GPU-aware, else through pinned leases of the
+  // one staging pool, held for the life of the plan.
+  send_mpi_ = transport::make_buffer<T, memory_space>(send_.data(), total);
+  recv_mpi_ = transport::make_buffer<T, memory_space>(recv_.data(), total);
+  send_cells_ = detail::halo_cells<memory_space>(neighbors_, true, layout_,
+                                                 "kpmap::HaloExchange::send_cells");
+  recv_cells_ = detail::halo_cells<memory_space>(neighbors_, false, layout_,
+                                                 "kpmap::HaloExchange::recv_cells");
+}
+
+template <class T, class ExecSpace>
+void HaloExchange<T, ExecSpace>::start(const ExecSpace& exec) {
+  const ProfilingRegion region("kpmap::HaloExchange::start", trace::Track::communication);
+  if (!requests_.empty()) throw Error("kpmap::HaloExchange::start: an exchange is in flight");
+  copy<true>(exec, send_, send_cells_, "kpmap::HaloExchange::pack");
+  transport::to_mpi(exec, send_mpi_);
+  // MPI reads the send buffers from its own threads or DMA engines and knows
+  // nothing of Kokkos' asynchronous kernels and copies: they must be done.
+  detail::fence(exec, "kpmap::HaloExchange: packed buffers ready for MPI");
+  detail::post_halo_messages(neighbors_, nfields_, detail::mpi_datatype<T>(), recv_mpi_.mpi,
+                             send_mpi_.mpi, sizeof(T), layout_.comm(), requests_);
+}
+
+template <class T, class ExecSpace>
+void HaloExchange<T, ExecSpace>::finish(const ExecSpace& exec) {
+  const ProfilingRegion region("kpmap::HaloExchange::finish", trace::Track::communication);
+  if (requests_.empty() && !neighbors_.empty()) {
+    throw Error("kpmap::HaloExchange::finish: no exchange was started");
+  }
+  if (!requests_.empty()) {
+    const int rc =
+        MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    requests_.clear();
+    if (rc != MPI_SUCCESS) throw Error("kpmap::HaloExchange: MPI_Waitall failed");
+  }
+  transport::from_mpi(exec, recv_mpi_);
+  copy<false>(exec, recv_, recv_cells_, "kpmap::HaloExchange::unpack");
+}
+
+// The plan kpmap-heat and its solvers use, compiled once (grid/halo.cpp).
+extern template class HaloExchange<double, Kokkos::DefaultExecutionSpace>;
 
 }  // namespace kpmap

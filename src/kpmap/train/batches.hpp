@@ -174,4 +174,12 @@ BatchPlan<typename Exec::memory_space> plan_epoch(const Exec& exec, std::size_t 
   return p;
 }
 
+// Compiled once, in kpmap's library (train/instances/data.cpp), for the
+// default execution space (Kokkos's sort is most of it).
+#define KPMAP_TRAIN_BATCHES_INSTANCES(PREFIX, Exec)                                   \
+  PREFIX template BatchPlan<Exec::memory_space> plan_epoch<Exec>(                     \
+      const Exec&, std::size_t, std::size_t, std::size_t, std::size_t, std::uint64_t, \
+      std::uint64_t);
+KPMAP_TRAIN_BATCHES_INSTANCES(extern, Kokkos::DefaultExecutionSpace)
+
 }  // namespace kpmap::train

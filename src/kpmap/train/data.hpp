@@ -12,6 +12,7 @@
 #include <kpmap/train/data_files.hpp>
 #include <kpmap/train/shard.hpp>
 #include <kpmap/train/synthetic.hpp>
+#include <kpmap/train/types.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -174,5 +175,16 @@ std::pair<Shard<T, M>, Shard<T, M>> load_data(const DataConfig& c, const AxisRef
   }
   return sets;
 }
+
+// Compiled once, in kpmap's library (train/instances/data.cpp), for each
+// value type.
+#define KPMAP_TRAIN_DATA_INSTANCES(PREFIX, T, M)                                              \
+  PREFIX template void check_labels<T, M>(const DataConfig&, const Shard<T, M>&, std::size_t, \
+                                          bool, const AxisRef&);                              \
+  PREFIX template std::pair<Shard<T, M>, Shard<T, M>> load_data<T, M>(const DataConfig&,      \
+                                                                      const AxisRef&);
+#define KPMAP_TRAIN_EXTERN_DATA_(T, M) KPMAP_TRAIN_DATA_INSTANCES(extern, T, M)
+KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(KPMAP_TRAIN_EXTERN_DATA_)
+#undef KPMAP_TRAIN_EXTERN_DATA_
 
 }  // namespace kpmap::train

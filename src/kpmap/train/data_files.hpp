@@ -7,6 +7,7 @@
 #include <kpmap/base/error.hpp>
 #include <kpmap/spmd/pmap.hpp>
 #include <kpmap/train/shard.hpp>
+#include <kpmap/train/types.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -138,5 +139,19 @@ Shard<T, M> read_idx_shard(const IdxInfo& images, const IdxInfo& labels, std::si
   scaling.apply(h.x, channels);
   return to_shard<T, M>(h, rows, begin);
 }
+
+// Compiled once, in kpmap's library (train/instances/data.cpp), for each
+// value type: a program that reads data compiles only what it calls inline.
+#define KPMAP_TRAIN_DATA_FILES_INSTANCES(PREFIX, T, M)                                            \
+  PREFIX template Shard<T, M> to_shard<T, M>(const HostRows&, std::size_t, std::size_t);          \
+  PREFIX template Shard<T, M> read_shard<T, M>(const std::string&, const std::string&,            \
+                                               const std::string&, std::size_t, std::size_t,      \
+                                               AxisRef, const PixelScaling*, std::size_t);        \
+  PREFIX template Shard<T, M> read_idx_shard<T, M>(const IdxInfo&, const IdxInfo&, std::size_t,   \
+                                                   std::size_t, std::size_t, const PixelScaling&, \
+                                                   AxisRef);
+#define KPMAP_TRAIN_EXTERN_DATA_FILES_(T, M) KPMAP_TRAIN_DATA_FILES_INSTANCES(extern, T, M)
+KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(KPMAP_TRAIN_EXTERN_DATA_FILES_)
+#undef KPMAP_TRAIN_EXTERN_DATA_FILES_
 
 }  // namespace kpmap::train

@@ -8,6 +8,7 @@
 #include <kpmap/spmd/pmap.hpp>
 #include <kpmap/train/random.hpp>
 #include <kpmap/train/shard.hpp>
+#include <kpmap/train/types.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -158,5 +159,18 @@ Shard<T, M> generate_shard(const Gen& gen, std::size_t offset, std::size_t rows,
   kpmap::detail::fence(Exec(), "kpmap::train::generate: rows ready");
   return s;
 }
+
+// Compiled once, in kpmap's library (train/instances/data.cpp), for each
+// value type and generator.
+#define KPMAP_TRAIN_SYNTHETIC_INSTANCES(PREFIX, T, M)                        \
+  PREFIX template Shard<T, M> generate_shard<T, M, SyntheticRegression>(     \
+      const SyntheticRegression&, std::size_t, std::size_t, AxisRef);        \
+  PREFIX template Shard<T, M> generate_shard<T, M, SyntheticClassification>( \
+      const SyntheticClassification&, std::size_t, std::size_t, AxisRef);    \
+  PREFIX template Shard<T, M> generate_shard<T, M, SyntheticImages>(         \
+      const SyntheticImages&, std::size_t, std::size_t, AxisRef);
+#define KPMAP_TRAIN_EXTERN_SYNTHETIC_(T, M) KPMAP_TRAIN_SYNTHETIC_INSTANCES(extern, T, M)
+KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(KPMAP_TRAIN_EXTERN_SYNTHETIC_)
+#undef KPMAP_TRAIN_EXTERN_SYNTHETIC_
 
 }  // namespace kpmap::train

@@ -67,47 +67,10 @@ class BufferPool {
 
   /// \brief The process-wide pool of this memory space (released before
   /// Kokkos is finalised).
-  static BufferPool& instance() {
-    static BufferPool* pool = [] {
-      auto* p = new BufferPool();
-      // The slabs belong to Kokkos: free them before Kokkos is finalised.
-      detail::at_finalize([p] { p->release(); });
-      return p;
-    }();
-    return *pool;
-  }
+  static BufferPool& instance();
 
   /// \brief A buffer of at least `bytes` bytes (aligned for any element type).
-  Lease acquire(std::size_t bytes) {
-    bytes = bytes > 0 ? bytes : 1;
-    std::size_t best = slabs_.size();
-    for (std::size_t i = 0; i < slabs_.size(); ++i) {
-      const auto& s = slabs_[i];
-      if (!s.in_use && s.memory.extent(0) >= bytes &&
-          (best == slabs_.size() || s.memory.extent(0) < slabs_[best].memory.extent(0))) {
-        best = i;
-      }
-    }
-    if (best == slabs_.size()) {
-      std::size_t size = 4096;
-      while (size < bytes) size *= 2;
-      slabs_.push_back(Slab{
-          Kokkos::View<unsigned char*, MemorySpace>(
-              Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kpmap::BufferPool<") +
-                                                                  MemorySpace::name() + ">::slab"),
-              size),
-          false});
-      ++allocations_;
-    }
-    Slab& s = slabs_[best];
-    s.in_use = true;
-    Lease lease;
-    lease.pool_ = this;
-    lease.slab_ = best;
-    lease.data_ = s.memory.data();
-    lease.bytes_ = bytes;
-    return lease;
-  }
+  Lease acquire(std::size_t bytes);
 
   /// \brief Frees every slab; outstanding leases must have been returned.
   void release() { slabs_.clear(); }
@@ -136,6 +99,52 @@ class BufferPool {
   std::size_t allocations_ = 0;
 };
 
+// Defined below the class so that, under `extern template`, a program's
+// files do not compile them again.
+template <class MemorySpace, class Purpose>
+BufferPool<MemorySpace, Purpose>& BufferPool<MemorySpace, Purpose>::instance() {
+  static BufferPool* pool = [] {
+    auto* p = new BufferPool();
+    // The slabs belong to Kokkos: free them before Kokkos is finalised.
+    detail::at_finalize([p] { p->release(); });
+    return p;
+  }();
+  return *pool;
+}
+
+template <class MemorySpace, class Purpose>
+typename BufferPool<MemorySpace, Purpose>::Lease BufferPool<MemorySpace, Purpose>::acquire(
+    std::size_t bytes) {
+  bytes = bytes > 0 ? bytes : 1;
+  std::size_t best = slabs_.size();
+  for (std::size_t i = 0; i < slabs_.size(); ++i) {
+    const auto& s = slabs_[i];
+    if (!s.in_use && s.memory.extent(0) >= bytes &&
+        (best == slabs_.size() || s.memory.extent(0) < slabs_[best].memory.extent(0))) {
+      best = i;
+    }
+  }
+  if (best == slabs_.size()) {
+    std::size_t size = 4096;
+    while (size < bytes) size *= 2;
+    slabs_.push_back(Slab{
+        Kokkos::View<unsigned char*, MemorySpace>(
+            Kokkos::view_alloc(Kokkos::WithoutInitializing,
+                               std::string("kpmap::BufferPool<") + MemorySpace::name() + ">::slab"),
+            size),
+        false});
+    ++allocations_;
+  }
+  Slab& s = slabs_[best];
+  s.in_use = true;
+  Lease lease;
+  lease.pool_ = this;
+  lease.slab_ = best;
+  lease.data_ = s.memory.data();
+  lease.bytes_ = bytes;
+  return lease;
+}
+
 /// \brief Scratch buffers in memory space M: packed and fused messages.
 template <class M>
 using ScratchPool = BufferPool<M, ScratchBuffers>;
@@ -143,5 +152,9 @@ using ScratchPool = BufferPool<M, ScratchBuffers>;
 /// \brief The pinned host staging pool: where device buffers go when MPI
 /// cannot take device pointers (or when KPMAP_STAGING=always).
 using StagingPool = BufferPool<detail::PinnedHostSpace, StagingBuffers>;
+
+// The pools every build uses, compiled once (transport/buffer_pool.cpp).
+extern template class BufferPool<Kokkos::DefaultExecutionSpace::memory_space, ScratchBuffers>;
+extern template class BufferPool<detail::PinnedHostSpace, StagingBuffers>;
 
 }  // namespace kpmap::transport
