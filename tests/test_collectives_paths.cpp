@@ -158,6 +158,15 @@ TEST_CASE("non-blocking forms", "[collectives][nonblocking]") {
   fill(c, [&](std::size_t k) { return world_rank() * 10 + static_cast<int>(k); });
   kpmap::ipbroadcast(c, "devices", 0).wait();
   CHECK(matches(c, [&](std::size_t k) { return static_cast<int>(k); }));
+  // Host numbers, in place: rank q holds (q + 1) (k + 1), the sums are
+  // (k + 1) P (P + 1) / 2, exact in doubles; and a count of 0 completes.
+  double host[3] = {me, 2 * me, 3 * me};
+  auto rh = kpmap::ipsum(host, 3, "devices");
+  rh.wait();
+  for (int k = 0; k < 3; ++k) CHECK(host[k] == (k + 1) * tri());
+  long none = 7;
+  kpmap::ipsum(&none, 0, "devices").wait();
+  CHECK(none == 7);
 }
 
 TEST_CASE("counts above the MPI int limit take the large-count paths", "[collectives][large]") {

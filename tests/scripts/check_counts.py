@@ -22,6 +22,9 @@ WHAT is one of
   global_fences  fences of every execution space instance (Kokkos::fence), of them
   copies       deep copies, either direction
   allocations  allocations in any memory space
+  reduction_waits  times the host waits for a global reduction: a blocking reduction
+               (the regions kpmap::psum[...], pmax, pmin, pmean) or the wait for a
+               non-blocking one (a solver's region kpmap::sim::<solver>::sum_wait)
 and each --expect must hold on every rank (= within 1e-9, or <=).
 """
 import argparse
@@ -38,7 +41,13 @@ KINDS = {
     "global_fences": ("gfence",),
     "copies": ("copy",),
     "allocations": ("alloc",),
+    "reduction_waits": (),  # regions, by name (is_reduction_wait)
 }
+BLOCKING_REDUCTIONS = ("kpmap::psum[", "kpmap::pmax[", "kpmap::pmin[", "kpmap::pmean[")
+
+
+def is_reduction_wait(name):
+    return name.startswith(BLOCKING_REDUCTIONS) or name.endswith("::sum_wait")
 
 
 def count(path, region, inside):
@@ -61,6 +70,8 @@ def count(path, region, inside):
             for what, kinds in KINDS.items():
                 if kind in kinds:
                     counts[what] += 1
+            if kind == "push" and is_reduction_wait(name):
+                counts["reduction_waits"] += 1
     return counts, entered
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks of kpmap-heat's outputs with independent tools (json, numpy, h5py).
 
-    check_heat.py compare A/result.json B/result.json ... [--rtol R]
-        the field summaries (volume, mass, density, energy, U) agree to R
+    check_heat.py compare A/result.json B/result.json ... [--rtol R] [--iterations-within F]
+        the field summaries (volume, mass, density, energy, U) agree to R, and
+        with F each run's total solver iterations are within F (a fraction) of A's
     check_heat.py checkpoint FILE.h5 SUMMARY.json
         reads the checkpoint with h5py: attributes, u = density x energy,
         and TeaLeaf's summary recomputed from the fields equals result.json;
@@ -40,7 +41,15 @@ def cmd_compare(args):
               f"largest relative difference {worst:.3e}")
         if not worst <= args.rtol:
             fail(f"summaries differ by {worst:.3e} > {args.rtol:g}")
-    print("OK: the same summary at every rank count")
+        if args.iterations_within is not None:
+            mine, theirs = r["total_iterations"], ref["total_iterations"]
+            off = abs(mine - theirs) / theirs
+            print(f"  {r['solver']}: {mine} iterations, {ref['solver']}: {theirs} ({off:.2%} apart)")
+            if not off <= args.iterations_within:
+                fail(f"{mine} iterations against {theirs}: {off:.2%} apart, more than "
+                     f"{args.iterations_within:.0%}")
+    print("OK: the same summary" + (" and iteration counts" if args.iterations_within is not None
+                                     else "") + " at every rank count")
 
 
 def cmd_checkpoint(args):
@@ -169,6 +178,7 @@ def main():
     c = sub.add_parser("compare")
     c.add_argument("results", nargs="+")
     c.add_argument("--rtol", type=float, default=1e-12)
+    c.add_argument("--iterations-within", type=float, default=None)
     k = sub.add_parser("checkpoint")
     k.add_argument("file")
     k.add_argument("summary")

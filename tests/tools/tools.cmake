@@ -65,12 +65,36 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
   set(COUNT_DECK ${HEAT_INPUTS}/tea_bm_1.in --set output.progress_every=0
       --set output.test_problem=0 "--set=mesh.cells=[64,64]" --set time.end_step=2)
   kpmap_add_mpi_test(
-    NAME tools.counts.cg_iteration.kernels6_syncs3_copies${cg_copies}_allocs0
+    NAME tools.counts.cg_iteration.waits2_kernels6_syncs3_copies${cg_copies}_allocs0
     COMMAND kpmap-heat ${COUNT_DECK} --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cg_{run}
     RANKS 2 TIMEOUT 120 LABELS tools
     WRAPPER ${CHECK_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cg
       --region kpmap::sim::cg::iteration --expect kernels=6 --expect reductions=3
-      --expect syncs=3 --expect copies=${cg_copies} --expect allocations=0 --)
+      --expect syncs=3 --expect copies=${cg_copies} --expect allocations=0
+      --expect reduction_waits=2 --)
+  # Pipelined CG (with the diagonal preconditioner): one wait for a global
+  # reduction per iteration instead of CG's two, started before the operator
+  # and waited for after it. 5 kernels: the operator's inner box (in slabs
+  # between which MPI_Test moves the reduction on: 4) and its face, the
+  # exchange's pack and unpack, and the fused update with its 5 local sums
+  # (1 reduction). 2 syncs: the fence before MPI reads m's faces, and the
+  # one before it reads the local sums; a build with device paths copies the
+  # sums to the host (1) and stages the faces (2).
+  if(KPMAP_DEVICE_PATHS)
+    set(pipecg_copies 3)
+  else()
+    set(pipecg_copies 0)
+  endif()
+  kpmap_add_mpi_test(
+    NAME tools.counts.pipecg_iteration.waits1_kernels8_syncs2_copies${pipecg_copies}_allocs0
+    COMMAND kpmap-heat ${COUNT_DECK} "--set=solver.method=\"pipecg\""
+      "--set=solver.preconditioner=\"jac_diag\"" --set solver.pipecg_replace_every=0
+      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_pipecg_{run}
+    RANKS 2 TIMEOUT 120 LABELS tools
+    WRAPPER ${CHECK_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_pipecg
+      --region kpmap::sim::pipecg::iteration --expect reduction_waits=1 --expect kernels=8
+      --expect reductions=1 --expect syncs=2 --expect copies=${pipecg_copies}
+      --expect allocations=0 --)
   # Chebyshev reads its residual's norm only every check_every (10) iterations.
   kpmap_add_mpi_test(
     NAME tools.counts.chebyshev_iteration.kernels5_syncs_le1.1_allocs0

@@ -313,6 +313,38 @@ T pmean(T x, AxisRef axis, Weight w) {
   return static_cast<T>(pair[0] / pair[1]);
 }
 
+/// \brief Starts the sum over `axis` of the `count` numbers at `values`, in
+/// place: host memory that MPI reads and writes where it is (no View, no
+/// staging, no fence), such as a solver's local dot products already
+/// copied to the host. The sums are there once the Request completes; the
+/// numbers must stay put until then. Collective (every rank starts it in
+/// the same order, with the same count).
+template <class T, std::enable_if_t<detail::is_mpi_element_v<T>, int> = 0>
+Request ipsum(T* values, int count, AxisRef axis) {
+  ProfilingRegion region("kpmap::ipsum", axis->name());
+  if (region.traced()) {
+    trace::Args args;
+    args.bytes = static_cast<long long>(sizeof(T)) * count;
+    args.path = "host";
+    region.note(args);
+  }
+  if (checked_mode()) {
+    detail::Signature s;
+    s.op = "psum";
+    s.arg = "host values";
+    s.type = detail::type_name<T>();
+    s.rank = 1;
+    s.extents[0] = count;
+    detail::verify_signature(*axis, s);
+  }
+  transport::Pending pending;
+  if (axis->size() > 1) {
+    transport::allreduce(MPI_IN_PLACE, values, count, detail::mpi_datatype<T>(), MPI_SUM,
+                         axis->comm(), &pending);
+  }
+  return Request(std::move(pending), nullptr);
+}
+
 // -- Views and trees, in place ----------------------------------------------------
 
 /// \brief Replaces every element of `x` (a View or a tree of Views) by its sum

@@ -192,6 +192,21 @@ V reduce_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
   }
 }
 
+/// \brief Enqueues on `exec` the sum over the cells of `b` of what `f(k, j, i,
+/// acc)` adds to acc into `result` (a value in Exec's memory), without
+/// waiting: what a non-blocking global sum starts from. An empty box leaves
+/// `result` as it was.
+template <class V, class Exec, class F>
+void reduce_cells_into(const Exec& exec, const char* label, const Box& b, const F& f,
+                       const detail::DeviceValue<V, typename Exec::memory_space>& result) {
+  if (b.empty()) return;
+  if constexpr (::kpmap::detail::host_shortcut_v<Exec>) {
+    detail::reduce_rows_into<V>(exec, label, b, f, result);
+  } else {
+    detail::reduce_box_into<V>(exec, label, b, f, result);
+  }
+}
+
 /// \brief Local sums of one global sum, reduced into device memory part by
 /// part without waiting, and read by the host at once: one host
 /// synchronisation however many parts (an overlapped kernel's inner box and
@@ -215,13 +230,7 @@ class DeviceSums {
   void add(const Exec& exec, const char* label, const Box& b, const F& f) {
     if (b.empty()) return;
     if (used_ == capacity) throw Error("kpmap::sim::DeviceSums: more than 7 parts");
-    const detail::DeviceValue<V, typename Exec::memory_space> part =
-        Kokkos::subview(parts_, used_++);
-    if constexpr (::kpmap::detail::host_shortcut_v<Exec>) {
-      detail::reduce_rows_into<V>(exec, label, b, f, part);
-    } else {
-      detail::reduce_box_into<V>(exec, label, b, f, part);
-    }
+    reduce_cells_into<V>(exec, label, b, f, Kokkos::subview(parts_, used_++));
   }
 
   /// \brief Waits for `exec` (one host synchronisation: a fence, after a copy

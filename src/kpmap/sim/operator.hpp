@@ -11,6 +11,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
+#include <type_traits>
+
 #include <mpi.h>
 
 namespace kpmap::sim {
@@ -124,20 +127,44 @@ void overlapped_reduce(const Exec& exec, const char* label, const CartesianLayou
   for (int f = 0; f < shell.count; ++f) sums.add(exec, label, shell.faces[f], kernel);
 }
 
-/// \brief As overlapped_reduce, for a kernel without a reduction.
-template <class Exec, class K>
+/// \brief The slabs an overlapped kernel's inner box runs in when something
+/// else waits on MPI meanwhile (overlapped_for's `between`).
+inline constexpr int progress_slabs = 4;
+
+/// \brief As overlapped_reduce, for a kernel without a reduction. With
+/// `between` (a callable), the inner box runs in progress_slabs slabs
+/// along the outermost dimension and between() is called after each: an
+/// MPI_Test there moves a non-blocking reduction on while the stencil runs,
+/// since MPI progresses it only inside MPI calls (no progress thread).
+template <class Exec, class K, class Between = std::nullptr_t>
 void overlapped_for(const Exec& exec, const char* label, const CartesianLayout& layout,
-                    const K& kernel, HaloExchange<double, Exec>& halo, Timings& t) {
+                    const K& kernel, HaloExchange<double, Exec>& halo, Timings& t,
+                    const Between& between = nullptr) {
+  constexpr bool progress = !std::is_same_v<Between, std::nullptr_t>;
   const Box owned = layout.interior();
   if (halo.neighbor_count() == 0) {
     for_cells(exec, label, owned, kernel);
+    if constexpr (progress) between();
     return;
   }
   double t0 = MPI_Wtime();
   halo.start(exec);
   t.halo_s += MPI_Wtime() - t0;
   const Shell shell = exchange_shell(layout);
-  for_cells(exec, label, shell.inner, kernel);
+  if constexpr (progress) {
+    const int d = layout.ndim() - 1;  // the outermost dimension: whole rows in each slab
+    const long lo = shell.inner.lo[d];
+    const long extent = shell.inner.hi[d] - lo;
+    for (int slab = 0; slab < progress_slabs; ++slab) {
+      Box part = shell.inner;
+      part.lo[d] = lo + extent * slab / progress_slabs;
+      part.hi[d] = lo + extent * (slab + 1) / progress_slabs;
+      for_cells(exec, label, part, kernel);
+      between();
+    }
+  } else {
+    for_cells(exec, label, shell.inner, kernel);
+  }
   t0 = MPI_Wtime();
   halo.finish(exec);
   t.halo_s += MPI_Wtime() - t0;

@@ -70,7 +70,7 @@ void Chebyshev<Exec>::phase(const Operator& A, long first, SolveResult& res) {
 }
 
 // Its own key, solver.check_every.
-deck::Schema own_keys() {
+deck::Schema chebyshev_keys() {
   return deck::Schema("solver").integer("check_every", 10, {1, 1e6}, "",
                                         "the residual is computed every this many iterations");
 }
@@ -94,6 +94,6 @@ void check_interval(const deck::Deck& d, HeatConfig& c) {
 // As CG: r, p (the Chebyshev direction d), w; z with a preconditioner.
 KPMAP_SIM_BUILTIN_SOLVER(chebyshev, Chebyshev,
                          {"chebyshev", "Chebyshev iteration after CG estimates the eigenvalues", 3,
-                          1, own_keys(), check_interval})
+                          1, chebyshev_keys(), check_interval})
 
 }  // namespace kpmap::sim::solvers

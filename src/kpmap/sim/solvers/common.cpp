@@ -34,6 +34,7 @@ LinearSolverBase<Exec>::LinearSolverBase(const SolverContext<Exec>& context)
       sums_("kpmap::sim::" + name_ + "::local_sums"),
       axis_(context.axis),
       residual_label_("kpmap::sim::" + name_ + "::residual"),
+      wait_label_("kpmap::sim::" + name_ + "::sum_wait"),
       halo_x_(std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{x_})) {}
 
 template <class Exec>
@@ -92,6 +93,23 @@ std::pair<double, double> LinearSolverBase<Exec>::global_sum2(double a, double b
   kpmap::psum_inplace(Kokkos::DefaultHostExecutionSpace(), view, axis_);
   timings_.collectives_s += MPI_Wtime() - t0;
   return {v[0], v[1]};
+}
+
+template <class Exec>
+Request LinearSolverBase<Exec>::start_global_sum(const Exec& exec, const HostValues& values) {
+  const double t0 = MPI_Wtime();
+  kpmap::detail::fence(exec, "kpmap::sim: local sums to the host");
+  Request sum = kpmap::ipsum(values.data(), static_cast<int>(values.size()), axis_);
+  timings_.collectives_s += MPI_Wtime() - t0;
+  return sum;
+}
+
+template <class Exec>
+void LinearSolverBase<Exec>::wait_global_sum(Request& sum) {
+  const ProfilingRegion region(wait_label_.c_str());
+  const double t0 = MPI_Wtime();
+  sum.wait();
+  timings_.collectives_s += MPI_Wtime() - t0;
 }
 
 template <class Exec>

@@ -4,6 +4,7 @@
 /// global sums (timed as collectives), TeaLeaf's stopping rule and its
 /// messages. Internal to the solvers in this folder.
 
+#include <kpmap/collectives/request.hpp>
 #include <kpmap/grid/halo.hpp>
 #include <kpmap/sim/solvers/solver.hpp>
 
@@ -52,6 +53,17 @@ class LinearSolverBase : public Solver<Exec> {
   double global_sum(double local);
   /// \brief Two sums in one allreduce.
   std::pair<double, double> global_sum2(double a, double b);
+  /// \brief Host memory that a non-blocking global sum reduces in place.
+  using HostValues =
+      Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  /// \brief Starts the sum over the ranks of `values`, in place (an
+  /// MPI_Iallreduce on host memory, kpmap::ipsum; timed as collectives).
+  /// Work enqueued on `exec` that wrote them (a kernel on the host, a copy
+  /// from the device) is waited for first: the one host synchronisation.
+  Request start_global_sum(const Exec& exec, const HostValues& values);
+  /// \brief Waits for a sum start_global_sum started (timed as collectives,
+  /// in the region `kpmap::sim::<solver>::sum_wait`).
+  void wait_global_sum(Request& sum);
 
   /// \brief Records iteration n with error measure `error` = sqrt(|rho|):
   /// true when the solve is over, converged (error < eps ||r0||) or failed
@@ -73,6 +85,7 @@ class LinearSolverBase : public Solver<Exec> {
  private:
   const Axis& axis_;
   std::string residual_label_;
+  std::string wait_label_;
   std::unique_ptr<HaloExchange<double, Exec>> halo_x_;
 };
 
@@ -85,6 +98,7 @@ class LinearSolverBase : public Solver<Exec> {
   using typename Base::Memory;                 \
   using typename Base::Field;                  \
   using typename Base::Operator;               \
+  using typename Base::HostValues;             \
   using Base::layout_;                         \
   using Base::options_;                        \
   using Base::x_;                              \
@@ -98,6 +112,8 @@ class LinearSolverBase : public Solver<Exec> {
   using Base::local_sum;                       \
   using Base::global_sum;                      \
   using Base::global_sum2;                     \
+  using Base::start_global_sum;                \
+  using Base::wait_global_sum;                 \
   using Base::finished;                        \
   using Base::exhausted;                       \
   using Base::fail

@@ -214,7 +214,7 @@ void Ppcg<Exec>::phase(const Operator& A, long first, SolveResult& res) {
 }
 
 // Its own key, solver.ppcg_inner_steps.
-deck::Schema own_keys() {
+deck::Schema ppcg_keys() {
   return deck::Schema("solver").integer(
       "ppcg_inner_steps", 0, {0, 1e6}, "",
       "inner Chebyshev steps per PPCG iteration (0: 4 (cells)^(1/4) as TeaLeaf)");
@@ -232,7 +232,7 @@ void default_inner_steps(const deck::Deck&, HeatConfig& c) {
 
 // CG's r, p, w (and z), and r_old, sd, rtemp, utemp (and zt with a preconditioner).
 KPMAP_SIM_BUILTIN_SOLVER(ppcg, Ppcg,
-                         {"ppcg", "CG with a Chebyshev polynomial preconditioner", 7, 2, own_keys(),
-                          default_inner_steps})
+                         {"ppcg", "CG with a Chebyshev polynomial preconditioner", 7, 2,
+                          ppcg_keys(), default_inner_steps})
 
 }  // namespace kpmap::sim::solvers
