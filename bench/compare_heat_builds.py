@@ -26,16 +26,27 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
            OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
 
 
-def run(binary, deck, ranks, out, extra):
-    cmd = ["mpiexec", "-n", str(ranks), str(binary), str(deck), "--output", str(out),
-           "--set", "output.progress_every=0"] + extra
+def run_result(binary, deck, ranks, out, extra, launcher=None):
+    """Runs the deck (launcher: the words before the program, default mpiexec -n RANKS)
+    and returns its result.json."""
+    launcher = launcher or ["mpiexec", "-n", str(ranks)]
+    cmd = launcher + [str(binary), str(deck), "--output", str(out),
+                      "--set", "output.progress_every=0"] + extra
     done = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"{' '.join(cmd)} exited with {done.returncode}:\n{done.stdout}{done.stderr}")
-    s = json.loads((out / "result.json").read_text())
+    return json.loads((out / "result.json").read_text())
+
+
+def solve_seconds(s):
+    """The slowest rank's time in the solves: wall less I/O and checkpoints."""
     t = s["timing"]
-    ms = (t["wall_s"] - t["io_s"] - t["checkpoint_s"]) / s["total_iterations"] * 1e3
-    return ms, s["total_iterations"]
+    return t["wall_s"] - t["io_s"] - t["checkpoint_s"]
+
+
+def run(binary, deck, ranks, out, extra):
+    s = run_result(binary, deck, ranks, out, extra)
+    return solve_seconds(s) / s["total_iterations"] * 1e3, s["total_iterations"]
 
 
 def main():

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Run a command that writes a Chrome trace, then check the trace.
 
-usage: check_trace.py --trace FILE --ranks N [--require NAME ...] [--env] -- COMMAND...
+usage: check_trace.py --trace FILE --ranks N [--require NAME ...] [--env]
+                      [--arrived-before-wait SOLVER] -- COMMAND...
 
 (--ranks 0: the N of COMMAND's `mpiexec -n N`.)
 
@@ -12,7 +13,11 @@ given), then checks that FILE is one JSON document in Chrome's trace-event forma
 - every required event name (a trailing * makes it a prefix) on every rank;
 - every collective event (a name with "[axis]") on the communication track, with its
   axis and bytes, and the path MPI took for a View or number ("direct", "staged", "host");
-- on each track, events that nest (none starts inside another and ends after it).
+- on each track, events that nest (none starts inside another and ends after it);
+- with --arrived-before-wait SOLVER (kpmap::sim::pipecg): on every rank, iterations
+  (SOLVER::iteration) in which the non-blocking global sum was found complete
+  (SOLVER::sums_arrived) before the host waited for it (SOLVER::sum_wait): it moved on
+  while the operator ran. Prints their share.
 """
 import argparse
 import json
@@ -27,6 +32,7 @@ def main():
     p.add_argument("--ranks", type=int, required=True)
     p.add_argument("--require", action="append", default=[])
     p.add_argument("--env", action="store_true")
+    p.add_argument("--arrived-before-wait", default=None)
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     command = a.command[1:] if a.command and a.command[0] == "--" else a.command
@@ -93,6 +99,24 @@ def main():
                 problems.append(f"{e['name']} on rank {track[0]} overlaps its enclosing event")
                 break
             open_ends.append(end)
+    if a.arrived_before_wait:
+        prefix = a.arrived_before_wait
+        for r in range(a.ranks):
+            mine = [e for e in spans if e["pid"] == r]
+            early = total = 0
+            for it in (e for e in mine if e["name"] == prefix + "::iteration"):
+                lo, hi = it["ts"], it["ts"] + it["dur"]
+                inside = [e for e in mine if lo <= e["ts"] <= hi]
+                waits = [e["ts"] for e in inside if e["name"] == prefix + "::sum_wait"]
+                arrived = [e["ts"] + e["dur"] for e in inside
+                           if e["name"] == prefix + "::sums_arrived"]
+                if waits:
+                    total += 1
+                    early += any(t <= min(waits) for t in arrived)
+            print(f"rank {r}: the sum arrived during the operator in {early} of {total} "
+                  f"iterations")
+            if early == 0:
+                problems.append(f"rank {r}: no iteration's sum arrived before its wait")
     for problem in sorted(set(problems))[:20]:
         print(f"FAIL: {problem}")
     if not problems:
