@@ -16,10 +16,11 @@ if(KPMAP_ENABLE_APPS)
   kpmap_add_mpi_test(NAME apps.kpmap-heat.tea3d_bm_1 COMMAND kpmap-heat
     ${HEAT_INPUTS}/tea3d_bm_1.in --set test_problem=1 --output ${HEAT_OUT}/tea3d_bm_1_np{np} RANKS 1 3
     LABELS apps EXPECT_OUTPUT "This test is considered PASSED")
-  # Pipelined CG gives TeaLeaf's published U at eps 1e-15 on a 2-D deck of
-  # 2237 CG iterations (bm_2, 250 x 250: where its residual replacement is
-  # needed) and on 3-D bm_4, with each preconditioner, at every rank count,
-  # within 5 % of CG's iterations (CG at 2 ranks the reference).
+  # Pipelined CG and single-reduction CG give TeaLeaf's published U at eps
+  # 1e-15 on a 2-D deck of 2237 CG iterations (bm_2, 250 x 250: where
+  # pipecg's residual replacement is needed) and on 3-D bm_4, with each
+  # preconditioner, at every rank count, within 5 % of CG's iterations (CG
+  # at 2 ranks the reference).
   foreach(case tea_bm_2:2:none tea_bm_2:2:jac_diag tea_bm_2:2:jac_block tea3d_bm_4:4:none
                tea3d_bm_4:4:jac_diag tea3d_bm_4:4:jac_block)
     string(REPLACE ":" ";" parts ${case})
@@ -33,19 +34,21 @@ if(KPMAP_ENABLE_APPS)
       --output ${HEAT_OUT}/${tag}_cg RANKS 2 LABELS apps
       EXPECT_OUTPUT "This test is considered PASSED")
     set_tests_properties(apps.kpmap-heat.${tag}_cg.np2 PROPERTIES FIXTURES_SETUP heat_${tag})
-    set(results ${HEAT_OUT}/${tag}_cg/result.json)
-    foreach(n IN LISTS KPMAP_TEST_RANKS)
-      kpmap_add_mpi_test(NAME apps.kpmap-heat.${tag}_pipecg COMMAND kpmap-heat ${common}
-        --set solver.method=pipecg --output ${HEAT_OUT}/${tag}_pipecg_np${n} RANKS ${n}
-        LABELS apps EXPECT_OUTPUT "This test is considered PASSED")
-      set_tests_properties(apps.kpmap-heat.${tag}_pipecg.np${n} PROPERTIES
-        FIXTURES_SETUP heat_${tag})
-      list(APPEND results ${HEAT_OUT}/${tag}_pipecg_np${n}/result.json)
+    foreach(method pipecg cgsr)
+      set(results ${HEAT_OUT}/${tag}_cg/result.json)
+      foreach(n IN LISTS KPMAP_TEST_RANKS)
+        kpmap_add_mpi_test(NAME apps.kpmap-heat.${tag}_${method} COMMAND kpmap-heat ${common}
+          --set solver.method=${method} --output ${HEAT_OUT}/${tag}_${method}_np${n} RANKS ${n}
+          LABELS apps EXPECT_OUTPUT "This test is considered PASSED")
+        set_tests_properties(apps.kpmap-heat.${tag}_${method}.np${n} PROPERTIES
+          FIXTURES_SETUP heat_${tag})
+        list(APPEND results ${HEAT_OUT}/${tag}_${method}_np${n}/result.json)
+      endforeach()
+      add_test(NAME apps.kpmap-heat.${tag}.${method}_as_cg
+               COMMAND ${HEAT_CHECK} compare ${results} --rtol 1e-9 --iterations-within 0.05)
+      set_tests_properties(apps.kpmap-heat.${tag}.${method}_as_cg PROPERTIES
+        LABELS apps FIXTURES_REQUIRED heat_${tag})
     endforeach()
-    add_test(NAME apps.kpmap-heat.${tag}.pipecg_as_cg
-             COMMAND ${HEAT_CHECK} compare ${results} --rtol 1e-9 --iterations-within 0.05)
-    set_tests_properties(apps.kpmap-heat.${tag}.pipecg_as_cg PROPERTIES
-      LABELS apps FIXTURES_REQUIRED heat_${tag})
   endforeach()
   # The same summary at every rank count (2-D and 3-D), and checkpoints read
   # back with h5py give the same summary.

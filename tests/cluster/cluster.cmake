@@ -33,10 +33,13 @@ if(KPMAP_ENABLE_APPS)
     # shared memory (Open MPI picks its algorithms by rank count and size).
     kpmap_add_cluster_test(heat_tea_bm_1.${shape} ${hosts} same-heat --deck ${INPUTS}/tea_bm_1.in)
     kpmap_add_cluster_test(heat3d.${shape} ${hosts} same-heat --deck ${INPUTS}/heat3d_ci.toml)
-    # Pipelined CG's non-blocking sums over TCP: TeaLeaf's published U on
-    # bm_2 (eps 1e-15; the run exits 5 where the answer fails), bit for bit.
-    kpmap_add_cluster_test(heat_tea_bm_2_pipecg.${shape} ${hosts} same-heat
-      --deck ${INPUTS}/tea_bm_2.in --set solver.method=pipecg)
+    # Pipelined CG's non-blocking sums and single-reduction CG's over TCP:
+    # TeaLeaf's published U on bm_2 (eps 1e-15; the run exits 5 where the
+    # answer fails), bit for bit.
+    foreach(method pipecg cgsr)
+      kpmap_add_cluster_test(heat_tea_bm_2_${method}.${shape} ${hosts} same-heat
+        --deck ${INPUTS}/tea_bm_2.in --set solver.method=${method})
+    endforeach()
     kpmap_add_cluster_test(train_cnn.${shape} ${hosts} same-train
       --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=2)
     kpmap_add_cluster_test(train_cnn_sharded.${shape} ${hosts} same-train

@@ -84,6 +84,23 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
       --region kpmap::sim::cg::iteration --expect kernels=6 --expect reductions=3
       --expect syncs=3 --expect copies=${cg_copies} --expect allocations=0
       --expect reduction_waits=2 --)
+  # Single-reduction CG (with the diagonal preconditioner): one wait for a
+  # global reduction, of r.u and w.u together, after the operator. 5 kernels:
+  # the fused update with r.u, the operator with w.u inside and on the face,
+  # the exchange's pack and unpack; 3 of them reductions. 3 syncs: the fence
+  # before MPI sends u's faces, the read of the local sums (the second read
+  # finds its kernel done), as CG's; device paths copy the faces (2) and the
+  # two local sums (2).
+  kpmap_add_mpi_test(
+    NAME tools.counts.cgsr_iteration.waits1_kernels5_syncs3_copies${cg_copies}_allocs0
+    COMMAND kpmap-heat ${COUNT_DECK} "--set=solver.method=\"cgsr\""
+      "--set=solver.preconditioner=\"jac_diag\""
+      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cgsr_{run}
+    RANKS 2 TIMEOUT 120 LABELS tools
+    WRAPPER ${CHECK_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_cgsr
+      --region kpmap::sim::cgsr::iteration --expect reduction_waits=1 --expect kernels=5
+      --expect reductions=3 --expect syncs=3 --expect copies=${cg_copies}
+      --expect allocations=0 --)
   # Pipelined CG (with the diagonal preconditioner): one wait for a global
   # reduction per iteration instead of CG's two, started before the operator
   # and waited for after it. 5 kernels: the operator's inner box (in slabs

@@ -105,6 +105,14 @@ Request LinearSolverBase<Exec>::start_global_sum(const Exec& exec, const HostVal
 }
 
 template <class Exec>
+void LinearSolverBase<Exec>::global_sums(double* values, int count) {
+  const double t0 = MPI_Wtime();
+  Request sum = kpmap::ipsum(values, count, axis_);
+  timings_.collectives_s += MPI_Wtime() - t0;
+  wait_global_sum(sum);
+}
+
+template <class Exec>
 void LinearSolverBase<Exec>::wait_global_sum(Request& sum) {
   const ProfilingRegion region(wait_label_.c_str());
   const double t0 = MPI_Wtime();

@@ -53,6 +53,11 @@ class LinearSolverBase : public Solver<Exec> {
   double global_sum(double local);
   /// \brief Two sums in one allreduce.
   std::pair<double, double> global_sum2(double a, double b);
+  /// \brief The sums over the ranks of the `count` host numbers at
+  /// `values`, in place: one allreduce, waited for at once (in the region
+  /// `kpmap::sim::<solver>::sum_wait`, timed as collectives), no fence (the
+  /// caller has the numbers on the host already).
+  void global_sums(double* values, int count);
   /// \brief Host memory that a non-blocking global sum reduces in place.
   using HostValues =
       Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -112,6 +117,7 @@ class LinearSolverBase : public Solver<Exec> {
   using Base::local_sum;                       \
   using Base::global_sum;                      \
   using Base::global_sum2;                     \
+  using Base::global_sums;                     \
   using Base::start_global_sum;                \
   using Base::wait_global_sum;                 \
   using Base::finished;                        \
