@@ -10,13 +10,15 @@
 // - BM_kernel/D/N/K: one kernel over the owned cells, no communication:
 //   K = 0 the operator (w = A p, with p.w), 1 r -= a w (with r.r),
 //   2 x += a p, p = r + b p, 3 an explicit FTCS step.
-// - BM_cg_iteration/D/N: CG iterations of the library's solver
-//   (sim::make_solver): the time of a solve of `cg_iterations` iterations
-//   from the same start; the counters per iteration (the operator with the halo exchange
-//   overlapped, two global dot products, the updates; plus a 20th of the solve's first residual and
-//   of resetting x).
+// - BM_cg_iteration/D/N/M: iterations of the library's CG-family solver M
+//   (0 cg, 5 pipecg, 6 cgsr; sim::make_solver): the time of a solve of
+//   `cg_iterations` iterations from the same start; the counters per
+//   iteration (the operator with the halo exchange overlapped, the global
+//   dot products, the updates; plus a 20th of the solve's first residual and
+//   of resetting x; pipecg's residual replacement, every 50 iterations, is
+//   not among them).
 // - BM_solve/D/N/M: one whole solve to TeaLeaf's tolerance (eps 1e-10) with
-//   method M (0 cg, 2 chebyshev, 3 ppcg), from the same start;
+//   method M (0 cg, 2 chebyshev, 3 ppcg, 5 pipecg, 6 cgsr), from the same start;
 //   counters `iterations` and `ms_per_iteration`.
 // - BM_explicit_step/D/N: the library's explicit step (exchange, stencil).
 // Counters: `cells_per_s` (global cells / time); `GBps`, the effective
@@ -245,28 +247,36 @@ void BM_kernel(benchmark::State& state) {
   report(state, pb, kernel_bytes(kind, dims == 3), 0);
 }
 
+// Bytes a CG-family iteration's kernels must move per owned cell (without a
+// preconditioner): the operator, and the vector updates of method `method`.
+double iteration_bytes(const std::string& method, bool three) {
+  const double op = kernel_bytes(Kernel::operator_dot, three);
+  if (method == "pipecg") return op + 8 * 13;  // n z w s r p x in; z s p x r w out
+  if (method == "cgsr") return op + 8 * 9;     // r p w s x in; p s x r out
+  return op + kernel_bytes(Kernel::update_r, false) + kernel_bytes(Kernel::update_xp, false);
+}
+
 void BM_cg_iteration(benchmark::State& state) {
   const int dims = int(state.range(0));
   auto& pb = *problem_for(dims, std::size_t(state.range(1)));
+  const std::string method = kpmap::bench::solver_names[state.range(2)];
+  state.SetLabel(method);
   // Untimed: builds the solver (its fields' first touch) and warms the caches.
-  pb.solve(sim::Scheme::implicit, "cg", true);
+  pb.solve(sim::Scheme::implicit, method, true);
   pb.timings = {};
   double busy = 0;
   kpmap::bench::run_paired(
       state, pb.layout->comm(), [&] { pb.copy(); },
       [&] {
         const double t0 = MPI_Wtime();
-        const auto res = pb.solve(sim::Scheme::implicit, "cg", true);
+        const auto res = pb.solve(sim::Scheme::implicit, method, true);
         busy += MPI_Wtime() - t0;
-        if (res.iterations != cg_iterations) state.SkipWithError("the CG solve stopped early");
+        if (res.iterations != cg_iterations) state.SkipWithError("the solve stopped early");
       });
   // The benchmark's time is a whole solve's; the counters are per CG
   // iteration: a cg_iterations-th of the solve against one copy.
   state.counters["ratio"] /= double(cg_iterations);
-  report(state, pb,
-         kernel_bytes(Kernel::operator_dot, dims == 3) + kernel_bytes(Kernel::update_r, false) +
-             kernel_bytes(Kernel::update_xp, false),
-         busy);
+  report(state, pb, iteration_bytes(method, dims == 3), busy);
   state.counters["ms_per_iteration"] =
       state.counters["ratio"] * state.counters["reference_us"] * 1e-3;
 }
@@ -325,14 +335,12 @@ BENCHMARK(BM_kernel)
     ->ArgsProduct({{3}, {64, 256}, {0, 1, 2, 3}})
     ->UseManualTime();
 BENCHMARK(BM_cg_iteration)
-    ->Args({2, 500})
-    ->Args({2, 4096})
-    ->Args({3, 64})
-    ->Args({3, 256})
+    ->ArgsProduct({{2}, {500, 4096}, {0, 6, 5}})
+    ->ArgsProduct({{3}, {64, 256}, {0, 6, 5}})
     ->UseManualTime();
 BENCHMARK(BM_solve)
-    ->ArgsProduct({{2}, {500}, {0, 2, 3}})
-    ->ArgsProduct({{3}, {64}, {0, 2, 3}})
+    ->ArgsProduct({{2}, {500}, {0, 2, 3, 5, 6}})
+    ->ArgsProduct({{3}, {64}, {0, 2, 3, 5, 6}})
     ->UseManualTime();
 BENCHMARK(BM_explicit_step)
     ->Args({2, 500})

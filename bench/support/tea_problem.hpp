@@ -9,8 +9,9 @@
 namespace kpmap::bench {
 
 /// \brief The built-in linear solvers in the order the benchmarks number
-/// them (their argument 0 to 3; 4 is the explicit step).
-inline const char* const solver_names[] = {"cg", "jacobi", "chebyshev", "ppcg"};
+/// them (their argument; 4 is the explicit step).
+inline const char* const solver_names[] = {"cg",       "jacobi", "chebyshev", "ppcg",
+                                           "explicit", "pipecg", "cgsr"};
 
 inline sim::HeatConfig tea_benchmark(int dims, std::size_t n) {
   sim::HeatConfig c;
