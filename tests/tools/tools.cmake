@@ -41,15 +41,16 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
   endforeach()
   # Pipelined CG's global sum moves on while the operator runs: the trace
   # marks the test between the operator's slabs that found it complete
-  # (kpmap::sim::pipecg::sums_arrived, between the start kpmap::ipsum and the
-  # wait kpmap::sim::pipecg::sum_wait of the same iteration).
+  # (kpmap::sim::pipecg::sums_arrived, before the wait
+  # kpmap::sim::pipecg::sum_wait of the same iteration), on the rank that was
+  # late to start it (115 and 100 of 120 iterations over both ranks in two runs).
   kpmap_add_mpi_test(NAME tools.trace_heat_pipecg COMMAND kpmap-heat ${HEAT_INPUTS}/tea_bm_1.in
     "--set=solver.method=\"pipecg\"" --output ${CMAKE_CURRENT_BINARY_DIR}/tools/heat_trace_pipecg
     --trace ${CMAKE_CURRENT_BINARY_DIR}/tools/heat_trace_pipecg.json RANKS 2 TIMEOUT 120
     LABELS tools
     WRAPPER ${CHECK_TRACE} --trace ${CMAKE_CURRENT_BINARY_DIR}/tools/heat_trace_pipecg.json
       --ranks 2 --require kpmap::sim::pipecg::iteration "--require=kpmap::ipsum*"
-      --require kpmap::sim::pipecg::sums_arrived --require kpmap::sim::pipecg::sum_wait
+      --require kpmap::sim::pipecg::sum_wait
       --arrived-before-wait kpmap::sim::pipecg --)
   kpmap_add_mpi_test(NAME tools.trace_train COMMAND kpmap-train ${INPUTS}/cnn_images_ci.toml
     --set train.epochs=1 --output ${CMAKE_CURRENT_BINARY_DIR}/tools/train_trace RANKS 2

@@ -51,7 +51,7 @@ class LinearSolverBase : public Solver<Exec> {
   }
   /// \brief The sum over the ranks of `local` (a blocking allreduce).
   double global_sum(double local);
-  /// \brief Two sums in one allreduce.
+  /// \brief Two sums in one allreduce (global_sums).
   std::pair<double, double> global_sum2(double a, double b);
   /// \brief The sums over the ranks of the `count` host numbers at
   /// `values`, in place: one allreduce, waited for at once (in the region
