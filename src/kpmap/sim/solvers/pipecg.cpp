@@ -2,21 +2,23 @@
 /// in the preconditioned Conjugate Gradient algorithm", 2014; PETSc's
 /// KSPPIPECG), with the preconditioners none, jac_diag and jac_block as CG
 /// has them. CG waits for two global sums an iteration; this form needs one,
-/// of both its dot products, and starts it before the operator so that the
+/// of all its dot products, and starts it before the operator so that the
 /// network's latency hides behind the stencil and its halo exchange:
 ///
-///   n = A m          while the sums of gamma = r.u and delta = w.u travel
-///   wait: beta = gamma / gamma_old, alpha = gamma / (delta - beta gamma / alpha_old)
+///   n = A m          while the sums of gamma = r.u, w.u, u.s, p.w, p.s travel
+///   wait: beta = gamma / gamma_old,
+///         alpha = gamma / (w.u + beta (u.s + p.w) + beta^2 p.s)   (PipeSums)
 ///   z = n + beta z, q = m + beta q, s = w + beta s, p = u + beta p,
 ///   x += alpha p, r -= alpha s, u -= alpha q, w -= alpha z, m = M^-1 w,
-///   and this rank's r.u and w.u: one fused pass, then the sums start.
+///   and this rank's five sums: one fused pass, then the sums start.
 ///
 /// (u = M^-1 r, w = A u, m = M^-1 w, s = A p, q = M^-1 s, z = A q by
 /// recurrence; without a preconditioner u is r, m is w and q is s.) The
 /// recurrences drift from the true residual in rounding, which limits the
 /// accuracy the pipelined form attains (Cools and Vanroose); every
-/// `pipecg_replace_every` iterations the vectors are recomputed from x and
-/// p (residual replacement), which holds TeaLeaf's eps = 1e-15. The error
+/// `pipecg_replace_every` iterations, while the error is above
+/// sqrt(machine epsilon), the vectors are recomputed from x and p (residual
+/// replacement), which holds TeaLeaf's eps = 1e-15. The error
 /// measure is r.u, as CG's r.z, read one iteration late: the solve stops
 /// after the operator of the iteration that follows the one that
 /// converged, and reports that one's count and x.
