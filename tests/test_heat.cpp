@@ -248,7 +248,8 @@ double max_difference(const ScalarField& a, const ScalarField& b) {
 
 }  // namespace
 
-// The branch a GPU takes (an MDRange over the box) and the host's row loop,
+// The branch a GPU takes (an MDRange over the box, a flat range over its
+// cells for a reduction) and the host's row loop,
 // both compiled in every build: the solver kernels with two call operators
 // (UpdateR, DiagPrecond) must reduce through either, with the same fields and
 // the same sum (to rounding: the order of the sum differs).
@@ -261,21 +262,47 @@ static_assert(kpmap::detail::host_shortcut_v<Kokkos::DefaultHostExecutionSpace> 
 using BoxPolicy = decltype(kpmap::sim::detail::box_policy(Exec(), kpmap::Box{}));
 static_assert(BoxPolicy::outer_direction == Kokkos::Iterate::Right &&
               BoxPolicy::inner_direction == Kokkos::Iterate::Right);
+// It carries Kokkos' light-weight hint: on CUDA a closure goes to the kernel
+// as a parameter, not through constant memory, whose launch waits on the host
+// for the kernel before (kpmap::light_weight; reduce_flat's range carries it too).
+static_assert(std::is_same_v<BoxPolicy::work_item_property,
+                             Kokkos::Experimental::WorkItemProperty::HintLightWeight_t>);
 // ... which is what host backends did by default: stating it changes no CPU loop.
 using HostDefault = Kokkos::MDRangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::Rank<3>>;
 static_assert(HostDefault::outer_direction == Kokkos::Iterate::Right &&
               HostDefault::inner_direction == Kokkos::Iterate::Right);
 
 TEST_CASE("the box loops' tile: a warp along i on a GPU, Kokkos' own on the host", "[heat]") {
-  // On a GPU 32 threads along i (contiguous) by 4 along j and 1 along k: a
-  // 2-D box, (1, ny, nx), idles no thread of the 128.
+  // On a GPU 1 along k and j, 64 along i (contiguous): Kokkos' CUDA MDRange
+  // gives threadIdx.x to the tile's first index, so only this tile puts a
+  // warp along i.
   const auto gpu = kpmap::detail::row_major_tile<3>(true);
   CHECK(gpu[0] == 1);
-  CHECK(gpu[1] == 4);
-  CHECK(gpu[2] == 32);
+  CHECK(gpu[1] == 1);
+  CHECK(gpu[2] == 64);
   const auto matrix = kpmap::detail::row_major_tile<2>(true);
-  CHECK(matrix[0] == 4);
-  CHECK(matrix[1] == 32);
+  CHECK(matrix[0] == 1);
+  CHECK(matrix[1] == 64);
+  // Each warp of a block, as Kokkos 4.6's CUDA MDRange maps threads to a
+  // tile's cells: its 32 lanes share k and j and walk 32 consecutive i.
+  for (int warp = 0; warp < 2; ++warp) {
+    const auto first = kpmap::detail::cuda_mdrange_thread_cell<3>(gpu, 32 * warp);
+    const auto first2 = kpmap::detail::cuda_mdrange_thread_cell<2>(matrix, 32 * warp);
+    for (int lane = 0; lane < 32; ++lane) {
+      const auto c = kpmap::detail::cuda_mdrange_thread_cell<3>(gpu, 32 * warp + lane);
+      CHECK((c[0] == first[0] && c[1] == first[1] && c[2] == first[2] + lane));
+      const auto m = kpmap::detail::cuda_mdrange_thread_cell<2>(matrix, 32 * warp + lane);
+      CHECK((m[0] == first2[0] && m[1] == first2[1] + lane));
+    }
+  }
+  // The model of Kokkos' mapping itself: the old tile {1, 4, 32} put lanes
+  // 0-3 on four rows at one i (4 rows of 8 cells in a warp).
+  const Kokkos::Array<std::int64_t, 3> old_tile{1, 4, 32};
+  for (int lane = 0; lane < 4; ++lane) {
+    const auto c = kpmap::detail::cuda_mdrange_thread_cell<3>(old_tile, lane);
+    CHECK((c[0] == 0 && c[1] == lane && c[2] == 0));
+  }
+  CHECK(kpmap::detail::cuda_mdrange_thread_cell<3>(old_tile, 31)[2] == 7);
   // Host memory: zeros, which Kokkos replaces by its own tile (whole rows).
   const auto host = kpmap::detail::row_major_tile<3>(false);
   CHECK((host[0] == 0 && host[1] == 0 && host[2] == 0));

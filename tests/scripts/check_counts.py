@@ -25,9 +25,14 @@ WHAT is one of
   reduction_waits  times the host waits for a global reduction: a blocking reduction
                (the regions kpmap::psum[...], pmax, pmin, pmean) or the wait for a
                non-blocking one (a solver's region kpmap::sim::<solver>::sum_wait)
-and each --expect must hold on every rank (= within 1e-9, or <=).
+and each --expect must hold on every rank (= within 1e-9, or <=). Each rank's line is
+followed by the labels of its fences per NAME, most first (the Kokkos Tools callback
+gets the label: "kpmap::sim: local sums to the host", or Kokkos' own "HostSpace::
+impl_deallocate before free" where freed host memory fences every instance), global
+ones marked so: where a fence count comes from.
 """
 import argparse
+import collections
 import glob
 import os
 import shlex
@@ -54,6 +59,7 @@ def count(path, region, inside):
     """Events of each kind (only those inside `region` when `inside`), and the times
     `region` was entered, in one rank's record."""
     counts = dict.fromkeys(KINDS, 0)
+    fences = collections.Counter()  # (global?, label) -> count
     entered = 0
     open_at = None  # the depth `region` was pushed at, while it is open
     with open(path, encoding="utf-8") as f:
@@ -72,7 +78,9 @@ def count(path, region, inside):
                     counts[what] += 1
             if kind == "push" and is_reduction_wait(name):
                 counts["reduction_waits"] += 1
-    return counts, entered
+            if kind in ("fence", "gfence"):
+                fences[(kind == "gfence", name)] += 1
+    return counts, fences, entered
 
 
 def run(command, words, tool, out, name):
@@ -126,15 +134,18 @@ def main():
             if not os.path.exists(path):
                 raise SystemExit(f"FAIL: rank {rank} wrote no {path} (was the tool loaded?)")
             seen[name] = count(path, a.region, a.inside)
-        extra = seen["long"][1] - seen["short"][1]
+        extra = seen["long"][2] - seen["short"][2]
         if extra <= 0:
-            print(f"FAIL: rank {rank}: the long run entered {a.region} {seen['long'][1]} times, "
-                  f"the short one {seen['short'][1]}: no steady state to read")
+            print(f"FAIL: rank {rank}: the long run entered {a.region} {seen['long'][2]} times, "
+                  f"the short one {seen['short'][2]}: no steady state to read")
             failed = True
             continue
         per = {w: (seen["long"][0][w] - seen["short"][0][w]) / extra for w in KINDS}
         print(f"rank {rank}: {extra} more {a.region}; each: " +
               ", ".join(f"{w} {per[w]:.3f}" for w in KINDS))
+        fences = seen["long"][1] - seen["short"][1]  # keeps the positive differences
+        for (is_global, label), n in fences.most_common(8):
+            print(f"  fence{' (global)' if is_global else ''} {n / extra:.3f}: {label}")
         for what, op, bound in expects:
             ok = abs(per[what] - bound) < 1e-9 if op == "=" else per[what] <= bound + 1e-9
             if not ok:

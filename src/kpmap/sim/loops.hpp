@@ -9,7 +9,9 @@
 /// a solver on one instance overlaps work on another. On host backends
 /// a box runs as one parallel iteration per row (k, j) with a plain inner
 /// loop over i that the compiler vectorises; on GPUs, and on every backend in
-/// a KPMAP_DEVICE_PATHS build (kpmap/base/detail/backend.hpp), as a 3-D MDRangePolicy.
+/// a KPMAP_DEVICE_PATHS build (kpmap/base/detail/backend.hpp), as a 3-D
+/// MDRangePolicy, and a reduction as one flat range over the box's cells
+/// (kpmap::reduce_flat: Kokkos' CUDA MDRange reduction does not fill a GPU).
 /// Reductions are deterministic for a given backend, thread count and box.
 
 #include <kpmap/base/detail/backend.hpp>
@@ -21,6 +23,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -102,14 +105,20 @@ struct RowReduce {
   }
 };
 
+// What a GPU runs for a loop over a box: an MDRange, with the light-weight
+// hint (kpmap::light_weight: the closure goes as a kernel parameter, never
+// through constant memory, which waits on the host).
 template <class Exec>
 auto box_policy(const Exec& exec, const Box& b) {
-  return row_major_range<3>(exec, {b.lo[2], b.lo[1], b.lo[0]}, {b.hi[2], b.hi[1], b.hi[0]});
+  return light_weight(
+      row_major_range<3>(exec, {b.lo[2], b.lo[1], b.lo[0]}, {b.hi[2], b.hi[1], b.hi[0]}));
 }
 
-// The two shapes of every loop: rows (the host shortcut) and the box as an
-// MDRange (what a GPU runs). for_cells and reduce_cells choose one; tests call
-// both, so that each compiles in every build and gives the other's answers.
+// The two shapes of every loop: rows (the host shortcut) and the GPU's (an
+// MDRange over the box for a loop, one flat range over its cells for a
+// reduction: kpmap::reduce_flat). for_cells and reduce_cells choose one;
+// tests call both, so that each compiles in every build and gives the other's
+// answers.
 
 template <class Exec, class F>
 void for_rows(const Exec& exec, const char* label, const Box& b, const F& f) {
@@ -121,6 +130,8 @@ void for_rows(const Exec& exec, const char* label, const Box& b, const F& f) {
 
 template <class Exec, class F>
 void for_box(const Exec& exec, const char* label, const Box& b, const F& f) {
+  static_assert(sizeof(F) <= light_weight_functor_bytes,
+                "kpmap::sim: the kernel's functor is too large to go to a GPU as a parameter");
   Kokkos::parallel_for(label, box_policy(exec, b), f);
 }
 
@@ -134,12 +145,16 @@ V reduce_rows(const Exec& exec, const char* label, const Box& b, const F& f) {
   return result;
 }
 
+// The box's cells (k, j, i), i fastest, as reduce_flat's corners.
+inline Kokkos::Array<std::int64_t, 3> box_lo(const Box& b) { return {b.lo[2], b.lo[1], b.lo[0]}; }
+inline Kokkos::Array<std::int64_t, 3> box_hi(const Box& b) { return {b.hi[2], b.hi[1], b.hi[0]}; }
+
 template <class V, class Exec, class F>
 V reduce_box(const Exec& exec, const char* label, const Box& b, const F& f) {
   V result{};
   // The reducer names V: Kokkos 3.4 cannot deduce it from a functor that also
   // has a three-index operator() (UpdateR, DiagPrecond).
-  Kokkos::parallel_reduce(label, box_policy(exec, b), f, Kokkos::Sum<V>(result));
+  reduce_flat<3>(label, exec, box_lo(b), box_hi(b), f, Kokkos::Sum<V>(result));
   return result;
 }
 
@@ -148,21 +163,37 @@ V reduce_box(const Exec& exec, const char* label, const Box& b, const F& f) {
 template <class V, class M>
 using DeviceValue = Kokkos::View<V, M>;
 
-template <class V, class Exec, class F>
+/// Where a local sum the host reads lands: memory that kernels on Exec write
+/// and the host reads in place, so that reading it takes a fence and no copy
+/// (pinned host memory under CUDA and HIP; Exec's own memory on a host
+/// backend, device paths or not).
+template <class Exec>
+using SumSpace = std::conditional_t<
+    Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible,
+    typename Exec::memory_space, ::kpmap::detail::PinnedHostSpace>;
+
+template <class Exec, class M>
+constexpr void require_reachable_result() {
+  static_assert(Kokkos::SpaceAccessibility<Exec, M>::accessible,
+                "kpmap::sim: a reduction's result must lie where its kernels can write it");
+}
+
+template <class V, class M, class Exec, class F>
 void reduce_rows_into(const Exec& exec, const char* label, const Box& b, const F& f,
-                      const DeviceValue<V, typename Exec::memory_space>& result) {
+                      const DeviceValue<V, M>& result) {
+  require_reachable_result<Exec, M>();
   const long nj = b.hi[1] - b.lo[1];
   const long rows = nj * (b.hi[2] - b.lo[2]);
   Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Exec>(exec, 0, rows),
                           RowReduce<F, V>{f, b.lo[0], b.hi[0], b.lo[1], nj, b.lo[2]},
-                          Kokkos::Sum<V, typename Exec::memory_space>(result));
+                          Kokkos::Sum<V, M>(result));
 }
 
-template <class V, class Exec, class F>
+template <class V, class M, class Exec, class F>
 void reduce_box_into(const Exec& exec, const char* label, const Box& b, const F& f,
-                     const DeviceValue<V, typename Exec::memory_space>& result) {
-  Kokkos::parallel_reduce(label, box_policy(exec, b), f,
-                          Kokkos::Sum<V, typename Exec::memory_space>(result));
+                     const DeviceValue<V, M>& result) {
+  require_reachable_result<Exec, M>();
+  reduce_flat<3>(label, exec, box_lo(b), box_hi(b), f, Kokkos::Sum<V, M>(result));
 }
 
 }  // namespace detail
@@ -196,33 +227,34 @@ V reduce_cells(const Exec& exec, const char* label, const Box& b, const F& f) {
 /// acc)` adds to acc into `result` (a value in Exec's memory), without
 /// waiting: what a non-blocking global sum starts from. An empty box leaves
 /// `result` as it was.
-template <class V, class Exec, class F>
+template <class V, class Exec, class F, class R>
 void reduce_cells_into(const Exec& exec, const char* label, const Box& b, const F& f,
-                       const detail::DeviceValue<V, typename Exec::memory_space>& result) {
+                       const R& result) {
+  using M = typename R::memory_space;
+  static_assert(R::rank == 0, "kpmap::sim::reduce_cells_into: the result is one value");
   if (b.empty()) return;
   if constexpr (::kpmap::detail::host_shortcut_v<Exec>) {
-    detail::reduce_rows_into<V>(exec, label, b, f, result);
+    detail::reduce_rows_into<V, M>(exec, label, b, f, result);
   } else {
-    detail::reduce_box_into<V>(exec, label, b, f, result);
+    detail::reduce_box_into<V, M>(exec, label, b, f, result);
   }
 }
 
-/// \brief Local sums of one global sum, reduced into device memory part by
-/// part without waiting, and read by the host at once: one host
-/// synchronisation however many parts (an overlapped kernel's inner box and
-/// faces) make the sum. The parts are added in the order they were enqueued,
-/// so the result is the one reduce_cells would give summing the same parts.
-/// The parts live in Exec's memory; every kernel runs on an instance of Exec.
+/// \brief Local sums of one global sum, reduced part by part without waiting
+/// into memory the host reads in place (detail::SumSpace: pinned host memory
+/// on a GPU), and read by the host at once: one host synchronisation, a
+/// fence and no copy, however many parts (an overlapped kernel's inner box
+/// and faces) make the sum. The parts are added in the order they were
+/// enqueued, so the result is the one reduce_cells would give summing the
+/// same parts. Every kernel runs on an instance of Exec.
 template <class V = double, class Exec = Kokkos::DefaultExecutionSpace>
 class DeviceSums {
  public:
   /// \brief The most parts one sum has: an inner box and 6 faces.
   static constexpr int capacity = 7;
 
-  /// \brief Allocates the device parts (and their host copy where the host
-  /// cannot read them).
-  explicit DeviceSums(const std::string& label)
-      : parts_(label, capacity), host_(Kokkos::create_mirror_view(parts_)) {}
+  /// \brief Allocates the parts.
+  explicit DeviceSums(const std::string& label) : parts_(label, capacity) {}
 
   /// \brief Enqueues on `exec` the sum over the cells of `b` of what `f(k, j, i,
   /// acc)` adds to acc as the next part; an empty box adds nothing.
@@ -233,26 +265,20 @@ class DeviceSums {
     reduce_cells_into<V>(exec, label, b, f, Kokkos::subview(parts_, used_++));
   }
 
-  /// \brief Waits for `exec` (one host synchronisation: a fence, after a copy
-  /// of the parts where the host cannot read them) and returns the parts'
-  /// sum; the next add() starts a new sum.
+  /// \brief Waits for `exec` (one host synchronisation: a fence) and returns
+  /// the parts' sum; the next add() starts a new sum.
   V fetch(const Exec& exec) {
     const int n = used_;
     used_ = 0;
     if (n == 0) return V{};
-    if constexpr (!::kpmap::detail::host_reaches_v<typename Exec::memory_space>) {
-      const auto range = std::make_pair(0, n);
-      Kokkos::deep_copy(exec, Kokkos::subview(host_, range), Kokkos::subview(parts_, range));
-    }
     ::kpmap::detail::fence(exec, "kpmap::sim: local sums to the host");
-    V total = host_(0);
-    for (int i = 1; i < n; ++i) total += host_(i);
+    V total = parts_(0);
+    for (int i = 1; i < n; ++i) total += parts_(i);
     return total;
   }
 
  private:
-  Kokkos::View<V*, typename Exec::memory_space> parts_;
-  typename Kokkos::View<V*, typename Exec::memory_space>::HostMirror host_;
+  Kokkos::View<V*, detail::SumSpace<Exec>> parts_;
   int used_ = 0;
 };
 

@@ -191,8 +191,8 @@ double HeatOperator<Exec>::max_face_sum() const {
     double m = 0.0;
     const Box b = layout_.interior();
     if (!b.empty()) {
-      Kokkos::parallel_reduce("kpmap::sim::max_face_sum", detail::box_policy(exec_, b),
-                              kernels::MaxFaceSum<three, Memory>{s}, Kokkos::Max<double>(m));
+      reduce_flat<3>("kpmap::sim::max_face_sum", exec_, detail::box_lo(b), detail::box_hi(b),
+                     kernels::MaxFaceSum<three, Memory>{s}, Kokkos::Max<double>(m));
     }
     return m;
   });

@@ -141,11 +141,18 @@ struct ReduceAll<Term, A, 3> {
   }
 };
 
-/// Runs `f` as one parallel_reduce over every element of `a` into `reducer`.
+/// Runs `f` as one parallel_reduce over every element of `a` into `reducer`:
+/// on a GPU (and in a KPMAP_DEVICE_PATHS build) a matrix or a cube as one
+/// flat range over its elements (kpmap::reduce_flat: Kokkos' CUDA MDRange
+/// reduction does not fill a GPU), on host backends as an MDRange.
 template <class Exec, class A, class F, class Reducer>
 void reduce_elements(const char* name, const Exec& exec, const A& a, const F& f,
                      const Reducer& reducer) {
-  if constexpr (A::rank == 1) {
+  if constexpr (A::rank >= 2 && !host_shortcut_v<Exec>) {
+    Kokkos::Array<std::int64_t, A::rank> lo{}, hi{};
+    for (unsigned d = 0; d < A::rank; ++d) hi[d] = static_cast<std::int64_t>(a.extent(d));
+    reduce_flat<A::rank>(name, exec, lo, hi, f, reducer);
+  } else if constexpr (A::rank == 1) {
     Kokkos::parallel_reduce(name, Kokkos::RangePolicy<Exec>(exec, 0, a.extent(0)), f, reducer);
   } else if constexpr (A::rank == 2) {
     Kokkos::parallel_reduce(name, row_major_range<2>(exec, {0, 0}, {a.extent(0), a.extent(1)}), f,
