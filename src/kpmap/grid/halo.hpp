@@ -78,8 +78,22 @@ class HaloExchange {
     }
   }
 
-  /// \brief Packs the send boxes on `exec` and posts every message.
+  /// \brief Packs the send boxes on `exec` and posts every message: pack(),
+  /// a fence of `exec`, post().
   void start(const ExecSpace& exec = ExecSpace());
+
+  /// \brief The first half of start(): enqueues on `exec` the packing of the
+  /// send boxes (and their copy to the staging buffers), without waiting. A
+  /// caller that must fence `exec` for MPI anyway (a solver's local sums)
+  /// fences once for both, then calls post().
+  void pack(const ExecSpace& exec = ExecSpace());
+
+  /// \brief The second half of start(): posts every message. The instance
+  /// pack() ran on must have been fenced since. finish() completes it.
+  void post();
+
+  /// \brief True between post() (or start()) and finish(): messages are posted.
+  bool in_flight() const noexcept { return !requests_.empty(); }
 
   /// \brief Waits for the messages and unpacks them into the ghosts on `exec`.
   /// Work enqueued on `exec` afterwards sees the ghosts.
@@ -171,12 +185,23 @@ HaloExchange<T, ExecSpace>::HaloExchange(const CartesianLayout& layout,
 template <class T, class ExecSpace>
 void HaloExchange<T, ExecSpace>::start(const ExecSpace& exec) {
   const ProfilingRegion region("kpmap::HaloExchange::start", trace::Track::communication);
-  if (!requests_.empty()) throw Error("kpmap::HaloExchange::start: an exchange is in flight");
-  copy<true>(exec, send_, send_cells_, "kpmap::HaloExchange::pack");
-  transport::to_mpi(exec, send_mpi_);
+  pack(exec);
   // MPI reads the send buffers from its own threads or DMA engines and knows
   // nothing of Kokkos' asynchronous kernels and copies: they must be done.
   detail::fence(exec, "kpmap::HaloExchange: packed buffers ready for MPI");
+  post();
+}
+
+template <class T, class ExecSpace>
+void HaloExchange<T, ExecSpace>::pack(const ExecSpace& exec) {
+  if (!requests_.empty()) throw Error("kpmap::HaloExchange::pack: an exchange is in flight");
+  copy<true>(exec, send_, send_cells_, "kpmap::HaloExchange::pack");
+  transport::to_mpi(exec, send_mpi_);
+}
+
+template <class T, class ExecSpace>
+void HaloExchange<T, ExecSpace>::post() {
+  if (!requests_.empty()) throw Error("kpmap::HaloExchange::post: an exchange is in flight");
   detail::post_halo_messages(neighbors_, nfields_, detail::mpi_datatype<T>(), recv_mpi_.mpi,
                              send_mpi_.mpi, sizeof(T), layout_.comm(), requests_);
 }

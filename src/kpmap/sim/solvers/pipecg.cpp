@@ -134,24 +134,25 @@ class PipeCg final : public LinearSolverBase<Exec> {
   void update(const Operator& A, double alpha, double beta);
   /// n = A m, testing the sums in flight between its slabs.
   void operator_while_summing(const Operator& A);
-  /// Starts the global sums of local_; wait_sums() returns them.
+  /// Starts the global sums of local_ and m's halo exchange, after one
+  /// fence; wait_sums() returns the sums, the next operator finishes the
+  /// exchange.
   void start_sums(const Exec& exec);
   kernels::PipeSums wait_sums();
 
   long replace_every_;
   Field u_, w_, m_, n_, p_, s_, q_, z_;
   std::unique_ptr<HaloExchange<double, Exec>> halo_m_, halo_up_, halo_q_;
-  Kokkos::View<kernels::PipeSums, Memory> local_{"kpmap::sim::pipecg::local_sums"};
-  typename Kokkos::View<kernels::PipeSums, Memory>::HostMirror local_host_;
+  // Where the host reads them in place (pinned host memory on a GPU): MPI
+  // sums them after a fence, with no copy.
+  Kokkos::View<kernels::PipeSums, detail::SumSpace<Exec>> local_{"kpmap::sim::pipecg::local_sums"};
   Request sums_in_flight_;
   bool arrived_ = false;  // the sums in flight have been seen complete
 };
 
 template <class Exec>
 PipeCg<Exec>::PipeCg(const SolverContext<Exec>& context, const deck::Settings& keys)
-    : LinearSolverBase<Exec>(context),
-      replace_every_(keys.integer("pipecg_replace_every")),
-      local_host_(Kokkos::create_mirror_view(local_)) {
+    : LinearSolverBase<Exec>(context), replace_every_(keys.integer("pipecg_replace_every")) {
   const auto& l = layout_;
   const auto field = [&](const char* what) {
     return l.template allocate<double, Memory>("kpmap::sim::pipecg::" + std::string(what));
@@ -230,26 +231,43 @@ void PipeCg<Exec>::operator_while_summing(const Operator& A) {
   };
   A.visit([&](auto st) {
     constexpr bool three = decltype(st)::three_d;
-    overlapped_for(A.exec(), "kpmap::sim::pipecg::matvec", layout_,
-                   kernels::Matvec<three, Memory>{st, m_, n_}, *halo_m_, timings_, progress);
+    const kernels::Matvec<three, Memory> matvec{st, m_, n_};
+    // m's exchange was posted with the sums (start_sums). Where a launch
+    // returns before its kernel ends (device backends), MPI_Test between
+    // slabs would run back to back before any of them: one inner kernel.
+    if constexpr (kpmap::detail::host_shortcut_v<Exec>) {
+      overlapped_for(A.exec(), "kpmap::sim::pipecg::matvec", layout_, matvec, *halo_m_, timings_,
+                     progress);
+    } else {
+      overlapped_for(A.exec(), "kpmap::sim::pipecg::matvec", layout_, matvec, *halo_m_, timings_);
+    }
   });
 }
 
 template <class Exec>
 void PipeCg<Exec>::start_sums(const Exec& exec) {
-  if constexpr (!kpmap::detail::host_reaches_v<Memory>)
-    Kokkos::deep_copy(exec, local_host_, local_);
   constexpr int count = sizeof(kernels::PipeSums) / sizeof(double);
   static_assert(sizeof(kernels::PipeSums) == count * sizeof(double));
   arrived_ = false;
+  // m's faces and the local sums both come from the update (or recompute)
+  // just enqueued: pack the faces behind it, and the one fence before MPI
+  // reads the sums (start_global_sum's) covers the packed faces too; then
+  // post m's messages, which the next operator only finishes. One host
+  // synchronisation per iteration.
+  const double t0 = MPI_Wtime();
+  halo_m_->pack(exec);
+  timings_.halo_s += MPI_Wtime() - t0;
   sums_in_flight_ =
-      start_global_sum(exec, HostValues(reinterpret_cast<double*>(local_host_.data()), count));
+      start_global_sum(exec, HostValues(reinterpret_cast<double*>(local_.data()), count));
+  const double t1 = MPI_Wtime();
+  halo_m_->post();
+  timings_.halo_s += MPI_Wtime() - t1;
 }
 
 template <class Exec>
 kernels::PipeSums PipeCg<Exec>::wait_sums() {
   wait_global_sum(sums_in_flight_);
-  return local_host_();
+  return local_();
 }
 
 template <class Exec>
@@ -289,6 +307,9 @@ void PipeCg<Exec>::iterate(const Operator& A, SolveResult& res) {
     start_sums(exec);
     gamma_old = gamma;
   }
+  // The last start_sums posted m's exchange too: complete it, so that the
+  // plan is free for the next solve.
+  halo_m_->finish(exec);
   const double gamma = wait_sums().v[0];
   if (finished(res, options_.max_iters, std::sqrt(std::abs(gamma)))) return;
   exhausted(res);
