@@ -7,11 +7,12 @@
 // Counters, per step: `kernels` (launches; `reductions` of them),
 // `syncs` (host synchronisations: fences, and reductions into host values),
 // `global_fences` (fences of every instance), `copies` (deep copies, either
-// direction) and `allocs` (allocations in any memory space); the solvers'
-// also per iteration of the linear solver (`kernels_per_it`, `syncs_per_it`)
-// and `iterations` per step. Steps run twice untimed first, so the buffer
-// pools have settled. docs/portability.md's GPU-readiness table is this
-// benchmark's output on a Serial build with Kokkos 3.4.
+// direction) and `allocs` (allocations in any memory space), and as the
+// benchmark's label the four most frequent fence labels per step ("global: "
+// before a fence of every instance); the solvers' also per iteration of the linear solver
+// (`kernels_per_it`, `syncs_per_it`) and `iterations` per step. Steps run twice untimed first, so
+// the buffer pools have settled. docs/portability.md's GPU-readiness table is this benchmark's
+// output on a Serial build with Kokkos 3.4.
 //
 // - BM_heat_step/solver: one kpmap-heat time step (TeaLeaf's benchmark
 //   problem, 64 x 64 cells), with solver cg, jacobi, chebyshev, ppcg, or
@@ -55,6 +56,8 @@ void report(benchmark::State& state, const kpmap::bench::EventCounts& total) {
   state.counters["global_fences"] = c.global_fences;
   state.counters["copies"] = c.copies;
   state.counters["allocs"] = c.allocations;
+  // Where the fences come from (gpu-check prints it): the top labels per step.
+  state.SetLabel(c.top_fences(4));
 }
 
 // TeaLeaf's benchmark problem (tea_bm) on 64 x 64 cells.

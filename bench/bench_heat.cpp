@@ -328,14 +328,14 @@ void BM_explicit_step(benchmark::State& state) {
 
 }  // namespace
 
-// 2-D: TeaLeaf's tea_bm_3 size (500^2, in cache) and 4096^2 (128 MiB a field);
-// 3-D: 64^3 and 256^3 (128 MiB a field).
+// 2-D: TeaLeaf's tea_bm_3 size (500^2, in cache), 1024^2 (8 MiB a field) and 4096^2 (128 MiB a
+// field); 3-D: 64^3 and 256^3 (128 MiB a field).
 BENCHMARK(BM_kernel)
-    ->ArgsProduct({{2}, {500, 4096}, {0, 1, 2, 3}})
+    ->ArgsProduct({{2}, {500, 1024, 4096}, {0, 1, 2, 3}})
     ->ArgsProduct({{3}, {64, 256}, {0, 1, 2, 3}})
     ->UseManualTime();
 BENCHMARK(BM_cg_iteration)
-    ->ArgsProduct({{2}, {500, 4096}, {0, 6, 5}})
+    ->ArgsProduct({{2}, {500, 1024, 4096}, {0, 6, 5}})
     ->ArgsProduct({{3}, {64, 256}, {0, 6, 5}})
     ->UseManualTime();
 BENCHMARK(BM_solve)
