@@ -21,6 +21,7 @@
 #include <kpmap/base/detail/view_utils.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/tools/profiling.hpp>
+#include <kpmap/transport/buffer_pool.hpp>
 
 #include <mpi.h>
 #include <Kokkos_Core.hpp>
@@ -259,29 +260,29 @@ std::uint64_t checksum_of(const Exec& exec, const T* data, const Block& block) {
   return sum;
 }
 
-/// A host copy of `v` in row-major order, copied once `exec`'s work on it is done.
-template <class Exec, class V>
-Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> host_copy(const Exec& exec,
-                                                                             const V& v) {
-  auto host = Kokkos::create_mirror_view(Kokkos::HostSpace(), v);
-  Kokkos::deep_copy(exec, host, v);
-  kpmap::detail::fence(exec, "kpmap::checkpoint: copied to the host for writing");
-  Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace> flat(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::checkpoint::host"), host.size());
-  kpmap::detail::pack(Kokkos::DefaultHostExecutionSpace(), host, flat);
-  kpmap::detail::fence(Kokkos::DefaultHostExecutionSpace(),
-                       "kpmap::checkpoint: packed for writing");
-  return flat;
+/// A lease of the one pinned staging pool (transport/buffer_pool.hpp) that
+/// holds a block's elements in host memory while it is written or read: a
+/// checkpoint after the first allocates nothing, and no host memory is freed
+/// in one (Kokkos 4 with CUDA fences every instance when it frees host memory).
+using Staging = kpmap::transport::StagingPool::Lease;
+
+/// `n` elements of T in a lease of the staging pool, kept by `lease`.
+template <class T>
+kpmap::detail::flat_view_t<T, kpmap::detail::PinnedHostSpace> staged(std::size_t n,
+                                                                     Staging& lease) {
+  lease = kpmap::transport::StagingPool::instance().acquire(n * sizeof(T));
+  return kpmap::detail::flat_view_t<T, kpmap::detail::PinnedHostSpace>(
+      static_cast<T*>(lease.data()), n);
 }
 
 /// `v`'s elements in row-major order in host memory, once `exec`'s work on
 /// it is done: `v` itself when it is already there in that order (no copy),
-/// else a packed host copy.
+/// else a copy in staging held by `lease`: one copy of a contiguous
+/// row-major View, a packing kernel on `exec` of any other.
 template <class Exec, class V>
 Kokkos::View<const typename V::non_const_value_type*, Kokkos::HostSpace,
              Kokkos::MemoryTraits<Kokkos::Unmanaged>>
-host_canonical(const Exec& exec, const V& v,
-               Kokkos::View<typename V::non_const_value_type*, Kokkos::HostSpace>& keep) {
+host_canonical(const Exec& exec, const V& v, Staging& lease) {
   using T = typename V::non_const_value_type;
   using Out = Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   if constexpr (kpmap::detail::host_reaches_v<typename V::memory_space>) {
@@ -290,8 +291,16 @@ host_canonical(const Exec& exec, const V& v,
       return Out(v.data(), v.size());
     }
   }
-  keep = host_copy(exec, v);
-  return Out(keep.data(), keep.size());
+  const auto host = staged<T>(v.size(), lease);
+  if (kpmap::detail::is_canonical(v)) {
+    Kokkos::deep_copy(
+        exec, host,
+        kpmap::detail::flat_view_t<const T, typename V::memory_space>(v.data(), v.size()));
+  } else {
+    kpmap::detail::pack(exec, v, host);
+  }
+  kpmap::detail::fence(exec, "kpmap::checkpoint: staged for writing");
+  return Out(host.data(), host.size());
 }
 
 /// The instance a checkpoint call without one works on: every instance is
@@ -333,8 +342,9 @@ class Writer {
   /// \brief Writes this rank's block `local` of the global array `name`
   /// (collective hyperslab I/O) once the work `exec` was given is done: only
   /// `exec` is fenced. The block's checksum (XXH3) is taken of each part of
-  /// it as it is written, in host memory, where a block in device memory is
-  /// copied to be written. `block.count`
+  /// it as it is written, in host memory: a block in device memory, or not
+  /// contiguous in row-major order, is copied to pinned staging first (no
+  /// allocation once the pool holds a buffer of its size). `block.count`
   /// must equal local's extents (a flat_range: local is of rank 1). Of a
   /// copy (block.copy), another rank writes the elements: `local` is not read.
   template <class Exec, class V>
@@ -348,8 +358,8 @@ class Writer {
       write_raw(name, detail::elem_of<T>(), &nothing, extents, block, false);
       return;
     }
-    Kokkos::View<T*, Kokkos::HostSpace> keep;
-    auto flat = detail::host_canonical(exec, local, keep);
+    detail::Staging lease;
+    auto flat = detail::host_canonical(exec, local, lease);
     write_raw(name, detail::elem_of<T>(), flat.data(), extents, block, false);
   }
   /// \brief As write(exec, ...), after fencing every instance (any may have
@@ -366,9 +376,9 @@ class Writer {
     kpmap::detail::require_kernel_ready<Exec, V>();
     const ProfilingRegion region("kpmap::checkpoint::write");
     using T = typename V::non_const_value_type;
-    Kokkos::View<T*, Kokkos::HostSpace> keep;
+    detail::Staging lease;
     const auto e = detail::extents_vector(v);
-    auto flat = detail::host_canonical(exec, v, keep);
+    auto flat = detail::host_canonical(exec, v, lease);
     write_raw(name, detail::elem_of<T>(), flat.data(), e, whole(e), /*replicated=*/true);
   }
   /// \brief As write_replicated(exec, ...), after fencing every instance.
@@ -443,14 +453,19 @@ class Reader {
         return;
       }
     }
-    Kokkos::View<T*, Kokkos::HostSpace> flat(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::checkpoint::read"), local.size());
-    read_raw(name, detail::elem_of<T>(), flat.data(), detail::extents_vector(local), block, values);
-    auto host = Kokkos::create_mirror_view(local);
-    kpmap::detail::unpack(Kokkos::DefaultHostExecutionSpace(), flat, host);
-    kpmap::detail::fence(Kokkos::DefaultHostExecutionSpace(), "kpmap::checkpoint: unpacked");
-    Kokkos::deep_copy(exec, local, host);
-    kpmap::detail::fence(exec, "kpmap::checkpoint: read into place");  // `host` goes now
+    // Into staging, checked there, then one copy (or an unpacking kernel on
+    // `exec`) into place: `local` is untouched when the read is refused.
+    detail::Staging lease;
+    const auto host = detail::staged<T>(local.size(), lease);
+    read_raw(name, detail::elem_of<T>(), host.data(), detail::extents_vector(local), block, values);
+    if (kpmap::detail::is_canonical(local)) {
+      Kokkos::deep_copy(
+          exec, kpmap::detail::flat_view_t<T, typename V::memory_space>(local.data(), local.size()),
+          host);
+    } else {
+      kpmap::detail::unpack(exec, host, local);
+    }
+    kpmap::detail::fence(exec, "kpmap::checkpoint: read into place");  // the lease goes now
   }
   /// \brief As read(exec, ...), after fencing every instance (any may still
   /// be using `local`).

@@ -81,25 +81,22 @@ CartesianLayout layout_of(const HeatConfig& config, MPI_Comm comm) {
   return layout;
 }
 
-// The owned cells of f as a contiguous View (z, y, x), or (y, x) in 2-D, for
-// checkpoints: device copies stay on the device.
+// The solver's kept eigenvalues as a checkpoint holds them: (1, min, max),
+// or (0, 0, 0) when it keeps none; over a local array (no allocation).
+using EigenvaluesView =
+    Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+// The owned cells of f, (z, y, x) or (y, x) in 2-D, as a subview for
+// checkpoints: the Writer and Reader stage them in place (no allocation).
 template <class M, class Fn>
 void with_interior(const CartesianLayout& l, const CellField<M>& f, Fn&& fn) {
   const Box b = l.interior();
   const auto ir = std::make_pair(b.lo[0], b.hi[0]);
   const auto jr = std::make_pair(b.lo[1], b.hi[1]);
   if (l.ndim() == 2) {
-    auto sub = Kokkos::subview(f, 0, jr, ir);
-    Kokkos::View<double**, Kokkos::LayoutRight, M> flat(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::sim::interior"), sub.extent(0),
-        sub.extent(1));
-    fn(sub, flat);
+    fn(Kokkos::subview(f, 0, jr, ir));
   } else {
-    auto sub = Kokkos::subview(f, std::make_pair(b.lo[2], b.hi[2]), jr, ir);
-    Kokkos::View<double***, Kokkos::LayoutRight, M> flat(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::sim::interior"), sub.extent(0),
-        sub.extent(1), sub.extent(2));
-    fn(sub, flat);
+    fn(Kokkos::subview(f, std::make_pair(b.lo[2], b.hi[2]), jr, ir));
   }
 }
 
@@ -209,16 +206,15 @@ void Simulation<Exec>::restart(const std::string& path) {
   for (const char* name : {"fields/density", "fields/energy"}) {
     const bool density = std::string(name) == "fields/density";
     Field target = density ? density_ : energy_;
-    with_interior(layout_, target, [&](auto sub, auto flat) {
+    with_interior(layout_, target, [&](auto sub) {
       // The values a deck may give: density above zero, energy not below.
-      reader.read(exec_, name, flat, blk,
+      reader.read(exec_, name, sub, blk,
                   density ? checkpoint::Reader::Values::positive
                           : checkpoint::Reader::Values::non_negative);
-      Kokkos::deep_copy(exec_, sub, flat);
-      kpmap::detail::fence(exec_, "kpmap::sim: restart field in place");
     });
   }
-  Kokkos::View<double*, Kokkos::HostSpace> eig("kpmap::sim::eigenvalues", 3);
+  double kept[3] = {0.0, 0.0, 0.0};
+  const EigenvaluesView eig(kept, 3);
   reader.read_replicated(Kokkos::DefaultHostExecutionSpace(), "solver/eigenvalues", eig);
   if (eig(0) != 0.0) solver_->set_eigenvalues({eig(1), eig(2)});
   step_ = meta.step;
@@ -306,13 +302,10 @@ void Simulation<Exec>::write_checkpoint(const std::string& path, const std::stri
   // (nvcc warns where GCC accepts them).
   for (const auto& named : fields) {
     const std::string name = named.first;
-    with_interior(layout_, named.second, [&](auto sub, auto flat) {
-      Kokkos::deep_copy(exec_, flat, sub);
-      kpmap::detail::fence(exec_, "kpmap::sim: checkpoint field copied");
-      writer.write(exec_, name, flat, blk);
-    });
+    with_interior(layout_, named.second, [&](auto sub) { writer.write(exec_, name, sub, blk); });
   }
-  Kokkos::View<double*, Kokkos::HostSpace> eig("kpmap::sim::eigenvalues", 3);
+  double held[3] = {0.0, 0.0, 0.0};
+  const EigenvaluesView eig(held, 3);
   if (const auto kept = solver_->eigenvalues()) {
     eig(0) = 1.0;
     eig(1) = kept->first;
