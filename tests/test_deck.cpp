@@ -5,7 +5,7 @@
 
 #include <kpmap/base/words.hpp>
 #include <kpmap/deck/deck.hpp>
-#include <kpmap/deck/detail/text.hpp>
+#include <kpmap/deck/detail/type_words.hpp>
 #include <kpmap/run/phases.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/train/config.hpp>

@@ -5,6 +5,7 @@
 
 #include <kpmap/base/words.hpp>
 #include <kpmap/deck/deck.hpp>
+#include <kpmap/deck/detail/type_words.hpp>
 
 #include <toml++/toml.h>
 
@@ -12,18 +13,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-/// \brief "boolean", "integer", ... as tables and messages name a key's type.
-template <>
-struct kpmap::EnumWords<kpmap::deck::Type> {
-  using T = kpmap::deck::Type;
-  static constexpr std::pair<T, const char*> list[] = {{T::boolean, "boolean"},
-                                                       {T::integer, "integer"},
-                                                       {T::real, "real"},
-                                                       {T::string, "string"},
-                                                       {T::integer_list, "list of integers"},
-                                                       {T::real_list, "list of reals"}};
-};
 
 namespace kpmap::deck::detail {
 
