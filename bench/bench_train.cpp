@@ -28,7 +28,8 @@
 //   backward) on B images, paired with OpenBLAS sgemm at the convolution's
 //   or dense layer's own shapes. Counters: `GFLOPs`,
 //   `sgemm_GFLOPs` and `of_sgemm`, the layer's rate over sgemm's.
-// - BM_gemm/M/N/K: the float gemm at the MLP's largest shape, and `of_peak`,
+// - BM_gemm/M/N/K: the float gemm at the MLP's largest shape and at 1024^3,
+//   labelled with the BLAS's kernel set (kpmap-info's), and `of_peak`,
 //   its share of the core's nominal peak (GHz x FLOP/cycle from /proc/cpuinfo:
 //   64 with AVX-512, 32 with AVX2 and FMA; override with KPMAP_PEAK_GFLOPS).
 

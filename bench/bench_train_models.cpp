@@ -248,6 +248,7 @@ void BM_gemm(benchmark::State& state) {
   state.counters["GFLOPs"] =
       benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["peak_GFLOPs"] = nominal_peak_gflops();
+  state.SetLabel("kernels " + rt.blas_kernels().core);
 }
 
 }  // namespace
@@ -258,4 +259,8 @@ BENCHMARK(BM_cnn_layer)
     ->ArgsProduct({{0, 1, 2, 3}, {0, 1}, {128, 64}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_gemm)->Args({256, 512, 784})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gemm)
+    ->Args({256, 512, 784})
+    ->Args({1024, 1024, 1024})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);

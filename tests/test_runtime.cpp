@@ -2,6 +2,7 @@
 
 #include "support/mpi_test.hpp"
 
+#include <kpmap/base/detail/blas_kernels.hpp>
 #include <kpmap/base/fault.hpp>
 #include <kpmap/run/host_monitor.hpp>
 #include <kpmap/run/stop.hpp>
@@ -14,10 +15,14 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <dlfcn.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -335,4 +340,209 @@ TEST_CASE("Memory budgets: sizes read and written, estimates refused by all rank
                     ContainsSubstring("the test needs about") &&
                         ContainsSubstring("on rank " + std::to_string(last) + " (everything)"));
   CHECK_NOTHROW(kpmap::require_memory(1.0, "the test", "one byte", MPI_COMM_WORLD));
+}
+
+namespace {
+
+using kpmap::detail::BlasKernels;
+using kpmap::detail::CpuFeatures;
+
+// A CPU from its vendor, family, model and flags as /proc/cpuinfo names
+// them ("pni" is SSE3).
+CpuFeatures cpu_with(const std::string& vendor, int family, int model, const std::string& flags) {
+  CpuFeatures c;
+  c.vendor = vendor;
+  c.family = family;
+  c.model = model;
+  std::istringstream in(flags);
+  for (std::string f; in >> f;) {
+    c.sse3 |= f == "pni" || f == "sse3";
+    c.ssse3 |= f == "ssse3";
+    c.sse41 |= f == "sse4_1";
+    c.sse42 |= f == "sse4_2";
+    c.avx |= f == "avx";
+    c.fma |= f == "fma";
+    c.avx2 |= f == "avx2";
+    c.avx512f |= f == "avx512f";
+    c.avx512cd |= f == "avx512cd";
+    c.avx512bw |= f == "avx512bw";
+    c.avx512dq |= f == "avx512dq";
+    c.avx512vl |= f == "avx512vl";
+    c.avx512_vnni |= f == "avx512_vnni";
+    c.avx512_bf16 |= f == "avx512_bf16";
+    c.avx512_fp16 |= f == "avx512_fp16";
+    c.amx_bf16 |= f == "amx_bf16";
+    c.amx_tile |= f == "amx_tile";
+  }
+  return c;
+}
+
+const std::string sse = "pni ssse3 sse4_1 sse4_2 ";
+const std::string avx2 = sse + "avx fma avx2 ";
+const std::string avx512 = avx2 + "avx512f avx512cd avx512bw avx512dq avx512vl avx512_vnni ";
+
+// The kernel sets Debian's OpenBLAS 0.3.21 holds (its gotoblas_* tables, from
+// nm -D), and a newer OpenBLAS's with Sapphire Rapids' added (0.3.22 on).
+const std::vector<std::string> held_0_3_21 = {
+    "Prescott",   "Core2",       "Penryn",    "Dunnington", "Nehalem", "Sandybridge", "Haswell",
+    "SkylakeX",   "Cooperlake",  "Zen",       "Atom",       "Nano",    "Bobcat",      "Bulldozer",
+    "Piledriver", "Steamroller", "Excavator", "Barcelona",  "Opteron", "OpteronSSE3"};
+std::vector<std::string> held_newer() {
+  auto h = held_0_3_21;
+  h.emplace_back("SapphireRapids");
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("The BLAS's kernels: the widest a processor and the BLAS have", "[blas]") {
+  struct Processor {
+    const char* name;
+    CpuFeatures cpu;
+    const char* widest_0_3_21;  // in Debian's OpenBLAS
+    const char* widest_newer;   // in one that holds SapphireRapids
+  };
+  const std::vector<Processor> processors = {
+      {"Cascade Lake (Xeon Gold 6248)", cpu_with("GenuineIntel", 6, 85, avx512), "SkylakeX",
+       "SkylakeX"},
+      {"Sapphire Rapids (Xeon 8480+)",
+       cpu_with("GenuineIntel", 6, 143, avx512 + "avx512_bf16 avx512_fp16 amx_bf16 amx_tile"),
+       "Cooperlake", "SapphireRapids"},
+      {"Emerald Rapids (family 6 model 207)",
+       cpu_with("GenuineIntel", 6, 207, avx512 + "avx512_bf16 avx512_fp16 amx_bf16 amx_tile"),
+       "Cooperlake", "SapphireRapids"},
+      {"Zen 4 (EPYC 9654)", cpu_with("AuthenticAMD", 25, 17, avx512 + "avx512_bf16"), "Cooperlake",
+       "Cooperlake"},
+      {"Zen 2 (EPYC 7742)", cpu_with("AuthenticAMD", 23, 49, avx2), "Zen", "Zen"},
+      {"Haswell (Xeon E5-2680 v3), AVX2 only", cpu_with("GenuineIntel", 6, 63, avx2), "Haswell",
+       "Haswell"},
+      {"Sandy Bridge, AVX without AVX2", cpu_with("GenuineIntel", 6, 45, sse + "avx"),
+       "Sandybridge", "Sandybridge"},
+  };
+  for (const auto& p : processors) {
+    INFO(p.name);
+    CHECK(kpmap::detail::decide_blas_kernels(p.cpu, "Prescott", held_0_3_21, "", true).core ==
+          p.widest_0_3_21);
+    CHECK(kpmap::detail::decide_blas_kernels(p.cpu, "Prescott", held_newer(), "", true).core ==
+          p.widest_newer);
+    // A pick as wide as the widest (the same float and double kernels) stays.
+    const auto kept =
+        kpmap::detail::decide_blas_kernels(p.cpu, p.widest_0_3_21, held_newer(), "", true);
+    CHECK(kept.core == p.widest_0_3_21);
+    CHECK(kept.chooser == BlasKernels::Chooser::blas);
+    CHECK(kept.note.empty());
+  }
+  // A plain x86-64 (SSE2, as the first Opterons): no set above SSE2 to take.
+  const auto plain = cpu_with("AuthenticAMD", 15, 5, "");
+  CHECK(kpmap::detail::openblas_cores_for(plain).empty());
+  const auto k8 = kpmap::detail::decide_blas_kernels(plain, "Opteron", held_0_3_21, "", true);
+  CHECK(k8.core == "Opteron");
+  CHECK(k8.chooser == BlasKernels::Chooser::blas);
+  CHECK(k8.note.empty());
+  // An AMD gets the AVX2 kernels blocked for its caches, an Intel Haswell's.
+  CHECK(kpmap::detail::openblas_cores_for(cpu_with("AuthenticAMD", 23, 49, avx2)).front() == "Zen");
+  CHECK(kpmap::detail::openblas_cores_for(cpu_with("GenuineIntel", 6, 63, avx2)).front() ==
+        "Haswell");
+}
+
+TEST_CASE("The BLAS's kernels: who chose them, and the line for a slower run", "[blas]") {
+  const auto model_207 =
+      cpu_with("GenuineIntel", 6, 207, avx512 + "avx512_bf16 avx512_fp16 amx_bf16 amx_tile");
+  // What Debian's 0.3.21 does on model 207: Prescott; kpmap takes Cooperlake.
+  const auto chosen =
+      kpmap::detail::decide_blas_kernels(model_207, "Prescott", held_0_3_21, "", true);
+  CHECK(chosen.chooser == BlasKernels::Chooser::kpmap);
+  CHECK(chosen.picked == "Prescott");
+  CHECK(chosen.core == "Cooperlake");
+  CHECK(chosen.note.empty());
+  CHECK_THAT(kpmap::detail::describe(chosen),
+             ContainsSubstring("kernels Cooperlake (chosen by kpmap: the BLAS picked Prescott"));
+  // A BLAS that cannot be switched: the one line says what to set.
+  const auto fixed =
+      kpmap::detail::decide_blas_kernels(model_207, "Prescott", held_0_3_21, "", false);
+  CHECK(fixed.core == "Prescott");
+  CHECK_THAT(fixed.note, ContainsSubstring("set OPENBLAS_CORETYPE=Cooperlake"));
+  // The user's OPENBLAS_CORETYPE wins, narrower or not, and is named.
+  const auto user =
+      kpmap::detail::decide_blas_kernels(model_207, "Prescott", held_0_3_21, "Prescott", true);
+  CHECK(user.chooser == BlasKernels::Chooser::user);
+  CHECK(user.core == "Prescott");
+  CHECK_THAT(user.note, ContainsSubstring("OPENBLAS_CORETYPE=Prescott runs narrower kernels"));
+  CHECK_THAT(kpmap::detail::describe(user), ContainsSubstring("(OPENBLAS_CORETYPE, yours)"));
+  const auto haswell = cpu_with("GenuineIntel", 6, 63, avx2);
+  const auto too_wide =
+      kpmap::detail::decide_blas_kernels(haswell, "SkylakeX", held_0_3_21, "SkylakeX", true);
+  CHECK(too_wide.core == "SkylakeX");
+  CHECK_THAT(too_wide.note, ContainsSubstring("instructions this CPU lacks"));
+  // A set kpmap does not know may be newer than it: never replaced.
+  const auto newer =
+      kpmap::detail::decide_blas_kernels(model_207, "GraniteRapids", held_newer(), "", true);
+  CHECK(newer.core == "GraniteRapids");
+  CHECK(newer.note.empty());
+  CHECK(kpmap::detail::openblas_core_rank("skylakex") ==
+        kpmap::detail::openblas_core_rank("SkylakeX"));
+}
+
+TEST_CASE("This CPU's vector features are the kernel's", "[blas]") {
+  const auto cpu = kpmap::detail::cpu_features();
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line) && line.rfind("flags", 0) != 0) {
+  }
+  if (line.empty() || cpu.vendor.empty()) SKIP("no x86-64 /proc/cpuinfo flags line");
+  // Linux lists a feature only where it saves its registers too.
+  const auto seen = cpu_with(cpu.vendor, cpu.family, cpu.model, line.substr(line.find(':') + 1));
+  CHECK(cpu.sse3 == seen.sse3);
+  CHECK(cpu.ssse3 == seen.ssse3);
+  CHECK(cpu.sse42 == seen.sse42);
+  CHECK(cpu.avx == seen.avx);
+  CHECK(cpu.fma == seen.fma);
+  CHECK(cpu.avx2 == seen.avx2);
+  CHECK(cpu.avx512f == seen.avx512f);
+  CHECK(cpu.avx512bw == seen.avx512bw);
+  CHECK(cpu.avx512vl == seen.avx512vl);
+  CHECK(cpu.avx512_bf16 == seen.avx512_bf16);
+  CHECK(cpu.avx512_fp16 == seen.avx512_fp16);
+  CHECK(cpu.amx_tile == seen.amx_tile);
+  CHECK_THAT(kpmap::detail::describe(cpu),
+             ContainsSubstring("family " + std::to_string(cpu.family) + " model "));
+}
+
+TEST_CASE("An OpenBLAS on narrower kernels is switched to the widest", "[blas]") {
+  const auto& rt = kpmap::Runtime::current();
+  if (rt.blas_kernels().chooser == BlasKernels::Chooser::none) SKIP("the BLAS is not OpenBLAS");
+  using Name = char* (*)();
+  using Call = void (*)();
+  auto name = reinterpret_cast<Name>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  auto quit = reinterpret_cast<Call>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  auto init = reinterpret_cast<Call>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  if (quit == nullptr || init == nullptr) SKIP("OpenBLAS built for one kernel set");
+  const std::string before = name();
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  const std::string users = user != nullptr ? user : "";
+  // As an OpenBLAS older than the processor would: its Prescott kernels.
+  ::setenv("OPENBLAS_CORETYPE", "Prescott", 1);
+  quit();
+  init();
+  ::unsetenv("OPENBLAS_CORETYPE");
+  REQUIRE(std::string(name()) == "Prescott");
+  const auto k = kpmap::detail::choose_blas_kernels();
+  const auto widest = kpmap::detail::openblas_cores_for(kpmap::detail::cpu_features());
+  if (!widest.empty() && widest.front() != "Prescott") {
+    CHECK(k.chooser == BlasKernels::Chooser::kpmap);
+    CHECK(k.picked == "Prescott");
+    CHECK(std::string(name()) == k.core);
+    CHECK(kpmap::detail::openblas_core_rank(k.core) >
+          kpmap::detail::openblas_core_rank("Prescott"));
+  }
+  CHECK(std::getenv("OPENBLAS_CORETYPE") == nullptr);
+  // Back to what the run had, for the tests after this one.
+  ::setenv("OPENBLAS_CORETYPE", before.c_str(), 1);
+  quit();
+  init();
+  if (users.empty())
+    ::unsetenv("OPENBLAS_CORETYPE");
+  else
+    ::setenv("OPENBLAS_CORETYPE", users.c_str(), 1);
+  CHECK(std::string(name()) == before);
 }

@@ -4,7 +4,8 @@
 //
 // Rank 0 prints the versions, the backends, the execution and memory spaces,
 // the MPI library, the rank and node counts, each rank's host and device, and
-// whether MPI gets device pointers directly (GPU-aware) and how that was decided.
+// whether MPI gets device pointers directly (GPU-aware) and how that was decided,
+// and the host BLAS: its kernel set, who chose it, and the CPU's vector features.
 
 #include <kpmap/apps/options.hpp>
 
@@ -128,7 +129,12 @@ int main(int argc, char** argv) {
                 << Kokkos::DefaultExecutionSpace::memory_space::name() << "\n"
                 << "MPI: " << mpi_library_version() << "\n"
                 << "  thread level: " << thread_level_name(rt.mpi_thread_level_provided()) << "\n"
-                << "ranks: " << rt.size() << " on " << rt.node_count() << " node(s)\n";
+                << "BLAS: " << kpmap::detail::describe(rt.blas_kernels()) << "\n"
+                << "  CPU: " << rt.blas_kernels().cpu << "\n";
+      if (!rt.blas_kernels().note.empty()) {
+        std::cout << "  note: " << rt.blas_kernels().note << "\n";
+      }
+      std::cout << "ranks: " << rt.size() << " on " << rt.node_count() << " node(s)\n";
       for (const auto& l : lines) std::cout << l << "\n";
       std::cout << "GPU-aware MPI: " << (g.gpu_aware ? "yes" : "no") << " (" << g.reason << ")\n"
                 << "transport: "

@@ -18,6 +18,17 @@ if(KPMAP_ENABLE_APPS)
   kpmap_add_mpi_test(NAME apps.kpmap-info.bad_env COMMAND kpmap-info RANKS 3 TIMEOUT 60
     LABELS apps ENVIRONMENT KPMAP_GPU_AWARE=maybe
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 --expect "KPMAP_GPU_AWARE='maybe'" --)
+  # The BLAS's kernel set, who chose it and the CPU's vector features. With
+  # OPENBLAS_CORETYPE unset: the widest this CPU has in the BLAS, the BLAS's
+  # own pick or kpmap's; forced to a narrower set: the user's, named, and the
+  # one line that says what it costs.
+  kpmap_add_mpi_test(NAME apps.kpmap-info.blas COMMAND kpmap-info RANKS 1 LABELS apps
+    EXPECT_OUTPUT "BLAS: OpenBLAS [0-9.]+, kernels [A-Za-z0-9]+ \\((chosen by kpmap|the BLAS's own pick, the widest it has here)\\).*CPU: [A-Za-z]+ family [0-9]+ model [0-9]+. vectors: [^\n]*SSE")
+  set_tests_properties(apps.kpmap-info.blas.np1 PROPERTIES
+    ENVIRONMENT_MODIFICATION "OPENBLAS_CORETYPE=unset:")
+  kpmap_add_mpi_test(NAME apps.kpmap-info.blas_narrower COMMAND kpmap-info RANKS 2 LABELS apps
+    ENVIRONMENT OPENBLAS_CORETYPE=Prescott
+    EXPECT_OUTPUT "kernels Prescott \\(OPENBLAS_CORETYPE, yours\\).*note: OPENBLAS_CORETYPE=Prescott runs narrower kernels than this CPU has")
   kpmap_add_output_test(NAME apps.kpmap-info.help COMMAND kpmap-info --help LABELS apps
     EXPECT "mpiexec -n 4 kpmap-info")
   # Each app's --help and --version are its own: no line of Kokkos' help

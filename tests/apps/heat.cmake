@@ -76,6 +76,12 @@ if(KPMAP_ENABLE_APPS)
     FIXTURES_REQUIRED heat_heat2d_ci)
   set_tests_properties(apps.kpmap-heat.checkpoint_h5py_3d PROPERTIES LABELS apps
     FIXTURES_REQUIRED heat_heat3d_ci)
+  # The start lines name the BLAS's kernels and, where they are narrower
+  # than the CPU's, say what to set.
+  kpmap_add_mpi_test(NAME apps.kpmap-heat.blas_line COMMAND kpmap-heat
+    ${HEAT_INPUTS}/heat2d_ci.toml --output ${HEAT_OUT}/blas_line RANKS 1 LABELS apps
+    ENVIRONMENT OPENBLAS_CORETYPE=Prescott
+    EXPECT_OUTPUT "kpmap-heat: BLAS: OpenBLAS [0-9.]+, kernels Prescott .*kpmap-heat: CPU: .*kpmap-heat: note: OPENBLAS_CORETYPE=Prescott runs narrower")
   # Field dumps for ParaView: every 2 steps, each conserving the energy.
   kpmap_add_mpi_test(NAME apps.kpmap-heat.fields COMMAND kpmap-heat ${HEAT_INPUTS}/heat2d_ci.toml
     --set output.fields_every=2 --output ${HEAT_OUT}/fields RANKS 3 LABELS apps)

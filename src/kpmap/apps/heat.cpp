@@ -76,6 +76,7 @@ int run_heat(const sim::HeatConfig& c, const kpmap::deck::Deck& deck,
     std::printf("kpmap-heat: %d ranks: %s; deck %s\n", rt.size(), s.layout().describe().c_str(),
                 deck.source().c_str());
     std::printf("kpmap-heat: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
+    kpmap::apps::print_blas_lines("kpmap-heat", rt);
     if (!opts.restart.empty()) {
       std::printf("kpmap-heat: restarting from %s at step %ld, time %.9g\n", opts.restart.c_str(),
                   first, s.time());

@@ -116,6 +116,13 @@ std::string execution_text(const Runtime& rt) {
   return s + " " + rt.host_threads().reason;
 }
 
+void print_blas_lines(const char* app, const Runtime& rt) {
+  const auto& blas = rt.blas_kernels();
+  std::printf("%s: BLAS: %s\n%s: CPU: %s\n", app, detail::describe(blas).c_str(), app,
+              blas.cpu.c_str());
+  if (!blas.note.empty()) std::printf("%s: note: %s\n", app, blas.note.c_str());
+}
+
 std::optional<int> parse_info_command_line(const std::string& description,
                                            const std::string& version, int argc, char** argv,
                                            const Runtime& rt) {

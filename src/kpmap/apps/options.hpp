@@ -96,4 +96,10 @@ std::optional<int> parse_info_command_line(const std::string& description,
 /// serial host backend", "OpenMP, 2 threads: 2 cores shared by 1 rank", "Cuda 0".
 std::string execution_text(const Runtime& rt);
 
+/// \brief Prints, for rank 0's banner, `<app>: BLAS: OpenBLAS 0.3.21, kernels
+/// Cooperlake (...)`, `<app>: CPU: AMD family 26 model 2; vectors: ...` and,
+/// where matrix products run slower than they need, `<app>: note: ...` with
+/// what to set.
+void print_blas_lines(const char* app, const Runtime& rt);
+
 }  // namespace kpmap::apps

@@ -119,6 +119,10 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   g_runtime = this;
   init_node_topology();
   if (!early) choose_host_threads(argc, argv);
+  // Before any matrix product; once a process, as the choice changes what
+  // the BLAS itself would report the next time.
+  static const detail::BlasKernels blas = detail::choose_blas_kernels();
+  blas_kernels_ = blas;
   try {
     if (!early) init_kokkos(argc, argv, node_rank_, "MPI_COMM_TYPE_SHARED");
     if (error.empty()) transport::set_gpu_awareness(transport::detect_gpu_awareness());

@@ -3,6 +3,7 @@
 /// \brief `kpmap::Runtime`: MPI and Kokkos up and down in the right order, one
 /// device per rank, and one rank's error turned into a prompt job-wide abort.
 
+#include <kpmap/base/detail/blas_kernels.hpp>
 #include <kpmap/base/detail/host_threads.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/tools/trace.hpp>
@@ -61,7 +62,10 @@ LauncherRank launcher_local_rank();
 /// ranks that may use the same cores, so a default run never runs more
 /// threads than cores; a count the user gives (`--kokkos-num-threads`,
 /// `OMP_NUM_THREADS`, ...) wins, with a one-line warning when it
-/// oversubscribes the cores. With RuntimeOptions::device_before_mpi, Kokkos
+/// oversubscribes the cores. Where the host BLAS (a DYNAMIC_ARCH OpenBLAS)
+/// picked narrower kernels than the CPU and the BLAS have, as an OpenBLAS
+/// older than its processor does, it has the BLAS take the widest
+/// (blas_kernels()). With RuntimeOptions::device_before_mpi, Kokkos
 /// is initialised first, from the launcher's node-local rank and size. The destructor finalises
 /// Kokkos, then MPI. If MPI or Kokkos was already initialised by the caller, the Runtime neither
 /// initialises nor finalises it.
@@ -115,6 +119,12 @@ class Runtime {
   /// \brief Host threads this rank runs (1 on the Serial backend), and why.
   const detail::HostThreads& host_threads() const noexcept { return host_threads_; }
 
+  /// \brief The host BLAS's kernel set and who chose it: where the BLAS
+  /// picked narrower kernels than the CPU and the BLAS have (an OpenBLAS
+  /// older than the processor), the Runtime had it take the widest, once
+  /// per process, before anything ran; an OPENBLAS_CORETYPE of the user's wins.
+  const detail::BlasKernels& blas_kernels() const noexcept { return blas_kernels_; }
+
   /// \brief Whether MPI may be handed device pointers, and why: the
   /// transport's decision, made when the Runtime started.
   const transport::GpuAwareness& gpu_awareness() const noexcept {
@@ -159,6 +169,7 @@ class Runtime {
   int early_rank_ = -1;  // the launcher's node-local rank, with device_before_mpi
   std::string device_binding_;
   detail::HostThreads host_threads_;
+  detail::BlasKernels blas_kernels_;
   int thread_provided_ = MPI_THREAD_SINGLE;
   int uncaught_at_start_ = 0;
 };

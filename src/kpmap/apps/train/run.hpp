@@ -81,6 +81,7 @@ int run_training(const kpmap::train::TrainConfig& c, const Deck& deck,
         c.train.batch == 0 ? "full" : std::to_string(c.train.batch).c_str(),
         deck.string("optimizer.kind").c_str(), c.optimizer.learning_rate);
     std::printf("kpmap-train: rank 0 runs on %s\n", kpmap::apps::execution_text(rt).c_str());
+    kpmap::apps::print_blas_lines("kpmap-train", rt);
     const std::size_t buffers = trainer.work_buffer_bytes();
     std::printf(
         "kpmap-train: each rank holds parameters %s, gradients %s, optimizer state %s%s "
