@@ -1,5 +1,10 @@
 #include <kpmap/base/detail/blas_kernels.hpp>
 
+#include <KokkosKernels_config.h>
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+#include <KokkosBlas_Host_tpl.hpp>
+#endif
+
 #include <dlfcn.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -82,6 +87,19 @@ std::string library_of(Fn fn) {
     return info.dli_fname;
   }
   return {};
+}
+
+// Kokkos Kernels' host BLAS, held by every program that links kpmap. Where
+// Kokkos Kernels is a static library, the linker keeps the BLAS only for a
+// program that calls it (GCC links --as-needed on Debian): one that
+// multiplies no matrices itself (kpmap-info, kpmap-heat) would run without the
+// BLAS that kpmap-train's products call, and could neither name it nor choose
+// its kernels. Reading the pointer (volatile) keeps the reference.
+void hold_host_blas() {
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+  static auto* volatile held = &KokkosBlas::Impl::HostBlas<float>::gemm;
+  (void)held;
+#endif
 }
 
 }  // namespace
@@ -244,6 +262,7 @@ BlasKernels decide_blas_kernels(const CpuFeatures& cpu, const std::string& picke
 }
 
 BlasKernels choose_blas_kernels() {
+  hold_host_blas();
   using Name = char* (*)();
   using Call = void (*)();
   const auto corename = symbol<Name>("openblas_get_corename");
