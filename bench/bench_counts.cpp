@@ -16,7 +16,7 @@
 //
 // - BM_heat_step/solver: one kpmap-heat time step (TeaLeaf's benchmark
 //   problem, 64 x 64 cells), with solver cg, jacobi, chebyshev, ppcg, the
-//   explicit FTCS scheme, pipecg or cgsr (0 to 6, bench/support/tea_problem.hpp).
+//   explicit FTCS scheme, pipecg, cgsr or fusedcg (0 to 7, bench/support/tea_problem.hpp).
 // - BM_model_step/model: one training step (forward, backward, gradient
 //   psum, optimizer update) on a global batch of 128: the linear model
 //   (64 features, SGD), the MLP 784-512-512-10 and the Fashion-MNIST CNN
@@ -178,5 +178,5 @@ void BM_model_step(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_heat_step)->DenseRange(0, 6)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_heat_step)->DenseRange(0, 7)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_model_step)->DenseRange(0, 2)->UseManualTime()->Unit(benchmark::kMillisecond);

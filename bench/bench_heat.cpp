@@ -11,14 +11,14 @@
 //   K = 0 the operator (w = A p, with p.w), 1 r -= a w (with r.r),
 //   2 x += a p, p = r + b p, 3 an explicit FTCS step.
 // - BM_cg_iteration/D/N/M: iterations of the library's CG-family solver M
-//   (0 cg, 5 pipecg, 6 cgsr; sim::make_solver): the time of a solve of
+//   (0 cg, 5 pipecg, 6 cgsr, 7 fusedcg; sim::make_solver): the time of a solve of
 //   `cg_iterations` iterations from the same start; the counters per
 //   iteration (the operator with the halo exchange overlapped, the global
 //   dot products, the updates; plus a 20th of the solve's first residual and
 //   of resetting x; pipecg's residual replacement, every 50 iterations, is
 //   not among them).
 // - BM_solve/D/N/M: one whole solve to TeaLeaf's tolerance (eps 1e-10) with
-//   method M (0 cg, 2 chebyshev, 3 ppcg, 5 pipecg, 6 cgsr), from the same start;
+//   method M (0 cg, 2 chebyshev, 3 ppcg, 5 pipecg, 6 cgsr, 7 fusedcg), from the same start;
 //   counters `iterations` and `ms_per_iteration`.
 // - BM_explicit_step/D/N: the library's explicit step (exchange, stencil).
 // Counters: `cells_per_s` (global cells / time); `GBps`, the effective
@@ -253,6 +253,7 @@ double iteration_bytes(const std::string& method, bool three) {
   const double op = kernel_bytes(Kernel::operator_dot, three);
   if (method == "pipecg") return op + 8 * 13;  // n z w s r p x in; z s p x r w out
   if (method == "cgsr") return op + 8 * 9;     // r p w s x in; p s x r out
+  if (method == "fusedcg") return op + 8 * 6;  // x r w in; x r p out (p in, w out: op's)
   return op + kernel_bytes(Kernel::update_r, false) + kernel_bytes(Kernel::update_xp, false);
 }
 
@@ -335,12 +336,12 @@ BENCHMARK(BM_kernel)
     ->ArgsProduct({{3}, {64, 256}, {0, 1, 2, 3}})
     ->UseManualTime();
 BENCHMARK(BM_cg_iteration)
-    ->ArgsProduct({{2}, {500, 1024, 4096}, {0, 6, 5}})
-    ->ArgsProduct({{3}, {64, 256}, {0, 6, 5}})
+    ->ArgsProduct({{2}, {500, 1024, 4096}, {0, 6, 5, 7}})
+    ->ArgsProduct({{3}, {64, 256}, {0, 6, 5, 7}})
     ->UseManualTime();
 BENCHMARK(BM_solve)
-    ->ArgsProduct({{2}, {500}, {0, 2, 3, 5, 6}})
-    ->ArgsProduct({{3}, {64}, {0, 2, 3, 5, 6}})
+    ->ArgsProduct({{2}, {500}, {0, 2, 3, 5, 6, 7}})
+    ->ArgsProduct({{3}, {64}, {0, 2, 3, 5, 6, 7}})
     ->UseManualTime();
 BENCHMARK(BM_explicit_step)
     ->Args({2, 500})

@@ -11,7 +11,7 @@ namespace kpmap::bench {
 /// \brief The built-in linear solvers in the order the benchmarks number
 /// them (their argument; 4 is the explicit step).
 inline const char* const solver_names[] = {"cg",       "jacobi", "chebyshev", "ppcg",
-                                           "explicit", "pipecg", "cgsr"};
+                                           "explicit", "pipecg", "cgsr",      "fusedcg"};
 
 inline sim::HeatConfig tea_benchmark(int dims, std::size_t n) {
   sim::HeatConfig c;

@@ -16,11 +16,11 @@ if(KPMAP_ENABLE_APPS)
   kpmap_add_mpi_test(NAME apps.kpmap-heat.tea3d_bm_1 COMMAND kpmap-heat
     ${HEAT_INPUTS}/tea3d_bm_1.in --set test_problem=1 --output ${HEAT_OUT}/tea3d_bm_1_np{np} RANKS 1 3
     LABELS apps EXPECT_OUTPUT "This test is considered PASSED")
-  # Pipelined CG and single-reduction CG give TeaLeaf's published U at eps
-  # 1e-15 on a 2-D deck of 2237 CG iterations (bm_2, 250 x 250: where
-  # pipecg's residual replacement is needed) and on 3-D bm_4, with each
-  # preconditioner, at every rank count, within 5 % of CG's iterations (CG
-  # at 2 ranks the reference).
+  # Pipelined CG, single-reduction CG and CG in one pass give TeaLeaf's
+  # published U at eps 1e-15 on a 2-D deck of 2237 CG iterations (bm_2,
+  # 250 x 250: where pipecg's residual replacement is needed) and on 3-D
+  # bm_4, with each preconditioner, at every rank count, within 5 % of CG's
+  # iterations (CG at 2 ranks the reference).
   foreach(case tea_bm_2:2:none tea_bm_2:2:jac_diag tea_bm_2:2:jac_block tea3d_bm_4:4:none
                tea3d_bm_4:4:jac_diag tea3d_bm_4:4:jac_block)
     string(REPLACE ":" ";" parts ${case})
@@ -34,7 +34,7 @@ if(KPMAP_ENABLE_APPS)
       --output ${HEAT_OUT}/${tag}_cg RANKS 2 LABELS apps
       EXPECT_OUTPUT "This test is considered PASSED")
     set_tests_properties(apps.kpmap-heat.${tag}_cg.np2 PROPERTIES FIXTURES_SETUP heat_${tag})
-    foreach(method pipecg cgsr)
+    foreach(method pipecg cgsr fusedcg)
       set(results ${HEAT_OUT}/${tag}_cg/result.json)
       foreach(n IN LISTS KPMAP_TEST_RANKS)
         kpmap_add_mpi_test(NAME apps.kpmap-heat.${tag}_${method} COMMAND kpmap-heat ${common}

@@ -110,6 +110,22 @@ kpmap_add_mpi_test(NAME tools.regions_train COMMAND kpmap-train ${INPUTS}/cnn_im
       --region kpmap::sim::cgsr::iteration --expect reduction_waits=1 --expect kernels=5
       --expect reductions=3 --expect syncs=3 --expect copies=${cg_copies}
       --expect allocations=0 --expect global_fences=0 --)
+  # CG in one pass (with the diagonal preconditioner): one wait for a global
+  # reduction, of its four sums, and one host synchronisation: the pass (its
+  # inner box and its face: 2 kernels, both reductions) writes the new r, w
+  # and p, their faces are packed behind it, and the fence before the host
+  # reads the local sums lets MPI read the faces too; the next pass only
+  # finishes their exchange (unpack). 4 kernels.
+  kpmap_add_mpi_test(
+    NAME tools.counts.fusedcg_iteration.waits1_kernels4_syncs1_copies${cg_copies}_allocs0_global0
+    COMMAND kpmap-heat ${COUNT_DECK} "--set=solver.method=\"fusedcg\""
+      "--set=solver.preconditioner=\"jac_diag\""
+      --output ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_fusedcg_{run}
+    RANKS 2 TIMEOUT 120 LABELS tools
+    WRAPPER ${CHECK_COUNTS} --out ${CMAKE_CURRENT_BINARY_DIR}/tools/counts_fusedcg
+      --region kpmap::sim::fusedcg::iteration --expect reduction_waits=1 --expect kernels=4
+      --expect reductions=2 --expect syncs=1 --expect copies=${cg_copies}
+      --expect allocations=0 --expect global_fences=0 --)
   # Pipelined CG (with the diagonal preconditioner): one wait for a global
   # reduction per iteration instead of CG's two, started before the operator
   # and waited for after it, and one host synchronisation: the update kernel

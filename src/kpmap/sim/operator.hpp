@@ -104,20 +104,21 @@ inline Shell exchange_shell(const CartesianLayout& layout) {
 /// \brief Enqueues a reducing kernel over the owned cells on `exec` while
 /// `halo` fills the ghosts it reads: start, the cells one layer in from the
 /// block's faces with a neighbour, finish, then that layer. Each part adds its
-/// local sum to `sums` (read with sums.fetch); nothing waits but the exchange
-/// (the fence before MPI reads the packed faces). Time in the exchange goes to
-/// `t.halo_s`.
-template <class Exec, class K>
+/// local sum to `sums` (read with sums.fetch; V is double or Sums<N>); nothing
+/// waits but the exchange (the fence before MPI reads the packed faces). An
+/// exchange its caller already posted (`halo.in_flight()`) is only finished.
+/// Time in the exchange goes to `t.halo_s`.
+template <class Exec, class K, class V>
 void overlapped_reduce(const Exec& exec, const char* label, const CartesianLayout& layout,
-                       const K& kernel, HaloExchange<double, Exec>& halo,
-                       DeviceSums<double, Exec>& sums, Timings& t) {
+                       const K& kernel, HaloExchange<double, Exec>& halo, DeviceSums<V, Exec>& sums,
+                       Timings& t) {
   const Box owned = layout.interior();
   if (halo.neighbor_count() == 0) {
     sums.add(exec, label, owned, kernel);
     return;
   }
   double t0 = MPI_Wtime();
-  halo.start(exec);
+  if (!halo.in_flight()) halo.start(exec);
   t.halo_s += MPI_Wtime() - t0;
   const Shell shell = exchange_shell(layout);
   sums.add(exec, label, shell.inner, kernel);

@@ -62,7 +62,10 @@ struct Stencil {
   /// diagonal form 'diagonal() p_c - neighbours()' reads the coefficients
   /// twice, and the compiler folds a second load into each use), and the
   /// differences of nearly equal neighbours lose less to rounding.
-  KOKKOS_INLINE_FUNCTION double apply(const Field& p, long k, long j, long i) const {
+  /// `p` is a Field, or anything called as p(k, j, i) for a value (a
+  /// vector formed on the fly from others: solvers/fusedcg.cpp).
+  template <class P>
+  KOKKOS_INLINE_FUNCTION double apply(const P& p, long k, long j, long i) const {
     return with_fluxes<1>(p, k, j, i);
   }
 
@@ -79,8 +82,8 @@ struct Stencil {
   KOKKOS_INLINE_FUNCTION static double diff(double c, double f) {
     return Sign > 0 ? c - f : f - c;
   }
-  template <int Sign>
-  KOKKOS_INLINE_FUNCTION double with_fluxes(const Field& p, long k, long j, long i) const {
+  template <int Sign, class P>
+  KOKKOS_INLINE_FUNCTION double with_fluxes(const P& p, long k, long j, long i) const {
     const double c = p(k, j, i);
     double v = c + ax(k, j, i) * diff<Sign>(c, p(k, j, i - 1)) +
                ax(k, j, i + 1) * diff<Sign>(c, p(k, j, i + 1)) +

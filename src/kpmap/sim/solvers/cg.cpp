@@ -9,8 +9,8 @@
 namespace kpmap::sim::solvers {
 
 template <class Exec>
-Cg<Exec>::Cg(const SolverContext<Exec>& context) : LinearSolverBase<Exec>(context) {
-  const bool pre = options_.preconditioner != Preconditioner::none;
+Cg<Exec>::Cg(const SolverContext<Exec>& context, bool own_z) : LinearSolverBase<Exec>(context) {
+  const bool pre = own_z && options_.preconditioner != Preconditioner::none;
   p_ = layout_.template allocate<double, Memory>("kpmap::sim::" + name_ + "::p");
   w_ = layout_.template allocate<double, Memory>("kpmap::sim::" + name_ + "::w");
   z_ = pre ? layout_.template allocate<double, Memory>("kpmap::sim::" + name_ + "::z") : r_;

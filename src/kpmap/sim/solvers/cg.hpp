@@ -16,7 +16,9 @@ namespace kpmap::sim::solvers {
 template <class Exec>
 class Cg : public LinearSolverBase<Exec> {
  public:
-  explicit Cg(const SolverContext<Exec>& context);
+  /// `own_z` false: z is r itself with any preconditioner too (a derived
+  /// method that applies it otherwise, and runs no CG iteration with it).
+  explicit Cg(const SolverContext<Exec>& context, bool own_z = true);
 
  protected:
   KPMAP_SIM_USE_LINEAR_SOLVER_BASE(LinearSolverBase<Exec>);

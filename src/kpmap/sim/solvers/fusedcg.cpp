@@ -1,0 +1,232 @@
+/// CG in one pass over memory an iteration, with one global sum: CG's
+/// iterates (in exact arithmetic) for the least memory traffic kpmap has.
+/// CG's three kernels read and write 12 arrays a cell (the operator 4, r's
+/// update 3, x's and p's 5); this method reads x, r, w, p and the face
+/// coefficients and writes x, r, w, p once each, 10 arrays in 2-D (11 in
+/// 3-D, 11 and 12 with jac_diag), in one kernel:
+///
+///   r' = r - alpha w, z' = M^-1 r', p' = z' + beta p, x += alpha p,
+///   w' = A p' (p' formed at each neighbour from r, w and p there),
+///   and this rank's r'.z', z'.w', w'.M^-1 w', p'.w'
+///   one global sum of the four: alpha' = r'.z' / p'.w', and
+///   beta' = (r'.z' - 2 alpha' z'.w' + alpha'^2 w'.M^-1 w') / r'.z'
+///
+/// beta' needs r''.z'' before the pass that makes r'' = r' - alpha' w': the
+/// sums give it by expanding the square, which is exact algebra (no
+/// conjugacy assumed); alpha and the error measure use the true r'.z' of the
+/// pass. Neighbours' p' come from r, w and p read there, so these are kept
+/// twice (the pass reads one set and writes the other) and all three are
+/// exchanged: one message a neighbour, packed behind the pass, so that the
+/// fence before the local sums are read is the iteration's one host
+/// synchronisation, posted before the global sum and finished under the next
+/// pass's interior. The iteration that converges has already updated x.
+///
+/// M is the identity or the diagonal (jac_diag). jac_block's tridiagonal
+/// solve cannot be formed at a neighbour on the fly: with it the method runs
+/// CG's own iteration.
+
+#include <kpmap/grid/halo.hpp>
+#include <kpmap/sim/solvers/cg.hpp>
+#include <kpmap/tools/profiling.hpp>
+
+#include <cmath>
+#include <memory>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace kpmap::sim::kernels {
+
+/// The next direction p' = z' + beta p at a cell, from the previous
+/// iteration's r, w and p there (z' = r' without a preconditioner, D^-1 r'
+/// with jac_diag; r' = r - alpha w): what the fused pass's operator reads at
+/// each neighbour.
+template <bool Diag, class M>
+struct NextDirection {
+  CellField<M> r, w, p, dinv;
+  double alpha, beta;
+  KOKKOS_INLINE_FUNCTION double residual(long k, long j, long i) const {
+    return r(k, j, i) - alpha * w(k, j, i);
+  }
+  KOKKOS_INLINE_FUNCTION double preconditioned(double rv, long k, long j, long i) const {
+    if constexpr (Diag) {
+      return dinv(k, j, i) * rv;
+    } else {
+      (void)k, (void)j, (void)i;
+      return rv;
+    }
+  }
+  KOKKOS_INLINE_FUNCTION double operator()(long k, long j, long i) const {
+    return preconditioned(residual(k, j, i), k, j, i) + beta * p(k, j, i);
+  }
+};
+
+/// One pass's local sums: r'.z' (the error measure and alpha's numerator),
+/// z'.w' and w'.M^-1 w' (the next r.z by recurrence), p'.w' (alpha's
+/// denominator).
+using FusedCgSums = Sums<4>;
+
+/// One iteration of CG in one pass (solvers/fusedcg.cpp): reads r, w, p (in
+/// `next`) at the cell and its neighbours, writes r', w', p' into the other
+/// set, x in place.
+template <bool ThreeD, bool Diag, class M>
+struct FusedCgPass {
+  Stencil<ThreeD, M> s;
+  NextDirection<Diag, M> next;
+  CellField<M> x, r_out, w_out, p_out;
+  KOKKOS_INLINE_FUNCTION void operator()(long k, long j, long i, FusedCgSums& acc) const {
+    const double p_old = next.p(k, j, i);
+    const double rv = next.residual(k, j, i);
+    const double zv = next.preconditioned(rv, k, j, i);
+    const double pv = zv + next.beta * p_old;
+    const double wv = s.apply(next, k, j, i);  // every read before the first write
+    x(k, j, i) += next.alpha * p_old;
+    r_out(k, j, i) = rv;
+    p_out(k, j, i) = pv;
+    w_out(k, j, i) = wv;
+    acc.v[0] += rv * zv;
+    acc.v[1] += zv * wv;
+    acc.v[2] += wv * next.preconditioned(wv, k, j, i);
+    acc.v[3] += pv * wv;
+  }
+};
+
+}  // namespace kpmap::sim::kernels
+
+namespace kpmap::sim::solvers {
+
+namespace {
+
+template <class Exec>
+class FusedCg final : public Cg<Exec> {
+  KPMAP_SIM_USE_CG_BASE(Cg<Exec>);
+
+ public:
+  explicit FusedCg(const SolverContext<Exec>& context);
+
+ private:
+  void iterate(const Operator& A, SolveResult& res) override;
+  /// The fused pass from r_, w_, p_ (r_ alone, as all three, with alpha =
+  /// beta = 0, on the `first`) into the other set, which then becomes
+  /// r_, w_, p_ with its exchange posted; returns the global sums.
+  kernels::FusedCgSums pass(const Operator& A, double alpha, double beta, bool first);
+  /// Completes the exchange the last pass posted (the plan is then free for
+  /// the next solve).
+  void settle(const Exec& exec) {
+    if (halo_[current_]->in_flight()) halo_[current_]->finish(exec);
+  }
+
+  Field r2_, w2_, p2_;  // the other set
+  // The operator's D^-1 with its ghosts (jac_diag): the pass forms z' at the
+  // neighbours, and the operator holds D^-1 only where it has the faces.
+  Field dinv_;
+  std::unique_ptr<HaloExchange<double, Exec>> halo_dinv_;
+  std::unique_ptr<HaloExchange<double, Exec>> halo_[2];
+  int current_ = 0;  // the plan whose fields r_, w_, p_ are now
+  DeviceSums<kernels::FusedCgSums, Exec> pass_sums_{"kpmap::sim::fusedcg::local_sums"};
+};
+
+template <class Exec>
+FusedCg<Exec>::FusedCg(const SolverContext<Exec>& context)
+    : Cg<Exec>(context, context.options.preconditioner == Preconditioner::jac_block) {
+  const auto field = [&](const char* what) {
+    return layout_.template allocate<double, Memory>("kpmap::sim::fusedcg::" + std::string(what));
+  };
+  r2_ = field("r2");
+  w2_ = field("w2");
+  p2_ = field("p2");
+  halo_[0] = std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{r_, w_, p_});
+  halo_[1] =
+      std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{r2_, w2_, p2_});
+  if (options_.preconditioner == Preconditioner::jac_diag) {
+    dinv_ = field("dinv");
+    halo_dinv_ = std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{dinv_});
+  }
+}
+
+template <class Exec>
+kernels::FusedCgSums FusedCg<Exec>::pass(const Operator& A, double alpha, double beta, bool first) {
+  const Exec& exec = A.exec();
+  const char* label = "kpmap::sim::fusedcg::pass";
+  A.visit([&](auto st) {
+    constexpr bool three = decltype(st)::three_d;
+    const auto run = [&](auto diag) {
+      constexpr bool D = decltype(diag)::value;
+      const kernels::NextDirection<D, Memory> next{r_,    first ? r_ : w_, first ? r_ : p_,
+                                                   dinv_, alpha,           beta};
+      overlapped_reduce(exec, label, layout_,
+                        kernels::FusedCgPass<three, D, Memory>{st, next, x_, r2_, w2_, p2_},
+                        *halo_[current_], pass_sums_, timings_);
+    };
+    if (A.preconditioner() == Preconditioner::jac_diag) {
+      run(std::true_type{});
+    } else {
+      run(std::false_type{});
+    }
+  });
+  // The new set's faces are packed behind the pass: the fence before the
+  // host reads the local sums is the one MPI needs before it reads them.
+  HaloExchange<double, Exec>& halo_next = *halo_[1 - current_];
+  const bool neighbours = halo_next.neighbor_count() > 0;
+  double t0 = MPI_Wtime();
+  if (neighbours) halo_next.pack(exec);
+  timings_.halo_s += MPI_Wtime() - t0;
+  kernels::FusedCgSums sums = pass_sums_.fetch(exec);
+  t0 = MPI_Wtime();
+  if (neighbours) halo_next.post();
+  timings_.halo_s += MPI_Wtime() - t0;
+  std::swap(r_, r2_);
+  std::swap(w_, w2_);
+  std::swap(p_, p2_);
+  current_ = 1 - current_;
+  global_sums(sums.v, 4);
+  return sums;
+}
+
+template <class Exec>
+void FusedCg<Exec>::iterate(const Operator& A, SolveResult& res) {
+  if (A.preconditioner() == Preconditioner::jac_block) {
+    Cg<Exec>::iterate(A, res);
+    return;
+  }
+  const Exec& exec = A.exec();
+  if (halo_dinv_) {
+    for_cells(exec, "kpmap::sim::fusedcg::dinv", layout_.interior(),
+              kernels::Copy<Memory>{dinv_, A.dinv()});
+    timed_exchange(exec, *halo_dinv_, timings_);
+  }
+  kernels::FusedCgSums sums = pass(A, 0.0, 0.0, true);  // p = z = M^-1 r, w = A p
+  for (long n = 1; n <= options_.max_iters; ++n) {
+    const ProfilingRegion iteration("kpmap::sim::fusedcg::iteration");
+    const double rz = sums.v[0];
+    const double pw = sums.v[3];
+    if (!(pw > 0.0 && std::isfinite(pw))) {
+      settle(exec);
+      fail(res, n, "broke down (p.Ap = " + sci(pw) + ")");
+      return;
+    }
+    const double alpha = rz / pw;
+    // r''.z'' of r'' = r' - alpha w', by the square expanded; rounding can
+    // leave it at or below zero only where r'' is at rounding level, and
+    // then the next direction restarts from z''.
+    const double rz_next = rz - 2.0 * alpha * sums.v[1] + alpha * alpha * sums.v[2];
+    const double beta = rz_next > 0.0 ? rz_next / rz : 0.0;
+    sums = pass(A, alpha, beta, false);
+    if (finished(res, n, std::sqrt(std::abs(sums.v[0])))) {
+      settle(exec);
+      return;
+    }
+  }
+  settle(exec);
+  exhausted(res);
+}
+
+}  // namespace
+
+// r, p, w (CG's) and the other set r2, w2, p2; with a preconditioner, D^-1
+// with its ghosts (jac_diag) or CG's z (jac_block).
+KPMAP_SIM_BUILTIN_SOLVER(fusedcg, FusedCg,
+                         {"fusedcg", "CG in one pass over memory an iteration, one global sum", 6,
+                          1})
+
+}  // namespace kpmap::sim::solvers
