@@ -114,7 +114,7 @@ def run_uob(exe, deck, ranks, work):
     return float(walls[-1]) / iterations, iterations
 
 
-def run_kpmap(app, deck, ranks, work, threads=1, extra_env=None):
+def run_kpmap(app, deck, ranks, work, threads=1, extra_env=None, method="cg"):
     out = work / "run-kpmap"
     shutil.rmtree(out, ignore_errors=True)
     env = dict(ENV, OMP_NUM_THREADS=str(threads), **(extra_env or {}))
@@ -122,7 +122,8 @@ def run_kpmap(app, deck, ranks, work, threads=1, extra_env=None):
     # would share it. A threaded rank gets the cores and OpenMP places them.
     bind = ["--bind-to", "none"] if threads > 1 else []
     sh(["mpiexec", "-n", str(ranks), *bind, "-x", "OMP_NUM_THREADS", str(app), str(deck), "--set",
-        "output.progress_every=0", "--output", str(out)], env=env)
+        "output.progress_every=0", "--set", f'solver.method="{method}"', "--output", str(out)],
+       env=env)
     s = json.loads((out / "result.json").read_text())
     t = s["timing"]
     solve = t["wall_s"] - t.get("io_s", 0.0) - t.get("checkpoint_s", 0.0)
@@ -162,6 +163,9 @@ def main():
     p.add_argument("--deck", type=Path, default=ROOT / "inputs" / "tea_bm_3.in")
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--repeat", type=int, default=5, help="interleaved runs of each code")
+    p.add_argument("--method", default="cg",
+                   help="kpmap-heat's solver.method for the deck's CG (default: cg; cgsr, "
+                        "pipecg and fusedcg take CG's iterations)")
     a = p.parse_args()
     for src in (a.uob, a.ref):
         if not src.is_dir():
@@ -177,7 +181,7 @@ def main():
     iterations = {}
     runs = [("TeaLeaf_ref", lambda: run_ref(ref, a.deck, a.ranks, a.work)),
             ("UoB TeaLeaf", lambda: run_uob(uob, a.deck, a.ranks, a.work)),
-            ("kpmap-heat", lambda: run_kpmap(app, a.deck, a.ranks, a.work))]
+            ("kpmap-heat", lambda: run_kpmap(app, a.deck, a.ranks, a.work, method=a.method))]
     for rep in range(a.repeat):
         for name, run in runs:
             t, n = run()
@@ -186,7 +190,8 @@ def main():
         print(f"  round {rep + 1}/{a.repeat}: " +
               ", ".join(f"{k} {1e3 * v[-1]:.3f} ms" for k, v in times.items()), flush=True)
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"\n{a.deck.name}, {a.ranks} ranks x 1 thread, median of {a.repeat} interleaved runs")
+    print(f"\n{a.deck.name}, {a.ranks} ranks x 1 thread, median of {a.repeat} interleaved runs "
+          f"(kpmap-heat: solver.method = \"{a.method}\")")
     print(f"{'code':<14} {'ms / CG iteration':>18} {'(min - max)':>17} {'iterations':>11}")
     for k, v in times.items():
         print(f"{k:<14} {1e3 * med[k]:>18.3f} ({1e3 * min(v):.3f} - {1e3 * max(v):.3f}) "

@@ -14,12 +14,22 @@
 /// beta' needs r''.z'' before the pass that makes r'' = r' - alpha' w': the
 /// sums give it by expanding the square, which is exact algebra (no
 /// conjugacy assumed); alpha and the error measure use the true r'.z' of the
-/// pass. Neighbours' p' come from r, w and p read there, so these are kept
-/// twice (the pass reads one set and writes the other) and all three are
+/// pass. Neighbours' p' come from r, w and p read there, so all three are
 /// exchanged: one message a neighbour, packed behind the pass, so that the
 /// fence before the local sums are read is the iteration's one host
-/// synchronisation, posted before the global sum and finished under the next
-/// pass's interior. The iteration that converges has already updated x.
+/// synchronisation, posted before the global sum and finished before (on a
+/// device: under the interior of) the next pass. The iteration that
+/// converges has already updated x.
+///
+/// Two forms of the pass. Where cells run in parallel (a GPU, OpenMP, device
+/// paths), p' is formed at each of a cell's neighbours, and r, w and p are
+/// kept twice: the pass reads one set and writes the other. On the Serial
+/// backend one thread sweeps the slices along the outermost dimension in
+/// order (kernels::FusedCgSweep): p' of the slice ahead goes into a ring of
+/// three slices before the slice behind is overwritten, so each p' is formed
+/// once and r, w, p and x are updated in place. A write then goes to a line
+/// the pass has just read; into the other set, the cache would first read
+/// it in, which costs what the pass saves (docs/performance.md).
 ///
 /// M is the identity or the diagonal (jac_diag). jac_block's tridiagonal
 /// solve cannot be formed at a neighbour on the fly: with it the method runs
@@ -91,11 +101,139 @@ struct FusedCgPass {
   }
 };
 
+#if defined(KPMAP_OPENMP_SIMD) && !defined(_OPENMP)
+#define KPMAP_FUSEDCG_SUMS _Pragma("omp simd reduction(+ : rz, zw, wdw, pw)")
+#else
+#define KPMAP_FUSEDCG_SUMS KPMAP_SIM_INDEPENDENT_ITERATIONS
+#endif
+
+/// p' around one row (k, j) of the serial sweep, read as p(k, j, i): the
+/// rows of its ring a stencil at that row reads, each indexed by i (the
+/// comparisons fold away where the stencil is inlined).
+template <bool ThreeD>
+struct RingRows {
+  const double *zl, *yl, *c, *yh, *zh;
+  long k, j;
+  KOKKOS_INLINE_FUNCTION double operator()(long kk, long jj, long i) const {
+    if constexpr (ThreeD) {
+      if (kk < k) return zl[i];
+      if (kk > k) return zh[i];
+    }
+    if (jj < j) return yl[i];
+    if (jj > j) return yh[i];
+    return c[i];
+  }
+};
+
+/// One iteration of CG in one pass as a serial sweep along the outermost
+/// dimension, r, w, p and x updated in place: p' of the slice ahead is formed
+/// into a ring of three slices before the slice behind it is overwritten, so
+/// each p' is formed once and every write goes to a line the pass has just
+/// read. Run as one iteration of a Serial reduction.
+template <bool ThreeD, bool Diag>
+struct FusedCgSweep {
+  using M = Kokkos::HostSpace;
+  Stencil<ThreeD, M> s;
+  NextDirection<Diag, M> next;
+  CellField<M> x, r_out, w_out, p_out;
+  Kokkos::View<double*, M> ring;
+  Box owned;
+
+  long row() const { return owned.hi[0] - owned.lo[0] + 2; }
+  long slice_size() const { return ThreeD ? row() * (owned.hi[1] - owned.lo[1] + 2) : row(); }
+  double* slot(long o) const {
+    constexpr int od = ThreeD ? 2 : 1;
+    return ring.data() + ((o - owned.lo[od] + 4) % 3) * slice_size();
+  }
+  void fill(long o) const {
+    double* dst = slot(o);
+    const long lo_i = owned.lo[0] - 1, hi_i = owned.hi[0] + 1;
+    if constexpr (ThreeD) {
+      for (long j = owned.lo[1] - 1; j < owned.hi[1] + 1; ++j) {
+        double* d = dst + (j - owned.lo[1] + 1) * row() - lo_i;
+        KPMAP_SIM_INDEPENDENT_ITERATIONS
+        for (long i = lo_i; i < hi_i; ++i) d[i] = next(o, j, i);
+      }
+    } else {
+      double* d = dst - lo_i;
+      KPMAP_SIM_INDEPENDENT_ITERATIONS
+      for (long i = lo_i; i < hi_i; ++i) d[i] = next(owned.lo[2], o, i);
+    }
+  }
+  /// The row (k, j) of slice o (k in 3-D, j in 2-D): slot(o - 1), slot(o)
+  /// and slot(o + 1) hold p' there and at the neighbours.
+  void cells(long o, long k, long j, FusedCgSums& acc) const {
+    const long lo_i = owned.lo[0] - 1;
+    RingRows<ThreeD> p{};
+    p.k = k;
+    p.j = j;
+    if constexpr (ThreeD) {
+      const long at = (j - owned.lo[1] + 1) * row() - lo_i;
+      p.zl = slot(o - 1) + at;
+      p.zh = slot(o + 1) + at;
+      p.yl = slot(o) + at - row();
+      p.c = slot(o) + at;
+      p.yh = slot(o) + at + row();
+    } else {
+      p.yl = slot(o - 1) - lo_i;
+      p.c = slot(o) - lo_i;
+      p.yh = slot(o + 1) - lo_i;
+    }
+    double rz = 0.0, zw = 0.0, wdw = 0.0, pw = 0.0;
+    const long lo = owned.lo[0], hi = owned.hi[0];
+    KPMAP_FUSEDCG_SUMS
+    for (long i = lo; i < hi; ++i) {
+      const double p_old = next.p(k, j, i);
+      const double rv = next.residual(k, j, i);
+      const double zv = next.preconditioned(rv, k, j, i);
+      const double pv = p(k, j, i);
+      const double wv = s.apply(p, k, j, i);
+      x(k, j, i) += next.alpha * p_old;
+      r_out(k, j, i) = rv;
+      p_out(k, j, i) = pv;
+      w_out(k, j, i) = wv;
+      rz += rv * zv;
+      zw += zv * wv;
+      wdw += wv * next.preconditioned(wv, k, j, i);
+      pw += pv * wv;
+    }
+    acc.v[0] += rz;
+    acc.v[1] += zw;
+    acc.v[2] += wdw;
+    acc.v[3] += pw;
+  }
+  void operator()(long, FusedCgSums& acc) const {
+    constexpr int od = ThreeD ? 2 : 1;
+    const long lo = owned.lo[od], hi = owned.hi[od];
+    fill(lo - 1);
+    fill(lo);
+    for (long o = lo; o < hi; ++o) {
+      fill(o + 1);
+      if constexpr (ThreeD) {
+        for (long j = owned.lo[1]; j < owned.hi[1]; ++j) cells(o, o, j, acc);
+      } else {
+        cells(o, owned.lo[2], o, acc);
+      }
+    }
+  }
+};
+
 }  // namespace kpmap::sim::kernels
 
 namespace kpmap::sim::solvers {
 
 namespace {
+
+/// Whether the pass runs as kernels::FusedCgSweep, in place: on the Serial
+/// backend with the host shortcut, where one thread walks the slices in order.
+template <class Exec>
+constexpr bool serial_sweep() {
+#if defined(KOKKOS_ENABLE_SERIAL)
+  return std::is_same_v<Exec, Kokkos::Serial> && ::kpmap::detail::host_shortcut_v<Exec>;
+#else
+  return false;
+#endif
+}
 
 template <class Exec>
 class FusedCg final : public Cg<Exec> {
@@ -108,7 +246,8 @@ class FusedCg final : public Cg<Exec> {
   void iterate(const Operator& A, SolveResult& res) override;
   /// The fused pass from r_, w_, p_ (r_ alone, as all three, with alpha =
   /// beta = 0, on the `first`) into the other set, which then becomes
-  /// r_, w_, p_ with its exchange posted; returns the global sums.
+  /// r_, w_, p_ (on the Serial backend: in place), with its exchange posted;
+  /// returns the global sums.
   kernels::FusedCgSums pass(const Operator& A, double alpha, double beta, bool first);
   /// Completes the exchange the last pass posted (the plan is then free for
   /// the next solve).
@@ -124,6 +263,9 @@ class FusedCg final : public Cg<Exec> {
   std::unique_ptr<HaloExchange<double, Exec>> halo_[2];
   int current_ = 0;  // the plan whose fields r_, w_, p_ are now
   DeviceSums<kernels::FusedCgSums, Exec> pass_sums_{"kpmap::sim::fusedcg::local_sums"};
+  // The serial sweep's: three slices of p', and its sums.
+  Kokkos::View<double*, Kokkos::HostSpace> ring_;
+  Kokkos::View<kernels::FusedCgSums, Kokkos::HostSpace> sweep_sums_;
 };
 
 template <class Exec>
@@ -132,12 +274,21 @@ FusedCg<Exec>::FusedCg(const SolverContext<Exec>& context)
   const auto field = [&](const char* what) {
     return layout_.template allocate<double, Memory>("kpmap::sim::fusedcg::" + std::string(what));
   };
-  r2_ = field("r2");
-  w2_ = field("w2");
-  p2_ = field("p2");
   halo_[0] = std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{r_, w_, p_});
-  halo_[1] =
-      std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{r2_, w2_, p2_});
+  if constexpr (serial_sweep<Exec>()) {
+    const Box owned = layout_.interior();
+    const long row = owned.hi[0] - owned.lo[0] + 2;
+    const long slice = layout_.ndim() == 3 ? row * (owned.hi[1] - owned.lo[1] + 2) : row;
+    ring_ = Kokkos::View<double*, Kokkos::HostSpace>("kpmap::sim::fusedcg::ring", 3 * slice);
+    sweep_sums_ =
+        Kokkos::View<kernels::FusedCgSums, Kokkos::HostSpace>("kpmap::sim::fusedcg::sweep_sums");
+  } else {
+    r2_ = field("r2");
+    w2_ = field("w2");
+    p2_ = field("p2");
+    halo_[1] =
+        std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{r2_, w2_, p2_});
+  }
   if (options_.preconditioner == Preconditioner::jac_diag) {
     dinv_ = field("dinv");
     halo_dinv_ = std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{dinv_});
@@ -148,6 +299,43 @@ template <class Exec>
 kernels::FusedCgSums FusedCg<Exec>::pass(const Operator& A, double alpha, double beta, bool first) {
   const Exec& exec = A.exec();
   const char* label = "kpmap::sim::fusedcg::pass";
+  if constexpr (serial_sweep<Exec>()) {
+    HaloExchange<double, Exec>& halo = *halo_[0];
+    const bool neighbours = halo.neighbor_count() > 0;
+    double t0 = MPI_Wtime();
+    if (halo.in_flight()) {
+      halo.finish(exec);
+    } else if (neighbours) {
+      halo.exchange(exec);
+    }
+    timings_.halo_s += MPI_Wtime() - t0;
+    A.visit([&](auto st) {
+      constexpr bool three = decltype(st)::three_d;
+      const auto run = [&](auto diag) {
+        constexpr bool D = decltype(diag)::value;
+        const kernels::NextDirection<D, Memory> next{r_,    first ? r_ : w_, first ? r_ : p_,
+                                                     dinv_, alpha,           beta};
+        Kokkos::parallel_reduce(
+            label, Kokkos::RangePolicy<Exec>(exec, 0, 1),
+            kernels::FusedCgSweep<three, D>{st, next, x_, r_, w_, p_, ring_, layout_.interior()},
+            Kokkos::Sum<kernels::FusedCgSums, Kokkos::HostSpace>(sweep_sums_));
+      };
+      if (A.preconditioner() == Preconditioner::jac_diag) {
+        run(std::true_type{});
+      } else {
+        run(std::false_type{});
+      }
+    });
+    // The faces packed behind the sweep; one fence for them and the sums.
+    t0 = MPI_Wtime();
+    if (neighbours) halo.pack(exec);
+    ::kpmap::detail::fence(exec, "kpmap::sim: local sums to the host");
+    kernels::FusedCgSums sums = sweep_sums_();
+    if (neighbours) halo.post();
+    timings_.halo_s += MPI_Wtime() - t0;
+    global_sums(sums.v, 4);
+    return sums;
+  }
   A.visit([&](auto st) {
     constexpr bool three = decltype(st)::three_d;
     const auto run = [&](auto diag) {
@@ -223,8 +411,8 @@ void FusedCg<Exec>::iterate(const Operator& A, SolveResult& res) {
 
 }  // namespace
 
-// r, p, w (CG's) and the other set r2, w2, p2; with a preconditioner, D^-1
-// with its ghosts (jac_diag) or CG's z (jac_block).
+// r, p, w (CG's) and the other set r2, w2, p2 (none on the Serial backend);
+// with a preconditioner, D^-1 with its ghosts (jac_diag) or CG's z (jac_block).
 KPMAP_SIM_BUILTIN_SOLVER(fusedcg, FusedCg,
                          {"fusedcg", "CG in one pass over memory an iteration, one global sum", 6,
                           1})
