@@ -53,6 +53,7 @@ namespace kpmap::sim::kernels {
 /// each neighbour.
 template <bool Diag, class M>
 struct NextDirection {
+  static constexpr bool diag = Diag;
   CellField<M> r, w, p, dinv;
   double alpha, beta;
   KOKKOS_INLINE_FUNCTION double residual(long k, long j, long i) const {
@@ -249,6 +250,23 @@ class FusedCg final : public Cg<Exec> {
   /// r_, w_, p_ (on the Serial backend: in place), with its exchange posted;
   /// returns the global sums.
   kernels::FusedCgSums pass(const Operator& A, double alpha, double beta, bool first);
+  /// Calls f(stencil, next): the operator's stencil and the pass's
+  /// NextDirection (D^-1 applied with jac_diag), each its own type.
+  template <class F>
+  void with_pass(const Operator& A, double alpha, double beta, bool first, const F& f) const {
+    A.visit([&](auto st) {
+      const auto run = [&](auto diag) {
+        constexpr bool D = decltype(diag)::value;
+        f(st, kernels::NextDirection<D, Memory>{r_, first ? r_ : w_, first ? r_ : p_, dinv_, alpha,
+                                                beta});
+      };
+      if (A.preconditioner() == Preconditioner::jac_diag) {
+        run(std::true_type{});
+      } else {
+        run(std::false_type{});
+      }
+    });
+  }
   /// Completes the exchange the last pass posted (the plan is then free for
   /// the next solve).
   void settle(const Exec& exec) {
@@ -309,22 +327,13 @@ kernels::FusedCgSums FusedCg<Exec>::pass(const Operator& A, double alpha, double
       halo.exchange(exec);
     }
     timings_.halo_s += MPI_Wtime() - t0;
-    A.visit([&](auto st) {
+    with_pass(A, alpha, beta, first, [&](auto st, auto next) {
       constexpr bool three = decltype(st)::three_d;
-      const auto run = [&](auto diag) {
-        constexpr bool D = decltype(diag)::value;
-        const kernels::NextDirection<D, Memory> next{r_,    first ? r_ : w_, first ? r_ : p_,
-                                                     dinv_, alpha,           beta};
-        Kokkos::parallel_reduce(
-            label, Kokkos::RangePolicy<Exec>(exec, 0, 1),
-            kernels::FusedCgSweep<three, D>{st, next, x_, r_, w_, p_, ring_, layout_.interior()},
-            Kokkos::Sum<kernels::FusedCgSums, Kokkos::HostSpace>(sweep_sums_));
-      };
-      if (A.preconditioner() == Preconditioner::jac_diag) {
-        run(std::true_type{});
-      } else {
-        run(std::false_type{});
-      }
+      constexpr bool D = decltype(next)::diag;
+      Kokkos::parallel_reduce(
+          label, Kokkos::RangePolicy<Exec>(exec, 0, 1),
+          kernels::FusedCgSweep<three, D>{st, next, x_, r_, w_, p_, ring_, layout_.interior()},
+          Kokkos::Sum<kernels::FusedCgSums, Kokkos::HostSpace>(sweep_sums_));
     });
     // The faces packed behind the sweep; one fence for them and the sums.
     t0 = MPI_Wtime();
@@ -336,21 +345,12 @@ kernels::FusedCgSums FusedCg<Exec>::pass(const Operator& A, double alpha, double
     global_sums(sums.v, 4);
     return sums;
   }
-  A.visit([&](auto st) {
+  with_pass(A, alpha, beta, first, [&](auto st, auto next) {
     constexpr bool three = decltype(st)::three_d;
-    const auto run = [&](auto diag) {
-      constexpr bool D = decltype(diag)::value;
-      const kernels::NextDirection<D, Memory> next{r_,    first ? r_ : w_, first ? r_ : p_,
-                                                   dinv_, alpha,           beta};
-      overlapped_reduce(exec, label, layout_,
-                        kernels::FusedCgPass<three, D, Memory>{st, next, x_, r2_, w2_, p2_},
-                        *halo_[current_], pass_sums_, timings_);
-    };
-    if (A.preconditioner() == Preconditioner::jac_diag) {
-      run(std::true_type{});
-    } else {
-      run(std::false_type{});
-    }
+    constexpr bool D = decltype(next)::diag;
+    overlapped_reduce(exec, label, layout_,
+                      kernels::FusedCgPass<three, D, Memory>{st, next, x_, r2_, w2_, p2_},
+                      *halo_[current_], pass_sums_, timings_);
   });
   // The new set's faces are packed behind the pass: the fence before the
   // host reads the local sums is the one MPI needs before it reads them.
