@@ -102,6 +102,94 @@ TEST_CASE("conv2d in chunks of samples (kept or made again): gradients match fin
   }
 }
 
+TEST_CASE(
+    "conv2d by Winograd's F(2x2, 3x3): gradients match finite differences through both of "
+    "its convolutions (the forward and the input gradient's), same and valid padding",
+    "[train][cnn]") {
+  // 4 and 6 input channels: patches of 37 and 55 columns, which the gemm
+  // path would multiply; the second layer's input gradient is the first's
+  // output gradient. Odd sizes: tiles half outside the output.
+  const SyntheticImages gen(9, 7, 5, 4, 3, 8, 0.3);
+  check_gradient(
+      gen, Shape::hwc(7, 5, 4),
+      {conv(6, 3, 1, true), LayerSpec{"tanh"}, conv(3, 3, 1, false), LayerSpec{"flatten"},
+       dense(3)},
+      Loss::cross_entropy, [&](std::vector<Model::LayerPtr>& layers) {
+        for (const std::size_t l : {0, 2}) {
+          auto& c = dynamic_cast<Conv2D<double, Mem>&>(*layers[l]);
+          REQUIRE(c.winograd() == Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible);
+          // 2 samples a chunk: several chunks of the Winograd kernels
+          c.set_host_chunking(2 * 16 * 12 * (4 + 6) * sizeof(double), 0);
+        }
+      });
+}
+
+TEST_CASE(
+    "conv2d by Winograd's F(2x2, 3x3) gives im2col's outputs, input gradient and weight "
+    "gradient within rounding",
+    "[train][cnn]") {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  using Batch = Layer<double, Mem>::Batch;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  auto random = [&](const std::string& label, std::size_t rows, std::size_t cols) {
+    Batch b(label, rows, cols);
+    auto h = Kokkos::create_mirror_view(b);
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j) h(i, j) = u(rng);
+    Kokkos::deep_copy(b, h);
+    return b;
+  };
+  auto host = [](const auto& v) {
+    return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  };
+  // The largest difference against the largest value, over all elements.
+  auto relative = [](const auto& a, const auto& b) {
+    double worst = 0, largest = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      worst = std::max(worst, std::abs(a.data()[i] - b.data()[i]));
+      largest = std::max(largest, std::abs(a.data()[i]));
+    }
+    REQUIRE(largest > 0.1);
+    return worst / largest;
+  };
+  const std::size_t n = 5, filters = 19;  // more than a vector's lanes, not a multiple
+  for (const bool same : {true, false}) {
+    for (const std::size_t channels : {4, 21}) {
+      INFO((same ? "same" : "valid") << " padding, " << channels << " channels");
+      const Shape input = Shape::hwc(7, 6, channels);
+      Conv2D<double, Mem> wino(input, filters, 3, 1, same), gemm(input, filters, 3, 1, same);
+      gemm.set_winograd(false);
+      REQUIRE_FALSE(gemm.winograd());
+      REQUIRE(wino.winograd() == Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible);
+      wino.set_host_chunking(1, 0);  // one sample a chunk
+      std::size_t count = 0;
+      for (const auto& spec : wino.parameters()) count += spec.size();
+      const Batch params = random("params", 1, count);
+      Kokkos::View<double*, Mem> g_wino("g_wino", count), g_gemm("g_gemm", count);
+      wino.bind(params.data(), g_wino.data());
+      gemm.bind(params.data(), g_gemm.data());
+      wino.reserve(n);
+      gemm.reserve(n);
+      const std::size_t out_size = wino.output_shape().size();
+      const Batch in = random("in", n, input.size()), dout = random("dout", n, out_size);
+      Batch out_wino("out_wino", n, out_size), out_gemm("out_gemm", n, out_size),
+          din_wino("din_wino", n, input.size()), din_gemm("din_gemm", n, input.size());
+      wino.forward(Exec(), in, out_wino);
+      gemm.forward(Exec(), in, out_gemm);
+      CHECK(relative(host(out_gemm), host(out_wino)) < 1e-14);
+      wino.backward(Exec(), in, out_wino, dout, din_wino);
+      gemm.backward(Exec(), in, out_gemm, dout, din_gemm);
+      CHECK(relative(host(din_gemm), host(din_wino)) < 1e-14);
+      CHECK(relative(host(g_gemm), host(g_wino)) < 1e-14);
+    }
+  }
+  // Stride 2, a 5x5 kernel, 2 channels (the direct product): im2col's.
+  CHECK_FALSE(Conv2D<double, Mem>(Shape::hwc(7, 6, 8), filters, 3, 2, true).winograd());
+  CHECK_FALSE(Conv2D<double, Mem>(Shape::hwc(7, 6, 8), filters, 5, 1, true).winograd());
+  CHECK_FALSE(Conv2D<double, Mem>(Shape::hwc(7, 6, 2), filters, 3, 1, true).winograd());
+}
+
 TEST_CASE("conv2d (valid, stride 2), tanh, avgpool2d: gradients match finite differences",
           "[train][cnn]") {
   const SyntheticImages gen(11, 9, 8, 3, 2, 6, 0.3);

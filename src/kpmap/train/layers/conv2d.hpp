@@ -14,6 +14,7 @@
 #include <kpmap/train/layers/maxpool2d.hpp>
 #include <kpmap/train/layers/registry.hpp>
 #include <kpmap/train/layers/weighted.hpp>
+#include <kpmap/train/layers/winograd_kernels.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -89,7 +90,21 @@ class Conv2D final : public Weighted<T, M> {
     keep_ = true;
     if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, M>::accessible) {
       chunk_ = std::max<std::size_t>(1, std::min(capacity, chunk_bytes_ / per_sample));
-      keep_ = capacity * per_sample <= keep_bytes_;
+      keep_ = capacity * per_sample <= keep_bytes_ && !winograd_;
+    }
+    if (winograd_) {  // the backward pass's weight gradient still reads patches
+      const std::size_t channels = this->input_.channels + filters_;
+      const std::size_t tiles =
+          std::max(winograd_shape(false).tiles(), winograd_shape(true).tiles());
+      wchunk_ = std::max<std::size_t>(
+          1, std::min(capacity, chunk_bytes_ / (16 * tiles * channels * sizeof(T))));
+      wu_ = Kokkos::View<T*, M>("kpmap::train::conv2d::winograd_filters",
+                                16 * this->input_.channels * filters_);
+      wvm_ = Kokkos::View<T*, M>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::conv2d::winograd_tiles"),
+          16 * wchunk_ * tiles * channels);
+      wzeros_ = Kokkos::View<T*, M>("kpmap::train::conv2d::winograd_zeros",
+                                    std::max(this->input_.channels, filters_));
     }
     cols_ = Kokkos::View<T*, M>(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::conv2d::cols"),
@@ -122,7 +137,24 @@ class Conv2D final : public Weighted<T, M> {
     return true;
   }
 
+  /// \brief Where memory is the host's, a 3x3 convolution of stride 1 whose
+  /// patches the gemm multiplies (more than direct_patch_limit columns) is
+  /// computed by Winograd's F(2x2, 3x3) (winograd_kernels.hpp), forward and
+  /// input gradient: 2.25 times fewer multiplications, in products of
+  /// (input channels) x (outputs) that OpenBLAS runs at its rate for small
+  /// matrices (docs/performance.md). Its results differ from im2col's by
+  /// rounding. The weight gradient stays one gemm of the patches. On a GPU
+  /// im2col's one large gemm fills the device.
+  bool winograd() const { return winograd_; }
+  /// \brief Winograd where it applies (the default), or im2col and gemm
+  /// everywhere; call it before reserve().
+  void set_winograd(bool on) { winograd_ = on && winograd_applies(); }
+
   void forward(const Exec& exec, const Batch& in, const Batch& out) override {
+    if (winograd_) {
+      winograd_convolution(exec, in, out, false);
+      return;
+    }
     const bool direct = patch() + 1 <= direct_patch_limit;
     Kokkos::parallel_for("kpmap::train::conv2d::join_bias",
                          Kokkos::RangePolicy<Exec>(exec, 0, wb_.size()),
@@ -194,14 +226,14 @@ class Conv2D final : public Weighted<T, M> {
       const std::size_t rows = (samples.second - s) * pixels();
       // The forward pass's patches where they were kept (or all in one
       // chunk); else this chunk's made again.
-      const Matrix cols = keep_ || n <= chunk_
+      const Matrix cols = (keep_ || n <= chunk_) && !winograd_
                               ? Matrix(at(s), rows, patch() + 1)
                               : patches(exec, Kokkos::subview(in, samples, Kokkos::ALL()), s);
       const Matrix d(dout.data() + s * dout.stride_0(), rows, filters_);
       // [dW | db] (+)= D^T [cols | 1] in one gemm; then the chunk's patches
       // are overwritten by dcols = D W.
       kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, T(s == 0 ? 0 : 1), dwb_);
-      if (din.data() == nullptr) continue;
+      if (din.data() == nullptr || winograd_) continue;
       const Matrix dcols(at(s), rows, patch());
       kpmap::detail::gemm(exec, "N", "N", T(1), d, this->w_, T(0), dcols);
       const auto din_chunk = Kokkos::subview(din, samples, Kokkos::ALL());
@@ -212,6 +244,7 @@ class Conv2D final : public Weighted<T, M> {
     Kokkos::parallel_for(
         "kpmap::train::conv2d::split_bias", Kokkos::RangePolicy<Exec>(exec, 0, dwb_.size()),
         detail::SplitBias<T, M>{dwb_, this->dw_, this->db_, this->grad_beta_ != T(0)});
+    if (din.data() != nullptr && winograd_) winograd_convolution(exec, dout, din, true);
   }
   double work_bytes_per_sample() const override {
     return pool_ != nullptr ? 0.0 : double(pixels()) * double(patch() + 1) * sizeof(T);
@@ -223,6 +256,65 @@ class Conv2D final : public Weighted<T, M> {
 
  private:
   std::size_t patch() const { return k_ * k_ * this->input_.channels; }
+  bool winograd_applies() const {
+    return Kokkos::SpaceAccessibility<Kokkos::HostSpace, M>::accessible &&
+           (std::is_same_v<T, float> || std::is_same_v<T, double>)&&k_ == 3 && stride_ == 1 &&
+           patch() + 1 > direct_patch_limit;
+  }
+  // The convolution this layer computes or (adjoint) the one that gives its
+  // input gradient from its output gradient: the output's shape is the
+  // input's, and the padding what the window's other side leaves.
+  detail::WinogradShape winograd_shape(bool adjoint) const {
+    if (!adjoint) return {ay_, ax_, this->input_.channels, filters_};
+    const auto flip = [](const ConvAxis& a) {
+      ConvAxis f;
+      f.in = a.out;
+      f.out = a.in;
+      f.pad = 2 - a.pad;
+      return f;
+    };
+    return {flip(ay_), flip(ax_), filters_, this->input_.channels};
+  }
+  // to = the convolution of `from` (with the bias), or (adjoint) the input
+  // gradient `to` of the output gradient `from`, by F(2x2, 3x3), wchunk_
+  // samples at a time: each chunk's 16 transformed inputs and the 16
+  // products' results stay in cache between the kernels.
+  void winograd_convolution(const Exec& exec, const Batch& from, const Batch& to,
+                            bool adjoint) const {
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, M>::accessible) {  // else never
+      using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+      const detail::WinogradShape shape = winograd_shape(adjoint);
+      const Matrix u(wu_.data(), 16 * shape.cin, shape.cout);
+      Kokkos::parallel_for(
+          "kpmap::train::conv2d::winograd_filters",
+          Kokkos::RangePolicy<Exec>(exec, 0, shape.cin * shape.cout),
+          detail::WinogradFilter<T, M>{this->w_, u, shape.cin, shape.cout, adjoint});
+      const Kokkos::View<const T*, M, Unmanaged> bias =
+          adjoint ? Kokkos::View<const T*, M, Unmanaged>(wzeros_.data(), wzeros_.size())
+                  : Kokkos::View<const T*, M, Unmanaged>(this->b_.data(), filters_);
+      const std::size_t n = from.extent(0);
+      for (std::size_t s = 0; s < n; s += wchunk_) {
+        const std::size_t samples = std::min(wchunk_, n - s), tiles = samples * shape.tiles();
+        const Matrix v(wvm_.data(), 16 * tiles, shape.cin);
+        const Matrix m(wvm_.data() + v.size(), 16 * tiles, shape.cout);
+        Kokkos::parallel_for(
+            "kpmap::train::conv2d::winograd_input", Kokkos::RangePolicy<Exec>(exec, 0, tiles),
+            detail::WinogradInput<T, M>{
+                Matrix(from.data() + s * from.stride_0(), samples, from.extent(1)), v,
+                Kokkos::View<const T*, M, Unmanaged>(wzeros_.data(), wzeros_.size()), shape});
+        for (std::size_t e = 0; e < 16; ++e) {
+          kpmap::detail::gemm(exec, "N", "N", T(1),
+                              Matrix(v.data() + e * tiles * shape.cin, tiles, shape.cin),
+                              Matrix(u.data() + e * shape.cin * shape.cout, shape.cin, shape.cout),
+                              T(0), Matrix(m.data() + e * tiles * shape.cout, tiles, shape.cout));
+        }
+        Kokkos::parallel_for(
+            "kpmap::train::conv2d::winograd_output", Kokkos::RangePolicy<Exec>(exec, 0, tiles),
+            detail::WinogradOutput<T, M>{
+                m, Matrix(to.data() + s * to.stride_0(), samples, to.extent(1)), bias, shape});
+      }
+    }
+  }
   // f(s, y, x) for the pixels of `samples` images of h x w, x fastest: on a
   // GPU one thread per pixel (a 3-D range); on the host one parallel
   // iteration per image row, x in a plain inner loop.
@@ -262,11 +354,16 @@ class Conv2D final : public Weighted<T, M> {
   detail::PatchOffsets offsets_;     // of a small patch (direct_patch_limit)
   std::size_t chunk_bytes_ = host_chunk_bytes, keep_bytes_ = host_keep_bytes;
   std::size_t chunk_ = 1;
-  bool keep_ = true;          // cols_ holds the whole batch's patches
-  Kokkos::View<T*, M> cols_;  // a chunk's [cols | 1], then its dcols
-  Kokkos::View<T*, M> wb_;    // [W | b], outputs x (patch + 1), or its transpose
-  Joined dwb_;                // [dW | db], outputs x (patch + 1)
-  Transposed dwbt_;           // its transpose, with pool_ (PooledWeightGradient)
+  bool keep_ = true;  // cols_ holds the whole batch's patches
+  bool winograd_ = winograd_applies();
+  std::size_t wchunk_ = 1;      // samples per chunk of the Winograd kernels
+  Kokkos::View<T*, M> wu_;      // the 16 transformed filters, (16 cin) x cout
+  Kokkos::View<T*, M> wvm_;     // a chunk's transformed tiles, then the products' results
+  Kokkos::View<T*, M> wzeros_;  // the padding the input tiles read; the adjoint's bias
+  Kokkos::View<T*, M> cols_;    // a chunk's [cols | 1], then its dcols
+  Kokkos::View<T*, M> wb_;      // [W | b], outputs x (patch + 1), or its transpose
+  Joined dwb_;                  // [dW | db], outputs x (patch + 1)
+  Transposed dwbt_;             // its transpose, with pool_ (PooledWeightGradient)
 };
 
 KPMAP_TRAIN_BUILTIN_LAYER(
