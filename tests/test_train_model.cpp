@@ -175,13 +175,17 @@ TEST_CASE(
       const Batch in = random("in", n, input.size()), dout = random("dout", n, out_size);
       Batch out_wino("out_wino", n, out_size), out_gemm("out_gemm", n, out_size),
           din_wino("din_wino", n, input.size()), din_gemm("din_gemm", n, input.size());
-      wino.forward(Exec(), in, out_wino);
-      gemm.forward(Exec(), in, out_gemm);
-      CHECK(relative(host(out_gemm), host(out_wino)) < 1e-14);
-      wino.backward(Exec(), in, out_wino, dout, din_wino);
-      gemm.backward(Exec(), in, out_gemm, dout, din_gemm);
-      CHECK(relative(host(din_gemm), host(din_wino)) < 1e-14);
-      CHECK(relative(host(g_gemm), host(g_wino)) < 1e-14);
+      for (const bool accumulate : {false, true}) {  // the second adds to the first
+        wino.forward(Exec(), in, out_wino);
+        gemm.forward(Exec(), in, out_gemm);  // its backward pass overwrites its patches
+        CHECK(relative(host(out_gemm), host(out_wino)) < 1e-14);
+        wino.accumulate_gradients(accumulate);
+        gemm.accumulate_gradients(accumulate);
+        wino.backward(Exec(), in, out_wino, dout, din_wino);
+        gemm.backward(Exec(), in, out_gemm, dout, din_gemm);
+        CHECK(relative(host(din_gemm), host(din_wino)) < 1e-14);
+        CHECK(relative(host(g_gemm), host(g_wino)) < 1e-14);
+      }
     }
   }
   // Stride 2, a 5x5 kernel, 2 channels (the direct product): im2col's.

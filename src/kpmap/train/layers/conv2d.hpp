@@ -90,21 +90,20 @@ class Conv2D final : public Weighted<T, M> {
     keep_ = true;
     if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, M>::accessible) {
       chunk_ = std::max<std::size_t>(1, std::min(capacity, chunk_bytes_ / per_sample));
-      keep_ = capacity * per_sample <= keep_bytes_ && !winograd_;
+      keep_ = capacity * per_sample <= keep_bytes_;
     }
-    if (winograd_) {  // the backward pass's weight gradient still reads patches
-      const std::size_t channels = this->input_.channels + filters_;
-      const std::size_t tiles =
-          std::max(winograd_shape(false).tiles(), winograd_shape(true).tiles());
+    if (winograd_) {  // no patches
+      const std::size_t channels = winograd_channels(), tiles = winograd_tiles();
       wchunk_ = std::max<std::size_t>(
           1, std::min(capacity, chunk_bytes_ / (16 * tiles * channels * sizeof(T))));
       wu_ = Kokkos::View<T*, M>("kpmap::train::conv2d::winograd_filters",
-                                16 * this->input_.channels * filters_);
+                                16 * (this->input_.channels + 1) * filters_);
       wvm_ = Kokkos::View<T*, M>(
           Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::conv2d::winograd_tiles"),
           16 * wchunk_ * tiles * channels);
       wzeros_ = Kokkos::View<T*, M>("kpmap::train::conv2d::winograd_zeros",
                                     std::max(this->input_.channels, filters_));
+      return;
     }
     cols_ = Kokkos::View<T*, M>(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::conv2d::cols"),
@@ -221,19 +220,24 @@ class Conv2D final : public Weighted<T, M> {
                                                         this->grad_beta_ != T(0), true});
       return;
     }
+    if (winograd_) {
+      winograd_weight_gradient(exec, in, dout);
+      if (din.data() != nullptr) winograd_convolution(exec, dout, din, true);
+      return;
+    }
     for (std::size_t s = 0; s < n; s += chunk_) {
       const auto samples = Kokkos::make_pair(s, std::min(s + chunk_, n));
       const std::size_t rows = (samples.second - s) * pixels();
       // The forward pass's patches where they were kept (or all in one
       // chunk); else this chunk's made again.
-      const Matrix cols = (keep_ || n <= chunk_) && !winograd_
+      const Matrix cols = keep_ || n <= chunk_
                               ? Matrix(at(s), rows, patch() + 1)
                               : patches(exec, Kokkos::subview(in, samples, Kokkos::ALL()), s);
       const Matrix d(dout.data() + s * dout.stride_0(), rows, filters_);
       // [dW | db] (+)= D^T [cols | 1] in one gemm; then the chunk's patches
       // are overwritten by dcols = D W.
       kpmap::detail::gemm(exec, "T", "N", T(1), d, cols, T(s == 0 ? 0 : 1), dwb_);
-      if (din.data() == nullptr || winograd_) continue;
+      if (din.data() == nullptr) continue;
       const Matrix dcols(at(s), rows, patch());
       kpmap::detail::gemm(exec, "N", "N", T(1), d, this->w_, T(0), dcols);
       const auto din_chunk = Kokkos::subview(din, samples, Kokkos::ALL());
@@ -244,10 +248,11 @@ class Conv2D final : public Weighted<T, M> {
     Kokkos::parallel_for(
         "kpmap::train::conv2d::split_bias", Kokkos::RangePolicy<Exec>(exec, 0, dwb_.size()),
         detail::SplitBias<T, M>{dwb_, this->dw_, this->db_, this->grad_beta_ != T(0)});
-    if (din.data() != nullptr && winograd_) winograd_convolution(exec, dout, din, true);
   }
   double work_bytes_per_sample() const override {
-    return pool_ != nullptr ? 0.0 : double(pixels()) * double(patch() + 1) * sizeof(T);
+    if (pool_ != nullptr) return 0.0;
+    if (winograd_) return 16.0 * double(winograd_tiles()) * double(winograd_channels()) * sizeof(T);
+    return double(pixels()) * double(patch() + 1) * sizeof(T);
   }
   bool large_work() const override { return true; }
   double forward_flops() const override {
@@ -275,6 +280,12 @@ class Conv2D final : public Weighted<T, M> {
     };
     return {flip(ay_), flip(ax_), filters_, this->input_.channels};
   }
+  // A sample's tiles and their channels in wvm_: the most of the two
+  // convolutions' and of the weight gradient's.
+  std::size_t winograd_tiles() const {
+    return std::max(winograd_shape(false).tiles(), winograd_shape(true).tiles());
+  }
+  std::size_t winograd_channels() const { return this->input_.channels + 1 + filters_; }
   // to = the convolution of `from` (with the bias), or (adjoint) the input
   // gradient `to` of the output gradient `from`, by F(2x2, 3x3), wchunk_
   // samples at a time: each chunk's 16 transformed inputs and the 16
@@ -314,7 +325,46 @@ class Conv2D final : public Weighted<T, M> {
                 m, Matrix(to.data() + s * to.stride_0(), samples, to.extent(1)), bias, shape});
       }
     }
+  }  // [dW | db] (+)= the weight and bias gradients of the output gradient
+  // `dout` of the input `in`, by F(2x2, 3x3): each chunk's transformed input
+  // tiles (and a column of ones) and output gradients, their 16 products
+  // summed over the chunks, then transformed back.
+  void winograd_weight_gradient(const Exec& exec, const Batch& in, const Batch& dout) const {
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, M>::accessible) {  // else never
+      using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+      const detail::WinogradShape shape = winograd_shape(false);
+      const std::size_t rows = shape.cin + 1;
+      const Matrix du(wu_.data(), 16 * rows, shape.cout);
+      const Kokkos::View<const T*, M, Unmanaged> zeros(wzeros_.data(), wzeros_.size());
+      const std::size_t n = in.extent(0);
+      for (std::size_t s = 0; s < n; s += wchunk_) {
+        const std::size_t samples = std::min(wchunk_, n - s), tiles = samples * shape.tiles();
+        const Matrix v(wvm_.data(), 16 * tiles, rows);
+        const Matrix g(wvm_.data() + v.size(), 16 * tiles, shape.cout);
+        Kokkos::parallel_for(
+            "kpmap::train::conv2d::winograd_input", Kokkos::RangePolicy<Exec>(exec, 0, tiles),
+            detail::WinogradInput<T, M>{
+                Matrix(in.data() + s * in.stride_0(), samples, in.extent(1)), v, zeros, shape});
+        Kokkos::parallel_for("kpmap::train::conv2d::winograd_output_gradient",
+                             Kokkos::RangePolicy<Exec>(exec, 0, tiles),
+                             detail::WinogradOutputGradient<T, M>{
+                                 Matrix(dout.data() + s * dout.stride_0(), samples, dout.extent(1)),
+                                 g, zeros, shape});
+        for (std::size_t e = 0; e < 16; ++e) {
+          kpmap::detail::gemm(
+              exec, "T", "N", T(1), Matrix(v.data() + e * tiles * rows, tiles, rows),
+              Matrix(g.data() + e * tiles * shape.cout, tiles, shape.cout), T(s == 0 ? 0 : 1),
+              Matrix(du.data() + e * rows * shape.cout, rows, shape.cout));
+        }
+      }
+      Kokkos::parallel_for(
+          "kpmap::train::conv2d::winograd_weight_gradient",
+          Kokkos::RangePolicy<Exec>(exec, 0, rows * shape.cout),
+          detail::WinogradWeightGradient<T, M>{du, this->dw_, this->db_, shape.cin, shape.cout,
+                                               this->grad_beta_ != T(0)});
+    }
   }
+
   // f(s, y, x) for the pixels of `samples` images of h x w, x fastest: on a
   // GPU one thread per pixel (a 3-D range); on the host one parallel
   // iteration per image row, x in a plain inner loop.

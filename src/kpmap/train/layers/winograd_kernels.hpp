@@ -71,8 +71,9 @@ struct WinogradFilter {
 
 /// \brief v(e n + t, c) = (B^T d B)(e / 4, e % 4), d the 4x4 input tile of
 /// channel c under output tile t of the chunk's n tiles (zero where it hangs
-/// over the padding: read from `zeros`). One thread per tile, its channels
-/// in vector lanes.
+/// over the padding: read from `zeros`); and 1 in a column cin where v has
+/// one (the weight gradient's product then sums the bias's gradient). One thread per tile, its
+/// channels in vector lanes.
 template <class T, class M>
 struct WinogradInput {
   Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
@@ -98,6 +99,7 @@ struct WinogradInput {
                            shape.cin)
               : zeros.data();
       o[e] = &v(e * n + t, 0);
+      if (v.extent(1) > shape.cin) o[e][shape.cin] = T(1);
     }
     KPMAP_INDEPENDENT_ITERATIONS
     for (std::size_t c = 0; c < shape.cin; ++c) {
@@ -168,6 +170,88 @@ struct WinogradOutput {
     for (std::size_t r = 0; r < 2; ++r) {  // (A^T m) A
       y[2 * r] = a[4 * r] + a[4 * r + 1] + a[4 * r + 2] + b[f];
       y[2 * r + 1] = a[4 * r + 1] - a[4 * r + 2] - a[4 * r + 3] + b[f];
+    }
+  }
+};
+
+/// \brief g(e n + t, f) = (A dy A^T)(e / 4, e % 4), dy the 2x2 output
+/// gradient of channel f in tile t of the chunk's n (zero outside the
+/// output: read from `zeros`): the gradient of the 16 products' results,
+/// the adjoint of WinogradOutput. Its point e = 5 is the sum of the tile's
+/// four. One thread per tile, its channels in vector lanes.
+template <class T, class M>
+struct WinogradOutputGradient {
+  Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+      dout;  // the chunk's samples x (ay.out ax.out cout)
+  Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> g;
+  Kokkos::View<const T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> zeros;  // cout of them
+  WinogradShape shape;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t t) const {
+    const std::size_t n = g.extent(0) / 16, per = shape.tiles();
+    const std::size_t s = t / per, ty = t % per / shape.tiles_x(), tx = t % per % shape.tiles_x();
+    const T* dy[4];
+    for (std::size_t k = 0; k < 4; ++k) {
+      const std::size_t y = 2 * ty + k / 2, x = 2 * tx + k % 2;
+      dy[k] = y < shape.ay.out && x < shape.ax.out ? &dout(s, (y * shape.ax.out + x) * shape.cout)
+                                                   : zeros.data();
+    }
+    T* o[16];
+    for (std::size_t e = 0; e < 16; ++e) o[e] = &g(e * n + t, 0);
+    KPMAP_INDEPENDENT_ITERATIONS
+    for (std::size_t f = 0; f < shape.cout; ++f) {
+      T a[8];  // A dy, a row of two after another
+      for (std::size_t j = 0; j < 2; ++j) {
+        a[j] = dy[j][f];
+        a[2 + j] = dy[j][f] + dy[2 + j][f];
+        a[4 + j] = dy[j][f] - dy[2 + j][f];
+        a[6 + j] = -dy[2 + j][f];
+      }
+      for (std::size_t r = 0; r < 4; ++r) {  // (A dy) A^T
+        o[4 * r][f] = a[2 * r];
+        o[4 * r + 1][f] = a[2 * r] + a[2 * r + 1];
+        o[4 * r + 2][f] = a[2 * r] - a[2 * r + 1];
+        o[4 * r + 3][f] = -a[2 * r + 1];
+      }
+    }
+  }
+};
+
+/// \brief The weight and bias gradients from du ((16 (cin + 1)) x cout:
+/// the products' sums over tiles of v^T g, WinogradInput's column of ones
+/// last): dw(f, (3 ky + kx) cin + c) = (G^T du_c,f G)(ky, kx), the adjoint
+/// of WinogradFilter, and db(f) = du's row of ones at point 5 (the sum of
+/// the output gradients); set, or `add`ed to. One thread per (c, f), c up
+/// to cin (the bias).
+template <class T, class M>
+struct WinogradWeightGradient {
+  Kokkos::View<const T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> du;
+  Kokkos::View<T**, Kokkos::LayoutRight, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> dw;
+  Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> db;
+  std::size_t cin, cout;
+  bool add;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    const std::size_t rows = cin + 1, c = i / cout, f = i % cout;
+    if (c == cin) {
+      const T v = du(5 * rows + cin, f);
+      db(f) = add ? db(f) + v : v;
+      return;
+    }
+    const T half = T(0.5);
+    T a[3][4];  // G^T du
+    for (std::size_t j = 0; j < 4; ++j) {
+      const T u0 = du(j * rows + c, f), u1 = du((4 + j) * rows + c, f),
+              u2 = du((8 + j) * rows + c, f), u3 = du((12 + j) * rows + c, f);
+      a[0][j] = u0 + half * (u1 + u2);
+      a[1][j] = half * (u1 - u2);
+      a[2][j] = half * (u1 + u2) + u3;
+    }
+    for (std::size_t ky = 0; ky < 3; ++ky) {  // (G^T du) G
+      const T g[3] = {a[ky][0] + half * (a[ky][1] + a[ky][2]), half * (a[ky][1] - a[ky][2]),
+                      half * (a[ky][1] + a[ky][2]) + a[ky][3]};
+      for (std::size_t kx = 0; kx < 3; ++kx) {
+        T& to = dw(f, (3 * ky + kx) * cin + c);
+        to = add ? to + g[kx] : g[kx];
+      }
     }
   }
 };
