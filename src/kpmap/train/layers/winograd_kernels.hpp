@@ -31,6 +31,14 @@ struct WinogradShape {
   KOKKOS_INLINE_FUNCTION std::size_t tiles_x() const { return (ax.out + 1) / 2; }
   /// Tiles of one sample.
   KOKKOS_INLINE_FUNCTION std::size_t tiles() const { return tiles_y() * tiles_x(); }
+  /// Tile t of a chunk: its sample and its row and column of tiles.
+  struct Tile {
+    std::size_t s, ty, tx;
+  };
+  KOKKOS_INLINE_FUNCTION Tile tile(std::size_t t) const {
+    const std::size_t per = tiles();
+    return {t / per, t % per / tiles_x(), t % per % tiles_x()};
+  }
 };
 
 /// \brief u(e cin + c, f) = (G g G^T)(e / 4, e % 4), g the 3x3 kernel from
@@ -82,8 +90,8 @@ struct WinogradInput {
   Kokkos::View<const T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> zeros;  // cin of them
   WinogradShape shape;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t t) const {
-    const std::size_t n = v.extent(0) / 16, per = shape.tiles();
-    const std::size_t s = t / per, ty = t % per / shape.tiles_x(), tx = t % per % shape.tiles_x();
+    const std::size_t n = v.extent(0) / 16;
+    const auto [s, ty, tx] = shape.tile(t);
     const long long y0 = static_cast<long long>(2 * ty) - static_cast<long long>(shape.ay.pad);
     const long long x0 = static_cast<long long>(2 * tx) - static_cast<long long>(shape.ax.pad);
     const T* p[16];
@@ -132,8 +140,8 @@ struct WinogradOutput {
   Kokkos::View<const T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bias;
   WinogradShape shape;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t t) const {
-    const std::size_t n = m.extent(0) / 16, per = shape.tiles();
-    const std::size_t s = t / per, ty = t % per / shape.tiles_x(), tx = t % per % shape.tiles_x();
+    const std::size_t n = m.extent(0) / 16;
+    const auto [s, ty, tx] = shape.tile(t);
     const T* q[16];
     for (std::size_t e = 0; e < 16; ++e) q[e] = &m(e * n + t, 0);
     T* o[4];  // the tile's four outputs, null where outside
@@ -187,8 +195,8 @@ struct WinogradOutputGradient {
   Kokkos::View<const T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>> zeros;  // cout of them
   WinogradShape shape;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t t) const {
-    const std::size_t n = g.extent(0) / 16, per = shape.tiles();
-    const std::size_t s = t / per, ty = t % per / shape.tiles_x(), tx = t % per % shape.tiles_x();
+    const std::size_t n = g.extent(0) / 16;
+    const auto [s, ty, tx] = shape.tile(t);
     const T* dy[4];
     for (std::size_t k = 0; k < 4; ++k) {
       const std::size_t y = 2 * ty + k / 2, x = 2 * tx + k % 2;
