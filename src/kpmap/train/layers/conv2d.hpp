@@ -7,6 +7,8 @@
 /// one large KokkosBlas::gemm instead of many small loops. The patch matrix
 /// carries a column of ones, so the bias is added by the forward gemm and its
 /// gradient summed by the weight-gradient gemm (no pass of their own).
+/// On the host, 3x3 stride-1 layers of wide patches take Winograd's
+/// F(2x2, 3x3) instead (winograd_kernels.hpp; Conv2D::winograd).
 
 #include <kpmap/base/detail/blas.hpp>
 #include <kpmap/base/policy.hpp>
@@ -138,12 +140,12 @@ class Conv2D final : public Weighted<T, M> {
 
   /// \brief Where memory is the host's, a 3x3 convolution of stride 1 whose
   /// patches the gemm multiplies (more than direct_patch_limit columns) is
-  /// computed by Winograd's F(2x2, 3x3) (winograd_kernels.hpp), forward and
-  /// input gradient: 2.25 times fewer multiplications, in products of
-  /// (input channels) x (outputs) that OpenBLAS runs at its rate for small
-  /// matrices (docs/performance.md). Its results differ from im2col's by
-  /// rounding. The weight gradient stays one gemm of the patches. On a GPU
-  /// im2col's one large gemm fills the device.
+  /// computed by Winograd's F(2x2, 3x3) (winograd_kernels.hpp): output,
+  /// input gradient and weight gradient, 2.25 times fewer multiplications,
+  /// in products of (input channels) x (outputs) that OpenBLAS runs at its
+  /// rate for small matrices (docs/performance.md); no patches are made.
+  /// Its results differ from im2col's by rounding. On a GPU im2col's one
+  /// large gemm fills the device.
   bool winograd() const { return winograd_; }
   /// \brief Winograd where it applies (the default), or im2col and gemm
   /// everywhere; call it before reserve().
