@@ -103,7 +103,7 @@ struct FusedCgPass {
 };
 
 #if defined(KPMAP_OPENMP_SIMD) && !defined(_OPENMP)
-#define KPMAP_FUSEDCG_SUMS _Pragma("omp simd reduction(+ : rz, zw, wdw, pw)")
+#define KPMAP_FUSEDCG_SUMS _Pragma("omp simd reduction(+ : zw, wdw, pw)")
 #else
 #define KPMAP_FUSEDCG_SUMS KPMAP_SIM_INDEPENDENT_ITERATIONS
 #endif
@@ -146,23 +146,50 @@ struct FusedCgSweep {
     constexpr int od = ThreeD ? 2 : 1;
     return ring.data() + ((o - owned.lo[od] + 4) % 3) * slice_size();
   }
-  void fill(long o) const {
-    double* dst = slot(o);
-    const long lo_i = owned.lo[0] - 1, hi_i = owned.hi[0] + 1;
+  /// p' of row (k, j), ghost columns included, into d (indexed by i). Where
+  /// the row is owned (`update`), its cells also take x += alpha p and
+  /// r' = r - alpha w, in place, and r'.z' is added to rz: everything a
+  /// cell's own r, w and p give, in the pass that reads them for p'.
+  void fill_row(double* d, long k, long j, bool update, double& rz) const {
+    const long lo = owned.lo[0], hi = owned.hi[0];
+    if (!update) {
+      KPMAP_SIM_INDEPENDENT_ITERATIONS
+      for (long i = lo - 1; i < hi + 1; ++i) d[i] = next(k, j, i);
+      return;
+    }
+    d[lo - 1] = next(k, j, lo - 1);
+    d[hi] = next(k, j, hi);
+    double sum = 0.0;
+    KPMAP_SIM_SUM_ITERATIONS
+    for (long i = lo; i < hi; ++i) {
+      const double p_old = next.p(k, j, i);
+      const double rv = next.residual(k, j, i);
+      const double zv = next.preconditioned(rv, k, j, i);
+      d[i] = zv + next.beta * p_old;
+      x(k, j, i) += next.alpha * p_old;
+      r_out(k, j, i) = rv;
+      sum += rv * zv;
+    }
+    rz += sum;
+  }
+  /// Slice o of p' into its slot of the ring (and, where o is owned, x and r'
+  /// of its owned rows, r'.z' into acc).
+  void fill(long o, FusedCgSums& acc) const {
+    constexpr int od = ThreeD ? 2 : 1;
+    const bool owned_slice = o >= owned.lo[od] && o < owned.hi[od];
+    double* dst = slot(o) - (owned.lo[0] - 1);
     if constexpr (ThreeD) {
       for (long j = owned.lo[1] - 1; j < owned.hi[1] + 1; ++j) {
-        double* d = dst + (j - owned.lo[1] + 1) * row() - lo_i;
-        KPMAP_SIM_INDEPENDENT_ITERATIONS
-        for (long i = lo_i; i < hi_i; ++i) d[i] = next(o, j, i);
+        const bool update = owned_slice && j >= owned.lo[1] && j < owned.hi[1];
+        fill_row(dst + (j - owned.lo[1] + 1) * row(), o, j, update, acc.v[0]);
       }
     } else {
-      double* d = dst - lo_i;
-      KPMAP_SIM_INDEPENDENT_ITERATIONS
-      for (long i = lo_i; i < hi_i; ++i) d[i] = next(owned.lo[2], o, i);
+      fill_row(dst, owned.lo[2], o, owned_slice, acc.v[0]);
     }
   }
-  /// The row (k, j) of slice o (k in 3-D, j in 2-D): slot(o - 1), slot(o)
-  /// and slot(o + 1) hold p' there and at the neighbours.
+  /// The row (k, j) of slice o (k in 3-D, j in 2-D): w' = A p' from the ring
+  /// (slot(o - 1), slot(o) and slot(o + 1) hold p' there and at the
+  /// neighbours), p' and w' stored, the sums that need w'. r' is the fill's.
   void cells(long o, long k, long j, FusedCgSums& acc) const {
     const long lo_i = owned.lo[0] - 1;
     RingRows<ThreeD> p{};
@@ -180,25 +207,19 @@ struct FusedCgSweep {
       p.c = slot(o) - lo_i;
       p.yh = slot(o + 1) - lo_i;
     }
-    double rz = 0.0, zw = 0.0, wdw = 0.0, pw = 0.0;
+    double zw = 0.0, wdw = 0.0, pw = 0.0;
     const long lo = owned.lo[0], hi = owned.hi[0];
     KPMAP_FUSEDCG_SUMS
     for (long i = lo; i < hi; ++i) {
-      const double p_old = next.p(k, j, i);
-      const double rv = next.residual(k, j, i);
-      const double zv = next.preconditioned(rv, k, j, i);
+      const double zv = next.preconditioned(r_out(k, j, i), k, j, i);
       const double pv = p(k, j, i);
       const double wv = s.apply(p, k, j, i);
-      x(k, j, i) += next.alpha * p_old;
-      r_out(k, j, i) = rv;
       p_out(k, j, i) = pv;
       w_out(k, j, i) = wv;
-      rz += rv * zv;
       zw += zv * wv;
       wdw += wv * next.preconditioned(wv, k, j, i);
       pw += pv * wv;
     }
-    acc.v[0] += rz;
     acc.v[1] += zw;
     acc.v[2] += wdw;
     acc.v[3] += pw;
@@ -206,10 +227,10 @@ struct FusedCgSweep {
   void operator()(long, FusedCgSums& acc) const {
     constexpr int od = ThreeD ? 2 : 1;
     const long lo = owned.lo[od], hi = owned.hi[od];
-    fill(lo - 1);
-    fill(lo);
+    fill(lo - 1, acc);
+    fill(lo, acc);
     for (long o = lo; o < hi; ++o) {
-      fill(o + 1);
+      fill(o + 1, acc);
       if constexpr (ThreeD) {
         for (long j = owned.lo[1]; j < owned.hi[1]; ++j) cells(o, o, j, acc);
       } else {
