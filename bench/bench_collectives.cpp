@@ -9,6 +9,8 @@
 // BM_paired_*: the same comparisons interleaved call by call in one loop, so
 // that the "ratio" counter is immune to the machine's drift; these are the
 // figures quoted in docs/performance.md.
+// BM_paired_pmax_vs_mpi/<bytes>: pmax, whose operation on floating point is
+// kpmap's own (a NaN on any rank gives NaN), against MPI_Allreduce(MPI_MAX).
 // BM_overlap_ipsum/<bytes>: ipsum started, a kernel's compute in 8 parts (each
 // followed by Request::test(), MPI's chance to progress), then wait; against
 // the compute alone, psum alone and ipsum started and waited for at once, in
@@ -125,6 +127,24 @@ void BM_paired_psum_vs_mpi(benchmark::State& state) {
                       comm);
       },
       [&] { kpmap::psum_inplace(b, "devices"); });
+  set_bytes(state, bytes);
+}
+
+// pmax's own NaN-propagating operation against MPI's MPI_MAX (which MPI may
+// run in its own vector code), the same buffer sizes, interleaved.
+void BM_paired_pmax_vs_mpi(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  auto a = buffer(bytes);
+  auto b = buffer(bytes);
+  MPI_Comm comm = devices_comm();
+  kpmap::bench::run_paired(
+      state, comm,
+      [&] {
+        Exec().fence();
+        MPI_Allreduce(MPI_IN_PLACE, a.data(), static_cast<int>(a.size()), MPI_DOUBLE, MPI_MAX,
+                      comm);
+      },
+      [&] { kpmap::pmax_inplace(b, "devices"); });
   set_bytes(state, bytes);
 }
 
@@ -270,6 +290,7 @@ BENCHMARK(BM_pmean_unfused)->Arg(100)->UseManualTime();
 BENCHMARK(BM_pmean_fused)->Arg(100)->UseManualTime();
 BENCHMARK(BM_paired_psum_vs_mpi)->Apply(sizes)->UseManualTime();
 BENCHMARK(BM_paired_psum_on_instance_vs_mpi)->Apply(sizes)->UseManualTime();
+BENCHMARK(BM_paired_pmax_vs_mpi)->Arg(8)->Arg(64 << 10)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_paired_staged_vs_direct)->Apply(staged_sizes)->UseManualTime();
 BENCHMARK(BM_paired_fused_vs_unfused)->Arg(100)->UseManualTime();
 // (bytes, compute elements): 8 B with a short kernel, 64 KiB and 1 MiB with

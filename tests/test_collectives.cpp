@@ -16,6 +16,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
+#include <limits>
+#include <tuple>
 #include <vector>
 
 // Exec, fill, matches, p, r, tri (support/collective_checks.hpp), world_rank, world_size.
@@ -34,6 +37,82 @@ TEST_CASE("scalar reductions", "[collectives]") {
   double sq = 0;
   for (int q = 1; q <= world_size(); ++q) sq += q * q;
   CHECK(kpmap::pmean(me, "devices", kpmap::Weight{me}) == sq / tri());
+}
+
+namespace {
+
+// Element k of rank q's View in the NaN tests: q + 1, except element `at`
+// on rank `holder`, which is NaN.
+template <class T>
+T nan_or_rank(int q, int holder, std::size_t k, std::size_t at) {
+  return q == holder && k == at ? std::numeric_limits<T>::quiet_NaN() : static_cast<T>(q + 1);
+}
+
+// The NaN held by one rank reaches every rank through pmax and pmin, in
+// each form; every other element keeps its exact max (p) or min (1).
+template <class T>
+void check_nan_reaches_every_rank(int holder) {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const T me = world_rank() == holder ? nan : static_cast<T>(world_rank() + 1);
+  CHECK(std::isnan(kpmap::pmax(me, "devices")));
+  CHECK(std::isnan(kpmap::pmin(me, "devices")));
+  // Infinities are numbers: only the NaN wins over them.
+  const T inf = std::numeric_limits<T>::infinity();
+  CHECK(kpmap::pmax(world_rank() == holder ? -inf : static_cast<T>(world_rank() + 1), "devices") ==
+        (world_size() == 1
+             ? -inf
+             : static_cast<T>(holder == world_size() - 1 ? world_size() - 1 : world_size())));
+  CHECK(kpmap::pmin(world_rank() == holder ? inf : static_cast<T>(world_rank() + 1), "devices") ==
+        (world_size() == 1 ? inf : static_cast<T>(holder == 0 ? 2 : 1)));
+
+  const std::size_t at = 3;
+  const auto value = [&](std::size_t k) { return nan_or_rank<T>(world_rank(), holder, k, at); };
+  const auto max_or_nan = [&](std::size_t k) { return k == at ? double(nan) : double(p()); };
+  const auto min_or_nan = [&](std::size_t k) { return k == at ? double(nan) : 1.0; };
+  const auto same = [](const auto& v, const auto& want) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+    bool ok = true;
+    for (std::size_t k = 0; k < h.size(); ++k) {
+      const double got = h(k);
+      ok = ok && (std::isnan(want(k)) ? std::isnan(got) : got == want(k));
+    }
+    return ok;
+  };
+  Kokkos::View<T*, Exec> v("v", 7);
+  fill(v, value);
+  kpmap::pmax_inplace(v, "devices");
+  CHECK(same(v, max_or_nan));
+  fill(v, value);
+  kpmap::pmin_inplace(v, "devices");
+  CHECK(same(v, min_or_nan));
+  fill(v, value);
+  CHECK(same(kpmap::pmax(v, "devices"), max_or_nan));
+  kpmap::ipmin(Exec(), v, "devices").wait();
+  CHECK(same(v, min_or_nan));
+  // A strided column (packed before MPI) and a tree of two (fused).
+  Kokkos::View<T**, Kokkos::LayoutRight, Exec> m("m", 7, 2);
+  auto column = Kokkos::subview(m, Kokkos::ALL, 1);
+  fill(column, value);
+  kpmap::pmax_inplace(column, "devices");
+  CHECK(same(column, max_or_nan));
+  Kokkos::View<T*, Exec> w("w", 7);
+  fill(v, value);
+  fill(w, value);
+  kpmap::pmin_inplace(std::tie(v, w), "devices");
+  CHECK(same(v, min_or_nan));
+  CHECK(same(w, min_or_nan));
+}
+
+}  // namespace
+
+TEST_CASE("pmax and pmin give NaN on every rank where any rank holds one", "[collectives]") {
+  // MPI_MAX keeps whichever number comes first where one is NaN; JAX and
+  // NumPy propagate it. Each rank in turn holds the NaN.
+  for (int holder = 0; holder < world_size(); ++holder) {
+    CAPTURE(holder);
+    check_nan_reaches_every_rank<double>(holder);
+    check_nan_reaches_every_rank<float>(holder);
+  }
 }
 
 TEST_CASE("reductions on LayoutRight Views of rank 0 to 3 and 8", "[collectives]") {

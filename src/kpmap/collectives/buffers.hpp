@@ -35,14 +35,16 @@ bool usable_in_place(const V& v, bool order_matters) {
   return order_matters ? is_canonical(v) : is_contiguous(v);
 }
 
-/// \brief The MPI-ready image of v's elements (send side).
+/// \brief The MPI-ready image of v's elements (send side); `host_op`: the
+/// MPI operation that will reduce them runs on the host (own_mpi_op).
 template <class Exec, class V>
 transport::MpiBuffer<value_t<V>, typename V::memory_space> load(const Exec& exec, const V& v,
-                                                                bool order_matters) {
+                                                                bool order_matters,
+                                                                bool host_op = false) {
   using T = value_t<V>;
   const bool direct = usable_in_place(v, order_matters);
   auto b = transport::make_buffer<T, typename V::memory_space>(
-      direct ? const_cast<T*>(v.data()) : nullptr, v.size());
+      direct ? const_cast<T*>(v.data()) : nullptr, v.size(), host_op);
   if (!direct) pack(exec, v, b.dev);
   transport::to_mpi(exec, b);
   return b;

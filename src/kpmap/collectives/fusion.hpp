@@ -81,9 +81,9 @@ FinishReduce<Exec, V> start_reduce_view(const Exec& exec, const V& v, const Axis
   }
   if (before != 1.0) scale(exec, v, before);
   const bool direct = usable_in_place(v, false);
-  auto b = load(exec, v, false);
+  auto b = load(exec, v, false, own_mpi_op<T>(op));
   fence_before_mpi(exec);
-  transport::allreduce(MPI_IN_PLACE, b.mpi, b.count, mpi_datatype<T>(), mpi_op(op), axis.comm(),
+  transport::allreduce(MPI_IN_PLACE, b.mpi, b.count, mpi_datatype<T>(), mpi_op<T>(op), axis.comm(),
                        pending);
   return FinishReduce<Exec, V>{exec, v, std::move(b), direct, after, false};
 }
@@ -139,6 +139,9 @@ struct LeafOps {
   std::function<void()> (*start_alone)(const Exec&, const FusedLeaf<Exec>&, const Axis&, ReduceOp,
                                        double before, double after, transport::Pending*);
   MPI_Datatype (*mpi_type)();
+  MPI_Op (*mpi_op)(ReduceOp);
+  /// Whether the MPI operation of a ReduceOp on these elements runs on the host.
+  bool (*own_mpi_op)(ReduceOp);
   std::string (*type_text)();
 };
 
@@ -210,9 +213,14 @@ std::function<void()> leaf_start_alone(const Exec& exec, const FusedLeaf<Exec>& 
 }
 
 template <class Exec, class T, int R, class D>
-inline const LeafOps<Exec> leaf_ops = {&leaf_pack<Exec, T, R, D>,  &leaf_unpack<Exec, T, R, D>,
-                                       &leaf_scale<Exec, T, R, D>, &leaf_start_alone<Exec, T, R, D>,
-                                       &mpi_datatype<T>,           &type_name<T>};
+inline const LeafOps<Exec> leaf_ops = {&leaf_pack<Exec, T, R, D>,
+                                       &leaf_unpack<Exec, T, R, D>,
+                                       &leaf_scale<Exec, T, R, D>,
+                                       &leaf_start_alone<Exec, T, R, D>,
+                                       &mpi_datatype<T>,
+                                       &mpi_op<T>,
+                                       &own_mpi_op<T>,
+                                       &type_name<T>};
 
 /// Describes one leaf of a tree (a non-const View) for start_fused_leaves.
 template <class Exec, class V>
@@ -313,7 +321,7 @@ std::function<void()> start_fused_leaves(const Exec& exec, std::vector<FusedLeaf
     };
   }
   const std::size_t bytes = st->total * elem_size;
-  if (transport::must_stage<M>()) {
+  if (transport::must_stage_for<M>(leaves[0].ops->own_mpi_op(op))) {
     st->lease = transport::StagingPool::instance().acquire(bytes);
     Kokkos::deep_copy(
         exec,
@@ -329,8 +337,8 @@ std::function<void()> start_fused_leaves(const Exec& exec, std::vector<FusedLeaf
   const std::size_t chunk = std::max<std::size_t>(1, fusion_threshold() / elem_size);
   for (std::size_t off = 0; off < st->total; off += chunk) {
     transport::allreduce(MPI_IN_PLACE, static_cast<char*>(st->mpi) + off * elem_size,
-                         std::min(chunk, st->total - off), mpi_type, mpi_op(op), axis.comm(),
-                         pending);
+                         std::min(chunk, st->total - off), mpi_type, leaves[0].ops->mpi_op(op),
+                         axis.comm(), pending);
   }
   return [exec, st, after, elem_size, bytes, leaves = std::move(leaves)] {
     if (st->lease.data() != nullptr) {

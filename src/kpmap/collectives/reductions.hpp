@@ -176,7 +176,7 @@ T reduce_scalar(T x, const Axis& axis, ReduceOp op) {
     s.type = type_name<T>();
     verify_signature(axis, s);
   }
-  transport::allreduce(MPI_IN_PLACE, &x, 1, mpi_datatype<T>(), mpi_op(op), axis.comm(), nullptr);
+  transport::allreduce(MPI_IN_PLACE, &x, 1, mpi_datatype<T>(), mpi_op<T>(op), axis.comm(), nullptr);
   return x;
 }
 
@@ -190,12 +190,12 @@ void reduce_view_inplace(const Exec& exec, const V& x, const Axis& axis, ReduceO
   if (region.traced()) region.note(trace_args(x));
   using M = typename V::memory_space;
   if (before == 1.0 && axis.size() > 1 && !checked_mode() && is_contiguous(x) &&
-      !transport::must_stage<M>()) {
+      !transport::must_stage_for<M>(own_mpi_op<value_t<V>>(op))) {
     // The common case, with nothing between the caller and MPI: a
     // contiguous View that MPI can read where it is.
     if (!fenced) fence_before_mpi(exec);
-    transport::allreduce(MPI_IN_PLACE, x.data(), x.size(), mpi_datatype<value_t<V>>(), mpi_op(op),
-                         axis.comm(), nullptr);
+    transport::allreduce(MPI_IN_PLACE, x.data(), x.size(), mpi_datatype<value_t<V>>(),
+                         mpi_op<value_t<V>>(op), axis.comm(), nullptr);
     if (after != 1.0) scale(exec, x, after);
     return;
   }

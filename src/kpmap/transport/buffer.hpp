@@ -38,6 +38,18 @@ bool must_stage() {
   }
 }
 
+/// \brief must_stage<M>() for an MPI call whose operation runs on the host
+/// (`host_op`: kpmap's own reductions, detail::own_mpi_op), which must not be
+/// handed memory that the host cannot reach, GPU-aware MPI or not.
+template <class M>
+bool must_stage_for(bool host_op) {
+  if constexpr (detail::host_reaches_v<M>) {
+    return must_stage<M>();
+  } else {
+    return host_op || must_stage<M>();
+  }
+}
+
 /// \brief A flat buffer of `count` elements in memory space M as MPI sees
 /// it: `dev`, over a View's own memory or a pooled scratch buffer, and, when
 /// the transport stages, its pinned host shadow (the memory MPI reads and writes).
@@ -56,9 +68,10 @@ struct MpiBuffer {
 };
 
 /// \brief A buffer of n elements of M: over `alias` when given, else a pooled
-/// scratch buffer (no allocation once the pool has settled).
+/// scratch buffer (no allocation once the pool has settled). `host_op`: the
+/// MPI call's operation runs on the host (must_stage_for).
 template <class T, class M>
-MpiBuffer<T, M> make_buffer(T* alias, std::size_t n) {
+MpiBuffer<T, M> make_buffer(T* alias, std::size_t n, bool host_op = false) {
   MpiBuffer<T, M> b;
   b.count = n;
   if (alias != nullptr) {
@@ -67,7 +80,7 @@ MpiBuffer<T, M> make_buffer(T* alias, std::size_t n) {
     b.scratch = ScratchPool<M>::instance().acquire(n * sizeof(T));
     b.dev = detail::flat_view_t<T, M>(static_cast<T*>(b.scratch.data()), n);
   }
-  if (must_stage<M>()) {
+  if (must_stage_for<M>(host_op)) {
     b.lease = StagingPool::instance().acquire(n * sizeof(T));
     b.mpi = static_cast<T*>(b.lease.data());
   } else {

@@ -54,11 +54,53 @@ MPI_Datatype mpi_datatype() {
 /// \brief Reductions the collectives know.
 enum class ReduceOp { sum, max, min };
 
-inline MPI_Op mpi_op(ReduceOp op) {
+/// \brief Whether `op` on T is kpmap's own MPI operation rather than one of
+/// MPI's: max and min of floating-point numbers, where a NaN on any rank must
+/// give NaN (as JAX's and NumPy's maximum do) and MPI_MAX, `a > b ? a : b`,
+/// would keep whichever number came first. MPI runs these on the host: their
+/// buffers go to MPI through host memory (transport::must_stage_for).
+template <class T>
+constexpr bool own_mpi_op(ReduceOp op) {
+  return std::is_floating_point_v<std::remove_cv_t<T>> && op != ReduceOp::sum;
+}
+
+/// inout[i] = max (Max) or min of in[i] and inout[i], NaN where either is.
+template <class T, bool Max>
+void nan_propagating_extremum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const T* a = static_cast<const T*>(in);
+  T* b = static_cast<T*>(inout);
+  const int n = *len;
+  for (int i = 0; i < n; ++i) {
+    const T x = a[i];
+    const T y = b[i];
+    const bool x_wins = x != x || (y == y && (Max ? x > y : x < y));
+    b[i] = x_wins ? x : y;
+  }
+}
+
+/// The MPI operation created once for nan_propagating_extremum<T, Max>
+/// (commutative), kept for the life of the process.
+template <class T, bool Max>
+MPI_Op nan_propagating_op() {
+  static const MPI_Op op = [] {
+    MPI_Op o = MPI_OP_NULL;
+    MPI_Op_create(&nan_propagating_extremum<T, Max>, 1, &o);
+    return o;
+  }();
+  return op;
+}
+
+/// \brief The MPI operation of `op` on elements of type T: MPI's own, or
+/// for max and min of floating point kpmap's, which propagates NaN.
+template <class T>
+MPI_Op mpi_op(ReduceOp op) {
+  using U = std::remove_cv_t<T>;
   switch (op) {
     case ReduceOp::max:
+      if constexpr (std::is_floating_point_v<U>) return nan_propagating_op<U, true>();
       return MPI_MAX;
     case ReduceOp::min:
+      if constexpr (std::is_floating_point_v<U>) return nan_propagating_op<U, false>();
       return MPI_MIN;
     case ReduceOp::sum:
       break;
