@@ -17,6 +17,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <tuple>
 #include <vector>
@@ -113,6 +114,53 @@ TEST_CASE("pmax and pmin give NaN on every rank where any rank holds one", "[col
     check_nan_reaches_every_rank<double>(holder);
     check_nan_reaches_every_rank<float>(holder);
   }
+}
+
+TEST_CASE("complex numbers sum and average; bools take any (pmax) and all (pmin)",
+          "[collectives]") {
+  const int q = world_rank();
+  const int n = world_size();
+  // Rank q holds q + 1 - q i: the sums are exact integers.
+  const std::complex<double> z(q + 1, -q);
+  CHECK(kpmap::psum(z, "devices") == std::complex<double>(tri(), -n * (n - 1) / 2.0));
+  CHECK(kpmap::pmean(z, "devices") == std::complex<double>(tri(), -n * (n - 1) / 2.0) / double(n));
+  const Kokkos::complex<float> w(float(q + 1), float(-q));
+  CHECK(kpmap::psum(w, "devices") == Kokkos::complex<float>(float(tri()), -n * (n - 1) / 2.0f));
+  CHECK(kpmap::pmean(w, "devices") ==
+        Kokkos::complex<float>(float(tri()), -n * (n - 1) / 2.0f) / float(n));
+
+  // One rank true (the last): any is true, all only at one rank.
+  const bool last = q == n - 1;
+  CHECK(kpmap::pmax(last, "devices"));
+  CHECK(kpmap::pmin(last, "devices") == (n == 1));
+  CHECK_FALSE(kpmap::pmax(false, "devices"));
+  CHECK(kpmap::pmin(true, "devices"));
+  // Element k of rank q's View is true where k % n == q: every element is
+  // true on exactly one rank. Element 7 is true everywhere, element 6 nowhere.
+  Kokkos::View<bool*, Exec> flags("flags", 8);
+  const auto set = [&](const Kokkos::View<bool*, Exec>& v) {
+    auto h = Kokkos::create_mirror_view(v);
+    for (std::size_t k = 0; k < 8; ++k) h(k) = k == 7 || (k != 6 && int(k) % n == q);
+    Kokkos::deep_copy(v, h);
+  };
+  set(flags);
+  const auto any =
+      Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kpmap::pmax(flags, "devices"));
+  kpmap::pmin_inplace(flags, "devices");
+  const auto all = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), flags);
+  for (std::size_t k = 0; k < 8; ++k) {
+    CAPTURE(k);
+    CHECK(any(k) == (k != 6));
+    CHECK(all(k) == (k == 7 || (k != 6 && n == 1)));
+  }
+  // In a tree beside doubles, fused by element type.
+  Kokkos::View<double*, Exec> x("x", 3);
+  Kokkos::deep_copy(x, double(q + 1));
+  set(flags);
+  kpmap::pmax_inplace(std::tie(x, flags), "devices");
+  CHECK(matches(x, [](std::size_t) { return p(); }));
+  const auto fused = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), flags);
+  for (std::size_t k = 0; k < 8; ++k) CHECK(fused(k) == (k != 6));
 }
 
 TEST_CASE("reductions on LayoutRight Views of rank 0 to 3 and 8", "[collectives]") {

@@ -152,6 +152,58 @@ TEST_CASE("dot, axpy and the elementwise operations", "[ops]") {
   CHECK_THROWS_WITH(kpmap::axpy(1.0, x, short_one), ContainsSubstring("kpmap::axpy"));
 }
 
+TEMPLATE_TEST_CASE("max and min are NaN where any element is, as jnp.max and jnp.min", "[ops]",
+                   double, float) {
+  using T = TestType;
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  // jnp.max([0, nan, 2, 3]) is nan; the NaN first, last, and after the
+  // largest; a long array whose partial results join across threads.
+  for (const std::vector<T>& values :
+       {std::vector<T>{0, nan, 2, 3}, std::vector<T>{nan, 1, 2}, std::vector<T>{3, 1, nan},
+        std::vector<T>{-1, 7, nan, 2, -8}}) {
+    Kokkos::View<T*, Exec> a("a", values.size());
+    auto h = Kokkos::create_mirror_view(a);
+    for (std::size_t i = 0; i < values.size(); ++i) h(i) = values[i];
+    Kokkos::deep_copy(a, h);
+    CHECK(std::isnan(kpmap::max(a)));
+    CHECK(std::isnan(kpmap::min(a)));
+  }
+  const std::size_t n = 100003;
+  for (std::size_t at : {std::size_t(0), std::size_t(51234), n - 1}) {
+    CAPTURE(at);
+    Kokkos::View<T*, Exec> a("a", n);
+    Kokkos::parallel_for(
+        "test_ops::fill", Kokkos::RangePolicy<Exec>(0, n),
+        KOKKOS_LAMBDA(std::int64_t i) { a(i) = std::size_t(i) == at ? nan : T(i % 97); });
+    CHECK(std::isnan(kpmap::max(a)));
+    CHECK(std::isnan(kpmap::min(a)));
+    // Without the NaN, the numbers' own max and min.
+    Kokkos::parallel_for(
+        "test_ops::fill", Kokkos::RangePolicy<Exec>(0, n),
+        KOKKOS_LAMBDA(std::int64_t i) { a(i) = std::size_t(i) == at ? T(-5) : T(i % 97); });
+    CHECK(kpmap::max(a) == T(96));
+    CHECK(kpmap::min(a) == T(-5));
+  }
+  // Along an axis: the column or row that holds the NaN gives NaN, the others
+  // their numbers' max and min.
+  Kokkos::View<T**, Exec> m("m", 3, 4);
+  auto hm = Kokkos::create_mirror_view(m);
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t j = 0; j < 4; ++j) hm(i, j) = T(i * 4 + j);
+  }
+  hm(1, 2) = nan;
+  Kokkos::deep_copy(m, hm);
+  const auto cols = host(kpmap::max(m, 0));
+  const auto rows = host(kpmap::min(m, 1));
+  CHECK(cols(0) == T(8));
+  CHECK(cols(1) == T(9));
+  CHECK(std::isnan(cols(2)));
+  CHECK(cols(3) == T(11));
+  CHECK(rows(0) == T(0));
+  CHECK(std::isnan(rows(1)));
+  CHECK(rows(2) == T(8));
+}
+
 TEST_CASE("float Views stay float", "[ops]") {
   Kokkos::View<float**, Exec> a("a", 2, 3);
   Kokkos::View<float*, Exec> x("x", 3);

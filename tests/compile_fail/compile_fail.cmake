@@ -21,3 +21,9 @@ kpmap_add_compile_fail_test(not_a_tree compile_fail/not_a_tree.cpp
   "this type is not a tree of Views. A tree is a Kokkos::View, a std::tuple, std::vector or std::array of trees, or a type with a member")
 kpmap_add_compile_fail_test(vmap_axis_out_of_range compile_fail/vmap_axis_out_of_range.cpp
                             "I = 1.*Axis = 2.*Rank = 2.*a batch axis is beyond its argument.s rank")
+kpmap_add_compile_fail_test(pmax_complex_leaf compile_fail/pmax_complex_leaf.cpp
+  "order_leaf_check.*Where = (kpmap::detail::)?tuple_element_number<1>.*complex.*pmax and pmin need ordered elements")
+kpmap_add_compile_fail_test(psum_bool_view compile_fail/psum_bool_view.cpp
+  "sum_leaf_check.*Leaf = .*bool.*holds bool, which cannot hold a count")
+kpmap_add_compile_fail_test(mean_integer_view compile_fail/mean_integer_view.cpp
+  "kpmap::mean needs floating-point elements")

@@ -8,6 +8,7 @@
 /// or staged is the transport's decision (kpmap/transport/buffer.hpp).
 
 #include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/mpi_datatype.hpp>
 #include <kpmap/base/detail/view_utils.hpp>
 #include <kpmap/tools/trace.hpp>
 #include <kpmap/transport/buffer.hpp>
@@ -103,7 +104,7 @@ trace::Args trace_args(const X& x) {
     a.bytes = static_cast<long long>(x.size() * sizeof(typename std::decay_t<X>::value_type));
     a.path = transport::must_stage<M>() ? "staged" : "direct";
   } else {
-    static_assert(std::is_arithmetic_v<X>, "trace_args: a View or a number");
+    static_assert(is_mpi_element_v<X>, "trace_args: a View or a number");
     a.bytes = static_cast<long long>(sizeof(X));
     a.path = "host";
   }

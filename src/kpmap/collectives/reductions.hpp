@@ -36,12 +36,27 @@ struct Weight {
 
 namespace detail {
 
-/// Where a leaf sits in a tree, for pmean's compile-time refusal: the
-/// compiler prints it among the template arguments of mean_leaf_check.
+/// Where a leaf sits in a tree, for a reduction's compile-time refusal: the
+/// compiler prints it among the template arguments of the rule's check.
 template <std::size_t I>
 struct tuple_element_number {};
 struct vector_element {};
 struct for_each_view_leaf {};
+
+/// The real type of a floating-point or complex T.
+template <class T, class = void>
+struct real_of {
+  using type = T;
+};
+template <class T>
+struct real_of<T, std::void_t<typename T::value_type>> {
+  using type = typename T::value_type;
+};
+
+template <class T>
+inline constexpr bool is_complex_v =
+    is_std_complex_v<T> || std::is_same_v<T, Kokkos::complex<float>> ||
+    std::is_same_v<T, Kokkos::complex<double>>;
 
 /// pmean divides: an integer leaf's mean would be truncated (1 of 3 ranks
 /// holding 1 gives 0), so it is refused at compile time, as JAX would give a
@@ -54,26 +69,67 @@ constexpr bool mean_leaf_check() {
                 "mean would be truncated; reduce it with psum and divide in floating point");
   return true;
 }
+struct MeanRule {
+  template <class Where, class Leaf>
+  static constexpr bool check() {
+    return mean_leaf_check<Where, Leaf>();
+  }
+};
 
-template <class X, std::size_t... I>
-constexpr void require_mean_tuple(std::index_sequence<I...>);
+/// psum adds: a bool cannot hold a count (JAX's psum of booleans gives
+/// integers), and MPI has no sum of booleans, so it is refused.
+template <class Where, class Leaf>
+constexpr bool sum_leaf_check() {
+  static_assert(!std::is_same_v<value_t<std::decay_t<Leaf>>, bool>,
+                "kpmap::psum needs numbers: this leaf (Where and Leaf in 'sum_leaf_check<Where, "
+                "Leaf>' above) holds bool, which cannot hold a count; psum a View<int> of 0 and "
+                "1 to count, or pmax (any) and pmin (all) the bools");
+  return true;
+}
+struct SumRule {
+  template <class Where, class Leaf>
+  static constexpr bool check() {
+    return sum_leaf_check<Where, Leaf>();
+  }
+};
+
+/// pmax and pmin compare: complex numbers have no order (jnp.max of a
+/// complex array orders them lexicographically, which MPI cannot do), so
+/// they are refused.
+template <class Where, class Leaf>
+constexpr bool order_leaf_check() {
+  static_assert(!is_complex_v<value_t<std::decay_t<Leaf>>>,
+                "kpmap::pmax and pmin need ordered elements: this leaf (Where and Leaf in "
+                "'order_leaf_check<Where, Leaf>' above) is complex, which has no order; reduce "
+                "its real part or magnitude instead");
+  return true;
+}
+struct OrderRule {
+  template <class Where, class Leaf>
+  static constexpr bool check() {
+    return order_leaf_check<Where, Leaf>();
+  }
+};
+
+template <class Rule, class X, std::size_t... I>
+constexpr void require_leaves_tuple(std::index_sequence<I...>);
 
 /// The leaf types of a tree whose types say them all (a View, or std::tuple
-/// and std::vector of them): refused at compile time if any is an integer.
-template <class Where, class X>
-constexpr void require_mean_static() {
+/// and std::vector of them): each must pass Rule at compile time.
+template <class Rule, class Where, class X>
+constexpr void require_leaves_static() {
   using U = std::decay_t<X>;
   if constexpr (is_view_v<U>) {
-    mean_leaf_check<Where, U>();
+    Rule::template check<Where, U>();
   } else if constexpr (is_tuple<U>::value) {
-    require_mean_tuple<U>(std::make_index_sequence<std::tuple_size_v<U>>{});
+    require_leaves_tuple<Rule, U>(std::make_index_sequence<std::tuple_size_v<U>>{});
   } else if constexpr (is_std_vector<U>::value || is_std_array<U>::value) {
-    require_mean_static<vector_element, typename U::value_type>();
+    require_leaves_static<Rule, vector_element, typename U::value_type>();
   }
 }
-template <class X, std::size_t... I>
-constexpr void require_mean_tuple(std::index_sequence<I...>) {
-  (require_mean_static<tuple_element_number<I>, std::tuple_element_t<I, X>>(), ...);
+template <class Rule, class X, std::size_t... I>
+constexpr void require_leaves_tuple(std::index_sequence<I...>) {
+  (require_leaves_static<Rule, tuple_element_number<I>, std::tuple_element_t<I, X>>(), ...);
 }
 
 template <class X, std::size_t... I>
@@ -100,16 +156,26 @@ constexpr bool holds_struct_in(std::index_sequence<I...>) {
   return (holds_struct<std::tuple_element_t<I, X>>() || ... || false);
 }
 
-/// Every leaf of `x`, a View or any tree, must be floating-point or complex
-/// (compile time). A type with for_each_view is visited to see its leaves'
-/// types; nothing runs but the visit.
-template <class X>
-void require_mean_type(X& x) {
-  require_mean_static<tuple_element_number<0>, X>();
+/// Every leaf of `x`, a View or any tree, must pass Rule (compile time). A
+/// type with for_each_view is visited to see its leaves' types; nothing
+/// runs but the visit.
+template <class Rule, class X>
+void require_leaves(X& x) {
+  require_leaves_static<Rule, tuple_element_number<0>, X>();
   if constexpr (holds_struct<X>()) {
-    auto check = [](auto& leaf) { mean_leaf_check<for_each_view_leaf, decltype(leaf)>(); };
+    auto check = [](auto& leaf) { Rule::template check<for_each_view_leaf, decltype(leaf)>(); };
     for_each_leaf(x, check);
   }
+}
+
+/// The rule of a reduction's leaves: sum, max or min.
+template <ReduceOp Op>
+using rule_of_t = std::conditional_t<Op == ReduceOp::sum, SumRule, OrderRule>;
+
+/// The rule of a reduction's scalar.
+template <class Rule, class T>
+constexpr bool require_scalar() {
+  return Rule::template check<tuple_element_number<0>, Kokkos::View<T>>();
 }
 
 /// The local (before, after) scale factors of a pmean, weighted or not.
@@ -270,25 +336,35 @@ owning_like_t<V> reduced_copy(const Exec& exec, const V& x, const Axis& axis, Re
 
 // -- scalars: return the reduction over the axis --------------------------------
 
-/// \brief Sum of `x` over `axis`. Collective over the axis.
+/// \brief Sum of `x` over `axis`: a number or a complex number (not a
+/// bool, refused at compile time). Collective over the axis.
 template <class T, std::enable_if_t<detail::is_mpi_element_v<T>, int> = 0>
 T psum(T x, AxisRef axis) {
+  detail::sum_leaf_check<detail::tuple_element_number<0>, Kokkos::View<T>>();
   return detail::reduce_scalar(x, *axis, detail::ReduceOp::sum);
 }
-/// \brief Maximum of `x` over `axis`. Collective over the axis.
-template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+/// \brief Maximum of `x` over `axis`: NaN where any rank's x is NaN; for
+/// bools, true where any is (complex numbers are refused at compile time).
+/// Collective over the axis.
+template <class T, std::enable_if_t<detail::is_mpi_element_v<T>, int> = 0>
 T pmax(T x, AxisRef axis) {
+  detail::order_leaf_check<detail::tuple_element_number<0>, Kokkos::View<T>>();
   return detail::reduce_scalar(x, *axis, detail::ReduceOp::max);
 }
-/// \brief Minimum of `x` over `axis`. Collective over the axis.
-template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+/// \brief Minimum of `x` over `axis`: NaN where any rank's x is NaN; for
+/// bools, true where all are. Collective over the axis.
+template <class T, std::enable_if_t<detail::is_mpi_element_v<T>, int> = 0>
 T pmin(T x, AxisRef axis) {
+  detail::order_leaf_check<detail::tuple_element_number<0>, Kokkos::View<T>>();
   return detail::reduce_scalar(x, *axis, detail::ReduceOp::min);
 }
-/// \brief Mean of `x` over the ranks of `axis`. Collective over the axis.
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+/// \brief Mean of `x` (floating point or complex) over the ranks of `axis`.
+/// Collective over the axis.
+template <class T,
+          std::enable_if_t<std::is_floating_point_v<T> || detail::is_complex_v<T>, int> = 0>
 T pmean(T x, AxisRef axis) {
-  return detail::reduce_scalar(x, *axis, detail::ReduceOp::sum) / static_cast<T>(axis->size());
+  using Real = typename detail::real_of<T>::type;
+  return detail::reduce_scalar(x, *axis, detail::ReduceOp::sum) / static_cast<Real>(axis->size());
 }
 /// \brief Weighted mean sum(w_r x_r) / sum(w_r) over `axis`: the global mean
 /// when x_r is a mean over w_r local samples (uneven shards). One message.
@@ -351,20 +427,23 @@ Request ipsum(T* values, int count, AxisRef axis) {
 /// over `axis`. A tree's leaves travel fused in few messages. Collective.
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 void psum_inplace(const Exec& exec, X&& x, AxisRef axis) {
+  detail::require_leaves<detail::SumRule>(x);
   detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::sum, 1.0, 1.0);
 }
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 void pmax_inplace(const Exec& exec, X&& x, AxisRef axis) {
+  detail::require_leaves<detail::OrderRule>(x);
   detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::max, 1.0, 1.0);
 }
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 void pmin_inplace(const Exec& exec, X&& x, AxisRef axis) {
+  detail::require_leaves<detail::OrderRule>(x);
   detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::min, 1.0, 1.0);
 }
 /// \brief Replaces `x` by its mean over the ranks of `axis` (floating point).
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 void pmean_inplace(const Exec& exec, X&& x, AxisRef axis) {
-  detail::require_mean_type(x);
+  detail::require_leaves<detail::MeanRule>(x);
   const auto [before, after] = detail::mean_factors(*axis, nullptr);
   detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
@@ -372,7 +451,7 @@ void pmean_inplace(const Exec& exec, X&& x, AxisRef axis) {
 /// samples when x_r is the mean of w_r local samples (uneven shards).
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 void pmean_inplace(const Exec& exec, X&& x, AxisRef axis, Weight w) {
-  detail::require_mean_type(x);
+  detail::require_leaves<detail::MeanRule>(x);
   const auto [before, after] = detail::mean_factors(*axis, &w);
   detail::reduce_inplace(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
@@ -381,29 +460,32 @@ void pmean_inplace(const Exec& exec, X&& x, AxisRef axis, Weight w) {
 // instance of the data's space runs the collective (see unnamed_instance).
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void psum_inplace(X&& x, AxisRef axis) {
+  detail::require_leaves<detail::SumRule>(x);
   detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
                          detail::ReduceOp::sum, 1.0, 1.0, /*fenced=*/true);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmax_inplace(X&& x, AxisRef axis) {
+  detail::require_leaves<detail::OrderRule>(x);
   detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
                          detail::ReduceOp::max, 1.0, 1.0, /*fenced=*/true);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmin_inplace(X&& x, AxisRef axis) {
+  detail::require_leaves<detail::OrderRule>(x);
   detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
                          detail::ReduceOp::min, 1.0, 1.0, /*fenced=*/true);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmean_inplace(X&& x, AxisRef axis) {
-  detail::require_mean_type(x);
+  detail::require_leaves<detail::MeanRule>(x);
   const auto [before, after] = detail::mean_factors(*axis, nullptr);
   detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
                          detail::ReduceOp::sum, before, after, /*fenced=*/true);
 }
 template <class X, std::enable_if_t<!detail::is_exec_v<X>, int> = 0>
 void pmean_inplace(X&& x, AxisRef axis, Weight w) {
-  detail::require_mean_type(x);
+  detail::require_leaves<detail::MeanRule>(x);
   const auto [before, after] = detail::mean_factors(*axis, &w);
   detail::reduce_inplace(detail::unnamed_instance<detail::exec_of_t<std::decay_t<X>>>(), x, *axis,
                          detail::ReduceOp::sum, before, after, /*fenced=*/true);
@@ -415,25 +497,28 @@ void pmean_inplace(X&& x, AxisRef axis, Weight w) {
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 auto psum(const Exec& exec, const V& x, AxisRef axis) {
+  detail::require_leaves<detail::SumRule>(x);
   return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::sum, false);
 }
 /// \brief A new View holding the maximum of `x` over `axis`. Collective.
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 auto pmax(const Exec& exec, const V& x, AxisRef axis) {
+  detail::require_leaves<detail::OrderRule>(x);
   return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::max, false);
 }
 /// \brief A new View holding the minimum of `x` over `axis`. Collective.
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 auto pmin(const Exec& exec, const V& x, AxisRef axis) {
+  detail::require_leaves<detail::OrderRule>(x);
   return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::min, false);
 }
 /// \brief A new View holding the mean of `x` over the ranks of `axis`. Collective.
 template <class Exec, class V,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_view_v<V>, int> = 0>
 auto pmean(const Exec& exec, const V& x, AxisRef axis) {
-  detail::require_mean_static<detail::tuple_element_number<0>, V>();
+  detail::require_leaves_static<detail::MeanRule, detail::tuple_element_number<0>, V>();
   return detail::reduced_copy(exec, x, *axis, detail::ReduceOp::sum, true);
 }
 // Without an execution space: every instance is fenced first, then a default
@@ -466,6 +551,7 @@ template <class Exec, class X,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_tree_v<std::decay_t<X>>, int> = 0>
 auto psum(const Exec& exec, const X& x, AxisRef axis) {
   auto y = detail::tree_copy(exec, x, "kpmap::psum");
+  detail::require_leaves<detail::SumRule>(y);
   detail::reduce_inplace(exec, y, *axis, detail::ReduceOp::sum, 1.0, 1.0);
   return y;
 }
@@ -474,6 +560,7 @@ template <class Exec, class X,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_tree_v<std::decay_t<X>>, int> = 0>
 auto pmax(const Exec& exec, const X& x, AxisRef axis) {
   auto y = detail::tree_copy(exec, x, "kpmap::pmax");
+  detail::require_leaves<detail::OrderRule>(y);
   detail::reduce_inplace(exec, y, *axis, detail::ReduceOp::max, 1.0, 1.0);
   return y;
 }
@@ -482,6 +569,7 @@ template <class Exec, class X,
           std::enable_if_t<detail::is_exec_v<Exec> && detail::is_tree_v<std::decay_t<X>>, int> = 0>
 auto pmin(const Exec& exec, const X& x, AxisRef axis) {
   auto y = detail::tree_copy(exec, x, "kpmap::pmin");
+  detail::require_leaves<detail::OrderRule>(y);
   detail::reduce_inplace(exec, y, *axis, detail::ReduceOp::min, 1.0, 1.0);
   return y;
 }
@@ -536,25 +624,28 @@ auto pmean(const X& x, AxisRef axis, Weight w) {
 /// the Request. Collective (every rank starts it in the same order).
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 Request ipsum(const Exec& exec, X&& x, AxisRef axis) {
+  detail::require_leaves<detail::SumRule>(x);
   return detail::reduce_start(exec, x, *axis, detail::ReduceOp::sum, 1.0, 1.0);
 }
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 Request ipmax(const Exec& exec, X&& x, AxisRef axis) {
+  detail::require_leaves<detail::OrderRule>(x);
   return detail::reduce_start(exec, x, *axis, detail::ReduceOp::max, 1.0, 1.0);
 }
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 Request ipmin(const Exec& exec, X&& x, AxisRef axis) {
+  detail::require_leaves<detail::OrderRule>(x);
   return detail::reduce_start(exec, x, *axis, detail::ReduceOp::min, 1.0, 1.0);
 }
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 Request ipmean(const Exec& exec, X&& x, AxisRef axis) {
-  detail::require_mean_type(x);
+  detail::require_leaves<detail::MeanRule>(x);
   const auto [before, after] = detail::mean_factors(*axis, nullptr);
   return detail::reduce_start(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }
 template <class Exec, class X, std::enable_if_t<detail::is_exec_v<Exec>, int> = 0>
 Request ipmean(const Exec& exec, X&& x, AxisRef axis, Weight w) {
-  detail::require_mean_type(x);
+  detail::require_leaves<detail::MeanRule>(x);
   const auto [before, after] = detail::mean_factors(*axis, &w);
   return detail::reduce_start(exec, x, *axis, detail::ReduceOp::sum, before, after);
 }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace kpmap {
 
@@ -49,20 +50,61 @@ KOKKOS_INLINE_FUNCTION T identity() {
   if constexpr (R == Reduction::min) return Kokkos::reduction_identity<T>::min();
   return T(0);
 }
+/// Whether x is NaN (never for an integer).
+template <class T>
+KOKKOS_INLINE_FUNCTION bool is_nan(const T& x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return x != x;
+  } else {
+    (void)x;
+    return false;
+  }
+}
+
+/// acc = max (min) of acc and x, NaN where either is, as jnp.max does:
+/// `if (x > acc)` alone would skip a NaN that comes after a number.
 template <Reduction R, class T>
 KOKKOS_INLINE_FUNCTION void join(T& acc, T x) {
   if constexpr (R == Reduction::max) {
-    if (x > acc) acc = x;
+    if (is_nan(x) || (!is_nan(acc) && x > acc)) acc = x;
   } else if constexpr (R == Reduction::min) {
-    if (x < acc) acc = x;
+    if (is_nan(x) || (!is_nan(acc) && x < acc)) acc = x;
   } else {
     acc += x;
   }
 }
+
+/// Kokkos' Max and Min with join<R>'s rule: partial results of threads
+/// and teams join so that a NaN in any of them is the result.
+template <Reduction R, class T, class Space = Kokkos::HostSpace>
+struct ExtremumReducer {
+  using reducer = ExtremumReducer;
+  using value_type = std::remove_cv_t<T>;
+  using result_view_type = Kokkos::View<value_type, Space, Kokkos::MemoryUnmanaged>;
+
+  KOKKOS_INLINE_FUNCTION explicit ExtremumReducer(value_type& v) : value_(&v) {}
+  KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const {
+    kpmap::detail::join<R>(dest, src);
+  }
+  // Kokkos 3.4 joins through volatile references.
+  KOKKOS_INLINE_FUNCTION void join(volatile value_type& dest,
+                                   const volatile value_type& src) const {
+    value_type d = dest;
+    kpmap::detail::join<R>(d, value_type(src));
+    dest = d;
+  }
+  KOKKOS_INLINE_FUNCTION void init(value_type& v) const { v = identity<R, value_type>(); }
+  KOKKOS_INLINE_FUNCTION value_type& reference() const { return *value_.data(); }
+  KOKKOS_INLINE_FUNCTION result_view_type view() const { return value_; }
+  KOKKOS_INLINE_FUNCTION bool references_scalar() const { return true; }
+
+ private:
+  result_view_type value_;
+};
+
 template <Reduction R, class T>
-using reducer_t =
-    std::conditional_t<R == Reduction::max, Kokkos::Max<T>,
-                       std::conditional_t<R == Reduction::min, Kokkos::Min<T>, Kokkos::Sum<T>>>;
+using reducer_t = std::conditional_t<R == Reduction::sum || R == Reduction::mean, Kokkos::Sum<T>,
+                                     ExtremumReducer<R, T>>;
 
 /// out(j) = reduce_i a(i, j) * factor: a thread per column.
 template <Reduction R, class Out, class A>
@@ -164,9 +206,20 @@ void reduce_elements(const char* name, const Exec& exec, const A& a, const F& f,
   }
 }
 
+/// kpmap::mean of integers is refused, as pmean's is: the mean would be
+/// truncated to the element type (jnp.mean gives a float).
+template <Reduction R, class T>
+constexpr void require_reducible() {
+  static_assert(R != Reduction::mean || !std::is_integral_v<T>,
+                "kpmap::mean needs floating-point elements: the mean of integers would be "
+                "truncated (pmean refuses them too); take kpmap::sum and divide in floating "
+                "point");
+}
+
 template <Reduction R, class Exec, class A>
 ops_value_t<A> reduce_all(const Exec& exec, const A& a) {
   require_ops_view<Exec, A>();
+  require_reducible<R, ops_value_t<A>>();
   using T = ops_value_t<A>;
   const char* name = reduction_name(R);
   if (R != Reduction::sum && a.size() == 0) {
@@ -187,6 +240,7 @@ auto reduce_axis(const Exec& exec, const A& a, int axis) {
                 "kpmap's reductions along an axis take a matrix (rank 2); without an axis they "
                 "reduce every element");
   using T = ops_value_t<A>;
+  require_reducible<R, T>();
   using Out = ops_result_t<T, 1, ops_memory_t<A>>;
   const char* name = reduction_name(R);
   if (axis != 0 && axis != 1) {

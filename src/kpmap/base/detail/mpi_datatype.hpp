@@ -90,17 +90,20 @@ MPI_Op nan_propagating_op() {
   return op;
 }
 
-/// \brief The MPI operation of `op` on elements of type T: MPI's own, or
-/// for max and min of floating point kpmap's, which propagates NaN.
+/// \brief The MPI operation of `op` on elements of type T: MPI's own (for
+/// bools max is "any", MPI_LOR, and min "all", MPI_LAND), or for max and
+/// min of floating point kpmap's, which propagates NaN.
 template <class T>
 MPI_Op mpi_op(ReduceOp op) {
   using U = std::remove_cv_t<T>;
   switch (op) {
     case ReduceOp::max:
       if constexpr (std::is_floating_point_v<U>) return nan_propagating_op<U, true>();
+      if constexpr (std::is_same_v<U, bool>) return MPI_LOR;  // any
       return MPI_MAX;
     case ReduceOp::min:
       if constexpr (std::is_floating_point_v<U>) return nan_propagating_op<U, false>();
+      if constexpr (std::is_same_v<U, bool>) return MPI_LAND;  // all
       return MPI_MIN;
     case ReduceOp::sum:
       break;
