@@ -27,32 +27,37 @@ namespace train = kpmap::train;
 
 namespace {
 
-// Forward, in place: one thread per element of the batch.
+// Forward: one thread per element of the batch. `in` and `out` are the same
+// storage when the model runs the layer in place; each element is read
+// before it is written, so either way is right.
 template <class T, class M>
 struct LeakyForward {
-  Kokkos::View<T**, Kokkos::LayoutRight, M> a;
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> in;
+  Kokkos::View<T**, Kokkos::LayoutRight, M> out;
   T slope;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    const T x = a.data()[i];
-    a.data()[i] = x > T(0) ? x : slope * x;
+    const T x = in.data()[i];
+    out.data()[i] = x > T(0) ? x : slope * x;
   }
 };
 
 // Backward from the output alone (y > 0 exactly where x > 0, for slope >= 0):
-// dL/dx = dL/dy times 1 or slope, in place.
+// dL/dx = dL/dy times 1 or slope (din and dout the same storage in a model).
 template <class T, class M>
 struct LeakyBackward {
   Kokkos::View<const T**, Kokkos::LayoutRight, M> y;
-  Kokkos::View<T**, Kokkos::LayoutRight, M> grad;
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> dout;
+  Kokkos::View<T**, Kokkos::LayoutRight, M> din;
   T slope;
   KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
-    if (!(y.data()[i] > T(0))) grad.data()[i] *= slope;
+    din.data()[i] = y.data()[i] > T(0) ? dout.data()[i] : slope * dout.data()[i];
   }
 };
 
 // The layer, for any value type T and memory space M (the library builds it
-// for each it supports). In place: its output overwrites its input, so it
-// costs no memory.
+// for each it supports). In place: the model gives its input and output the
+// same storage, so it costs no memory; a program driving it by hand with
+// buffers of their own gets `out` and `din` written, as from every layer.
 template <class T, class M>
 class LeakyReLU final : public train::Layer<T, M> {
  public:
@@ -65,15 +70,15 @@ class LeakyReLU final : public train::Layer<T, M> {
   std::string type() const override { return "leaky_relu"; }
   train::Shape output_shape() const override { return this->input_; }
   bool in_place() const override { return true; }
-  void forward(const Exec& exec, const Batch& in, const Batch&) override {
+  void forward(const Exec& exec, const Batch& in, const Batch& out) override {
     Kokkos::parallel_for("leaky_relu::forward", Kokkos::RangePolicy<Exec>(exec, 0, in.size()),
-                         LeakyForward<T, M>{in, slope_});
+                         LeakyForward<T, M>{in, out, slope_});
   }
   void backward(const Exec& exec, const Batch&, const Batch& out, const Batch& dout,
                 const Batch& din) override {
     if (din.data() == nullptr) return;  // the first layer: no input gradient wanted
     Kokkos::parallel_for("leaky_relu::backward", Kokkos::RangePolicy<Exec>(exec, 0, dout.size()),
-                         LeakyBackward<T, M>{out, dout, slope_});
+                         LeakyBackward<T, M>{out, dout, din, slope_});
   }
 
  private:

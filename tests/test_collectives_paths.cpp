@@ -311,6 +311,47 @@ TEST_CASE("checked mode turns mistakes into errors on every rank", "[collectives
                       ContainsSubstring("axis 'devices'") && ContainsSubstring("axis rank 1") &&
                           ContainsSubstring("shape (4)") && ContainsSubstring("shape (3)"));
   }
+  SECTION("a tree whose leaf differs in shape on one rank names the leaf") {
+    // The last rank's second leaf has 7 rows where the others' have 6: the
+    // message names that leaf by its place and label and both shapes, and no
+    // fused size or internal hash.
+    const int last = world_size() - 1;
+    Kokkos::View<double**, Exec> w("w1", 2, 3);
+    Kokkos::View<double*, Exec> b("b2", me == last ? 7 : 6);
+    Kokkos::View<int*, Exec> n("count", 1);
+    const auto said = [&](const std::string& text) {
+      return ContainsSubstring(
+                 "leaf 1 'b2' (double) has shape (6) on axis rank 0 but (7) on "
+                 "axis rank " +
+                 std::to_string(last))
+                 .match(text) &&
+             !ContainsSubstring("parameter").match(text) && !ContainsSubstring("(9)").match(text);
+    };
+    std::string text;
+    try {
+      kpmap::psum_inplace(std::tie(w, b, n), "devices");
+    } catch (const kpmap::Error& e) {
+      text = e.what();
+    }
+    CAPTURE(text);
+    CHECK(said(text));
+    // A leaf more on one rank: the first that only it passes.
+    Kokkos::View<double*, Exec> extra("extra", 2);
+    text.clear();
+    try {
+      if (me == last) {
+        kpmap::pmean_inplace(std::tie(w, extra), "devices");
+      } else {
+        kpmap::pmean_inplace(std::tie(w), "devices");
+      }
+    } catch (const kpmap::Error& e) {
+      text = e.what();
+    }
+    CAPTURE(text);
+    CHECK_THAT(text, ContainsSubstring("axis rank 0 passes 1 leaf of this type") &&
+                         ContainsSubstring("2; the first that only axis rank " +
+                                           std::to_string(last) + " passes: leaf 1 'extra'"));
+  }
   SECTION("different collectives on different ranks") {
     Kokkos::View<double*, Exec> x("x", 3);
     auto call = [&] {

@@ -43,11 +43,15 @@ using namespace train_checks;
 // registered in this file, with a key of its own.
 namespace {
 
+// to = factor from; the two the same storage in a model, which runs it in place.
 template <class T, class M>
 struct ScaleKernel {
-  Kokkos::View<T**, Kokkos::LayoutRight, M> a;
+  Kokkos::View<const T**, Kokkos::LayoutRight, M> from;
+  Kokkos::View<T**, Kokkos::LayoutRight, M> to;
   T factor;
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const { a.data()[i] *= factor; }
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    to.data()[i] = factor * from.data()[i];
+  }
 };
 
 // y = factor x, in place (so backward scales the gradient the same way).
@@ -61,15 +65,15 @@ class Scale final : public Layer<T, M> {
   std::string type() const override { return "scale"; }
   Shape output_shape() const override { return this->input_; }
   bool in_place() const override { return true; }
-  void forward(const Exec& exec, const Batch& in, const Batch&) override {
+  void forward(const Exec& exec, const Batch& in, const Batch& out) override {
     Kokkos::parallel_for("test::scale::forward", Kokkos::RangePolicy<Exec>(exec, 0, in.size()),
-                         ScaleKernel<T, M>{in, factor_});
+                         ScaleKernel<T, M>{in, out, factor_});
   }
   void backward(const Exec& exec, const Batch&, const Batch&, const Batch& dout,
                 const Batch& din) override {
     if (din.data() == nullptr) return;
     Kokkos::parallel_for("test::scale::backward", Kokkos::RangePolicy<Exec>(exec, 0, dout.size()),
-                         ScaleKernel<T, M>{dout, factor_});
+                         ScaleKernel<T, M>{dout, din, factor_});
   }
 
  private:

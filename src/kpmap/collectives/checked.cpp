@@ -3,9 +3,11 @@
 #include <kpmap/base/error.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace kpmap {
@@ -57,6 +59,8 @@ Record to_record(const detail::Signature& s) {
   return r;
 }
 
+bool is_tree(const Record& r) { return std::strncmp(r.arg, "tree of ", 8) == 0; }
+
 bool same(const Record& a, const Record& b) {
   return std::strcmp(a.op, b.op) == 0 && std::strcmp(a.type, b.type) == 0 && a.rank == b.rank &&
          std::memcmp(a.extents, b.extents, sizeof(a.extents)) == 0 && a.param == b.param;
@@ -68,8 +72,55 @@ std::string describe(const Record& r) {
   s += " shape (";
   for (int d = 0; d < r.rank; ++d) s += (d ? ", " : "") + std::to_string(r.extents[d]);
   s += ")";
-  if (r.param != 0) s += " [parameter " + std::to_string(r.param) + "]";
+  if (r.param != 0 && !is_tree(r)) s += " [parameter " + std::to_string(r.param) + "]";
   return s;
+}
+
+// The lines of a tree's leaves as one text, and back.
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const auto& l : lines) s += l + "\n";
+  return s;
+}
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> lines;
+  std::size_t from = 0;
+  for (std::size_t at = s.find('\n'); at != std::string::npos; at = s.find('\n', from)) {
+    lines.push_back(s.substr(from, at - from));
+    from = at + 1;
+  }
+  return lines;
+}
+
+// Where two ranks' trees first differ: a leaf's shape, the leaf itself, or
+// the number of leaves.
+std::string first_difference(const std::vector<std::string>& ours,
+                             const std::vector<std::string>& theirs, int other) {
+  const std::string them = "axis rank " + std::to_string(other);
+  const auto leaf = [](const std::string& line) { return line.substr(0, line.find('\t')); };
+  const auto shape = [](const std::string& line) {
+    const auto tab = line.find('\t');
+    return tab == std::string::npos ? std::string() : line.substr(tab + 1);
+  };
+  for (std::size_t i = 0; i < std::min(ours.size(), theirs.size()); ++i) {
+    if (ours[i] == theirs[i]) continue;
+    if (leaf(ours[i]) == leaf(theirs[i])) {
+      return leaf(ours[i]) + " has shape " + shape(ours[i]) + " on axis rank 0 but " +
+             shape(theirs[i]) + " on " + them;
+    }
+    return "axis rank 0 has " + leaf(ours[i]) + " " + shape(ours[i]) + " where " + them + " has " +
+           leaf(theirs[i]) + " " + shape(theirs[i]);
+  }
+  const bool more_here = ours.size() > theirs.size();
+  const auto& longer = more_here ? ours : theirs;
+  const std::size_t common = std::min(ours.size(), theirs.size());
+  const auto count = [](std::size_t n) {
+    return std::to_string(n) + (n == 1 ? " leaf" : " leaves");
+  };
+  return "axis rank 0 passes " + count(ours.size()) + " of this type, " + them + " " +
+         std::to_string(theirs.size()) + "; the first that only " +
+         (more_here ? std::string("axis rank 0") : them) + " passes: " + leaf(longer[common]) +
+         " " + shape(longer[common]);
 }
 
 std::uint64_t fnv1a(const void* p, std::size_t n) {
@@ -93,11 +144,40 @@ void set_checked_mode(bool on) { g_checked_override = on; }
 
 namespace detail {
 
-void verify_signature(const Axis& axis, const Signature& mine) {
+void verify_signature(const Axis& axis, const Signature& mine,
+                      const std::vector<std::string>* leaves) {
   const Record rec = to_record(mine);
   std::vector<Record> all(static_cast<std::size_t>(axis.size()));
   MPI_Allgather(&rec, sizeof(Record), MPI_BYTE, all.data(), sizeof(Record), MPI_BYTE, axis.comm());
   for (int r = 1; r < axis.size(); ++r) {
+    if (!same(all[0], all[r]) && is_tree(all[0]) && is_tree(all[r]) &&
+        std::strcmp(all[0].op, all[r].op) == 0 && std::strcmp(all[0].type, all[r].type) == 0) {
+      // Two trees of one element type: every rank sees this from the records
+      // alike. The other rank's leaves go to axis rank 0, which names the
+      // first that differs to everyone.
+      std::string message;
+      const int me = axis.index();
+      if (me == r) {
+        const std::string text =
+            join_lines(leaves != nullptr ? *leaves : std::vector<std::string>{});
+        MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, 12, axis.comm());
+      } else if (me == 0) {
+        MPI_Status status;
+        MPI_Probe(r, 12, axis.comm(), &status);
+        int n = 0;
+        MPI_Get_count(&status, MPI_CHAR, &n);
+        std::string text(static_cast<std::size_t>(n), '\0');
+        MPI_Recv(text.data(), n, MPI_CHAR, r, 12, axis.comm(), MPI_STATUS_IGNORE);
+        message = first_difference(leaves != nullptr ? *leaves : std::vector<std::string>{},
+                                   split_lines(text), r);
+      }
+      transport::bcast_string(message, 0, axis.comm());
+      throw Error("kpmap checked mode: " + std::string(all[0].op) + " over axis '" + axis.name() +
+                      "' called with trees that differ between ranks: " + message +
+                      " (every rank of the axis must pass a tree of the same leaves, each of the "
+                      "same shape)",
+                  exit_code::failure, ErrorScope::all_ranks);
+    }
     if (!same(all[0], all[r])) {
       throw Error("kpmap checked mode: collective over axis '" + axis.name() +
                       "' called differently on different ranks: argument '" + all[0].arg +

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace kpmap {
 
@@ -38,8 +39,12 @@ struct Signature {
 
 /// \brief Collective over `axis`: throws kpmap::Error (on every rank) when
 /// ranks disagree, naming the axis, the argument, two disagreeing ranks and
-/// what each passed.
-void verify_signature(const Axis& axis, const Signature& mine);
+/// what each passed. For a tree (`leaves`: one line a leaf, "leaf 3 'b2'
+/// float64" then its shape after a tab; `mine.arg` "tree of N leaves",
+/// `mine.param` a hash of the lines) it names the first leaf that differs
+/// and what each of the two ranks has there.
+void verify_signature(const Axis& axis, const Signature& mine,
+                      const std::vector<std::string>* leaves = nullptr);
 
 /// \brief Collective over `axis`: throws kpmap::Error (on every rank) when the
 /// `bytes` differ between ranks, naming `what`, two ranks, the first differing

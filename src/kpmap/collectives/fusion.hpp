@@ -156,6 +156,8 @@ struct FusedLeaf {
   bool contiguous = false;
   const std::type_info* type = nullptr;
   const LeafOps<Exec>* ops = nullptr;
+  std::size_t index = 0;  ///< its place in the tree, in for_each_leaf's order
+  std::string label;      ///< the View's label, in checked mode only (for its messages)
 };
 
 /// The leaf as a View again: unmanaged, LayoutStride, of rank R on device D.
@@ -240,6 +242,7 @@ FusedLeaf<Exec> describe_leaf(const V& v) {
   leaf.contiguous = is_contiguous(v);
   leaf.type = &typeid(T);
   leaf.ops = &leaf_ops<Exec, T, R, typename V::device_type>;
+  if (checked_mode()) leaf.label = v.label();
   return leaf;
 }
 
@@ -271,9 +274,13 @@ std::function<void()> start_fused_leaves(const Exec& exec, std::vector<FusedLeaf
   // Shapes (text) only where they are used, in checked mode's signature: a
   // step outside checked mode builds no strings.
   const bool checked = checked_mode();
-  std::string shapes;
+  std::vector<std::string> lines;
   for (const auto& leaf : leaves) {
-    if (checked) shapes += extents_string(leaf.extents, leaf.rank);
+    if (checked) {
+      lines.push_back("leaf " + std::to_string(leaf.index) +
+                      (leaf.label.empty() ? std::string() : " '" + leaf.label + "'") + " (" +
+                      leaf.ops->type_text() + ")\t" + extents_string(leaf.extents, leaf.rank));
+    }
     const bool alone = leaf.size * leaf.elem_size >= fusion_threshold() && leaf.contiguous;
     st->alone.push_back(alone);
     st->offsets.push_back(st->total);
@@ -293,8 +300,10 @@ std::function<void()> start_fused_leaves(const Exec& exec, std::vector<FusedLeaf
     sig.type = leaves[0].ops->type_text();
     sig.rank = 1;
     sig.extents[0] = st->total;
-    sig.param = static_cast<long long>(std::hash<std::string>{}(shapes)&0x7fffffffffffffffLL);
-    verify_signature(axis, sig);
+    std::string all_lines;
+    for (const auto& l : lines) all_lines += l + "\n";
+    sig.param = static_cast<long long>(std::hash<std::string>{}(all_lines)&0x7fffffffffffffffLL);
+    verify_signature(axis, sig, &lines);
   }
   const std::size_t elem_size = leaves[0].elem_size;
   if (st->total > 0) {
@@ -407,6 +416,7 @@ std::function<void()> start_fused(const Exec& exec, Tree& tree, const Axis& axis
     ++index;
     if constexpr (tree_reachable<Exec, std::decay_t<Tree>>::value) {
       auto described = describe_leaf<Exec>(leaf);
+      described.index = index - 1;
       for (auto& group : groups) {
         if (*group.front().type == *described.type) {
           group.push_back(described);

@@ -99,6 +99,8 @@ class Layer {
   /// \brief Whether forward may write its output over its input (and
   /// backward its input gradient over its output gradient): the model then
   /// gives both the same storage. Such a layer's backward reads only `out`.
+  /// Given buffers of their own it writes `out` (`din`) and leaves `in`
+  /// (`dout`) as they were, as every layer does.
   virtual bool in_place() const { return false; }
   /// \brief Asked when a ReLU comes just before this layer: whether this
   /// layer will apply it itself from now on (to its output in forward, and
