@@ -34,6 +34,19 @@ kpmap_add_mpi_test(NAME runtime.abort_in_checkpoint COMMAND fail_on_one_rank 1 c
   TIMEOUT 60 LABELS reliability
   WRAPPER ${EXPECT_FAILURE} --within 10 --expect "rank 1: injected failure on rank 1" --)
 
+# A rank that returns while the others wait in a psum it never calls: the
+# Runtime's end-of-program wait ends the job after KPMAP_WATCHDOG seconds,
+# rank 0 naming the ranks that never arrived, or another rank naming rank 0.
+kpmap_add_mpi_test(NAME runtime.rank_leaves_early COMMAND fail_on_one_rank 0 early RANKS 2 3
+  TIMEOUT 60 LABELS reliability
+  WRAPPER ${EXPECT_FAILURE} --within 20 --env KPMAP_WATCHDOG=3
+          "--regex=rank 0: ranks? (1|1 and 2) did not reach the end of the program within 3 s of rank 0"
+          --)
+kpmap_add_mpi_test(NAME runtime.rank_zero_leaves_alone COMMAND fail_on_one_rank 1 early RANKS 2
+  TIMEOUT 60 LABELS reliability
+  WRAPPER ${EXPECT_FAILURE} --within 20 --env KPMAP_WATCHDOG=3
+          "--expect=rank 1: rank 0 did not reach the end of the program within 3 s of rank 1" --)
+
 # A user's first mistakes with shard_map and Mesh: one kpmap line, printed
 # once for the job (not once per rank), exit code 2, no launcher banner.
 add_executable(user_mistakes programs/user_mistakes.cpp)

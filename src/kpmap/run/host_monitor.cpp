@@ -36,10 +36,7 @@ constexpr char abort_byte = 'x';  // this host ends the job on purpose (an error
 // The monitor of this process, for the farewell of an abort.
 std::atomic<HostMonitor*> g_monitor{nullptr};
 
-double now() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
+using detail::steady_seconds;
 
 struct Endpoint {
   std::uint32_t address[max_addresses];  // IPv4, network byte order
@@ -74,7 +71,7 @@ Endpoint local_addresses() {
 
 bool wait_for(int fd, short events, double deadline) {
   for (;;) {
-    const int ms = static_cast<int>(std::max(0.0, (deadline - now()) * 1000));
+    const int ms = static_cast<int>(std::max(0.0, (deadline - steady_seconds()) * 1000));
     pollfd p{fd, events, 0};
     const int r = ::poll(&p, 1, ms);
     if (r > 0) return true;
@@ -137,7 +134,7 @@ int connect_any(const Endpoint& to, double seconds) {
     a.sin_addr.s_addr = to.address[i];
     a.sin_port = static_cast<in_port_t>(to.port);
     if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
-    if (errno == EINPROGRESS && wait_for(fd, POLLOUT, now() + seconds)) {
+    if (errno == EINPROGRESS && wait_for(fd, POLLOUT, steady_seconds() + seconds)) {
       int err = 0;
       socklen_t len = sizeof err;
       if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) return fd;
@@ -241,7 +238,7 @@ void HostMonitor::connect_ring(MPI_Comm comm, int my_host) {
     MPI_Allgather(&me, sizeof me, MPI_BYTE, ends.data(), sizeof me, MPI_BYTE, leaders);
     const int next = (my_host + 1) % n;
     const int prev = (my_host + n - 1) % n;
-    const double deadline = now() + 20;
+    const double deadline = steady_seconds() + 20;
     if (failure.empty()) {
       Peer p;
       p.host = next;
@@ -264,7 +261,7 @@ void HostMonitor::connect_ring(MPI_Comm comm, int my_host) {
       const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) continue;
       Hello hello{};
-      if (recv_all(fd, &hello, sizeof hello, std::min(deadline, now() + 3)) &&
+      if (recv_all(fd, &hello, sizeof hello, std::min(deadline, steady_seconds() + 3)) &&
           hello.magic == hello_magic && hello.key == key &&
           hello.host == static_cast<std::uint32_t>(prev)) {
         Peer p;
@@ -298,7 +295,7 @@ void HostMonitor::connect_ring(MPI_Comm comm, int my_host) {
   }
   watching_ = true;
   if (!leader) return;
-  const double t = now();
+  const double t = steady_seconds();
   for (auto& p : peers_) p.heard = t;
   g_monitor.store(this, std::memory_order_release);
   detail::at_abort(host_monitor_farewell);
@@ -338,7 +335,7 @@ void HostMonitor::watch() {
       fds[i] = pollfd{peers_[i].done ? -1 : peers_[i].fd, POLLIN, 0};
     }
     ::poll(fds.data(), fds.size(), 200);
-    const double t = now();
+    const double t = steady_seconds();
     if (t - last_beat >= 1.0) {
       for (const auto& p : peers_) {
         if (!p.done) send_byte(p.fd, beat_byte);

@@ -19,12 +19,12 @@ namespace {
 // The running watchdog of this process (one at a time: a run's), for heartbeat().
 std::atomic<Watchdog*> g_active{nullptr};
 
-double now() {
+}  // namespace
+
+double detail::steady_seconds() noexcept {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
-
-}  // namespace
 
 Watchdog::Watchdog(double seconds, int rank, std::string what, double floor)
     : automatic_(seconds < 0),
@@ -32,7 +32,7 @@ Watchdog::Watchdog(double seconds, int rank, std::string what, double floor)
       limit_(seconds < 0 ? floor : seconds),
       rank_(rank),
       what_(std::move(what)) {
-  last_.store(now());
+  last_.store(detail::steady_seconds());
   if (limit_.load() > 0) {
     thread_ = std::thread([this] { watch(); });
     g_active.store(this);
@@ -51,19 +51,6 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-double seconds_from_environment(const char* name, double unset, const char* expected) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return unset;
-  char* end = nullptr;
-  const double s = std::strtod(v, &end);
-  if (end == v || *end != '\0' || !std::isfinite(s) || s < 0) {
-    throw InputError(
-        std::string("environment variable ") + name + "='" + v + "': expected " + expected,
-        ErrorScope::all_ranks);
-  }
-  return s;
-}
-
 double Watchdog::from_environment() {
   return seconds_from_environment("KPMAP_WATCHDOG", automatic,
                                   "the longest time a step may take, in seconds (> 0; 0 turns "
@@ -71,7 +58,7 @@ double Watchdog::from_environment() {
 }
 
 void Watchdog::beat(long long step) noexcept {
-  const double t = now();
+  const double t = detail::steady_seconds();
   if (automatic_ && step_.load(std::memory_order_relaxed) > 0) {
     // The step that just ended, with its checkpoint, sets the limit.
     longest_ = std::max(longest_, t - last_.load(std::memory_order_relaxed));
@@ -81,7 +68,9 @@ void Watchdog::beat(long long step) noexcept {
   last_.store(t, std::memory_order_relaxed);
 }
 
-void Watchdog::alive() noexcept { last_.store(now(), std::memory_order_relaxed); }
+void Watchdog::alive() noexcept {
+  last_.store(detail::steady_seconds(), std::memory_order_relaxed);
+}
 
 void heartbeat() noexcept {
   if (Watchdog* w = g_active.load(std::memory_order_acquire)) w->alive();
@@ -92,7 +81,7 @@ void Watchdog::watch() {
   const auto period = std::chrono::duration<double>(std::min(1.0, seconds() / 4));
   std::unique_lock<std::mutex> lock(mutex_);
   while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
-    const double idle = now() - last_.load(std::memory_order_relaxed);
+    const double idle = detail::steady_seconds() - last_.load(std::memory_order_relaxed);
     const double limit = seconds();
     if (idle <= limit) continue;
     // Only async-safe, lock-free calls from here: the main thread may be

@@ -22,6 +22,8 @@
 /// so a run of long steps is never ended for one, while a job hung for good
 /// ends on its own. KPMAP_WATCHDOG=SECONDS fixes the limit; 0 turns it off.
 
+#include <kpmap/base/environment.hpp>
+
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -33,7 +35,7 @@ namespace kpmap {
 class Watchdog {
  public:
   /// The automatic limit: at least this many seconds ...
-  static constexpr double automatic_floor = 600;
+  static constexpr double automatic_floor = detail::default_hang_limit;
   /// ... and at least this many times the longest step seen so far.
   static constexpr double automatic_factor = 10;
   /// What from_environment() gives where KPMAP_WATCHDOG is unset.
@@ -79,16 +81,16 @@ class Watchdog {
   std::thread thread_;
 };
 
-/// \brief A time limit from the environment variable `name`: seconds (>= 0),
-/// or `unset` where it is unset or empty.
-/// \throws kpmap::InputError (all ranks) for anything else, naming the
-/// variable, its value and `expected` (what it holds).
-double seconds_from_environment(const char* name, double unset, const char* expected);
-
 /// \brief Records progress on this process's running watchdog, if there is
 /// one (Watchdog::alive): for work inside a step that does not know the run
 /// it belongs to, such as a model evaluating a held-out set chunk by chunk.
 /// Cheap (two atomic operations); does nothing without KPMAP_WATCHDOG.
 void heartbeat() noexcept;
+
+namespace detail {
+/// \brief Seconds on the steady clock (the watchdog's and the host
+/// monitor's time base).
+double steady_seconds() noexcept;
+}  // namespace detail
 
 }  // namespace kpmap

@@ -4,16 +4,20 @@
 
 #include <kpmap/base/detail/finalize.hpp>
 #include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/environment.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <unistd.h>
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace kpmap {
@@ -126,6 +130,12 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   try {
     if (!early) init_kokkos(argc, argv, node_rank_, "MPI_COMM_TYPE_SHARED");
     if (error.empty()) transport::set_gpu_awareness(transport::detect_gpu_awareness());
+    if (error.empty()) {
+      shutdown_limit_ = seconds_from_environment(
+          "KPMAP_WATCHDOG", detail::default_hang_limit,
+          "the longest time without progress, in seconds (> 0; 0 turns the watchdog off; "
+          "unset, it is automatic)");
+    }
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -414,12 +424,91 @@ Runtime::~Runtime() {
     // collective with this one, and MPI_Finalize could hang. End the job.
     abort("an exception propagated out of the scope of kpmap::Runtime", exit_code::failure);
   }
+  await_every_rank();
   detail::run_finalize_hooks();
   g_runtime = nullptr;
   if (owns_kokkos_) Kokkos::finalize();
   if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   if (owns_mpi_) MPI_Finalize();
+}
+
+namespace {
+
+// "1", "1 and 3", "1, 2 and 5".
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) s += i + 1 == ranks.size() ? " and " : ", ";
+    s += std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+}  // namespace
+
+void Runtime::await_every_rank() const {
+  if (size_ == 1 || comm_ == MPI_COMM_NULL) return;
+  if (!(shutdown_limit_ > 0)) {
+    MPI_Barrier(comm_);
+    return;
+  }
+  // Every rank tells rank 0 it is here and rank 0 tells every rank, so that
+  // past the limit rank 0 knows who never came, and the others whether rank
+  // 0 did (and will say who is missing). Then one non-blocking barrier.
+  constexpr int tag = 32001;
+  static const int here = 1;
+  std::vector<int> heard(static_cast<std::size_t>(size_), 0);
+  std::vector<MPI_Request> receives, sends;
+  const auto post = [&](int peer) {
+    MPI_Request r;
+    MPI_Irecv(&heard[static_cast<std::size_t>(peer)], 1, MPI_INT, peer, tag, comm_, &r);
+    receives.push_back(r);
+    MPI_Isend(&here, 1, MPI_INT, peer, tag, comm_, &r);
+    sends.push_back(r);
+  };
+  if (rank_ == 0) {
+    for (int r = 1; r < size_; ++r) post(r);
+  } else {
+    post(0);
+  }
+  MPI_Request barrier;
+  MPI_Ibarrier(comm_, &barrier);
+  const auto wait_for_barrier = [&](double seconds) {
+    const double start = MPI_Wtime();
+    std::chrono::duration<double> nap(1e-4);
+    int done = 0;
+    for (;;) {
+      MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+      if (done != 0 || MPI_Wtime() - start > seconds) return done != 0;
+      std::this_thread::sleep_for(nap);
+      nap = std::min(nap * 2, std::chrono::duration<double>(0.05));
+    }
+  };
+  const auto finish = [&] {
+    MPI_Waitall(static_cast<int>(receives.size()), receives.data(), MPI_STATUSES_IGNORE);
+    MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
+  };
+  if (wait_for_barrier(shutdown_limit_)) return finish();
+  std::vector<int> missing;
+  for (std::size_t i = 0; i < receives.size(); ++i) {
+    int arrived = 0;
+    MPI_Test(&receives[i], &arrived, MPI_STATUS_IGNORE);
+    if (arrived == 0) missing.push_back(rank_ == 0 ? static_cast<int>(i) + 1 : 0);
+  }
+  // Rank 0 is here and names who is missing: give it time to end the job.
+  if (rank_ != 0 && missing.empty() && wait_for_barrier(10.0)) return finish();
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", shutdown_limit_);
+  const std::string who = missing.empty()       ? std::string("some ranks")
+                          : missing.size() == 1 ? "rank " + rank_list(missing)
+                                                : "ranks " + rank_list(missing);
+  abort(who + " did not reach the end of the program within " + limit + " s of rank " +
+            std::to_string(rank_) +
+            ": still working, or waiting in a collective that the ranks which ended never "
+            "called (every rank must call the same collectives in the same order); ending the "
+            "job (KPMAP_WATCHDOG=SECONDS sets this limit, 0 waits for ever)",
+        exit_code::failure);
 }
 
 Runtime& Runtime::current() {

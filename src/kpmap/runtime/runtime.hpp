@@ -70,6 +70,14 @@ LauncherRank launcher_local_rank();
 /// Kokkos, then MPI. If MPI or Kokkos was already initialised by the caller, the Runtime neither
 /// initialises nor finalises it.
 ///
+/// At the end (the destructor) every rank waits for the others in a
+/// non-blocking barrier, up to KPMAP_WATCHDOG seconds (unset: 600, the run
+/// watchdog's automatic floor; 0: for ever): a rank that returns while others
+/// wait in a collective it never called would otherwise leave the job hung
+/// (MPI_Finalize waits for every rank). Past the limit rank 0 names the ranks
+/// that never arrived (another rank names rank 0 when rank 0 is the one
+/// missing) and the job ends with exit code 1.
+///
 /// An exception that escapes to `std::terminate` on any rank prints
 /// `kpmap: rank R: message` and aborts the whole job with `MPI_Abort`, so the
 /// other ranks never wait forever. Use kpmap::run() to get the same for
@@ -154,6 +162,8 @@ class Runtime {
   void init_kokkos(int& argc, char**& argv, int local_rank, const std::string& rank_source);
   void choose_host_threads(int argc, char** argv);
   void init_before_mpi(int& argc, char**& argv, std::string& error);
+  /// Waits for every rank at the end, up to shutdown_limit_ (see the class).
+  void await_every_rank() const;
 
   bool owns_mpi_ = false;
   bool owns_kokkos_ = false;
@@ -172,6 +182,7 @@ class Runtime {
   detail::BlasKernels blas_kernels_;
   int thread_provided_ = MPI_THREAD_SINGLE;
   int uncaught_at_start_ = 0;
+  double shutdown_limit_ = 0;  ///< seconds; 0: wait for ever
 };
 
 /// \brief Prints `kpmap: rank R: message` and aborts the job; usable with or
