@@ -148,9 +148,22 @@ TEST_CASE("a Trainer refuses a TrainerConfig mesh its axes do not make, and take
   OptimizerConfig sgd;
   TrainerConfig run;
   run.checkpoints = false;
+  // A config that says nothing of the mesh (mesh_model and mesh_data at 0,
+  // their defaults): the axes decide.
+  CHECK_NOTHROW(Trainer<Model>(model, sgd, run, mesh.axis("data"), mesh.axis("devices")));
   run.mesh_model = model_ranks;
   // The mesh the config names, given as its axes: accepted.
   CHECK_NOTHROW(Trainer<Model>(model, sgd, run, mesh.axis("data"), mesh.axis("devices")));
+  // A config that names another model count: refused, naming the one field
+  // to set and its value.
+  if (model_ranks != 1) {
+    run.mesh_model = 1;
+    CHECK_THROWS_WITH((Trainer<Model>(model, sgd, run, mesh.axis("data"), mesh.axis("devices"))),
+                      Catch::Matchers::ContainsSubstring(
+                          "set TrainerConfig::mesh_model = " + std::to_string(model_ranks) +
+                          " (or leave it at 0, its default: the axes decide)"));
+    run.mesh_model = model_ranks;
+  }
   // A model axis in the config and a plain data-parallel Trainer (one axis,
   // every rank): it would train a model split over "model" as if whole.
   run.mesh_model = 2;

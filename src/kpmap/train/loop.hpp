@@ -48,9 +48,10 @@ struct LoopConfig {
   Sharding sharding = Sharding::replicated;  ///< what each rank keeps of the training state
   /// The ranks as a mesh of "data" x "model" (train.mesh): batches split over
   /// "data", layers split over "model" (tensor parallelism). 0 data ranks:
-  /// all the ranks that "model" leaves.
+  /// all the ranks that "model" leaves. 0 model ranks (a Trainer's default):
+  /// the mesh its axes make; a deck always says (train.mesh.model, 1 unset).
   int mesh_data = 0;
-  int mesh_model = 1;
+  int mesh_model = 0;
 };
 
 /// \brief The batch rule, in one place: the global batch a loop over `rows`

@@ -87,6 +87,9 @@ class Trainer {
         all_(all),
         first_of_data_index_(kpmap::detail::first_at_index(axis->index(), all->comm())) {
     check_mesh();
+    // From here on the config says the mesh the axes make.
+    c_.mesh_data = axis_->size();
+    c_.mesh_model = all_->size() / axis_->size();
     // The arrays' names and shapes, which the checkpoints keep whatever the
     // sharding (the parameters are not all here once sharded), and where a
     // layer split over a mesh axis keeps its block of each.
@@ -107,24 +110,35 @@ class Trainer {
   }
 
   /// TrainerConfig's mesh (train.mesh) is the one the axes make: `axis`
-  /// is "data", `all` is data x model. A config that asks for a model axis
-  /// the axes do not give would train plain data-parallel: refused.
+  /// is "data", `all` is data x model. Where the config says nothing (0,
+  /// its default) the axes decide; a config that asks for another mesh, a
+  /// model axis the axes do not give above all (it would train a split
+  /// model as if whole), is refused, naming the field to set.
   void check_mesh() const {
     const int data = axis_->size(), all = all_->size();
     const int model = all % data == 0 ? all / data : 0;
-    if ((c_.mesh_model != model) || (c_.mesh_data != 0 && c_.mesh_data != data)) {
+    const bool model_differs = c_.mesh_model != 0 && c_.mesh_model != model;
+    const bool data_differs = c_.mesh_data != 0 && c_.mesh_data != data;
+    if (model == 0 || model_differs || data_differs) {
+      const std::string fix =
+          model == 0 ? std::string(
+                           "pass mesh.axis(\"data\") and mesh.axis(\"devices\") of one "
+                           "kpmap::Mesh")
+          : model_differs ? "set TrainerConfig::mesh_model = " + std::to_string(model) +
+                                " (or leave it at 0, its default: the axes decide)"
+                          : "set TrainerConfig::mesh_data = " + std::to_string(data) +
+                                " (or leave it at 0, its default)";
       throw InputError(
           "kpmap::train::Trainer: TrainerConfig asks for a mesh of " +
               (c_.mesh_data != 0 ? std::to_string(c_.mesh_data) : std::string("all")) + " data x " +
-              std::to_string(c_.mesh_model) +
-              " model ranks (mesh_data, mesh_model), "
-              "but the Trainer was given axis '" +
+              (c_.mesh_model != 0 ? std::to_string(c_.mesh_model) : std::string("any")) +
+              " model ranks (mesh_data, mesh_model), but the Trainer was given axis '" +
               axis_->name() + "' of " + std::to_string(data) + " ranks within " +
-              std::to_string(all) + " ranks in all" + " (a mesh of " + std::to_string(data) +
-              " x " + std::to_string(model) +
-              "): build kpmap::Mesh mesh({{\"data\", D}, {\"model\", M}}), the model's layers "
-              "under kpmap::UseMesh(mesh), and pass mesh.axis(\"data\"), mesh.axis(\"devices\") "
-              "to the Trainer; or leave mesh_model at 1",
+              std::to_string(all) + " ranks in all (a mesh of " + std::to_string(data) + " x " +
+              std::to_string(model) + "): " + fix +
+              ". For a model split over \"model\": build kpmap::Mesh mesh({{\"data\", D}, "
+              "{\"model\", M}}), the model's layers under kpmap::UseMesh(mesh), and pass "
+              "mesh.axis(\"data\"), mesh.axis(\"devices\") to the Trainer",
           ErrorScope::all_ranks);
     }
   }

@@ -261,3 +261,8 @@ KPMAP_TRAIN_FOR_EACH_VALUE_TYPE(KPMAP_TRAIN_EXTERN_OPTIMIZERS_)
 #undef KPMAP_TRAIN_EXTERN_OPTIMIZERS_
 
 }  // namespace kpmap::train
+
+// The members' definitions, so that an Optimizer over a tree of a program's
+// own links from this header alone; the library's own trees (above, extern)
+// are still compiled once, in kpmap's library, not in the program's files.
+#include <kpmap/train/optimizers/optimizer_def.hpp>

@@ -3,8 +3,8 @@
 /// \brief Optimizer's constructor and steps (train/optimizers/optimizer.hpp
 /// declares them). kpmap's library compiles them once for each value type
 /// of KPMAP_TRAIN_FOR_EACH_VALUE_TYPE, for the parameter trees of both
-/// models (train/instances/); a program includes this header only for an
-/// optimizer over a tree of its own.
+/// models (train/instances/). optimizer.hpp includes it: an optimizer over a
+/// tree of a program's own is compiled in the program's file.
 
 #include <kpmap/train/optimizers/optimizer.hpp>
 
