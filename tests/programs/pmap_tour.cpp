@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cmath>
+#include <complex>
 #include <cstdio>
 #include <tuple>
 
@@ -125,6 +126,20 @@ int tour(kpmap::Runtime& rt) {
     expect(tw(1, 2) == n * (n + 1) / 2.0 && mw(1, 2) == (n + 1) / 2.0 && bm(0) == (n + 1) / 2.0 &&
                rk(0) == 1,
            "psum of a struct tree: a new one; pmean in place; pmax of a tuple");
+  }
+
+  {
+    // The last rank's loss is NaN; the numbers are exact.
+    const double local_loss = me == n - 1 ? std::nan("") : 1.0;
+    const double re = me, im = 1.0;
+    // [element_types]
+    const double worst = kpmap::pmax(local_loss, "devices");  // NaN if any rank's loss is NaN
+    const bool any_diverged = kpmap::pmax(!std::isfinite(local_loss), "devices");
+    const std::complex<double> z = kpmap::psum(std::complex<double>(re, im), "devices");
+    // [end]
+    expect(std::isnan(worst) && any_diverged &&
+               z == std::complex<double>(n * (n - 1) / 2.0, double(n)),
+           "pmax of a NaN, pmax of bools, psum of complex numbers");
   }
 
   // [pmap]
