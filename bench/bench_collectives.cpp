@@ -114,7 +114,10 @@ void BM_mpi_allreduce_each(benchmark::State& state) {
   set_bytes(state, views.size() * 1024 * sizeof(double));
 }
 
-void BM_paired_psum_vs_mpi(benchmark::State& state) {
+// kpmap's in-place reduction `call` of a buffer against MPI_Allreduce with
+// `op` on another of the same size, interleaved call by call.
+template <class Call>
+void paired_against_allreduce(benchmark::State& state, MPI_Op op, Call&& call) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   auto a = buffer(bytes);
   auto b = buffer(bytes);
@@ -123,29 +126,22 @@ void BM_paired_psum_vs_mpi(benchmark::State& state) {
       state, comm,
       [&] {
         Exec().fence();
-        MPI_Allreduce(MPI_IN_PLACE, a.data(), static_cast<int>(a.size()), MPI_DOUBLE, MPI_SUM,
-                      comm);
+        MPI_Allreduce(MPI_IN_PLACE, a.data(), static_cast<int>(a.size()), MPI_DOUBLE, op, comm);
       },
-      [&] { kpmap::psum_inplace(b, "devices"); });
+      [&] { call(b); });
   set_bytes(state, bytes);
 }
 
+void BM_paired_psum_vs_mpi(benchmark::State& state) {
+  paired_against_allreduce(state, MPI_SUM,
+                           [](const auto& b) { kpmap::psum_inplace(b, "devices"); });
+}
+
 // pmax's own NaN-propagating operation against MPI's MPI_MAX (which MPI may
-// run in its own vector code), the same buffer sizes, interleaved.
+// run in its own vector code).
 void BM_paired_pmax_vs_mpi(benchmark::State& state) {
-  const auto bytes = static_cast<std::size_t>(state.range(0));
-  auto a = buffer(bytes);
-  auto b = buffer(bytes);
-  MPI_Comm comm = devices_comm();
-  kpmap::bench::run_paired(
-      state, comm,
-      [&] {
-        Exec().fence();
-        MPI_Allreduce(MPI_IN_PLACE, a.data(), static_cast<int>(a.size()), MPI_DOUBLE, MPI_MAX,
-                      comm);
-      },
-      [&] { kpmap::pmax_inplace(b, "devices"); });
-  set_bytes(state, bytes);
+  paired_against_allreduce(state, MPI_MAX,
+                           [](const auto& b) { kpmap::pmax_inplace(b, "devices"); });
 }
 
 // The same with the execution space instance given and the axis resolved
