@@ -25,11 +25,11 @@
 /// paths), p' is formed at each of a cell's neighbours, and r, w and p are
 /// kept twice: the pass reads one set and writes the other. On the Serial
 /// backend one thread sweeps the slices along the outermost dimension in
-/// order (kernels::FusedCgSweep): p' of the slice ahead goes into a ring of
-/// three slices before the slice behind is overwritten, so each p' is formed
-/// once and r, w, p and x are updated in place. A write then goes to a line
-/// the pass has just read; into the other set, the cache would first read
-/// it in, which costs what the pass saves (docs/performance.md).
+/// order (kernels::FusedCgSweep): p' of the slice ahead is written over p
+/// there before the slice behind takes w' = A p', so each p' is formed once
+/// and r, w, p and x are updated in place. A write then goes to a line the pass has
+/// just read; into the other set, the cache would first read it in, which
+/// costs what the pass saves (docs/performance.md).
 ///
 /// M is the identity or the diagonal (jac_diag). jac_block's tridiagonal
 /// solve cannot be formed at a neighbour on the fly: with it the method runs
@@ -39,6 +39,7 @@
 #include <kpmap/sim/solvers/cg.hpp>
 #include <kpmap/tools/profiling.hpp>
 
+#include <array>
 #include <cmath>
 #include <memory>
 #include <type_traits>
@@ -108,113 +109,78 @@ struct FusedCgPass {
 #define KPMAP_FUSEDCG_SUMS KPMAP_SIM_INDEPENDENT_ITERATIONS
 #endif
 
-/// p' around one row (k, j) of the serial sweep, read as p(k, j, i): the
-/// rows of its ring a stencil at that row reads, each indexed by i (the
-/// comparisons fold away where the stencil is inlined).
-template <bool ThreeD>
-struct RingRows {
-  const double *zl, *yl, *c, *yh, *zh;
-  long k, j;
-  KOKKOS_INLINE_FUNCTION double operator()(long kk, long jj, long i) const {
-    if constexpr (ThreeD) {
-      if (kk < k) return zl[i];
-      if (kk > k) return zh[i];
-    }
-    if (jj < j) return yl[i];
-    if (jj > j) return yh[i];
-    return c[i];
-  }
-};
-
 /// One iteration of CG in one pass as a serial sweep along the outermost
-/// dimension, r, w, p and x updated in place: p' of the slice ahead is formed
-/// into a ring of three slices before the slice behind it is overwritten, so
-/// each p' is formed once and every write goes to a line the pass has just
-/// read. Run as one iteration of a Serial reduction.
+/// dimension, in place: p' of the slice ahead is written over p there (that
+/// slice's p is read for nothing else) before the slice behind it takes
+/// w' = A p', so each p' is formed once, r, w, p and x are each read and
+/// written once, and every write goes to a line the pass has just read.
+/// p' is formed at the ghosts on the sides where a neighbour's cells are;
+/// beyond the global boundary the faces carry no conductivity, and p there
+/// is read times zero, as CG's operator reads it. Run as one iteration of a
+/// Serial reduction.
 template <bool ThreeD, bool Diag>
 struct FusedCgSweep {
   using M = Kokkos::HostSpace;
   Stencil<ThreeD, M> s;
   NextDirection<Diag, M> next;
   CellField<M> x, r_out, w_out, p_out;
-  Kokkos::View<double*, M> ring;
   Box owned;
+  /// Whether p' is formed at the ghosts of the low and high side of each
+  /// dimension (x, y, z): a neighbour there.
+  std::array<std::array<bool, 2>, 3> ghosts;
 
-  long row() const { return owned.hi[0] - owned.lo[0] + 2; }
-  long slice_size() const { return ThreeD ? row() * (owned.hi[1] - owned.lo[1] + 2) : row(); }
-  double* slot(long o) const {
-    constexpr int od = ThreeD ? 2 : 1;
-    return ring.data() + ((o - owned.lo[od] + 4) % 3) * slice_size();
-  }
-  /// p' of row (k, j), ghost columns included, into d (indexed by i). Where
-  /// the row is owned (`update`), its cells also take x += alpha p and
-  /// r' = r - alpha w, in place, and r'.z' is added to rz: everything a
-  /// cell's own r, w and p give, in the pass that reads them for p'.
-  void fill_row(double* d, long k, long j, bool update, double& rz) const {
+  /// p' of the row (k, j) over its owned i; where the row is owned, also
+  /// p' at its ghost columns beside a neighbour, x += alpha p and r' = r -
+  /// alpha w in place, and r'.z' into rz: everything a cell's own r, w and p
+  /// give, in the pass that reads them for p'.
+  void fill_row(long k, long j, bool update, double& rz) const {
     const long lo = owned.lo[0], hi = owned.hi[0];
     if (!update) {
       KPMAP_SIM_INDEPENDENT_ITERATIONS
-      for (long i = lo - 1; i < hi + 1; ++i) d[i] = next(k, j, i);
+      for (long i = lo; i < hi; ++i) p_out(k, j, i) = next(k, j, i);
       return;
     }
-    d[lo - 1] = next(k, j, lo - 1);
-    d[hi] = next(k, j, hi);
+    if (ghosts[0][0]) p_out(k, j, lo - 1) = next(k, j, lo - 1);
+    if (ghosts[0][1]) p_out(k, j, hi) = next(k, j, hi);
     double sum = 0.0;
     KPMAP_SIM_SUM_ITERATIONS
     for (long i = lo; i < hi; ++i) {
       const double p_old = next.p(k, j, i);
       const double rv = next.residual(k, j, i);
       const double zv = next.preconditioned(rv, k, j, i);
-      d[i] = zv + next.beta * p_old;
+      p_out(k, j, i) = zv + next.beta * p_old;
       x(k, j, i) += next.alpha * p_old;
       r_out(k, j, i) = rv;
       sum += rv * zv;
     }
     rz += sum;
   }
-  /// Slice o of p' into its slot of the ring (and, where o is owned, x and r'
-  /// of its owned rows, r'.z' into acc).
+  /// Slice o (along the outermost dimension) of p', ghosts beside
+  /// neighbours included (and, where o is owned, x and r' of its owned
+  /// rows, r'.z' into acc).
   void fill(long o, FusedCgSums& acc) const {
     constexpr int od = ThreeD ? 2 : 1;
     const bool owned_slice = o >= owned.lo[od] && o < owned.hi[od];
-    double* dst = slot(o) - (owned.lo[0] - 1);
+    if (!owned_slice && !ghosts[od][o < owned.lo[od] ? 0 : 1]) return;
     if constexpr (ThreeD) {
-      for (long j = owned.lo[1] - 1; j < owned.hi[1] + 1; ++j) {
-        const bool update = owned_slice && j >= owned.lo[1] && j < owned.hi[1];
-        fill_row(dst + (j - owned.lo[1] + 1) * row(), o, j, update, acc.v[0]);
-      }
+      const long lo = owned.lo[1], hi = owned.hi[1];
+      if (owned_slice && ghosts[1][0]) fill_row(o, lo - 1, false, acc.v[0]);
+      for (long j = lo; j < hi; ++j) fill_row(o, j, owned_slice, acc.v[0]);
+      if (owned_slice && ghosts[1][1]) fill_row(o, hi, false, acc.v[0]);
     } else {
-      fill_row(dst, owned.lo[2], o, owned_slice, acc.v[0]);
+      fill_row(owned.lo[2], o, owned_slice, acc.v[0]);
     }
   }
-  /// The row (k, j) of slice o (k in 3-D, j in 2-D): w' = A p' from the ring
-  /// (slot(o - 1), slot(o) and slot(o + 1) hold p' there and at the
-  /// neighbours), p' and w' stored, the sums that need w'. r' is the fill's.
-  void cells(long o, long k, long j, FusedCgSums& acc) const {
-    const long lo_i = owned.lo[0] - 1;
-    RingRows<ThreeD> p{};
-    p.k = k;
-    p.j = j;
-    if constexpr (ThreeD) {
-      const long at = (j - owned.lo[1] + 1) * row() - lo_i;
-      p.zl = slot(o - 1) + at;
-      p.zh = slot(o + 1) + at;
-      p.yl = slot(o) + at - row();
-      p.c = slot(o) + at;
-      p.yh = slot(o) + at + row();
-    } else {
-      p.yl = slot(o - 1) - lo_i;
-      p.c = slot(o) - lo_i;
-      p.yh = slot(o + 1) - lo_i;
-    }
+  /// The row (k, j): w' = A p' (p' there and at the neighbours already
+  /// formed), the sums that need w'. r' is the fill's.
+  void cells(long k, long j, FusedCgSums& acc) const {
     double zw = 0.0, wdw = 0.0, pw = 0.0;
     const long lo = owned.lo[0], hi = owned.hi[0];
     KPMAP_FUSEDCG_SUMS
     for (long i = lo; i < hi; ++i) {
       const double zv = next.preconditioned(r_out(k, j, i), k, j, i);
-      const double pv = p(k, j, i);
-      const double wv = s.apply(p, k, j, i);
-      p_out(k, j, i) = pv;
+      const double pv = p_out(k, j, i);
+      const double wv = s.apply(p_out, k, j, i);
       w_out(k, j, i) = wv;
       zw += zv * wv;
       wdw += wv * next.preconditioned(wv, k, j, i);
@@ -232,9 +198,9 @@ struct FusedCgSweep {
     for (long o = lo; o < hi; ++o) {
       fill(o + 1, acc);
       if constexpr (ThreeD) {
-        for (long j = owned.lo[1]; j < owned.hi[1]; ++j) cells(o, o, j, acc);
+        for (long j = owned.lo[1]; j < owned.hi[1]; ++j) cells(o, j, acc);
       } else {
-        cells(o, owned.lo[2], o, acc);
+        cells(owned.lo[2], o, acc);
       }
     }
   }
@@ -302,8 +268,7 @@ class FusedCg final : public Cg<Exec> {
   std::unique_ptr<HaloExchange<double, Exec>> halo_[2];
   int current_ = 0;  // the plan whose fields r_, w_, p_ are now
   DeviceSums<kernels::FusedCgSums, Exec> pass_sums_{"kpmap::sim::fusedcg::local_sums"};
-  // The serial sweep's: three slices of p', and its sums.
-  Kokkos::View<double*, Kokkos::HostSpace> ring_;
+  // The serial sweep's sums.
   Kokkos::View<kernels::FusedCgSums, Kokkos::HostSpace> sweep_sums_;
 };
 
@@ -315,10 +280,6 @@ FusedCg<Exec>::FusedCg(const SolverContext<Exec>& context)
   };
   halo_[0] = std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{r_, w_, p_});
   if constexpr (serial_sweep<Exec>()) {
-    const Box owned = layout_.interior();
-    const long row = owned.hi[0] - owned.lo[0] + 2;
-    const long slice = layout_.ndim() == 3 ? row * (owned.hi[1] - owned.lo[1] + 2) : row;
-    ring_ = Kokkos::View<double*, Kokkos::HostSpace>("kpmap::sim::fusedcg::ring", 3 * slice);
     sweep_sums_ =
         Kokkos::View<kernels::FusedCgSums, Kokkos::HostSpace>("kpmap::sim::fusedcg::sweep_sums");
   } else {
@@ -348,12 +309,16 @@ kernels::FusedCgSums FusedCg<Exec>::pass(const Operator& A, double alpha, double
       halo.exchange(exec);
     }
     timings_.halo_s += MPI_Wtime() - t0;
+    std::array<std::array<bool, 2>, 3> ghosts{};
+    for (int d = 0; d < layout_.ndim(); ++d) {
+      for (int side = 0; side < 2; ++side) ghosts[d][side] = !layout_.physical_boundary(d, side);
+    }
     with_pass(A, alpha, beta, first, [&](auto st, auto next) {
       constexpr bool three = decltype(st)::three_d;
       constexpr bool D = decltype(next)::diag;
       Kokkos::parallel_reduce(
           label, Kokkos::RangePolicy<Exec>(exec, 0, 1),
-          kernels::FusedCgSweep<three, D>{st, next, x_, r_, w_, p_, ring_, layout_.interior()},
+          kernels::FusedCgSweep<three, D>{st, next, x_, r_, w_, p_, layout_.interior(), ghosts},
           Kokkos::Sum<kernels::FusedCgSums, Kokkos::HostSpace>(sweep_sums_));
     });
     // The faces packed behind the sweep; one fence for them and the sums.
