@@ -93,7 +93,8 @@ struct Problem {
 
   Problem(int dims, std::size_t n) : config(kpmap::bench::tea_benchmark(dims, n)) {
     layout = std::make_unique<kpmap::CartesianLayout>(
-        std::vector<std::size_t>(config.cells.begin(), config.cells.begin() + dims), 1);
+        std::vector<std::size_t>(config.cells.begin(), config.cells.begin() + dims), 1,
+        std::vector<int>{}, MPI_COMM_NULL, kpmap::Rows::aligned);  // as kpmap-heat's
     op = std::make_unique<sim::HeatOperator<Exec>>(*layout, sim::Preconditioner::none, exec);
     density = layout->allocate<double>("bench::density");
     energy = layout->allocate<double>("bench::energy");

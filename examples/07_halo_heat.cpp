@@ -35,8 +35,10 @@ int hand_written(kpmap::Runtime&) {
   auto next = layout.allocate<double>("u_next");
   // [end]
 
-  // Where this block sits in the grid: global cell = offset + local - ghost.
-  const long g = layout.ghost();
+  // Where this block sits in the grid: global cell = offset + local - the
+  // local index of the first owned cell (the ghost width in this layout;
+  // more along x in one made with kpmap::Rows::aligned).
+  const long bx = layout.owned_begin(0), by = layout.owned_begin(1);
   const long ox = static_cast<long>(layout.offset(0)), oy = static_cast<long>(layout.offset(1));
   const long gx = static_cast<long>(nx), gy = static_cast<long>(ny);
   const kpmap::Box own = layout.interior();
@@ -45,7 +47,7 @@ int hand_written(kpmap::Runtime&) {
   // A hot 10 x 10 square (u = 1) in a cold plate (u = 0): total heat 100.
   Kokkos::parallel_for(
       "07_halo_heat::init", cells, KOKKOS_LAMBDA(long j, long i) {
-        const long x = ox + i - g, y = oy + j - g;
+        const long x = ox + i - bx, y = oy + j - by;
         u(0, j, i) = (x >= 10 && x < 20 && y >= 5 && y < 15) ? 1.0 : 0.0;
       });
 
@@ -61,7 +63,7 @@ int hand_written(kpmap::Runtime&) {
     fill_ghosts();
     Kokkos::parallel_for(
         "07_halo_heat::step", cells, KOKKOS_LAMBDA(long j, long i) {
-          const long x = ox + i - g, y = oy + j - g;
+          const long x = ox + i - bx, y = oy + j - by;
           const double c = u(0, j, i);
           double flux = 0;
           if (x > 0) flux += u(0, j, i - 1) - c;  // a neighbour beyond the grid: no flux

@@ -80,7 +80,7 @@ void set_cosine_mode(sim::Simulation<>& s, const std::array<int, 3>& m) {
         const long loc[3] = {i, j, k};
         double mode = 0.5;
         for (int d = 0; d < l.ndim(); ++d) {
-          const double g = double(l.offset(d) + loc[d] - l.ghost(d));
+          const double g = double(l.offset(d) + loc[d] - box.lo[d]);
           mode *= std::cos(pi * m[d] * (g + 0.5) / double(l.global_cells(d)));
         }
         e(k, j, i) = (1.0 + mode) / rho(k, j, i);
@@ -102,7 +102,7 @@ double mode_error(sim::Simulation<>& s, const std::array<int, 3>& m, double fact
         const long loc[3] = {i, j, k};
         double mode = 0.5;
         for (int d = 0; d < l.ndim(); ++d) {
-          const double g = double(l.offset(d) + loc[d] - l.ghost(d));
+          const double g = double(l.offset(d) + loc[d] - box.lo[d]);
           mode *= std::cos(pi * m[d] * (g + 0.5) / double(l.global_cells(d)));
         }
         worst = std::max(worst, std::abs(u(k, j, i) - (1.0 + factor * mode)));

@@ -446,11 +446,14 @@ if(KPMAP_ENABLE_APPS)
   # A run bigger than the memory its ranks may use is refused before it
   # allocates, with the estimate and the limit (exit code 2) ... Which rank
   # speaks depends on each rank's reading of MemAvailable, so none is expected.
+  # A field of rank 0's block: rows of 66667 cells, 2 ghosts and 7 + 4 cells
+  # that align them (grid/layout.hpp, Rows::aligned), 66680 doubles, x 200002
+  # rows: 99.4 GiB.
   kpmap_add_mpi_test(NAME apps.kpmap-heat.too_big COMMAND kpmap-heat ${heat_args}
     --set mesh.cells=[200000,200000] --output ${FAULT_OUT}/bad RANKS 3 TIMEOUT 60
     LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
-            --expect "needs about 993 GiB on rank " --expect "(9 fields of 99.3 GiB"
+            --expect "needs about 994 GiB on rank " --expect "(9 fields of 99.4 GiB"
             --expect "it may use" --)
   kpmap_add_mpi_test(NAME apps.kpmap-train.too_big COMMAND kpmap-train ${train_args}
     --set data.samples=100000000000 --set data.features=1000 --output ${FAULT_OUT}/bad_train RANKS 3

@@ -47,7 +47,7 @@ std::vector<HaloNeighbor> plan_neighbors(const CartesianLayout& layout, const Ha
         n.offset = o;
         n.rank = rank;
         for (int d = 0; d < 3; ++d) {
-          const long g = layout.ghost(d);
+          const long g = layout.owned_begin(d);
           const long len = static_cast<long>(layout.local_cells(d));
           if (o[d] == 0) {
             n.send.lo[d] = n.recv.lo[d] = g;

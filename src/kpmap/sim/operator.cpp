@@ -11,7 +11,7 @@ struct FaceCoefficients {
   CellField<M> density, ax, ay, az;
   double rx, ry, rz;  // dt / h^2
   bool inverse;       // Coefficient::inverse_density
-  long gx, gy, gz;    // ghost widths
+  long gx, gy, gz;    // local index of the first owned cell along x, y, z
   long ox, oy, oz;    // global offsets of the block
   long nx, ny, nz;    // global cells
 
@@ -92,9 +92,9 @@ void HeatOperator<Exec>::assemble(const Field& density, double dt,
                                       dt / h2(1),
                                       rz,
                                       coefficient == Coefficient::inverse_density,
-                                      l.ghost(0),
-                                      l.ghost(1),
-                                      l.ghost(2),
+                                      l.owned_begin(0),
+                                      l.owned_begin(1),
+                                      l.owned_begin(2),
                                       static_cast<long>(l.offset(0)),
                                       static_cast<long>(l.offset(1)),
                                       static_cast<long>(l.offset(2)),

@@ -19,7 +19,7 @@ struct GenerateStates {
   Kokkos::View<const DeviceState*, M> states;
   CellField<M> density, energy;
   int ndim;
-  long ghost[3];
+  long begin[3];  // local index of the first owned cell
   long offset[3];
   double origin[3];
   double h[3];
@@ -28,7 +28,7 @@ struct GenerateStates {
     const long loc[3] = {i, j, k};
     double lo[3], hi[3], mid[3];
     for (int d = 0; d < 3; ++d) {
-      const double g = static_cast<double>(offset[d] + loc[d] - ghost[d]);
+      const double g = static_cast<double>(offset[d] + loc[d] - begin[d]);
       lo[d] = origin[d] + h[d] * g;
       hi[d] = origin[d] + h[d] * (g + 1.0);
       mid[d] = origin[d] + h[d] * (g + 0.5);
@@ -90,7 +90,7 @@ void generate_states(const Exec& exec, const CartesianLayout& layout, const Heat
   GenerateStates<M> f{states, density, energy, layout.ndim(), {}, {}, {}, {}};
   Box all;
   for (int d = 0; d < 3; ++d) {
-    f.ghost[d] = layout.ghost(d);
+    f.begin[d] = layout.owned_begin(d);
     f.offset[d] = static_cast<long>(layout.offset(d));
     f.origin[d] = config.lower[d];
     f.h[d] = d < layout.ndim() ? config.spacing(d) : 1.0;

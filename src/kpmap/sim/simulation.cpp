@@ -56,7 +56,8 @@ std::vector<std::size_t> cells_of(const HeatConfig& c) {
 CartesianLayout layout_of(const HeatConfig& config, MPI_Comm comm) {
   CartesianLayout layout = [&] {
     try {
-      return CartesianLayout(cells_of(config), config.halo_depth, config.ranks, comm);
+      return CartesianLayout(cells_of(config), config.halo_depth, config.ranks, comm,
+                             Rows::aligned);
     } catch (const InputError& e) {
       if (config.ranks_key.empty()) throw;
       std::string what = e.what();
