@@ -72,6 +72,19 @@ if(KPMAP_ENABLE_APPS)
     --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=12 --set output.checkpoint_every=1)
   set_tests_properties(cluster.lost_link.2x2 cluster.lost_kill.3x1 cluster.lost_kill_train.3x1
     PROPERTIES RUN_SERIAL TRUE)
+  # One host whose ranks see another KPMAP_* setting (-x for that host's ranks
+  # only) ends the job within 10 s with exit 2, naming the setting, both values
+  # and both hosts; the same for another build (apps.kpmap-heat.differs_*).
+  add_test(NAME cluster.differs_env.2x2
+    COMMAND ${SIM_CLUSTER} --hosts nodeA:2,nodeB:2 --
+            ${EXPECT_FAILURE} --within 10 --exit-code 2 --expect
+            "KPMAP_HOST_TIMEOUT is unset on ranks 0-1 (host nodeA) but 'abc' on ranks 2-3 (host nodeB)"
+            -- mpirun -n 2 --host nodeA:2 $<TARGET_FILE:kpmap-heat> ${INPUTS}/heat2d_ci.toml
+               --output ${CLUSTER_OUT}/differs_env
+             : -n 2 --host nodeB:2 -x KPMAP_HOST_TIMEOUT=abc $<TARGET_FILE:kpmap-heat>
+               ${INPUTS}/heat2d_ci.toml --output ${CLUSTER_OUT}/differs_env)
+  set_tests_properties(cluster.differs_env.2x2 PROPERTIES LABELS cluster SKIP_RETURN_CODE 77
+    TIMEOUT 120 PROCESSORS 2)
   # A host that only slows down (its link limited to 1 Mbit/s mid-run: a step
   # takes 1.3 s instead of 10 ms) is not lost: the run ends as on one host.
   kpmap_add_cluster_test(slow_link.2x2 nodeA:2,nodeB:2 slow --rate 1mbit

@@ -75,6 +75,14 @@ add_test(NAME lint.layers
           ${PROJECT_SOURCE_DIR})
 set_tests_properties(lint.layers PROPERTIES LABELS "docs;quick")
 
+# Every KPMAP_* variable the library reads is in kpmap::environment_settings,
+# which the ranks agree on before the first collective, and in
+# docs/reliability.md's table.
+add_test(NAME lint.environment
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_environment.py
+          ${PROJECT_SOURCE_DIR})
+set_tests_properties(lint.environment PROPERTIES LABELS "docs;quick")
+
 # docs/heat.md quotes examples/07_halo_heat.cpp (the halo and the library's heat loop).
 add_test(NAME docs.heat_snippets
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_doc_snippets.py

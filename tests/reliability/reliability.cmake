@@ -276,6 +276,59 @@ if(KPMAP_ENABLE_APPS)
     --output ${FAULT_OUT}/bad RANKS 2 TIMEOUT 60 LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 --env KPMAP_FAULT_INJECT=1:x
             --expect "KPMAP_FAULT_INJECT='1:x': STEP 'x' is not a whole number" --)
+  # Ranks that do not run alike (docs/reliability.md, "Ranks that differ"),
+  # one part of an MPMD launch (mpiexec ... : ...) unlike the other: another
+  # KPMAP_* setting, another build of kpmap, other arguments, or a restart
+  # path that names another file where those ranks run. Every rank ends
+  # within 10 s with exit 2 and one line naming what differs, both values and
+  # the ranks that hold each. (Across hosts: cluster.differs_env.2x2.)
+  if(MPIEXEC_EXECUTABLE MATCHES "mpiexec|mpirun")
+    add_executable(kpmap_heat_another_build ${PROJECT_SOURCE_DIR}/tests/support/another_build.cpp)
+    target_link_libraries(kpmap_heat_another_build PRIVATE kpmap::apps)
+    # Its file is kpmap-heat too, in a folder of its own: only the build differs.
+    set_target_properties(kpmap_heat_another_build PROPERTIES OUTPUT_NAME kpmap-heat
+      RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/another_build)
+    set(differs ${FAULT_OUT}/differs)
+    set(heat $<TARGET_FILE:kpmap-heat> ${heat_args} --output ${differs}/run)
+    set(two ${MPIEXEC_EXECUTABLE} ${MPIEXEC_PREFLAGS} -n 2)
+    # kpmap_add_differs_test(NAME EXPECT text... COMMAND wrapper options... -- command...)
+    function(kpmap_add_differs_test name)
+      cmake_parse_arguments(D "" "" "EXPECT;COMMAND" ${ARGN})
+      set(checks --within 10 --exit-code 2)
+      foreach(text IN LISTS D_EXPECT)
+        list(APPEND checks --expect ${text})
+      endforeach()
+      add_test(NAME apps.kpmap-heat.differs_${name} COMMAND ${EXPECT_FAILURE} ${checks} ${D_COMMAND})
+      set_tests_properties(apps.kpmap-heat.differs_${name} PROPERTIES LABELS "mpi;apps;reliability"
+        PROCESSORS 3 TIMEOUT 60 ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+    endfunction()
+    kpmap_add_differs_test(env
+      EXPECT "the ranks of this job do not run alike: KPMAP_WATCHDOG is unset on ranks 0-1 (host "
+             "but '7x' on rank 2 (host " "(mpirun -x NAME, srun --export)"
+      COMMAND -- ${two} ${heat} : -n 1 -x KPMAP_WATCHDOG=7x ${heat})
+    kpmap_add_differs_test(build
+      EXPECT "kpmap commit is '" "but 'another-build' on rank 2 (host "
+      COMMAND -- ${two} ${heat} : -n 1 $<TARGET_FILE:kpmap_heat_another_build> ${heat_args}
+                 --output ${differs}/run)
+    kpmap_add_differs_test(arguments
+      EXPECT "the ranks of this job were given different arguments: the command line is '"
+             "--set time.end_step=5' on rank 2 (host "
+      COMMAND -- ${two} ${heat} : -n 1 ${heat} --set time.end_step=5)
+    # ck.h5 in the folder each part starts in: checkpoints of steps 4 and 2.
+    add_test(NAME apps.kpmap-heat.differs_source COMMAND ${EXPECT_EXIT} --exit-code 0 --
+      $<TARGET_FILE:kpmap-heat> ${heat_args} --output ${differs}/source)
+    set_tests_properties(apps.kpmap-heat.differs_source PROPERTIES LABELS "apps;reliability"
+      FIXTURES_SETUP heat_differs ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+    kpmap_add_differs_test(restart
+      EXPECT "the ranks of this job see different restart files: --restart ck.h5 is "
+             " on ranks 0-1 (host " " on rank 2 (host "
+             "every rank must read the same checkpoint"
+      COMMAND --symlink ${differs}/a/ck.h5:${differs}/source/checkpoint_000004.h5
+              --symlink ${differs}/b/ck.h5:${differs}/source/checkpoint_000002.h5
+              -- ${two} -wdir ${differs}/a ${heat} --restart ck.h5
+                 : -n 1 -wdir ${differs}/b ${heat} --restart ck.h5)
+    set_tests_properties(apps.kpmap-heat.differs_restart PROPERTIES FIXTURES_REQUIRED heat_differs)
+  endif()
   # A key that would have no effect where it is given is refused with the
   # reason: units on a relu layer, a gap in the layers' numbering, a pixel
   # scaling for generated images.

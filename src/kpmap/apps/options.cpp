@@ -2,7 +2,9 @@
 
 #include <kpmap/apps/cli.hpp>
 
+#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/error.hpp>
+#include <kpmap/base/files.hpp>
 #include <kpmap/base/version.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/run/output_keys.hpp>
@@ -141,7 +143,20 @@ Started start_app(const AppText& text, const deck::Schema& schema, int argc, cha
   Started s;
   add_run_options(app, s.options);
   s.exit = parse_run_command_line(app, s.options, schema, argc, argv, rt);
-  if (!s.exit) s.deck = load_deck(schema, s.options, rt.comm(), translate);
+  if (s.exit) return s;
+  // One path can name different files on different hosts (a copy on each
+  // node's local disk): the ranks must continue from the same one.
+  if (!s.options.restart.empty()) {
+    if (const std::string differs = detail::disagreement(
+            rt.comm(), {{"--restart " + s.options.restart, files::identity(s.options.restart)}});
+        !differs.empty()) {
+      throw InputError("the ranks of this job see different restart files: " + differs +
+                           "; every rank must read the same checkpoint (copy it to every "
+                           "host, or put it on a file system they share)",
+                       ErrorScope::all_ranks);
+    }
+  }
+  s.deck = load_deck(schema, s.options, rt.comm(), translate);
   return s;
 }
 

@@ -1,9 +1,20 @@
 #pragma once
 /// \file
-/// \brief Time limits read from the environment, and the hang limit that
-/// kpmap's guards share by default.
+/// \brief The environment variables kpmap reads, time limits read from the
+/// environment, and the hang limit that kpmap's guards share by default.
 
 namespace kpmap {
+
+/// \brief Every environment variable kpmap reads (docs/reliability.md,
+/// "Environment variables"). A job whose ranks see different values of one
+/// would act on different settings on different hosts (a launcher passes the
+/// variables of its own shell only to the ranks of its own host unless told
+/// to, as with `mpirun -x`): the Runtime has every rank agree on them before
+/// anything else (lint.environment keeps this list whole).
+inline constexpr const char* environment_settings[] = {
+    "KPMAP_CHECK",     "KPMAP_DEVICE_BEFORE_MPI", "KPMAP_FAULT_INJECT", "KPMAP_FUSION_THRESHOLD",
+    "KPMAP_GPU_AWARE", "KPMAP_HOST_TIMEOUT",      "KPMAP_MEMORY_LIMIT", "KPMAP_STAGING",
+    "KPMAP_TRACE",     "KPMAP_TRACE_MAX_EVENTS",  "KPMAP_WATCHDOG"};
 
 namespace detail {
 /// \brief The time without progress after which kpmap's guards end a job

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -131,6 +132,38 @@ std::string not_a_regular_file(const std::string& path) {
   }
   if (S_ISREG(st.st_mode)) return "";
   return std::string(kind_of(st.st_mode)) + ", not a regular file";
+}
+
+std::string identity(const std::string& path) {
+  if (std::string why = not_a_regular_file(path); !why.empty()) return why;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    const int e = errno;
+    if (fd >= 0) ::close(fd);
+    return std::string("cannot be read: ") + std::strerror(e);
+  }
+  constexpr off_t part = off_t(1) << 20;
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a
+  std::vector<unsigned char> buffer(static_cast<std::size_t>(part));
+  std::string failure;
+  for (const off_t at : {off_t(0), st.st_size > 2 * part ? st.st_size - part : part}) {
+    if (at >= st.st_size) break;
+    const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), at);
+    if (n < 0) {
+      failure = std::string("cannot be read: ") + std::strerror(errno);
+      break;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      h ^= buffer[static_cast<std::size_t>(i)];
+      h *= 1099511628211ull;
+    }
+  }
+  ::close(fd);
+  if (!failure.empty()) return failure;
+  char digest[17];
+  std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(h));
+  return std::to_string(st.st_size) + " bytes, digest " + digest;
 }
 
 }  // namespace kpmap::files

@@ -45,6 +45,13 @@ std::string not_replaceable(const std::string& path);
 /// file that is also a file elsewhere, which writing it would change.
 std::string not_ours(const std::string& path);
 
+/// \brief What tells one copy of an input file from another, for the ranks
+/// of a job to agree that they read the same: "N bytes, digest D" (D over its
+/// first and last MiB, where a checkpoint keeps its step and its first
+/// blocks), or why it cannot be read (not_a_regular_file()'s words, or
+/// strerror's). Reads at most 2 MiB. Not collective.
+std::string identity(const std::string& path);
+
 /// \brief Makes `path.tmp` ready to be created: removes a regular file left
 /// there by a killed run. \throws kpmap::Error (this rank) when it is
 /// anything else (a FIFO would block the open, a link would be followed).

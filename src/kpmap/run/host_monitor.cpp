@@ -1,6 +1,7 @@
 #include <kpmap/run/host_monitor.hpp>
 
 #include <kpmap/base/detail/finalize.hpp>
+#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/run/watchdog.hpp>
 
@@ -142,20 +143,6 @@ int connect_any(const Endpoint& to, double seconds) {
     ::close(fd);
   }
   return -1;
-}
-
-// "2-3", "0, 2, 4": runs of consecutive ranks as ranges.
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!s.empty()) s += ", ";
-    s += std::to_string(ranks[i]);
-    if (j > i) s += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return s;
 }
 
 }  // namespace
@@ -323,8 +310,8 @@ void HostMonitor::note(const std::string& text) {
 std::string HostMonitor::describe(int host) const {
   const auto h = static_cast<std::size_t>(host);
   const auto& ranks = host_ranks_[h];
-  return "host " + host_names_[h] + " (rank" + (ranks.size() > 1 ? "s " : " ") + rank_list(ranks) +
-         ")";
+  return "host " + host_names_[h] + " (rank" + (ranks.size() > 1 ? "s " : " ") +
+         detail::rank_list(ranks) + ")";
 }
 
 void HostMonitor::watch() {

@@ -4,7 +4,9 @@
 
 #include <kpmap/base/detail/finalize.hpp>
 #include <kpmap/base/detail/kokkos_compat.hpp>
+#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/environment.hpp>
+#include <kpmap/base/version.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -122,6 +124,7 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   std::set_terminate(terminate_handler);
   g_runtime = this;
   init_node_topology();
+  agree_on_settings(argc > 0 ? argv[0] : nullptr);
   if (!early) choose_host_threads(argc, argv);
   // Before any matrix product; once a process, as the choice changes what
   // the BLAS itself would report the next time.
@@ -297,6 +300,59 @@ void Runtime::init_node_topology() {
   MPI_Allreduce(&leader, &node_count_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   node_index_ = leaders_before;
   MPI_Bcast(&node_index_, 1, MPI_INT, 0, node_comm_);
+}
+
+namespace {
+// What every rank of a job must hold alike: each environment variable kpmap
+// reads, the program (its file's name) and its build (kpmap's version and
+// commit, Kokkos and its backends, the MPI library, the compiler).
+std::vector<detail::Identity> settings_and_build(const char* program) {
+  std::vector<detail::Identity> items;
+  for (const char* name : environment_settings) {
+    const char* v = std::getenv(name);
+    items.push_back({name, v == nullptr ? "unset" : "'" + std::string(v) + "'"});
+  }
+  char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(mpi, &length);
+  std::string mpi_version(mpi, static_cast<std::size_t>(std::max(length, 0)));
+  mpi_version = mpi_version.substr(0, mpi_version.find_first_of(",\n"));
+  const std::string kokkos =
+      std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) +
+      "." + std::to_string(KOKKOS_VERSION % 100) + " (" + Kokkos::DefaultExecutionSpace::name() +
+      ", host " + Kokkos::DefaultHostExecutionSpace::name() + ")";
+  const std::string_view path(program == nullptr ? "" : program);
+  items.push_back({"the program", "'" + std::string(path.substr(path.rfind('/') + 1)) + "'"});
+  items.push_back({"kpmap version", version_string});
+  items.push_back({"kpmap commit", "'" + std::string(build_commit()) + "'"});
+  items.push_back({"Kokkos", kokkos});
+  items.push_back({"MPI library", mpi_version});
+#ifdef __VERSION__
+  items.push_back({"compiler", __VERSION__});
+#endif
+  return items;
+}
+}  // namespace
+
+void Runtime::agree_on_settings(const char* program) {
+  // Before any other collective: a rank that reads another limit, another
+  // checked mode or another staging rule, or runs another build, would leave
+  // the others waiting in a collective it never makes. One allreduce when
+  // they agree.
+  const std::string differs = detail::disagreement(MPI_COMM_WORLD, settings_and_build(program));
+  if (differs.empty()) return;
+  // Every rank holds the same text: rank 0 prints it, and all leave together.
+  if (rank_ == 0) {
+    const std::string line =
+        "kpmap: error: the ranks of this job do not run alike: " + differs +
+        ". Every rank must run the same build with the same KPMAP_* settings: pass the settings "
+        "to every host (mpirun -x NAME, srun --export) and start every rank from one "
+        "installation\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+  }
+  if (Kokkos::is_initialized()) Kokkos::finalize();  // KPMAP_DEVICE_BEFORE_MPI
+  if (owns_mpi_) MPI_Finalize();
+  std::exit(exit_code::bad_input);
 }
 
 void Runtime::choose_host_threads(int argc, char** argv) {

@@ -159,6 +159,9 @@ class Runtime {
  private:
   void init_mpi(int& argc, char**& argv, const RuntimeOptions& options);
   void init_node_topology();
+  /// Ends the job (exit 2) where the ranks see different KPMAP_* settings or
+  /// run different programs or builds, naming what differs and where.
+  void agree_on_settings(const char* program);
   void init_kokkos(int& argc, char**& argv, int local_rank, const std::string& rank_source);
   void choose_host_threads(int argc, char** argv);
   void init_before_mpi(int& argc, char**& argv, std::string& error);

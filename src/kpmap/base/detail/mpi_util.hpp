@@ -9,6 +9,8 @@
 #include <mpi.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kpmap::detail {
 
@@ -25,6 +27,24 @@ void bcast_string(std::string& text, int root, MPI_Comm comm);
 /// all_ranks_abort where a file cannot be closed after the failure).
 void agree(MPI_Comm comm, const std::string& error, int code,
            ErrorScope scope = ErrorScope::all_ranks);
+
+/// \brief "0-1, 4, 6-9": ranks in increasing order, runs joined.
+std::string rank_list(const std::vector<int>& ranks);
+
+/// \brief A named value that every rank of a job must hold alike: a setting,
+/// the build's identity, the file a run continues from.
+struct Identity {
+  std::string name;   ///< what it is ("KPMAP_WATCHDOG", "kpmap commit")
+  std::string value;  ///< as the message shows it ("'30'", "unset")
+};
+
+/// \brief Collective over `comm`: "" where every rank passed the same
+/// `items` (names and values, in the same order), else the same text on every
+/// rank naming each item that differs (the first few), its values and the
+/// ranks and hosts that hold each: "KPMAP_WATCHDOG is '30' on ranks 0-1 (host
+/// nodeA) but unset on ranks 2-3 (host nodeB)". One allreduce of a digest
+/// where they agree; the items themselves travel only where they do not.
+std::string disagreement(MPI_Comm comm, const std::vector<Identity>& items);
 
 /// \brief Collective over `comm`: whether this rank is the first of `comm`
 /// (lowest rank) among those passing the same `index` (its coordinate on
