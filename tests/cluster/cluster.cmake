@@ -70,8 +70,17 @@ if(KPMAP_ENABLE_APPS)
   # The same for training: the Trainer's loop runs on the same RunControl.
   kpmap_add_cluster_test(lost_kill_train.3x1 3 lost --how kill --app kpmap-train
     --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=12 --set output.checkpoint_every=1)
+  # A stop signal and a host lost while the stop is honoured (SIGUSR1 to
+  # mpirun, the last host's link down 50 ms later: mid-step or mid-checkpoint)
+  # ends within the host timeout, naming the last good checkpoint, which reads
+  # back; SIGUSR1 during an 8-second flap (shorter than the timeout) stops the
+  # run as asked, exit 4 and its checkpoint, no host reported lost.
+  set(stop_deck --deck ${INPUTS}/heat2d_ci.toml --set mesh.cells=[512,512]
+                --set time.end_step=300 --set output.checkpoint_every=2)
+  kpmap_add_cluster_test(stop_cut.2x2 nodeA:2,nodeB:2 stop-cut --within 60 ${stop_deck})
+  kpmap_add_cluster_test(stop_flap.2x2 nodeA:2,nodeB:2 stop-flap --flap 8 ${lost_deck})
   set_tests_properties(cluster.lost_link.2x2 cluster.lost_kill.3x1 cluster.lost_kill_train.3x1
-    PROPERTIES RUN_SERIAL TRUE)
+    cluster.stop_cut.2x2 cluster.stop_flap.2x2 PROPERTIES RUN_SERIAL TRUE)
   # One host whose ranks see another KPMAP_* setting (-x for that host's ranks
   # only) ends the job within 10 s with exit 2, naming the setting, both values
   # and both hosts; the same for another build (apps.kpmap-heat.differs_*).

@@ -26,6 +26,14 @@ CASE is one of
     slow        kpmap-heat across the hosts; once a checkpoint exists the last host's
                 link is limited to --rate (tc tbf): a host that only slows down is not
                 lost, and the run ends as on one host, bit for bit
+    stop-cut    --app across the hosts; once a checkpoint exists, SIGUSR1 to mpirun
+                and at once the last host's link down: the job ends within --within
+                seconds, one line naming the host and the last good checkpoint, which
+                reads back whole
+    stop-flap   --app across the hosts; once a checkpoint exists the last host's link
+                goes down, SIGUSR1 goes to mpirun a second later, and the link comes
+                back after --flap seconds (less than KPMAP_HOST_TIMEOUT): the run stops
+                as asked (exit 4, its checkpoint of the step it names), no host is lost
 
 The launch line across the hosts is docs/cluster.md's (Open MPI's keepalive
 settings included); "one host" is mpirun -n N on the cluster's head. Each case
@@ -37,6 +45,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -197,10 +206,11 @@ def case_restart(a):
             f"written on one host at 3 ranks, continued across the hosts at {total}")
 
 
-def run_with_fault(a, out, fault):
+def run_with_fault(a, out, fault, then=()):
     """--app across the hosts into `out`; once it has written a checkpoint,
-    `fault` (a sim-cluster subcommand) on the last host. Returns the exit code,
-    the seconds from the fault to the end, and the run's output."""
+    `fault` (a sim-cluster subcommand) on the last host, then each of `then`,
+    (seconds after the fault, what) in order: "usr1" (SIGUSR1 to mpirun) or a
+    subcommand. Returns the exit code and the run's output."""
     victim = hosts_spec()[-1][0]
     cmd = app_cmd(across(), a, a.app, out)
     print("$ " + " ".join(cmd), flush=True)
@@ -214,9 +224,20 @@ def run_with_fault(a, out, fault):
                 fail(f"no checkpoint before the run ended or in 120 s:\n{open(log_path).read()}")
             time.sleep(0.05)
         tool = os.environ.get("KPMAP_SIM_TOOL", "sim-cluster")
-        subprocess.run([tool, fault[0], victim, *fault[1:]], check=True)
+
+        def act(what):
+            if what == ["usr1"]:
+                p.send_signal(signal.SIGUSR1)
+                print("SIGUSR1 to mpirun", flush=True)
+            else:
+                subprocess.run([tool, what[0], victim, *what[1:]], check=True)
+                print(f"{' '.join(what)} on {victim}", flush=True)
+
+        act(fault)
         at = time.time()
-        print(f"{' '.join(fault)} on {victim}", flush=True)
+        for after, what in then:
+            time.sleep(max(0.0, at + after - time.time()))
+            act(what)
         try:
             code = p.wait(timeout=a.within)
         except subprocess.TimeoutExpired:
@@ -267,6 +288,40 @@ def case_scale(a):
               f"pictures: {', '.join(pictures) or 'none (no matplotlib)'}", flush=True)
 
 
+def case_stop_cut(a):
+    spec = hosts_spec()
+    victim = spec[-1][0]
+    out = fresh(a, "run")
+    code, text = run_with_fault(a, out, ["usr1"], then=[(0.05, ["link-down"])])
+    if code in (0, 4):
+        fail(f"the job ended with exit code {code}, as if its stop had completed")
+    line = re.search(rf"kpmap: rank \d+: host {victim} \(ranks? [-0-9]+\) stopped answering in "
+                     r"step \d+: [^\n]*the last good checkpoint is (\S+) ", text)
+    if not line:
+        fail(f"no line names host {victim} and the last good checkpoint")
+    with h5py.File(line.group(1), "r") as f:
+        step = int(f.attrs["step"])
+    print(f"OK: the job ended, naming {victim} and {line.group(1)} (step {step}, reads back)")
+
+
+def case_stop_flap(a):
+    out = fresh(a, "run")
+    code, text = run_with_fault(a, out, ["link-down"],
+                                then=[(1.0, ["usr1"]), (a.flap, ["link-up"])])
+    if "stopped answering" in text:
+        fail(f"a host was reported lost during a {a.flap:g} s flap")
+    if code != 4:
+        fail(f"exit code {code}, expected 4 (stopped by SIGUSR1)")
+    stop = re.search(r"SIGUSR1 received: stopped after step (\d+) of \d+; continue with "
+                     r"--restart (\S+)", text)
+    if not stop:
+        fail("no line says the run stopped on SIGUSR1 and names its checkpoint")
+    with h5py.File(stop.group(2), "r") as f:
+        if int(f.attrs["step"]) != int(stop.group(1)):
+            fail(f"{stop.group(2)} holds step {int(f.attrs['step'])}, not {stop.group(1)}")
+    print(f"OK: stopped after step {stop.group(1)} with its checkpoint, no host lost")
+
+
 def case_lost(a):
     spec = hosts_spec()
     total = sum(s for _, s in spec)
@@ -311,7 +366,7 @@ def case_lost(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=["info", "same-heat", "same-train", "program", "restart",
-                                    "lost", "slow", "scale"])
+                                    "lost", "slow", "scale", "stop-cut", "stop-flap"])
     p.add_argument("--bin", required=True, help="the folder of kpmap-heat, -train and -info")
     p.add_argument("--work", required=True, help="where the case's run folders go")
     p.add_argument("--deck")
@@ -322,13 +377,14 @@ def main():
     p.add_argument("--app", choices=["kpmap-heat", "kpmap-train"], default="kpmap-heat")
     p.add_argument("--within", type=float, default=120)
     p.add_argument("--rate", default="10mbit")
+    p.add_argument("--flap", type=float, default=8)
     p.add_argument("args", nargs="*")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     cases = {"info": case_info, "same-heat": lambda a: case_same(a, "kpmap-heat"),
              "same-train": lambda a: case_same(a, "kpmap-train"), "program": case_program,
              "restart": case_restart, "lost": case_lost, "slow": case_slow,
-             "scale": case_scale}
+             "scale": case_scale, "stop-cut": case_stop_cut, "stop-flap": case_stop_flap}
     cases[a.case](a)
 
 

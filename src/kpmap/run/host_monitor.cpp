@@ -37,6 +37,16 @@ constexpr char abort_byte = 'x';  // this host ends the job on purpose (an error
 // The monitor of this process, for the farewell of an abort.
 std::atomic<HostMonitor*> g_monitor{nullptr};
 
+// The line lost() would print for the silent host, kept ready by the watching
+// thread while a host is silent, for the SIGTERM handler to print as it ends
+// the process (two buffers: the thread fills the one not shown).
+struct ReadyLine {
+  char text[2][2048] = {};
+  std::size_t length[2] = {};
+  std::atomic<int> shown{-1};  // -1: no host is silent
+};
+ReadyLine g_ready;
+
 using detail::steady_seconds;
 
 struct Endpoint {
@@ -152,6 +162,18 @@ void host_monitor_farewell() noexcept {
   if (m == nullptr) return;
   for (const auto& p : m->peers_) send_byte(p.fd, abort_byte);
 }
+
+namespace {
+// StopSignals' SIGTERM hook (async-signal-safe): where a host is silent, the
+// launcher ends this rank because it found that host lost.
+void host_monitor_on_launcher_end() noexcept {
+  const int i = g_ready.shown.load(std::memory_order_acquire);
+  if (i < 0) return;
+  host_monitor_farewell();
+  [[maybe_unused]] const auto n = ::write(STDERR_FILENO, g_ready.text[i], g_ready.length[i]);
+  std::_Exit(exit_code::failure);
+}
+}  // namespace
 
 double HostMonitor::timeout_from_environment() {
   return seconds_from_environment("KPMAP_HOST_TIMEOUT", 60.0,
@@ -286,6 +308,7 @@ void HostMonitor::connect_ring(MPI_Comm comm, int my_host) {
   for (auto& p : peers_) p.heard = t;
   g_monitor.store(this, std::memory_order_release);
   detail::at_abort(host_monitor_farewell);
+  if (signals_ != nullptr) StopSignals::on_end(host_monitor_on_launcher_end);
   thread_ = std::thread([this] { watch(); });
 }
 
@@ -296,6 +319,8 @@ HostMonitor::~HostMonitor() {
     stop_.store(true);
     thread_.join();
   }
+  if (signals_ != nullptr) StopSignals::on_end(nullptr);
+  g_ready.shown.store(-1);
   for (const auto& p : peers_) {
     send_byte(p.fd, bye_byte);
     ::close(p.fd);
@@ -329,6 +354,7 @@ void HostMonitor::watch() {
       }
       last_beat = t;
     }
+    const Peer* most_silent = nullptr;
     for (std::size_t i = 0; i < peers_.size(); ++i) {
       Peer& p = peers_[i];
       if (p.done) continue;
@@ -348,18 +374,31 @@ void HostMonitor::watch() {
       }
       const double silent = t - p.heard;
       if (silent > timeout_) lost(p, nullptr, silent);
+      if (silent > silent_on_stop && (most_silent == nullptr || p.heard < most_silent->heard)) {
+        most_silent = &p;
+      }
       // The launcher ends this rank (SIGTERM) while a host is silent: it has
-      // found the lost host itself, and kills this rank a moment later.
-      if (silent > silent_on_stop && signals_ != nullptr && signals_->pending() != 0) {
+      // found the lost host itself, and kills this rank a moment later. A
+      // user's stop (SIGUSR1, SIGINT) during a short silence is no such end:
+      // the stop waits for the host like any collective.
+      if (silent > silent_on_stop && signals_ != nullptr && signals_->ending()) {
         lost(p, nullptr, silent);
       }
+    }
+    if (most_silent == nullptr) {
+      g_ready.shown.store(-1, std::memory_order_release);
+    } else if (signals_ != nullptr) {
+      const std::string line = lost_line(*most_silent, nullptr, t - most_silent->heard);
+      const int fill = g_ready.shown.load(std::memory_order_relaxed) == 0 ? 1 : 0;
+      const std::size_t n = std::min(line.size(), sizeof g_ready.text[fill]);
+      std::memcpy(g_ready.text[fill], line.data(), n);
+      g_ready.length[fill] = n;
+      g_ready.shown.store(fill, std::memory_order_release);
     }
   }
 }
 
-void HostMonitor::lost(const Peer& p, const char* why, double silent) {
-  // The other neighbour must not take this process's end for a lost host.
-  host_monitor_farewell();
+std::string HostMonitor::lost_line(const Peer& p, const char* why, double silent) {
   std::string line = "kpmap: rank " + std::to_string(rank_) + ": " + describe(p.host) +
                      " stopped answering in step " + std::to_string(step_.load()) + ": ";
   if (why != nullptr) {
@@ -375,7 +414,13 @@ void HostMonitor::lost(const Peer& p, const char* why, double silent) {
     const std::lock_guard<std::mutex> lock(note_mutex_);
     line += note_;
   }
-  line += "\n";
+  return line + "\n";
+}
+
+void HostMonitor::lost(const Peer& p, const char* why, double silent) {
+  // The other neighbour must not take this process's end for a lost host.
+  host_monitor_farewell();
+  const std::string line = lost_line(p, why, silent);
   std::fflush(stdout);
   [[maybe_unused]] const auto n = ::write(STDERR_FILENO, line.data(), line.size());
   std::_Exit(exit_code::failure);

@@ -11,7 +11,9 @@
 /// is lost when its connection closed without a farewell (its processes were
 /// killed), when its byte has not come for `timeout` seconds, or when it has
 /// been silent for `silent_on_stop` seconds and the launcher is ending this
-/// rank (a stop signal: the launcher found the lost host first). Then the
+/// rank (SIGTERM: the launcher found the lost host first; a user's SIGUSR1 or
+/// SIGINT during a short silence only asks for a stop, which waits for the
+/// host as any collective does). Then the
 /// rank that saw it prints one line naming the host, its ranks, the step and
 /// the last good checkpoint, and ends its process without finalising MPI,
 /// which makes the launcher end the job (docs/reliability.md, "A lost
@@ -45,7 +47,7 @@ class HostMonitor {
   HostMonitor(const HostMonitor&) = delete;
   HostMonitor& operator=(const HostMonitor&) = delete;
 
-  /// Silence that, with a stop signal pending, is a lost host (seconds).
+  /// Silence that, with the launcher ending this rank (SIGTERM), is a lost host (seconds).
   static constexpr double silent_on_stop = 4;
 
   /// \brief KPMAP_HOST_TIMEOUT (seconds, >= 0; 0: off), or 60 when unset.
@@ -74,6 +76,8 @@ class HostMonitor {
   };
   void connect_ring(MPI_Comm comm, int my_host);
   void watch();
+  /// The line that names a lost host `p` (why, or its `silent` seconds).
+  std::string lost_line(const Peer& p, const char* why, double silent);
   [[noreturn]] void lost(const Peer& p, const char* why, double silent);
   friend void host_monitor_farewell() noexcept;
 

@@ -38,6 +38,18 @@ class StopSignals {
   /// \brief The signal this process received since construction, or 0. Not collective.
   int pending() const noexcept;
 
+  /// \brief Whether this process received SIGTERM since construction: what
+  /// a launcher sends when it ends the job (and a scheduler at a time limit),
+  /// unlike SIGUSR1 and SIGINT, which only a user sends. Not collective.
+  bool ending() const noexcept;
+
+  /// \brief `hook` (async-signal-safe; nullptr: none) runs first in the
+  /// handler of every SIGTERM, and may end the process: the host monitor's,
+  /// which, where a host has been silent a while, names it and the last good
+  /// checkpoint before the launcher's SIGKILL (Open MPI's follows its SIGTERM
+  /// within milliseconds, too soon for a thread to notice).
+  static void on_end(void (*hook)() noexcept) noexcept;
+
   /// \brief Collective over `comm`: the signal any rank received, or 0 on
   /// every rank. One small allreduce; call it once per step.
   int poll(MPI_Comm comm) const;
