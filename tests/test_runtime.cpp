@@ -3,6 +3,7 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/base/detail/blas_kernels.hpp>
+#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/fault.hpp>
 #include <kpmap/run/host_monitor.hpp>
 #include <kpmap/run/stop.hpp>
@@ -17,6 +18,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -241,6 +243,50 @@ TEST_CASE("The watchdog is on by default, its limit ten times the longest step",
   CHECK(short_floor.seconds() == after_long);
   const kpmap::Watchdog off(0.0, 0);
   CHECK(off.seconds() == 0.0);
+}
+
+TEST_CASE("disagreement() is empty where the ranks agree, else names what differs and where",
+          "[agree]") {
+  const int rank = kpmap::test::world_rank();
+  const int size = kpmap::test::world_size();
+  using kpmap::detail::disagreement;
+  CHECK(disagreement(MPI_COMM_WORLD, {{"A", "'1'"}, {"B", "unset"}}).empty());
+  CHECK(disagreement(MPI_COMM_WORLD, {}).empty());
+  // The last rank holds another B: every rank gets the same text, naming the
+  // two groups of ranks, their values and their hosts (as MPI names them).
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, MPI_COMM_WORLD);
+  auto host = [&](int r) {
+    return std::string(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+  };
+  const std::string text = disagreement(
+      MPI_COMM_WORLD, {{"A", "'1'"}, {"B", rank == size - 1 ? "'x'" : "unset"}, {"C", "2"}});
+  if (size == 1) {
+    CHECK(text.empty());
+    return;
+  }
+  std::vector<std::string> first_hosts;
+  for (int r = 0; r < size - 1; ++r) {
+    if (std::find(first_hosts.begin(), first_hosts.end(), host(r)) == first_hosts.end()) {
+      first_hosts.push_back(host(r));
+    }
+  }
+  std::string hosts = first_hosts[0];
+  for (std::size_t i = 1; i < first_hosts.size(); ++i) hosts += ", " + first_hosts[i];
+  const std::string first = size == 2 ? "rank 0" : "ranks 0-" + std::to_string(size - 2);
+  CHECK(text == "B is unset on " + first + (first_hosts.size() > 1 ? " (hosts " : " (host ") +
+                    hosts + ") but 'x' on rank " + std::to_string(size - 1) + " (host " +
+                    host(size - 1) + ")");
+  // Several that differ: each, in the order the ranks list them.
+  const std::string two = disagreement(
+      MPI_COMM_WORLD, {{"P", rank == 0 ? "0" : "1"}, {"Q", "1"}, {"R", rank == 0 ? "0" : "1"}});
+  CHECK_THAT(two, ContainsSubstring("P is 0 on rank 0 (host " + host(0) + ") but 1 on "));
+  CHECK_THAT(two, ContainsSubstring("; R is 0 on rank 0 (host "));
+  CHECK(two.find("Q is") == std::string::npos);
 }
 
 TEST_CASE("The host monitor finds the job's hosts and watches only several", "[hosts]") {

@@ -70,6 +70,21 @@ if(KPMAP_ENABLE_APPS)
   # The same for training: the Trainer's loop runs on the same RunControl.
   kpmap_add_cluster_test(lost_kill_train.3x1 3 lost --how kill --app kpmap-train
     --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=12 --set output.checkpoint_every=1)
+  # A rank that fails while its host stays up is named as it is, never as a
+  # lost host: its own error line (rank 3, not a host's first rank, also with
+  # ranks placed round-robin), the launcher's for one killed, and the monitor's
+  # "rank 2 on host nodeB ... ended without a word" for a host's first rank.
+  set(fails_deck --deck ${INPUTS}/heat2d_ci.toml --set mesh.cells=[128,128]
+                 --set time.end_step=300 --within 60)
+  kpmap_add_cluster_test(fails_error.2x2 nodeA:2,nodeB:2 fails --inject 3:5
+    --expect "kpmap: rank 3: injected error at step 5" ${fails_deck})
+  kpmap_add_cluster_test(fails_error_by_node.2x2 nodeA:2,nodeB:2 fails --inject 3:5 --map node
+    --expect "kpmap: rank 3: injected error at step 5" ${fails_deck})
+  kpmap_add_cluster_test(fails_kill.2x2 nodeA:2,nodeB:2 fails --inject 3:5:kill
+    --expect "kpmap: rank 3: injected SIGKILL at step 5" ${fails_deck})
+  kpmap_add_cluster_test(fails_kill_first.2x2 nodeA:2,nodeB:2 fails --inject 2:5:kill
+    --expect "rank 2 on host nodeB (ranks 2-3) ended without a word in step 5: its connection closed while its host still answers (the rank was killed or crashed)"
+    --expect "the last good checkpoint is" ${fails_deck})
   # A stop signal and a host lost while the stop is honoured (SIGUSR1 to
   # mpirun, the last host's link down 50 ms later: mid-step or mid-checkpoint)
   # ends within the host timeout, naming the last good checkpoint, which reads

@@ -26,6 +26,10 @@ CASE is one of
     slow        kpmap-heat across the hosts; once a checkpoint exists the last host's
                 link is limited to --rate (tc tbf): a host that only slows down is not
                 lost, and the run ends as on one host, bit for bit
+    fails       --app across the hosts with KPMAP_FAULT_INJECT=--inject (a rank that
+                raises an error, exits or is killed while its host stays up; --map
+                passes mpirun --map-by): the job ends within --within seconds, its
+                output holds every --expect and never says a host stopped answering
     stop-cut    --app across the hosts; once a checkpoint exists, SIGUSR1 to mpirun
                 and at once the last host's link down: the job ends within --within
                 seconds, one line naming the host and the last good checkpoint, which
@@ -288,6 +292,33 @@ def case_scale(a):
               f"pictures: {', '.join(pictures) or 'none (no matplotlib)'}", flush=True)
 
 
+def case_fails(a):
+    out = fresh(a, "run")
+    cmd = across()
+    if a.map:
+        cmd += ["--map-by", a.map]
+    cmd = ["mpirun", "-x", f"KPMAP_FAULT_INJECT={a.inject}"] + cmd[1:]
+    cmd = app_cmd(cmd, a, a.app, out)
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    start = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.within)
+    except subprocess.TimeoutExpired:
+        fail(f"the job still ran {a.within:g} s after it started")
+    text = p.stdout + p.stderr
+    print("\n".join(line for line in text.splitlines() if line.startswith("kpmap")))
+    print(f"the job ended after {time.time() - start:.1f} s, exit code {p.returncode}")
+    if p.returncode == 0:
+        fail("the job ended with exit code 0")
+    if "stopped answering" in text:
+        fail("a host that stayed up was reported as having stopped answering")
+    for e in a.expect:
+        if e not in text:
+            fail(f"the output lacks {e!r}")
+    print(f"OK: KPMAP_FAULT_INJECT={a.inject}{' --map-by ' + a.map if a.map else ''}: "
+          f"named as it is, no host reported lost")
+
+
 def case_stop_cut(a):
     spec = hosts_spec()
     victim = spec[-1][0]
@@ -332,11 +363,16 @@ def case_lost(a):
     code, text = run_with_fault(a, out, [a.how])
     if code == 0:
         fail("the job ended with exit code 0")
-    line = re.search(rf"kpmap: rank \d+: host {victim} \(ranks? {ranks}\) stopped answering in "
+    # A host whose link is down stopped answering; one whose processes were
+    # killed still answers (its kernel closes the connection): its first rank
+    # ended without a word.
+    said = (rf"host {victim} \(ranks? {ranks}\) stopped answering" if a.how == "link-down" else
+            rf"rank {first_rank} on host {victim} \(ranks? {ranks}\) ended without a word")
+    line = re.search(rf"kpmap: rank \d+: {said} in "
                      r"step (\d+): [^\n]*the last good checkpoint is (\S+) "
                      r"\(continue with --restart \S+\)", text)
     if not line:
-        fail(f"no line names host {victim} (ranks {ranks}), the step and the last good checkpoint")
+        fail(f"no line says {said!r} with the step and the last good checkpoint")
     step, last_good = int(line.group(1)), line.group(2)
     print(f"OK: a line names {victim} (ranks {ranks}), step {step} and {last_good}")
     if not os.path.isfile(last_good):
@@ -366,7 +402,7 @@ def case_lost(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=["info", "same-heat", "same-train", "program", "restart",
-                                    "lost", "slow", "scale", "stop-cut", "stop-flap"])
+                                    "lost", "slow", "scale", "stop-cut", "stop-flap", "fails"])
     p.add_argument("--bin", required=True, help="the folder of kpmap-heat, -train and -info")
     p.add_argument("--work", required=True, help="where the case's run folders go")
     p.add_argument("--deck")
@@ -378,13 +414,17 @@ def main():
     p.add_argument("--within", type=float, default=120)
     p.add_argument("--rate", default="10mbit")
     p.add_argument("--flap", type=float, default=8)
+    p.add_argument("--inject")
+    p.add_argument("--map")
+    p.add_argument("--expect", action="append", default=[])
     p.add_argument("args", nargs="*")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     cases = {"info": case_info, "same-heat": lambda a: case_same(a, "kpmap-heat"),
              "same-train": lambda a: case_same(a, "kpmap-train"), "program": case_program,
              "restart": case_restart, "lost": case_lost, "slow": case_slow,
-             "scale": case_scale, "stop-cut": case_stop_cut, "stop-flap": case_stop_flap}
+             "scale": case_scale, "stop-cut": case_stop_cut, "stop-flap": case_stop_flap,
+             "fails": case_fails}
     cases[a.case](a)
 
 

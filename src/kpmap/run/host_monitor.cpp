@@ -33,6 +33,10 @@ constexpr int max_addresses = 8;
 constexpr char beat_byte = 'h';
 constexpr char bye_byte = 'b';    // this host finished its run
 constexpr char abort_byte = 'x';  // this host ends the job on purpose (an error it reports)
+// The launcher is ending this host's ranks (a SIGTERM while no host is
+// silent: another rank failed, and says so itself, or the launcher says which):
+// its connection closing next is that end, not a failure of this host's own.
+constexpr char ending_byte = 'e';
 
 // The monitor of this process, for the farewell of an abort.
 std::atomic<HostMonitor*> g_monitor{nullptr};
@@ -163,17 +167,21 @@ void host_monitor_farewell() noexcept {
   for (const auto& p : m->peers_) send_byte(p.fd, abort_byte);
 }
 
-namespace {
 // StopSignals' SIGTERM hook (async-signal-safe): where a host is silent, the
-// launcher ends this rank because it found that host lost.
+// launcher ends this rank because it found that host lost; where none is, it
+// ends this rank for another's failure, which the peers must not report.
 void host_monitor_on_launcher_end() noexcept {
   const int i = g_ready.shown.load(std::memory_order_acquire);
-  if (i < 0) return;
+  if (i < 0) {
+    if (HostMonitor* m = g_monitor.load(std::memory_order_acquire)) {
+      for (const auto& p : m->peers_) send_byte(p.fd, ending_byte);
+    }
+    return;
+  }
   host_monitor_farewell();
   [[maybe_unused]] const auto n = ::write(STDERR_FILENO, g_ready.text[i], g_ready.length[i]);
   std::_Exit(exit_code::failure);
 }
-}  // namespace
 
 double HostMonitor::timeout_from_environment() {
   return seconds_from_environment("KPMAP_HOST_TIMEOUT", 60.0,
@@ -368,12 +376,19 @@ void HostMonitor::watch() {
             p.done = true;
             continue;
           }
+          if (std::find(buf, buf + k, ending_byte) != buf + k) p.ending = true;
         } else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
-          lost(p, "its connection closed without a farewell (its processes ended)", 0);
+          // Its launcher ended it (for a rank that failed and said so, or that
+          // the launcher names): nothing to add, and this rank's own end follows.
+          if (p.ending) {
+            p.done = true;
+            continue;
+          }
+          lost(p, true, 0);
         }
       }
       const double silent = t - p.heard;
-      if (silent > timeout_) lost(p, nullptr, silent);
+      if (silent > timeout_) lost(p, false, silent);
       if (silent > silent_on_stop && (most_silent == nullptr || p.heard < most_silent->heard)) {
         most_silent = &p;
       }
@@ -382,13 +397,13 @@ void HostMonitor::watch() {
       // user's stop (SIGUSR1, SIGINT) during a short silence is no such end:
       // the stop waits for the host like any collective.
       if (silent > silent_on_stop && signals_ != nullptr && signals_->ending()) {
-        lost(p, nullptr, silent);
+        lost(p, false, silent);
       }
     }
     if (most_silent == nullptr) {
       g_ready.shown.store(-1, std::memory_order_release);
     } else if (signals_ != nullptr) {
-      const std::string line = lost_line(*most_silent, nullptr, t - most_silent->heard);
+      const std::string line = lost_line(*most_silent, false, t - most_silent->heard);
       const int fill = g_ready.shown.load(std::memory_order_relaxed) == 0 ? 1 : 0;
       const std::size_t n = std::min(line.size(), sizeof g_ready.text[fill]);
       std::memcpy(g_ready.text[fill], line.data(), n);
@@ -398,12 +413,18 @@ void HostMonitor::watch() {
   }
 }
 
-std::string HostMonitor::lost_line(const Peer& p, const char* why, double silent) {
-  std::string line = "kpmap: rank " + std::to_string(rank_) + ": " + describe(p.host) +
-                     " stopped answering in step " + std::to_string(step_.load()) + ": ";
-  if (why != nullptr) {
-    line += why;
+std::string HostMonitor::lost_line(const Peer& p, bool closed, double silent) {
+  std::string line = "kpmap: rank " + std::to_string(rank_) + ": ";
+  const std::string step = std::to_string(step_.load());
+  if (closed) {
+    // The host's kernel closed the connection: the host is up, its rank is not.
+    const auto& ranks = host_ranks_[static_cast<std::size_t>(p.host)];
+    line += "rank " + std::to_string(ranks.front()) + " on " + describe(p.host) +
+            " ended without a word in step " + step +
+            ": its connection closed while its host still answers (the rank was killed or "
+            "crashed)";
   } else {
+    line += describe(p.host) + " stopped answering in step " + step + ": ";
     char text[128];
     std::snprintf(text, sizeof text, "no word from it for %.0f s (KPMAP_HOST_TIMEOUT=%g%s)", silent,
                   timeout_, silent <= timeout_ ? "; the launcher is ending the job too" : "");
@@ -417,10 +438,10 @@ std::string HostMonitor::lost_line(const Peer& p, const char* why, double silent
   return line + "\n";
 }
 
-void HostMonitor::lost(const Peer& p, const char* why, double silent) {
+void HostMonitor::lost(const Peer& p, bool closed, double silent) {
   // The other neighbour must not take this process's end for a lost host.
   host_monitor_farewell();
-  const std::string line = lost_line(p, why, silent);
+  const std::string line = lost_line(p, closed, silent);
   std::fflush(stdout);
   [[maybe_unused]] const auto n = ::write(STDERR_FILENO, line.data(), line.size());
   std::_Exit(exit_code::failure);

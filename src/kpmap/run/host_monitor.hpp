@@ -8,15 +8,17 @@
 /// Each host's first rank (its node-local rank 0) keeps a TCP connection to
 /// the first rank of the next host and of the previous one, a ring over the
 /// hosts, and a thread of its own sends a byte down each every second. A host
-/// is lost when its connection closed without a farewell (its processes were
-/// killed), when its byte has not come for `timeout` seconds, or when it has
+/// is lost when its byte has not come for `timeout` seconds, or when it has
 /// been silent for `silent_on_stop` seconds and the launcher is ending this
 /// rank (SIGTERM: the launcher found the lost host first; a user's SIGUSR1 or
 /// SIGINT during a short silence only asks for a stop, which waits for the
-/// host as any collective does). Then the
-/// rank that saw it prints one line naming the host, its ranks, the step and
-/// the last good checkpoint, and ends its process without finalising MPI,
-/// which makes the launcher end the job (docs/reliability.md, "A lost
+/// host as any collective does). A connection that closes without a farewell
+/// is no lost host (its kernel still answers) but a first rank that was
+/// killed or crashed, unless that host's launcher had said it was ending its
+/// ranks (for another rank's failure, which that rank or the launcher names).
+/// Then the rank that saw it prints one line naming the host, its ranks, the
+/// step and the last good checkpoint, and ends its process without finalising
+/// MPI, which makes the launcher end the job (docs/reliability.md, "A lost
 /// host").
 ///
 /// Two sockets and one thread per host whatever the job's size, one byte a
@@ -71,15 +73,18 @@ class HostMonitor {
   struct Peer {
     int fd = -1;
     int host = -1;
-    double heard = 0;   ///< when its last byte came
-    bool done = false;  ///< it said farewell: no longer watched
+    double heard = 0;     ///< when its last byte came
+    bool done = false;    ///< it said farewell: no longer watched
+    bool ending = false;  ///< its launcher is ending it: its connection closing is no failure
   };
   void connect_ring(MPI_Comm comm, int my_host);
   void watch();
-  /// The line that names a lost host `p` (why, or its `silent` seconds).
-  std::string lost_line(const Peer& p, const char* why, double silent);
-  [[noreturn]] void lost(const Peer& p, const char* why, double silent);
+  /// The line that names a host `p` lost (silent `silent` seconds) or, where
+  /// its connection `closed`, its first rank ended.
+  std::string lost_line(const Peer& p, bool closed, double silent);
+  [[noreturn]] void lost(const Peer& p, bool closed, double silent);
   friend void host_monitor_farewell() noexcept;
+  friend void host_monitor_on_launcher_end() noexcept;
 
   double timeout_;
   const StopSignals* signals_;
