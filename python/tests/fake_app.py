@@ -84,6 +84,8 @@ def main(argv):
         elif argv[i] == "--output":
             output = argv[i + 1]
             i += 2
+        elif argv[i] in ("--hostfile", "--host"):  # a launcher's, as mpirun would take them
+            i += 2
         elif deck is None:
             deck = argv[i]
             i += 1

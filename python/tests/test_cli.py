@@ -130,6 +130,43 @@ class Studies(Decks, unittest.TestCase):
         doc = json.loads((self.out / "scaling.json").read_text())
         self.assertIn("exited with code 3", doc["points"][1]["failure"])
 
+    def test_hostfile_with_fewer_slots_than_ranks(self):
+        # The ranks would share the hosts' cores: that point is refused, the
+        # others measured, and the fit and the table leave it out.
+        hostfile = self.out.parent / "hosts"
+        hostfile.write_text("# two slots\nlocalhost slots=2 max_slots=2\n")
+        p = self.study("--ranks", "1,2,4", "--mode", "strong", "--repeat", "1",
+                       "--launcher", f"{LAUNCHER} --hostfile {hostfile}")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"point refused: ranks 4: the launcher's hostfile {hostfile} holds 2 slots, "
+                      "fewer than the ranks: they would be oversubscribed; not run", p.stderr)
+        r = rows(self.out)
+        self.assertEqual([(x["ranks"], x["status"]) for x in r],
+                         [("1", "ok"), ("2", "ok"), ("4", "failed")])
+        self.assertEqual(r[2]["speedup"], "")
+        self.assertFalse((self.out / "ranks-4").exists())
+        self.assertIn("FAILED at 4 ranks", p.stdout)
+        # The same with --host: one slot a host unless it says how many.
+        p = self.study("--ranks", "1,2", "--mode", "strong", "--repeat", "1",
+                       "--launcher", f"{LAUNCHER} --host localhost")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("point refused: ranks 2: the launcher's --host localhost holds 1 slot,",
+                      p.stderr)
+
+    def test_hostfile_naming_an_unknown_host(self):
+        hostfile = self.out.parent / "hosts"
+        hostfile.write_text("localhost slots=1\nno-such-host.invalid slots=2\n")
+        p = self.study("--ranks", "1,2", "--mode", "strong",
+                       "--launcher", f"{LAUNCHER} --hostfile {hostfile}")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(f"kpmap-scale: error: --launcher: hostfile {hostfile}, line 2: host "
+                      "'no-such-host.invalid' is not known here (no address for it)", p.stderr)
+        hostfile.write_text("localhost slots=two\n")
+        p = self.study("--ranks", "1", "--mode", "strong",
+                       "--launcher", f"{LAUNCHER} --hostfile {hostfile}")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("line 1: 'slots=two': slots takes a whole number", p.stderr)
+
     def test_failing_baseline(self):
         p = self.study("--ranks", "1,2,4", "--mode", "strong", "--repeat", "1",
                        "--set", "fake.fail_ranks=1")

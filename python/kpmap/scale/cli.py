@@ -19,7 +19,8 @@ from kpmap.interpreter import how_to_install, use_plotting_python
 from kpmap.scale import (EXIT_INTERRUPTED, EXIT_OK, EXIT_POINT_FAILED, EXIT_USAGE,
                          UsageError)
 from kpmap.scale.collect import one_line, study_title, write_results
-from kpmap.scale.launch import DEFAULT_LAUNCHER, check_template, local_launcher, usable_cores
+from kpmap.scale.launch import (DEFAULT_LAUNCHER, check_template, local_launcher, named_hosts,
+                                usable_cores)
 from kpmap.scale.plan import (KINDS, Study, detect_kind, is_tea_deck, parse_ranks,
                               parse_scale_key, parse_set, prepare_point, schedule, toml_text,
                               write_point_deck)
@@ -217,7 +218,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         study, options = parse_study(argv)
         dry_run = options.dry_run
         local = local_launcher(study.launcher)
-        points = [prepare_point(study, n, local) for n in study.ranks]
+        hosts = named_hosts(study.launcher)
+        points = [prepare_point(study, n, local, hosts) for n in study.ranks]
     except UsageError as e:
         print(f"kpmap-scale: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -245,6 +247,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     say(f"kpmap-scale: {study_title(study)} at {', '.join(map(str, study.ranks))} ranks, "
         f"{study.repeat} repetition{'s' if study.repeat > 1 else ''} each, into {study.out}/")
     for p in points:
+        if p.failure:
+            print(f"kpmap-scale: point refused: {p.failure}", file=sys.stderr, flush=True)
         if p.oversubscribed:
             say(f"  note: {p.ranks} ranks on {usable_cores()} cores: oversubscribed, ranks "
                 "share cores")

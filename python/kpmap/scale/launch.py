@@ -12,6 +12,8 @@ import math
 import os
 import re
 import shlex
+import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -90,7 +92,85 @@ def run_environment(ranks: int, repetition: int, oversubscribed: bool) -> Dict[s
     return {k: v for k, v in extra.items() if k not in os.environ or k.startswith("KPMAP_")}
 
 
+@dataclass
+class Hosts:
+    """The hosts a launcher template names (Open MPI's --hostfile or --host)."""
+    source: str            # "hostfile hosts.txt" or "--host nodeA:2,nodeB:2"
+    slots: Optional[int]   # their slots, or None where a host's count is left to Open MPI
+
+
+HOSTFILE_OPTIONS = ("--hostfile", "-hostfile", "--machinefile", "-machinefile",
+                    "--default-hostfile", "-default-hostfile")
+HOST_OPTIONS = ("--host", "-host", "-H")
+
+
+def known_host(name: str) -> bool:
+    try:
+        socket.getaddrinfo(name, None)
+        return True
+    except (socket.gaierror, UnicodeError):
+        return False
+
+
+def named_hosts(words: Sequence[str]) -> Optional[Hosts]:
+    """The hosts and slots of a template's --hostfile FILE or --host LIST (else None).
+    Raises UsageError for a hostfile that cannot be read, a line it cannot use, or a
+    host this machine cannot resolve, naming the file, the line and the host."""
+    for i, w in enumerate(words):
+        option, _, value = w.partition("=")
+        if option not in HOSTFILE_OPTIONS + HOST_OPTIONS:
+            continue
+        if not value:
+            if i + 1 >= len(words):
+                raise UsageError(f"--launcher: {option} is not followed by its value")
+            value = words[i + 1]
+        if option in HOST_OPTIONS:
+            slots = 0
+            for item in value.split(","):
+                host, _, count = item.partition(":")
+                if not host or (count and not count.isdigit()):
+                    raise UsageError(f"--launcher: {option} {value}: {item!r} is not HOST or "
+                                     "HOST:SLOTS")
+                if not known_host(host):
+                    raise UsageError(f"--launcher: {option} {value}: host {host!r} is not known "
+                                     "here (no address for it)")
+                slots += int(count) if count else 1
+            return Hosts(f"{option} {value}", slots)
+        path = Path(value)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"--launcher: hostfile {path}: cannot be read "
+                             f"({getattr(e, 'strerror', None) or e})") from None
+        total: Optional[int] = 0
+        hosts = 0
+        for number, line in enumerate(lines, 1):
+            fields = line.split("#", 1)[0].split()
+            if not fields:
+                continue
+            host, rest = fields[0], fields[1:]
+            if not known_host(host):
+                raise UsageError(f"--launcher: hostfile {path}, line {number}: host {host!r} is "
+                                 "not known here (no address for it)")
+            hosts += 1
+            count = None
+            for f in rest:
+                key, _, v = f.partition("=")
+                if key in ("slots", "max_slots", "max-slots") and not v.isdigit():
+                    raise UsageError(f"--launcher: hostfile {path}, line {number}: {f!r}: "
+                                     f"{key} takes a whole number")
+                if key == "slots":
+                    count = int(v)
+            # Without slots= Open MPI counts the host's cores, which only it knows.
+            total = None if total is None or count is None else total + count
+        if hosts == 0:
+            raise UsageError(f"--launcher: hostfile {path} names no host")
+        return Hosts(f"hostfile {path}", total)
+    return None
+
+
 def local_launcher(words: Sequence[str]) -> bool:
     """True when the ranks run on this machine, so cores here are what they get."""
     first = Path(words[0]).name if words else ""
-    return first in ("mpiexec", "mpirun", "{app}") and not in_batch_job()
+    return (first in ("mpiexec", "mpirun", "{app}") and not in_batch_job()
+            and named_hosts(words) is None)

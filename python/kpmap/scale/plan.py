@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from kpmap.scale import UsageError
-from kpmap.scale.launch import usable_cores
+from kpmap.scale.launch import Hosts, usable_cores
 
 
 @dataclass
@@ -277,9 +277,16 @@ def started(study: Study) -> List[Point]:
     return [p for p in study.points if p.samples or p.failure]
 
 
-def prepare_point(study: Study, ranks: int, local: bool) -> Point:
+def prepare_point(study: Study, ranks: int, local: bool, hosts: Optional[Hosts] = None) -> Point:
     p = Point(ranks)
     p.oversubscribed = local and ranks > usable_cores()
+    # On named hosts, more ranks than slots would share cores there: a time that
+    # measures the sharing, not the code. The point is refused (out of the fit
+    # and the plots), saying so.
+    if hosts is not None and hosts.slots is not None and ranks > hosts.slots:
+        p.failure = (f"ranks {ranks}: the launcher's {hosts.source} holds {hosts.slots} slot"
+                     f"{'s' if hosts.slots != 1 else ''}, fewer than the ranks: they would be "
+                     "oversubscribed; not run (give more hosts or slots, or fewer ranks)")
     if study.scale_keys:
         p.scaled = study.scaled_values(ranks)
     return p
