@@ -261,6 +261,13 @@ def plot_train(directory, plt):
     return path
 
 
+def _ordinal(n):
+    """The suffix of n as an ordinal: "st" (1st, 21st), "nd", "rd", "th"."""
+    if n % 100 in (11, 12, 13):
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
 # The most cells a side that a field's picture draws; a larger plane is read
 # with a stride (every k-th cell), never whole: a picture shows no more, and a
 # plane of 200000 x 200000 cells would not fit in memory.
@@ -270,12 +277,12 @@ DRAWN_CELLS = 2048
 def _drawn_plane(d, np):
     """The plane of field dataset `d` that the picture shows (the middle z
     plane in 3-D), read with a stride that keeps each side at most
-    DRAWN_CELLS; and whether it is a plane of a 3-D field."""
+    DRAWN_CELLS; whether it is a plane of a 3-D field; and the strides (y, x)."""
     ny, nx = d.shape[-2:]
     sy, sx = -(-ny // DRAWN_CELLS), -(-nx // DRAWN_CELLS)
     if d.ndim == 3:
-        return np.asarray(d[d.shape[0] // 2, ::sy, ::sx], dtype=float), d.shape[0] > 1
-    return np.asarray(d[::sy, ::sx], dtype=float), False
+        return np.asarray(d[d.shape[0] // 2, ::sy, ::sx], dtype=float), d.shape[0] > 1, (sy, sx)
+    return np.asarray(d[::sy, ::sx], dtype=float), False, (sy, sx)
 
 
 def heat_figure(directory, plt):
@@ -306,6 +313,7 @@ def heat_figure(directory, plt):
                     raise BadFile(f"{newest}: fields/u holds {d.dtype} values; a kpmap-heat "
                                   "checkpoint holds floating-point numbers")
                 u = _drawn_plane(d, np)
+                d_shape = d.shape
                 step = np.asarray(f.attrs.get("step", 0))
         except (OSError, KeyError) as e:
             raise BadFile(f"{newest}: not a kpmap-heat checkpoint ({e})") from None
@@ -313,7 +321,8 @@ def heat_figure(directory, plt):
             raise BadFile(f"{newest}: its step attribute is {step.tolist()!r}, "
                           "not a whole number")
         step = int(step)
-        plane, three_d = u
+        plane, three_d, (sy, sx) = u
+        ny, nx = d_shape[-2:]
         # A positive field over decades (heat spreading from hot strips)
         # on a log scale, where a linear one shows only the hottest cells.
         lo, hi = float(np.min(plane)), float(np.max(plane))
@@ -321,9 +330,20 @@ def heat_figure(directory, plt):
         if lo > 0 and hi > 30 * lo:
             from matplotlib.colors import LogNorm
             norm = LogNorm(vmin=max(lo, hi * 1e-8), vmax=hi)
-        image = left.imshow(plane, origin="lower", cmap="inferno", aspect="equal", norm=norm)
+        # Axes in the grid's cells whatever the stride: drawn pixel (j, i) is
+        # cell (j * sy, i * sx), and covers the cells up to the next one drawn.
+        extent = (-0.5, plane.shape[1] * sx - 0.5, -0.5, plane.shape[0] * sy - 0.5)
+        image = left.imshow(plane, origin="lower", cmap="inferno", aspect="equal", norm=norm,
+                            extent=extent)
+        left.set_xlim(-0.5, nx - 0.5)
+        left.set_ylim(-0.5, ny - 0.5)
         fig.colorbar(image, ax=left, label="u" + (" (log scale)" if norm else ""))
-        left.set_title(f"u at step {step}" + (" (middle z plane)" if three_d else ""))
+        title = f"u at step {step}" + (" (middle z plane)" if three_d else "")
+        if sx > 1 or sy > 1:
+            every = (f"every {sx}{_ordinal(sx)} cell" if sx == sy else
+                     f"every {sx}{_ordinal(sx)} cell in x, {sy}{_ordinal(sy)} in y")
+            title += f"\n{nx} x {ny} cells, {every} drawn"
+        left.set_title(title, fontsize=10)
         left.set_xlabel("x cell")
         left.set_ylabel("y cell")
     else:

@@ -65,6 +65,36 @@ class Pictures(Decks, unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(png_size(self.dir / "field.png"), (1210, 495))
 
+    def test_heat_field_larger_than_drawn(self):
+        # A field wider than DRAWN_CELLS is read with a stride; the axes still
+        # count the grid's cells and the title says which cells are drawn.
+        import h5py
+        import numpy as np
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        with h5py.File(self.dir / "checkpoint_000002.h5", "w") as f:
+            f["fields/u"] = np.arange(60.0 * 100).reshape(60, 100) + 1
+            f.attrs["step"] = 2
+        self.write("history.csv", "step,u,error\n0,1.0,0\n1,1.0,1e-9\n2,1.0,2e-9\n")
+        saved = plot.DRAWN_CELLS
+        plot.DRAWN_CELLS = 25
+        try:
+            fig, _ = plot.heat_figure(str(self.dir), plt)
+        finally:
+            plot.DRAWN_CELLS = saved
+        left = fig.axes[0]
+        # ceil(100 / 25) = 4 and ceil(60 / 25) = 3: every 4th cell in x, 3rd in y.
+        self.assertEqual(left.get_xlim(), (-0.5, 99.5))
+        self.assertEqual(left.get_ylim(), (-0.5, 59.5))
+        image = left.get_images()[0]
+        self.assertEqual(image.get_array().shape, (20, 25))
+        self.assertEqual(tuple(image.get_extent()), (-0.5, 99.5, -0.5, 59.5))
+        self.assertEqual(left.get_title(),
+                         "u at step 2\n100 x 60 cells, every 4th cell in x, 3rd in y drawn")
+        self.assertEqual(left.get_xlabel(), "x cell")
+        plt.close(fig)
+
     def test_run_kind(self):
         # Both apps write history.csv: a row an epoch (train) or a step (heat).
         self.assertIsNone(plot.run_kind(str(self.dir)))

@@ -289,8 +289,8 @@ if(KPMAP_ENABLE_APPS)
     set_target_properties(kpmap_heat_another_build PROPERTIES OUTPUT_NAME kpmap-heat
       RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/another_build)
     set(differs ${FAULT_OUT}/differs)
-    set(heat $<TARGET_FILE:kpmap-heat> ${heat_args} --output ${differs}/run)
-    set(two ${MPIEXEC_EXECUTABLE} ${MPIEXEC_PREFLAGS} -n 2)
+    set(differs_heat $<TARGET_FILE:kpmap-heat> ${heat_args} --output ${differs}/run)
+    set(differs_two ${MPIEXEC_EXECUTABLE} ${MPIEXEC_PREFLAGS} -n 2)
     # kpmap_add_differs_test(NAME EXPECT text... COMMAND wrapper options... -- command...)
     function(kpmap_add_differs_test name)
       cmake_parse_arguments(D "" "" "EXPECT;COMMAND" ${ARGN})
@@ -305,15 +305,15 @@ if(KPMAP_ENABLE_APPS)
     kpmap_add_differs_test(env
       EXPECT "the ranks of this job do not run alike: KPMAP_WATCHDOG is unset on ranks 0-1 (host "
              "but '7x' on rank 2 (host " "(mpirun -x NAME, srun --export)"
-      COMMAND -- ${two} ${heat} : -n 1 -x KPMAP_WATCHDOG=7x ${heat})
+      COMMAND -- ${differs_two} ${differs_heat} : -n 1 -x KPMAP_WATCHDOG=7x ${differs_heat})
     kpmap_add_differs_test(build
       EXPECT "kpmap commit is '" "but 'another-build' on rank 2 (host "
-      COMMAND -- ${two} ${heat} : -n 1 $<TARGET_FILE:kpmap_heat_another_build> ${heat_args}
+      COMMAND -- ${differs_two} ${differs_heat} : -n 1 $<TARGET_FILE:kpmap_heat_another_build> ${heat_args}
                  --output ${differs}/run)
     kpmap_add_differs_test(arguments
       EXPECT "the ranks of this job were given different arguments: the command line is '"
              "--set time.end_step=5' on rank 2 (host "
-      COMMAND -- ${two} ${heat} : -n 1 ${heat} --set time.end_step=5)
+      COMMAND -- ${differs_two} ${differs_heat} : -n 1 ${differs_heat} --set time.end_step=5)
     # ck.h5 in the folder each part starts in: checkpoints of steps 4 and 2.
     add_test(NAME apps.kpmap-heat.differs_source COMMAND ${EXPECT_EXIT} --exit-code 0 --
       $<TARGET_FILE:kpmap-heat> ${heat_args} --output ${differs}/source)
@@ -325,8 +325,8 @@ if(KPMAP_ENABLE_APPS)
              "every rank must read the same checkpoint"
       COMMAND --symlink ${differs}/a/ck.h5:${differs}/source/checkpoint_000004.h5
               --symlink ${differs}/b/ck.h5:${differs}/source/checkpoint_000002.h5
-              -- ${two} -wdir ${differs}/a ${heat} --restart ck.h5
-                 : -n 1 -wdir ${differs}/b ${heat} --restart ck.h5)
+              -- ${differs_two} -wdir ${differs}/a ${differs_heat} --restart ck.h5
+                 : -n 1 -wdir ${differs}/b ${differs_heat} --restart ck.h5)
     set_tests_properties(apps.kpmap-heat.differs_restart PROPERTIES FIXTURES_REQUIRED heat_differs)
   endif()
   # A key that would have no effect where it is given is refused with the
