@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -167,6 +168,49 @@ TEST_CASE("non-blocking forms", "[collectives][nonblocking]") {
   long none = 7;
   kpmap::ipsum(&none, 0, "devices").wait();
   CHECK(none == 7);
+}
+
+TEST_CASE("ipsum over host numbers refuses what it cannot sum", "[collectives][ipsum]") {
+  // Every rank passes the same mistake, so every rank throws before MPI sees it.
+  double host[4] = {1, 2, 3, 4};
+  CHECK_THROWS_WITH(kpmap::ipsum(host, -1, "devices"),
+                    ContainsSubstring("kpmap::ipsum: count -1 is negative"));
+  CHECK_THROWS_WITH(kpmap::ipsum(static_cast<double*>(nullptr), 3, "devices"),
+                    ContainsSubstring("kpmap::ipsum: values is a null pointer, with count 3"));
+  // More numbers than there is memory behind the pointer (16 GiB from a
+  // 32-byte array): refused, where MPI would read past the array and crash.
+  CHECK_THROWS_WITH(kpmap::ipsum(host, std::numeric_limits<int>::max(), "devices"),
+                    ContainsSubstring("kpmap::ipsum: values holds 2147483647 numbers") &&
+                        ContainsSubstring("not all of it is this process's memory"));
+  // Two sums in flight over the same numbers: the second would read what the
+  // first is writing.
+  auto first = kpmap::ipsum(host, 3, "devices");
+  CHECK_THROWS_WITH(kpmap::ipsum(host + 2, 2, "devices"),
+                    ContainsSubstring("kpmap::ipsum: its numbers overlap those of a sum still in "
+                                      "flight") &&
+                        ContainsSubstring("wait for that sum first"));
+  first.wait();
+  // Once it completed, the same numbers may be summed again: (k+1) P^2 after two sums.
+  const double p = world_size();
+  kpmap::ipsum(host + 2, 2, "devices").wait();
+  CHECK(host[2] == 3 * p * p);
+  CHECK(host[3] == 4 * p);
+  // A null pointer with nothing to sum is nothing to sum.
+  kpmap::ipsum(static_cast<double*>(nullptr), 0, "devices").wait();
+}
+
+TEST_CASE("checked mode names sums started in another order on another rank",
+          "[collectives][ipsum][checked]") {
+  if (world_size() < 2) SKIP("needs two ranks to disagree");
+  kpmap::set_checked_mode(true);
+  double a[2] = {1, 1};
+  double b[3] = {1, 1, 1};
+  // Rank 0 starts the sum of 2 numbers first, the others that of 3.
+  const bool first = world_rank() == 0;
+  CHECK_THROWS_WITH(first ? kpmap::ipsum(a, 2, "devices") : kpmap::ipsum(b, 3, "devices"),
+                    ContainsSubstring("axis 'devices'") && ContainsSubstring("shape (2)") &&
+                        ContainsSubstring("shape (3)"));
+  kpmap::set_checked_mode(false);
 }
 
 TEST_CASE("counts above the MPI int limit take the large-count paths", "[collectives][large]") {

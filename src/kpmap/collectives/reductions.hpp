@@ -393,10 +393,17 @@ T pmean(T x, AxisRef axis, Weight w) {
 /// place: host memory that MPI reads and writes where it is (no View, no
 /// staging, no fence), such as a solver's local dot products already
 /// copied to the host. The sums are there once the Request completes; the
-/// numbers must stay put until then. Collective (every rank starts it in
-/// the same order, with the same count).
+/// numbers must stay put, and no other sum may be started over any of them,
+/// until then. Collective (every rank starts it in the same order, with the
+/// same count). \throws kpmap::InputError for a negative count, a null
+/// pointer with numbers to sum, numbers that are not all this process's
+/// memory (a count larger than the array, checked above a MiB and in checked
+/// mode), or numbers a sum still in flight also sums; in checked mode
+/// (KPMAP_CHECK=1), on every rank where the ranks start sums of different
+/// counts or types at this call (started in another order).
 template <class T, std::enable_if_t<detail::is_mpi_element_v<T>, int> = 0>
 Request ipsum(T* values, int count, AxisRef axis) {
+  detail::check_host_numbers(values, count, sizeof(T));
   ProfilingRegion region("kpmap::ipsum", axis->name());
   if (region.traced()) {
     trace::Args args;
@@ -413,12 +420,19 @@ Request ipsum(T* values, int count, AxisRef axis) {
     s.extents[0] = count;
     detail::verify_signature(*axis, s);
   }
+  if (count == 0) return Request();
+  detail::begin_host_sum(values, sizeof(T) * static_cast<std::size_t>(count));
   transport::Pending pending;
   if (axis->size() > 1) {
-    transport::allreduce(MPI_IN_PLACE, values, count, detail::mpi_datatype<T>(), MPI_SUM,
-                         axis->comm(), &pending);
+    try {
+      transport::allreduce(MPI_IN_PLACE, values, count, detail::mpi_datatype<T>(), MPI_SUM,
+                           axis->comm(), &pending);
+    } catch (...) {
+      detail::end_host_sum(values);
+      throw;
+    }
   }
-  return Request(std::move(pending), nullptr);
+  return Request(std::move(pending), [values] { detail::end_host_sum(values); });
 }
 
 // -- Views and trees, in place ----------------------------------------------------
