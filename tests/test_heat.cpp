@@ -157,8 +157,8 @@ TEST_CASE("a cosine mode decays by the scheme's exact amplification factor", "[h
   const double dt = (implicit ? 0.01 : 0.002) * (inverse ? 0.25 : 1.0);
   auto c = config_of("[mesh]\n" + mesh + "[states.1]\ndensity = 2.0\nenergy = 1.0\n[time]\ndt = " +
                      std::to_string(dt) + "\nscheme = \"" + (implicit ? "implicit" : "explicit") +
-                     "\"\n[solver]\neps = 1e-15\nmax_iters = 5000\ncoefficient = \"" +
-                     (inverse ? "inverse_density" : "density") + "\"\n");
+                     "\"\n[solver]\n" + (implicit ? "eps = 1e-15\nmax_iters = 5000\n" : "") +
+                     "coefficient = \"" + (inverse ? "inverse_density" : "density") + "\"\n");
   sim::Simulation s(c);
   s.initialise();
   const std::array<int, 3> m{2, 1, 3};
@@ -392,6 +392,12 @@ TEST_CASE("a key that other keys make useless is refused, naming when it takes e
       {{"solver.method=\"jacobi\"", "solver.preconditioner=\"jac_diag\""},
        "key 'solver.preconditioner': solver.method = \"jacobi\" reads no solver.preconditioner"},
       {{"solver.ppcg_inner_steps=5"}, "solver.method = \"cg\" reads no ppcg_inner_steps"},
+      {{"solver.method=\"pipecg\"", "solver.presteps=5"},
+       "key 'solver.presteps': solver.method = \"pipecg\" reads no solver.presteps"},
+      {{"solver.method=\"cgsr\"", "solver.epslim=0.5"},
+       "key 'solver.epslim': solver.method = \"cgsr\" reads no solver.epslim"},
+      {{"time.scheme=\"explicit\"", "solver.max_iters=7"},
+       "key 'solver.max_iters': time.scheme = \"explicit\" reads no solver.max_iters"},
       {{"states.2.radius=1.0"},
        "key 'states.2.radius': states.2.geometry = \"rectangle\" reads no states.2.radius"},
       {{"states.6.density=1.0", "states.6.energy=1.0", "states.6.geometry=\"circle\"",

@@ -176,4 +176,29 @@ if(KPMAP_ENABLE_APPS)
             $<TARGET_FILE:kpmap-heat> ${PROJECT_SOURCE_DIR}/docs/decks.md)
   set_tests_properties(docs.decks.kpmap-heat PROPERTIES LABELS docs
     ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")
+  # Pipelined CG with jac_block on the grids where it once broke down (1 rank,
+  # 128 x 64: p.Ap = -8.4e-28) or stalled (2 and 4 ranks, 128 x 128: error 4e-2
+  # after 10000 iterations): it converges, and ends where CG with jac_block
+  # does on the same ranks (the summaries within 1e-9).
+  foreach(point "1;128,64" "2;128,128" "4;128,128")
+    list(GET point 0 n)
+    list(GET point 1 cells)
+    string(REPLACE "," "x" shape ${cells})
+    set(shape ${shape}_on${n})
+    set(pj_results)
+    foreach(method cg pipecg)
+      set(name apps.kpmap-heat.jac_block_${shape}_${method})
+      kpmap_add_mpi_test(NAME ${name} COMMAND kpmap-heat ${HEAT_INPUTS}/heat2d_ci.toml
+        --set "solver.method=\"${method}\"" --set "solver.preconditioner=\"jac_block\""
+        --set "mesh.cells=[${cells}]" --set solver.max_iters=10000
+        --output ${HEAT_OUT}/jac_block_${shape}_${method} RANKS ${n} LABELS apps
+        EXPECT_OUTPUT "iterations in 6 steps")
+      set_tests_properties(${name}.np${n} PROPERTIES FIXTURES_SETUP heat_jac_block_${shape})
+      list(APPEND pj_results ${HEAT_OUT}/jac_block_${shape}_${method}/result.json)
+    endforeach()
+    add_test(NAME apps.kpmap-heat.jac_block_${shape}.pipecg_as_cg
+             COMMAND ${HEAT_CHECK} compare ${pj_results} --rtol 1e-9)
+    set_tests_properties(apps.kpmap-heat.jac_block_${shape}.pipecg_as_cg PROPERTIES
+      LABELS apps FIXTURES_REQUIRED heat_jac_block_${shape})
+  endforeach()
 endif()

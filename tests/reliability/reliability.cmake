@@ -355,6 +355,36 @@ if(KPMAP_ENABLE_APPS)
     RANKS 1 3 TIMEOUT 60 LABELS apps reliability
     WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2
             "--expect=--set states.2.radius=1.0: key 'states.2.radius': states.2.geometry = \"rectangle\" reads no states.2.radius, it would have no effect" --)
+  # The solvers' keys where they do nothing: the switch from CG of chebyshev
+  # and ppcg (presteps, epslim) with pipecg or cgsr, any linear solve's key with
+  # the explicit scheme.
+  function(kpmap_add_heat_refusal_test name)
+    cmake_parse_arguments(R "" "EXPECT" "SET" ${ARGN})
+    set(sets)
+    foreach(x IN LISTS R_SET)
+      list(APPEND sets --set ${x})
+    endforeach()
+    kpmap_add_mpi_test(NAME apps.kpmap-heat.${name} COMMAND kpmap-heat ${INPUTS}/heat2d_ci.toml
+      ${sets} --output ${FAULT_OUT}/bad RANKS 1 3 TIMEOUT 60 LABELS apps reliability
+      WRAPPER ${EXPECT_FAILURE} --within 10 --exit-code 2 "--expect=${R_EXPECT}" --)
+  endfunction()
+  kpmap_add_heat_refusal_test(no_effect_presteps_pipecg SET "solver.method=\"pipecg\""
+    solver.presteps=5 EXPECT "key 'solver.presteps': solver.method = \"pipecg\" reads no solver.presteps, it would have no effect (solver.presteps is read only where solver.method is \"chebyshev\" or \"ppcg\")")
+  kpmap_add_heat_refusal_test(no_effect_epslim_cgsr SET "solver.method=\"cgsr\""
+    solver.epslim=0.5 EXPECT "key 'solver.epslim': solver.method = \"cgsr\" reads no solver.epslim")
+  kpmap_add_heat_refusal_test(no_effect_method_explicit SET "time.scheme=\"explicit\""
+    "solver.method=\"pipecg\"" EXPECT "key 'solver.method': time.scheme = \"explicit\" reads no solver.method, it would have no effect")
+  # A tolerance below double precision is out of reach: every CG (cgsr's
+  # carried residual falls to 0, where it once said "converged") fails the
+  # solve, exit 3, saying so.
+  foreach(method cg cgsr)
+    kpmap_add_mpi_test(NAME apps.kpmap-heat.eps_out_of_reach_${method} COMMAND kpmap-heat
+      ${INPUTS}/heat2d_ci.toml --set "solver.method=\"${method}\"" --set solver.eps=1e-300
+      --set solver.max_iters=100000 --output ${FAULT_OUT}/bad RANKS 1 3 TIMEOUT 60
+      LABELS apps reliability
+      WRAPPER ${EXPECT_FAILURE} --within 20 --exit-code 3
+              "--expect=${method} cannot reach solver.eps = 1.000000e-300" --)
+  endforeach()
   # An injection aimed at no rank of the job is refused, not silently skipped;
   # a trace's event limit that is no whole number in range is refused, not
   # read as 0.
@@ -549,6 +579,17 @@ if(KPMAP_ENABLE_APPS)
             --set time.end_step=100 --set time.end_time=100 ${heat_no_end} --ranks 3 --restart-ranks 2
             --rtol 1e-12 --signal TERM --to rank --after "^step 5/"
             ${heat_keys} --work ${FAULT_OUT}/heat_stop_term)
+  # The same for pipelined CG, whose state between steps is only x.
+  add_test(NAME apps.kpmap-heat.stop_usr1_pipecg
+    COMMAND ${STOP_CHECK} --app $<TARGET_FILE:kpmap-heat> --deck ${INPUTS}/heat2d_ci.toml
+            --set time.end_step=100 --set time.end_time=100 --set "solver.method=\"pipecg\""
+            ${heat_no_end} --ranks 2 --signal USR1 --to launcher --after "^step 5/" ${heat_keys}
+            --work ${FAULT_OUT}/heat_stop_usr1_pipecg)
+  add_test(NAME apps.kpmap-heat.stop_term_one_rank_pipecg
+    COMMAND ${STOP_CHECK} --app $<TARGET_FILE:kpmap-heat> --deck ${INPUTS}/heat2d_ci.toml
+            --set time.end_step=100 --set time.end_time=100 --set "solver.method=\"pipecg\""
+            ${heat_no_end} --ranks 3 --restart-ranks 2 --rtol 1e-12 --signal TERM --to rank
+            --after "^step 5/" ${heat_keys} --work ${FAULT_OUT}/heat_stop_term_pipecg)
   # kpmap-train stops mid-epoch (step 7 of 10 in epoch 1) and at an epoch's end.
   add_test(NAME apps.kpmap-train.stop_mid_epoch
     COMMAND ${STOP_CHECK} --app $<TARGET_FILE:kpmap-train> --deck ${INPUTS}/train_sgd_ci.toml
@@ -582,7 +623,8 @@ if(KPMAP_ENABLE_APPS)
             --set train.epochs=2000 ${train_no_end} --ranks 3 --signal INT --to rank --after "^epoch 3/"
             ${train_keys} --work ${FAULT_OUT}/train_stop_int)
   set_tests_properties(apps.kpmap-heat.stop_injected apps.kpmap-heat.stop_usr1
-    apps.kpmap-heat.stop_term_one_rank apps.kpmap-train.stop_mid_epoch
+    apps.kpmap-heat.stop_term_one_rank apps.kpmap-heat.stop_usr1_pipecg
+    apps.kpmap-heat.stop_term_one_rank_pipecg apps.kpmap-train.stop_mid_epoch
     apps.kpmap-train.stop_epoch_end apps.kpmap-train.stop_int_one_rank PROPERTIES
     LABELS "apps;reliability;mpi" PROCESSORS 2 TIMEOUT 180
     ENVIRONMENT "${KPMAP_MPI_TEST_ENVIRONMENT}")

@@ -67,6 +67,15 @@ deck::Schema build_schema() {
     if (i->preconditioned_fields > 0) preconditioned.push_back(i->name);
   }
   s.when("solver.preconditioner", "solver.method", preconditioned);
+  // Only the methods that switch from CG to a polynomial read the switch's keys.
+  s.when("solver.presteps", "solver.method", {"chebyshev", "ppcg"})
+      .when("solver.epslim", "solver.method", {"chebyshev", "ppcg"});
+  // The explicit scheme solves nothing: no key of the linear solve acts there.
+  for (const char* key :
+       {"solver.method", "solver.preconditioner", "solver.eps", "solver.max_iters",
+        "solver.presteps", "solver.epslim", "solver.check_result"}) {
+    s.when(key, "time.scheme", {"implicit"});
+  }
   const std::string fills = "state 1 fills the domain";
   for (const char* key : {"geometry", "lower", "upper", "centre", "radius"}) {
     s.from_table(std::string("states.#.") + key, 2, fills);

@@ -4,6 +4,7 @@
 #include <kpmap/tools/profiling.hpp>
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <type_traits>
 #include <vector>
@@ -126,6 +127,17 @@ bool LinearSolverBase<Exec>::finished(SolveResult& res, long n, double error) co
     return true;
   }
   if (error < options_.eps * res.initial_residual) {
+    // An error measure that underflowed (0 or subnormal) says the recurrences
+    // collapsed (cgsr's carried r falls to 0 in rounding), not that x met a
+    // tolerance below what doubles resolve: that one is out of reach.
+    if (!(error >= std::numeric_limits<double>::min()) &&
+        options_.eps < std::numeric_limits<double>::epsilon()) {
+      fail(res, n,
+           "cannot reach solver.eps = " + sci(options_.eps) +
+               ": its error measure underflowed to " + sci(error) +
+               ", and a tolerance below double precision (2.2e-16) is out of any solver's reach");
+      return true;
+    }
     res.converged = true;
     return true;
   }

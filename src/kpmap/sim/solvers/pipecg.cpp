@@ -141,6 +141,9 @@ class PipeCg final : public LinearSolverBase<Exec> {
   kernels::PipeSums wait_sums();
 
   long replace_every_;
+  /// Restarts from the true residual a solve may make where p.Ap falls to
+  /// rounding, before it is a breakdown.
+  static constexpr int max_restarts = 8;
   Field u_, w_, m_, n_, p_, s_, q_, z_;
   std::unique_ptr<HaloExchange<double, Exec>> halo_m_, halo_up_, halo_q_;
   // Where the host reads them in place (pinned host memory on a GPU): MPI
@@ -283,6 +286,9 @@ void PipeCg<Exec>::iterate(const Operator& A, SolveResult& res) {
   const double replace_above =
       std::sqrt(std::numeric_limits<double>::epsilon()) * res.initial_residual;
   double gamma_old = 0.0;
+  bool fresh = true;  // p starts again as u (beta = 0): the first iteration, a restart
+  int restarts = 0;
+  double gamma_replaced = std::numeric_limits<double>::infinity();
   for (long n = 1; n <= options_.max_iters; ++n) {
     const ProfilingRegion iteration("kpmap::sim::pipecg::iteration");
     operator_while_summing(A);
@@ -290,22 +296,40 @@ void PipeCg<Exec>::iterate(const Operator& A, SolveResult& res) {
     // gamma is r.u of iteration n - 1's residual.
     const double gamma = sums.v[0];
     if (n > 1 && finished(res, n - 1, std::sqrt(std::abs(gamma)))) return;
-    const double beta = n > 1 ? gamma / gamma_old : 0.0;
+    const double beta = fresh ? 0.0 : gamma / gamma_old;
     const double pap = sums.v[1] + beta * (sums.v[2] + sums.v[3]) + beta * beta * sums.v[4];
     if (!(pap > 0.0 && std::isfinite(pap))) {
+      // Near the attainable accuracy the carried vectors lose A's
+      // conjugacy (with jac_block first: its M^-1 is carried too) and p.Ap
+      // falls to rounding, of either sign. Start again from the true
+      // residual, as CG from x: a few times a solve, then it is a breakdown.
+      if (std::isfinite(pap) && std::isfinite(gamma) && restarts < max_restarts) {
+        ++restarts;
+        update_residual(A);
+        recompute(A);
+        start_sums(exec);
+        fresh = true;
+        continue;
+      }
       fail(res, n, "broke down (p.Ap = " + sci(pap) + ")");
       return;
     }
     const double alpha = gamma / pap;
     update(A, alpha, beta);
+    bool restart = false;
     if (replace_every_ > 0 && n % replace_every_ == 0 &&
         std::sqrt(std::abs(gamma)) > replace_above) {
-      // Residual replacement: r from x, the rest from r and p.
+      // Residual replacement: r from x, the rest from r and p; and where the
+      // error has not fallen since the last one, the directions have lost
+      // their conjugacy: p starts again as u.
+      restart = !(std::abs(gamma) < gamma_replaced);
+      gamma_replaced = std::abs(gamma);
       update_residual(A);
       recompute(A);
     }
     start_sums(exec);
     gamma_old = gamma;
+    fresh = restart;
   }
   // The last start_sums posted m's exchange too: complete it, so that the
   // plan is free for the next solve.
