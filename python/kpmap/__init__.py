@@ -1,7 +1,9 @@
-"""kpmap's Python side: the plots a run leaves and the scaling harness.
+"""kpmap's Python side: the plots a run leaves, the scaling harness and the launcher.
 
     kpmap.plot     loss.png, field.png and the scaling study's plots (matplotlib)
     kpmap.scale    kpmap-scale: strong and weak scaling studies (docs/scaling.md)
+    kpmap.launcher kpmap-run: the ranks on a cluster's hosts, relaunched on those left
+                   when one is lost (docs/cluster.md)
 
 Standard library only, plus matplotlib (and numpy, h5py for field.png) for pictures.
 """

@@ -70,6 +70,17 @@ if(KPMAP_ENABLE_APPS)
   # The same for training: the Trainer's loop runs on the same RunControl.
   kpmap_add_cluster_test(lost_kill_train.3x1 3 lost --how kill --app kpmap-train
     --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=12 --set output.checkpoint_every=1)
+  # kpmap-run --relaunch 1: a host lost mid-run (its link down at 2 x 2, its
+  # processes killed at 3 x 1) and the job relaunched on the hosts left from
+  # the checkpoint it named, its first step within 60 s of the fault; its end
+  # the uninterrupted run's continued from that checkpoint at the same ranks,
+  # bit for bit (heat: and within 1e-12 of the uninterrupted end).
+  kpmap_add_cluster_test(relaunch_link.2x2 nodeA:2,nodeB:2 relaunch --how link-down ${lost_deck})
+  kpmap_add_cluster_test(relaunch_kill.3x1 3 relaunch --how kill ${lost_deck})
+  kpmap_add_cluster_test(relaunch_kill_train.3x1 3 relaunch --how kill --app kpmap-train
+    --deck ${INPUTS}/cnn_images_ci.toml --set train.epochs=12 --set output.checkpoint_every=1)
+  set_tests_properties(cluster.relaunch_link.2x2 cluster.relaunch_kill.3x1
+    cluster.relaunch_kill_train.3x1 PROPERTIES RUN_SERIAL TRUE)
   # A rank that fails while its host stays up is named as it is, never as a
   # lost host: its own error line (rank 3, not a host's first rank, also with
   # ranks placed round-robin), the launcher's for one killed, and the monitor's

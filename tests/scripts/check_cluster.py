@@ -30,6 +30,12 @@ CASE is one of
                 raises an error, exits or is killed while its host stays up; --map
                 passes mpirun --map-by): the job ends within --within seconds, its
                 output holds every --expect and never says a host stopped answering
+    relaunch    --app through kpmap-run --relaunch 1 (its hosts: the cluster's
+                hostfile); once a checkpoint exists the last host is lost (--how). The
+                job is relaunched on the hosts left from the checkpoint it named, within
+                60 s of the fault to its first step, and ends 0 where the uninterrupted
+                run continued from the same checkpoint at the same ranks ends, bit for
+                bit (kpmap-heat: and within 1e-12 of the uninterrupted run itself)
     stop-cut    --app across the hosts; once a checkpoint exists, SIGUSR1 to mpirun
                 and at once the last host's link down: the job ends within --within
                 seconds, one line naming the host and the last good checkpoint, which
@@ -52,6 +58,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import h5py
@@ -319,6 +326,77 @@ def case_fails(a):
           f"named as it is, no host reported lost")
 
 
+def case_relaunch(a):
+    spec = hosts_spec()
+    victim = spec[-1][0]
+    remaining = spec[:-1]
+    left = sum(s for _, s in remaining)
+    total = sum(s for _, s in spec)
+    out = fresh(a, "run")
+    kpmap_run = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                             "kpmap-run")
+    # Every checkpoint kept: the one relaunched from is compared afterwards.
+    cmd = [sys.executable, kpmap_run, "--relaunch", "1", "--"] + app_cmd(
+        [], a, a.app, out, ["--set=output.keep_last=1000"])
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    lines = []  # (time, line)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def read():
+        for line in p.stdout:
+            lines.append((time.time(), line))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = time.time() + 120
+    while not (os.path.isdir(out) and any(n.endswith(".h5") for n in os.listdir(out))):
+        if p.poll() is not None or time.time() > deadline:
+            p.kill()
+            fail("no checkpoint before the run ended or in 120 s")
+        time.sleep(0.05)
+    tool = os.environ.get("KPMAP_SIM_TOOL", "sim-cluster")
+    subprocess.run([tool, a.how, victim], check=True)
+    at = time.time()
+    print(f"{a.how} on {victim}", flush=True)
+    try:
+        code = p.wait(timeout=a.within)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail(f"kpmap-run still ran {a.within:g} s after {a.how} on {victim}")
+    reader.join(timeout=10)
+    text = "".join(line for _, line in lines)
+    print("\n".join(line for line in text.splitlines() if line.startswith("kpmap")))
+    if code != 0:
+        fail(f"kpmap-run ended with exit code {code}")
+    said = re.search(rf"kpmap-run: host {victim} lost; relaunch 1 of 1 on "
+                     rf"{re.escape(','.join(f'{h}:{s}' for h, s in remaining))} \({left} ranks\) "
+                     r"from (\S+)", text)
+    if not said:
+        fail(f"no line says {victim} was lost and the job relaunched on the hosts left")
+    last_good = said.group(1)
+    relaunched = next(t for t, line in lines if line.startswith("kpmap-run: host "))
+    first_step = next((t for t, line in lines
+                       if t >= relaunched and re.match(r"(step|epoch) \d+", line)), None)
+    if first_step is None:
+        fail("the relaunched run printed no step")
+    print(f"OK: relaunched from {last_good}; its first step {first_step - at:.1f} s after the "
+          f"fault", flush=True)
+    if first_step - at > 60:
+        fail(f"the relaunched run's first step came {first_step - at:.1f} s after the fault (> 60)")
+    ref = fresh(a, "uninterrupted")
+    run(app_cmd(one_host(total), a, a.app, ref, ["--set=output.keep_last=1000"]))
+    same_step = os.path.join(ref, os.path.basename(last_good))
+    compare(last_good, same_step, 0, "the checkpoint relaunched from against the uninterrupted run's")
+    ref_continued = fresh(a, "uninterrupted-continued")
+    run(app_cmd(one_host(left), a, a.app, ref_continued, ["--restart", same_step]))
+    compare(newest_checkpoint(out), newest_checkpoint(ref_continued), 0,
+            f"the relaunched run's end against the uninterrupted run's checkpoint continued at "
+            f"{left} ranks")
+    if a.app == "kpmap-heat":
+        compare(newest_checkpoint(out), newest_checkpoint(ref), 1e-12,
+                "the same against the uninterrupted run's end (another rank count)")
+
+
 def case_stop_cut(a):
     spec = hosts_spec()
     victim = spec[-1][0]
@@ -402,7 +480,7 @@ def case_lost(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=["info", "same-heat", "same-train", "program", "restart",
-                                    "lost", "slow", "scale", "stop-cut", "stop-flap", "fails"])
+                                    "lost", "slow", "scale", "stop-cut", "stop-flap", "fails", "relaunch"])
     p.add_argument("--bin", required=True, help="the folder of kpmap-heat, -train and -info")
     p.add_argument("--work", required=True, help="where the case's run folders go")
     p.add_argument("--deck")
@@ -424,7 +502,7 @@ def main():
              "same-train": lambda a: case_same(a, "kpmap-train"), "program": case_program,
              "restart": case_restart, "lost": case_lost, "slow": case_slow,
              "scale": case_scale, "stop-cut": case_stop_cut, "stop-flap": case_stop_flap,
-             "fails": case_fails}
+             "fails": case_fails, "relaunch": case_relaunch}
     cases[a.case](a)
 
 
