@@ -4,6 +4,7 @@ what it reads in a job's lines, and its refusals; without MPI."""
 import os
 import subprocess
 import sys
+import time
 import unittest
 from unittest import mock
 
@@ -93,6 +94,19 @@ class CommandLine(unittest.TestCase):
                                lambda hosts, ranks, program, slurm, exclude: program):
             code = launcher.main(["--", sys.executable, "-c", "import sys; sys.exit(3)"])
         self.assertEqual(code, 3)
+
+    def test_launcher_that_outlives_the_job_is_ended(self):
+        # A job whose rank said it failed, and a launcher that then waits on
+        # (for a daemon that never answers): ended --grace seconds later.
+        program = [sys.executable, "-c",
+                   "import sys, time; print('kpmap: rank 1: injected error at step 3', "
+                   "flush=True); time.sleep(120)"]
+        with mock.patch.object(launcher, "launch_command",
+                               lambda hosts, ranks, prog, slurm, exclude: prog):
+            started = time.monotonic()
+            code = launcher.main(["--grace", "1", "--"] + program)
+        self.assertEqual(code, 1)
+        self.assertLess(time.monotonic() - started, 30)
 
 
 if __name__ == "__main__":
