@@ -245,6 +245,24 @@ TEST_CASE("The watchdog is on by default, its limit ten times the longest step",
   CHECK(off.seconds() == 0.0);
 }
 
+namespace {
+// Each rank's host as MPI names it, gathered apart from the code under test.
+std::vector<std::string> host_names() {
+  const int size = kpmap::test::world_size();
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::string> names;
+  for (int r = 0; r < size; ++r) {
+    names.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+  }
+  return names;
+}
+}  // namespace
+
 TEST_CASE("disagreement() is empty where the ranks agree, else names what differs and where",
           "[agree]") {
   const int rank = kpmap::test::world_rank();
@@ -254,15 +272,8 @@ TEST_CASE("disagreement() is empty where the ranks agree, else names what differ
   CHECK(disagreement(MPI_COMM_WORLD, {}).empty());
   // The last rank holds another B: every rank gets the same text, naming the
   // two groups of ranks, their values and their hosts (as MPI names them).
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int len = 0;
-  MPI_Get_processor_name(name, &len);
-  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
-  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
-                MPI_CHAR, MPI_COMM_WORLD);
-  auto host = [&](int r) {
-    return std::string(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
-  };
+  const std::vector<std::string> names = host_names();
+  auto host = [&](int r) { return names[static_cast<std::size_t>(r)]; };
   const std::string text = disagreement(
       MPI_COMM_WORLD, {{"A", "'1'"}, {"B", rank == size - 1 ? "'x'" : "unset"}, {"C", "2"}});
   if (size == 1) {
@@ -305,16 +316,7 @@ TEST_CASE("The host monitor finds the job's hosts and watches only several", "[h
   }
   // The hosts as MPI names them, gathered here apart from the monitor.
   const int size = kpmap::test::world_size();
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int len = 0;
-  MPI_Get_processor_name(name, &len);
-  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
-  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
-                MPI_CHAR, MPI_COMM_WORLD);
-  std::vector<std::string> names;
-  for (int r = 0; r < size; ++r) {
-    names.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
-  }
+  const std::vector<std::string> names = host_names();
   const std::set<std::string> distinct(names.begin(), names.end());
 
   const kpmap::HostMonitor monitor(MPI_COMM_WORLD, 60.0);

@@ -326,6 +326,20 @@ def case_fails(a):
           f"named as it is, no host reported lost")
 
 
+def against_uninterrupted_continued(a, out, ref, same_step, left, what):
+    """The run in `out`, continued from a checkpoint at `left` ranks, ends as the
+    uninterrupted run's checkpoint of the same step (`same_step`) continued on
+    one host at `left` ranks, bit for bit; kpmap-heat's also within 1e-12 of
+    the uninterrupted run's end (`ref`, another rank count)."""
+    ref_continued = fresh(a, "uninterrupted-continued")
+    run(app_cmd(one_host(left), a, a.app, ref_continued, ["--restart", same_step]))
+    compare(newest_checkpoint(out), newest_checkpoint(ref_continued), 0,
+            f"{what}, against the uninterrupted run's checkpoint continued at {left} ranks")
+    if a.app == "kpmap-heat":
+        compare(newest_checkpoint(out), newest_checkpoint(ref), 1e-12,
+                "the same against the uninterrupted run's end (another rank count)")
+
+
 def case_relaunch(a):
     spec = hosts_spec()
     victim = spec[-1][0]
@@ -387,14 +401,7 @@ def case_relaunch(a):
     run(app_cmd(one_host(total), a, a.app, ref, ["--set=output.keep_last=1000"]))
     same_step = os.path.join(ref, os.path.basename(last_good))
     compare(last_good, same_step, 0, "the checkpoint relaunched from against the uninterrupted run's")
-    ref_continued = fresh(a, "uninterrupted-continued")
-    run(app_cmd(one_host(left), a, a.app, ref_continued, ["--restart", same_step]))
-    compare(newest_checkpoint(out), newest_checkpoint(ref_continued), 0,
-            f"the relaunched run's end against the uninterrupted run's checkpoint continued at "
-            f"{left} ranks")
-    if a.app == "kpmap-heat":
-        compare(newest_checkpoint(out), newest_checkpoint(ref), 1e-12,
-                "the same against the uninterrupted run's end (another rank count)")
+    against_uninterrupted_continued(a, out, ref, same_step, left, "the relaunched run's end")
 
 
 def case_stop_cut(a):
@@ -467,14 +474,9 @@ def case_lost(a):
     remaining = spec[:-1]
     left = sum(s for _, s in remaining)
     run(app_cmd(across(hosts=remaining), a, a.app, out, ["--restart", last_good]))
-    ref_continued = fresh(a, "uninterrupted-continued")
-    run(app_cmd(one_host(left), a, a.app, ref_continued, ["--restart", same_step]))
-    compare(newest_checkpoint(out), newest_checkpoint(ref_continued), 0,
-            f"continued on {', '.join(h for h, _ in remaining)} after {victim} was lost, "
-            f"against the uninterrupted run's checkpoint continued at {left} ranks")
-    if a.app == "kpmap-heat":
-        compare(newest_checkpoint(out), newest_checkpoint(ref), 1e-12,
-                "the same against the uninterrupted run's end (another rank count)")
+    against_uninterrupted_continued(
+        a, out, ref, same_step, left,
+        f"continued on {', '.join(h for h, _ in remaining)} after {victim} was lost")
 
 
 def main():
