@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-bench-checkpoint: parallel HDF5 checkpoint bandwidth against plain
 // POSIX write()/read() of the same bytes by every rank, in the same run.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-bench-collectives: kpmap's collectives against raw MPI on the same
 // buffers in the same run; times are the slowest rank's.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-bench-counts: what one step of every solver and every model asks of
 // the device, counted with Kokkos Tools callbacks in the process (see
 // support/event_counts.hpp), beside its time (slowest rank):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-bench-heat: kpmap-heat's kernels and iterations, slowest rank, each
 // paired with a STREAM-style copy of the same number of cells in the same run.
 //

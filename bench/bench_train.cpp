@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-bench-train: one training step of kpmap-train's models, slowest rank
 // (the linear model's here, the layered models' in bench_train_models.cpp:
 // one program, its sources compiled side by side).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-bench-train's layered models (bench_train.cpp describes every
 // benchmark of the program): BM_mlp_step, BM_cnn_step, BM_cnn_layer, BM_gemm.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-bench-vmap: vmap against the same computation written by hand as one
 // kernel, paired in every iteration (slowest rank).
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Time one kpmap-heat deck with two builds, interleaved: ms per solver iteration.
 
 usage: compare_heat_builds.py --before BIN --after BIN [--deck DECK] [--ranks N]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap-train against JAX (Flax NNX, jax.jit) on the Fashion-MNIST CNN, on one GPU.
 
     compare_jax_cnn.py --bundle DIR [--data DIR] [--steps 300] [--rounds 1] [--json FILE]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Tensor parallelism against data parallelism at the same rank count, interleaved.
 
     bench/compare_mesh.py [--app build/default/apps/kpmap-train]

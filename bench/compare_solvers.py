@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Time kpmap-heat's linear solvers on one deck, interleaved: ms per iteration and per step.
 
 usage: compare_solvers.py [--app BIN] [--deck DECK] [--ranks N] [--launcher WORDS]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap-heat against TeaLeaf, side by side in one run, and the bandwidth targets.
 
 Builds the two TeaLeaf peers under --work from their source checkouts (never

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap-train against PyTorch on the Fashion-MNIST CNN, interleaved.
 
     bench/compare_torch_cnn.py [--app build/default/apps/kpmap-train]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap's MLP step against PyTorch on the same model, interleaved.
 
     bench/compare_torch_mlp.py [--bench build/default/bench/kpmap-bench-train]

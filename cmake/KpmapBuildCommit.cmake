@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Run at build time (cmake -P, from src/CMakeLists.txt): writes OUT, a source
 # that holds the commit SOURCE_DIR is at ("unknown" outside a git checkout),
 # replacing it only when the commit changed, so that an unchanged tree

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Finds Kokkos and Kokkos Kernels and repairs the packages where they are broken.
 #
 # This is the one place that knows about packaging defects; everything else links

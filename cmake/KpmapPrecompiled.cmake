@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Precompiled headers: the standard library, MPI and Kokkos headers nearly
 # every kpmap file includes, parsed once per build instead of once per file
 # (docs/development.md has the figures). One precompiled header (the target

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # kpmap_add_mpi_test: register one test per rank count.
 #
 #   kpmap_add_mpi_test(NAME <name> COMMAND <target-or-exe> [args...]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 01 devices and ranks: what jax.devices() and jax.device_count() show.
 //
 // In JAX one Python process drives every device. In kpmap every MPI rank runs

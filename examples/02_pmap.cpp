@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 02 pmap of x * 2 over sharded data:
 //
 //   jax.pmap(lambda x: x * 2)(jnp.arange(N))

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 03 psum and pmean over a named axis, and over one axis of a 2-D mesh:
 //
 //   jax.lax.psum(x, "devices"), jax.lax.pmean(x, "devices")

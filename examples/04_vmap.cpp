@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 04 vmap of a 1-D cross-correlation over a batch:
 //
 //   jax.vmap(lambda x, w: jnp.correlate(x, w, "valid"), in_axes=(0, None))(x, w)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 05 pmap of vmap: each device cross-correlates its shard of the batch.
 //
 //   jax.pmap(jax.vmap(correlate, in_axes=(0, None)), in_axes=(0, None))(x, w)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 06 data-parallel linear regression, written by hand with the collectives:
 //
 //   w = replicate(w); x, y = shard(x), shard(y)

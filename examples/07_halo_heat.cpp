@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 07 a minimal halo-exchange heat step on a 2-D mesh.
 //
 // The grid is split in blocks over the devices (any count); each block has a

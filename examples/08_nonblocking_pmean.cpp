@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 08 a non-blocking pmean overlapped with computation.
 //
 // kpmap::ipmean starts the reduction and returns a Request at once; the

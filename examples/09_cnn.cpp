@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 09 a CNN trained with the library's layers, Sequential model and Trainer
 // (the C++ example of docs/training.md): a small convolutional network
 // trained data-parallel on synthetic images. Every rank holds the same

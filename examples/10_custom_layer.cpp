@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 10 a layer of your own, trained by kpmap-train from a deck, without
 // editing the library.
 //

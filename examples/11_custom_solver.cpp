@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 11 a linear solver of your own, run by kpmap-heat from a deck, without
 // editing the library.
 //

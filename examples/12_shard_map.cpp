@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 12 shard_map on a 2-D mesh: a matrix-vector product split both ways.
 //
 //   mesh = Mesh(devices, ("data", "model"))

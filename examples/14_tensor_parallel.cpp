@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 14 tensor parallelism: a two-layer MLP split Megatron-style on a 2-D mesh.
 //
 //   mesh = Mesh(devices, ("data", "model"))

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // The per-example function of examples 04 and 05 and of docs/pmap.md's vmap
 // section (the document quotes the block below, and its tour and table in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by kpmap's scripts: sourced, not run.
 
 # kpmap_mpiexec N cmd...: mpiexec with the flags this machine needs. Open MPI

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Parallel HDF5 checkpoints: exact round trips of distributed Views, restart
 // on another rank count, atomic writes, and every corruption a clear error.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Collectives: exact expected values at any rank count. Elements are
 // integer-valued doubles, so every sum is exact and results compare with ==.
 // The same executable runs again with KPMAP_STAGING=always (see CMakeLists.txt).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Collectives that move data (all_gather, all_to_all, psum_scatter, ppermute,
 // pbroadcast): exact expected values at any rank count. Elements are
 // integer-valued doubles, so every sum is exact and results compare with ==.

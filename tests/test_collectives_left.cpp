@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reductions on LayoutLeft Views of every rank (test_collectives.cpp has
 // LayoutRight's, and is part of the same executable): exact expected values
 // at any rank count.

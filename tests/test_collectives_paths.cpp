@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The collectives' other paths (non-blocking forms, large counts, the staging
 // pool, pooled fusion buffers, checked mode): exact expected values at any rank count. Elements are
 // integer-valued doubles, so every sum is exact and results compare with ==.

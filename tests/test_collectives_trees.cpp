@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Collectives on trees of Views: a tree reduces in one call, in place, and 100
 // small Views fuse into one message (out of place:
 // test_collectives_trees_out.cpp). Exact expected values at any rank count, as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Collectives on trees of Views out of place: each returns a new tree, as
 // the in-place forms (test_collectives_trees.cpp) leave theirs, and the
 // argument stays as it was. Exact expected values at any rank count, as in

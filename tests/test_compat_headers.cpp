@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A program written before the library's subject folders includes the headers'
 // old paths (src/compat/kpmap/): they must still build, and name the same
 // library as the new paths. Only old paths are included here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Input decks: typed schema, precise errors (file, line, column, key), --set
 // overrides, the resolved deck, and identical decks on every rank.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Block decomposition and halo exchange at any rank count. Owned cells hold a
 // function of their global index; after an exchange every ghost cell must
 // hold the same function of *its* global index where a neighbour owns it, and

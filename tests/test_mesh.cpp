@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Meshes of named axes and collectives along one axis of an N-D mesh.
 
 #include "support/mpi_test.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The array operations of kpmap/spmd/ops.hpp: each against the same sums
 // written as host loops or closed forms, on LayoutRight, LayoutLeft and
 // strided Views, their errors naming the shapes, and their kernels counted

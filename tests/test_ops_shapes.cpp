@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The array operations of kpmap/spmd/ops.hpp against host loops on uneven
 // shapes and layouts: the elementwise operations, the reductions whole and
 // along an axis, and batched matmul (their kernels are counted in

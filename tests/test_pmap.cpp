@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // shard / replicate / gather and pmap, at any rank count, with uneven shards.
 
 #include "support/mpi_test.hpp"

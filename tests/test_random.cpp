@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Counter-based random numbers: Philox4x32-10 against the published
 // known-answer vectors, and data generated from global indices that is the
 // same at every rank count.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap::Runtime: topology, device binding and the GPU-aware decision.
 
 #include "support/mpi_test.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // shard_map with partition specs over a 2-D mesh, against JAX's definitions
 // written out here: P(a, b) gives the rank at mesh coordinates (d, m) the
 // rows BlockPartition(n0, size of a) gives index d and the columns

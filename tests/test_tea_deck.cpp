@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // TeaLeaf's `*tea` decks: every spelling real decks use resolves to the same
 // run as the equivalent native deck, implementation-only keys are noted,
 // and every malformed deck is refused with the file, line and key.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Data-parallel linear regression: full-batch gradient descent on sharded
 // synthetic data converges to the least-squares solution of the normal
 // equations (solved here independently), and gives the same parameters on

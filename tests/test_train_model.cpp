@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every layer's hand-written backward pass against central finite
 // differences of the model's own loss, at every rank count (the gradient is
 // the global batch mean); a model trained at this rank count against the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The optimizers' updates and the learning-rate schedules against their
 // closed forms (part of the test_train_model executable).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The registries of layers, optimizers and losses: a program's own piece of
 // each is named by decks, its keys checked and its arithmetic right, and every
 // built-in header's registration is in the registry (part of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tensor parallelism: dense layers split over the mesh axis "model" (by
 // their outputs, "column", and by their inputs, "row") against the same
 // layers whole, on meshes of 1 x 1, 1 x 2, 1 x 3 and 2 x 2 (part of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Trees of Views as jax.tree_util and Orbax use pytrees: tree_map over
 // tuples, vectors, arrays and structs (checked against the same arithmetic
 // leaf by leaf), the leaf count and leaves, std::array as a tree in a psum,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // vmap: equal to a host loop of the per-example function, in_axes and
 // out_axes, nesting, per-team maps, pmap of vmap at any rank count, errors.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-info: what kpmap, Kokkos and MPI see on this job, rank by rank.
 //
 //   mpiexec -n 4 kpmap-info

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // main() for kpmap's MPI benchmarks: MPI and Kokkos up once, rank 0 reports,
 // every other rank runs the same benchmarks silently.
 

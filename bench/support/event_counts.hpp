@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // What a stretch of a program asks of the device, counted in-process with
 // Kokkos Tools callbacks (as tests/support/region_tool.cpp counts them from a

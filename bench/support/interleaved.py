@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What bench/compare_torch_*.py share: rounds of kpmap and its peer run
 interleaved (kpmap, peer, peer, kpmap), the ratio of each round, and the
 median with its range. Only a ratio within a round means anything on a shared

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Helpers for MPI benchmarks: every rank runs the same iterations, and the
 // time reported is the slowest rank's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // TeaLeaf's benchmark problem (tea_bm: a dense background, a hot corner and
 // a warm strip) on an n^dims grid of [0, 10]^dims, time step 0.004.

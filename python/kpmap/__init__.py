@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap's Python side: the plots a run leaves, the scaling harness and the launcher.
 
     kpmap.plot     loss.png, field.png and the scaling study's plots (matplotlib)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Python that kpmap's commands draw with.
 
 kpmap-plot and kpmap-scale start under whichever `python3` comes first on the PATH (or the

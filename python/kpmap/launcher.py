@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap-run: start a kpmap program on a cluster's hosts, end with the job, and
 relaunch it on the hosts left when one is lost (docs/cluster.md).
 

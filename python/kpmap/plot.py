@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap's plots: the one module behind every picture kpmap leaves.
 
     kpmap-plot RUN_DIR                a run's pictures: loss.png (kpmap-train), field.png (kpmap-heat)

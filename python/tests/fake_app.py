@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """A stand-in for kpmap-train / kpmap-heat / a Google Benchmark, for testing
 kpmap-scale without building or running the real programs.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the tests of the kpmap Python package share: the package on the path, the
 kpmap-scale command, and a stand-in application (fake_app.py) with known times."""
 import csv

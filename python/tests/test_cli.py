@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap-scale end to end, without MPI: the stand-in application (fake_app.py),
 started through the launcher template "{app}", writes the JSON a real one would,
 with times from a known model, so that the medians, speedup and efficiency, the

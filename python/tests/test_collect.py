@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap.scale.collect: reading a run's JSON, and the medians, speedup and
 efficiency of a study, against values worked out by hand."""
 import json

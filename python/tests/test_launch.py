@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap.scale.launch: launcher templates, batch jobs, a run's MPI environment."""
 import os
 import unittest

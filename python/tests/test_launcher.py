@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap.launcher (kpmap-run): its hosts, its launch line, the restart it adds,
 what it reads in a job's lines, and its refusals; without MPI."""
 import os

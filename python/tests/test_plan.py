@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap.scale.plan: rank lists, scale keys, decks and the order of the runs."""
 import unittest
 from pathlib import Path

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap.plot: the pictures of a training run, a heat run and a scaling study, from
 files written here by hand; and that a missing matplotlib or file is a notice, not
 a failure."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap.scale.run: a run's failures are reported with the end of its output, and a
 run that outlives its timeout is stopped with everything it started."""
 import sys

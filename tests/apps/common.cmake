@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The tests of every app: kpmap-info at every rank count, and each app's --help and
 # --version its own (included by tests/CMakeLists.txt, whose variables it uses).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # kpmap-heat's whole-program tests: TeaLeaf's decks and answers, its own decks,
 # outputs and command line (included by tests/CMakeLists.txt).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # kpmap-train's whole-program tests: its decks at every rank count, its outputs,
 # its command line (included by tests/CMakeLists.txt, whose variables it uses).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # kpmap across simulated hosts (scripts/sim-cluster, docs/cluster.md), label
 # "cluster" (included by tests/CMakeLists.txt). Each test makes its own hosts,
 # network namespaces with host names of their own and Open MPI over TCP

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Compile-time refusals (included by tests/CMakeLists.txt, whose variables it uses).
 
 # Programs that must not build: each is a target left out of the build, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Must not compile: kpmap::mean of an integer View would be truncated to an
 // integer ([1, 2] gave 1), where pmean of integers is refused for that
 // reason: the same rule for both. Built only by the ctest test

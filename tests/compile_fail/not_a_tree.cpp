@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Must not compile: a psum of a struct that shows no Views (no
 // for_each_view member). kpmap refuses it with one message saying what a
 // tree is, where the compiler would print a page about a missing member.

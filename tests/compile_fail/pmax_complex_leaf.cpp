@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Must not compile: complex numbers have no order, and MPI_MAX of a complex
 // datatype fails only at run time (MPI_ERR_OP, at 2 or more ranks; one rank
 // returned its own value). kpmap refuses pmax and pmin of a complex leaf at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Must not compile: pmean of a tuple whose second leaf holds integers would
 // return that leaf's mean truncated (one rank of three holding 1 gives 0).
 // kpmap refuses it at compile time, naming the leaf's place in the tuple and

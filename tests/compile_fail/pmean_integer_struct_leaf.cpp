@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Must not compile: pmean_inplace of a struct tree (for_each_view) with an
 // integer View among its leaves: the mean would be truncated. Built only by
 // the ctest test compile_fail.pmean_integer_struct_leaf.

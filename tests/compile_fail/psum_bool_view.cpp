@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Must not compile: a View of bools cannot hold a count, and MPI has no sum
 // of booleans (MPI_ERR_OP at 2 or more ranks; one rank returned its own
 // values). kpmap refuses psum of bools at compile time and says what to do

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Must not compile: a psum over a View of std::complex launches pack and
 // scale kernels that a CUDA or HIP build cannot run (std::complex's operators
 // are host-only there). kpmap refuses it on every backend, Serial included,

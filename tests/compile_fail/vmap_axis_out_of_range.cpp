@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Must not compile: in_axes puts the batch of argument 1 (from 0), a matrix,
 // along axis 2, which a matrix does not have. The error names the argument,
 // the axis and the rank (I = 1, Axis = 2, Rank = 2). Built only by the ctest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The installed package works for a consumer project (included by tests/CMakeLists.txt).
 
 add_test(NAME install.consumer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Uses the installed kpmap: the runtime, a Kokkos kernel and an MPI reduction.
 #include <kpmap/kpmap.hpp>
 

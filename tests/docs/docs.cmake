@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The documents hold: their programs run, their snippets are the sources', their links
 # resolve, the CHANGELOG names every change (included by tests/CMakeLists.txt).
 
@@ -68,20 +69,27 @@ add_test(NAME lint.md_range_order
           ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/examples)
 set_tests_properties(lint.md_range_order PROPERTIES LABELS docs)
 
+# A check of the whole source tree: tests/scripts/<script> SOURCE_ROOT, in the
+# quick label.
+function(kpmap_add_tree_check name script)
+  add_test(NAME ${name}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/${script}
+            ${PROJECT_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES LABELS "docs;quick")
+endfunction()
+
 # Arrows point down only: every include and import against CONTRIBUTING.md's
 # layer map, and no process forked from src/ or apps/.
-add_test(NAME lint.layers
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_layers.py
-          ${PROJECT_SOURCE_DIR})
-set_tests_properties(lint.layers PROPERTIES LABELS "docs;quick")
-
+kpmap_add_tree_check(lint.layers check_layers.py)
 # Every KPMAP_* variable the library reads is in kpmap::environment_settings,
 # which the ranks agree on before the first collective, and in
 # docs/reliability.md's table.
-add_test(NAME lint.environment
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_environment.py
-          ${PROJECT_SOURCE_DIR})
-set_tests_properties(lint.environment PROPERTIES LABELS "docs;quick")
+kpmap_add_tree_check(lint.environment check_environment.py)
+# Every source file names its licence (LICENSE) in an SPDX line.
+kpmap_add_tree_check(lint.licence check_licence.py)
+# A page or comment that lists the registered solvers, layers, losses or
+# optimizers lists them all (or names the registry instead).
+kpmap_add_tree_check(docs.registered_lists check_registered_lists.py)
 
 # docs/heat.md quotes examples/07_halo_heat.cpp (the halo and the library's heat loop).
 add_test(NAME docs.heat_snippets

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The deck readers fuzzed (included by tests/CMakeLists.txt, whose variables it uses).
 
 # The deck readers under libFuzzer (clang), for a fixed number of inputs each:

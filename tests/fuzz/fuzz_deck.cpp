@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the deck parser. Any input must either parse or raise
 // kpmap::InputError: no crash, no hang, no sanitizer report. A deck that parses
 // must survive a round trip through its resolved text unchanged.

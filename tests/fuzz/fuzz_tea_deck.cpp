@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the TeaLeaf deck reader (`*tea ... *endtea`) and the path
 // kpmap-heat takes after it: translation to TOML, the heat schema, and the
 // run configuration. Any input must either get through or raise

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The GPU bundle, proven on this machine (included by tests/CMakeLists.txt).
 
 # scripts/gpu-bundle packs this build's programs with every library they load

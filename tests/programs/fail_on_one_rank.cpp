@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test program: one rank throws while every other rank waits in a collective.
 // Without kpmap's job-wide abort the waiting ranks would hang forever.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The JAX-to-kpmap table of docs/pmap.md, line by line: each block between
 // "// [row] <the line's JAX cell>" and "// [end]" holds the line's kpmap
 // column as code (tests/scripts/check_pmap_table.py checks that every code

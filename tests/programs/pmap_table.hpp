@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The helpers of the JAX-to-kpmap table's program (pmap_table.cpp, whose
 // lines are in two files that compile side by side: pmap_table.cpp and
 // pmap_table_arrays.cpp).

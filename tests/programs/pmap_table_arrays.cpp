@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The JAX-to-kpmap table of docs/pmap.md, its lines on jnp's array
 // operations, pytrees and checkpoints (pmap_table.cpp has the others and the
 // program): each "// [row]" block as pmap_table.cpp describes.

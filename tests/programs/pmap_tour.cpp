@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The program behind docs/pmap.md: each block between "// [name]" and
 // "// [end]" appears verbatim in the document, and ctest runs this program at
 // 1 to 4 ranks, so the tour always compiles and tells the truth.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Whole programs of the library's own: how a job ends on an error, a user's first mistakes,
 # checkpoints read back by h5py (included by tests/CMakeLists.txt, whose variables it uses).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test program: the mistakes a user of shard_map, Mesh and psum makes first,
 // each of which must end the job with one kpmap line, printed once, and exit
 // code 2, never a hang, a launcher banner per rank or a silently wrong answer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Writes a checkpoint with a distributed 2-D field, a replicated vector and an
 // XDMF sidecar, for tests/scripts/check_checkpoint.py to read with h5py.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The kpmap Python package: plots and the scaling harness (included by
 # tests/CMakeLists.txt, whose variables it uses).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The reliability tests (docs/reliability.md): faults, stop signals, bad input,
 # outputs that must not be lost (included by tests/CMakeLists.txt).
 

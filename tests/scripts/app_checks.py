@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Helpers shared by the apps' checkers (check_heat.py, check_train.py)."""
 import json
 import shlex

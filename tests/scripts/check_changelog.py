@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Check CHANGELOG.md against the build: its newest release is the project's
 version, and every breaking change says how a program moves across it.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Read a kpmap checkpoint with h5py, independently of kpmap, and check it.
 
 usage: check_checkpoint.py FILE.h5 RANKS

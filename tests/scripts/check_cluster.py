@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap across simulated hosts: checks run inside scripts/sim-cluster.
 
     sim-cluster --hosts SPEC -- check_cluster.py CASE --bin DIR --work DIR [options]

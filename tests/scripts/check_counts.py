@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """What one solver iteration costs, counted by a Kokkos Tools library, against bounds.
 
 usage: check_counts.py --tool LIB --out PREFIX --ranks N --region NAME [--inside]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Damaged inputs are refused at load with exit code 2, naming what is wrong.
 
 usage: check_damaged.py heat|train --launcher T --app APP --deck DECK --work DIR

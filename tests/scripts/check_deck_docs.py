@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """docs/decks.md's key tables must be what the application's schema prints.
 
     check_deck_docs.py APP DOC [--fix]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Every relative link of the Markdown docs leads somewhere.
 
     check_doc_links.py SOURCE_DIR

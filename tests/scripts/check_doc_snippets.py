@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Check that every ```cpp block of a document is a marked block of a program.
 
 usage: check_doc_snippets.py DOC.md PROGRAM.cpp [PROGRAM.cpp ...]

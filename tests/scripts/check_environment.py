@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Every environment variable kpmap reads is one the ranks agree on and the
 docs name.
 

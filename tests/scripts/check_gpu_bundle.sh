@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts.gpu-bundle: the bundle that a GPU machine runs, proven on this one.
 #
 #   check_gpu_bundle.sh SOURCE_DIR BUILD_DIR WORK_DIR

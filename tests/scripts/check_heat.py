@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks of kpmap-heat's outputs with independent tools (json, numpy, h5py).
 
     check_heat.py compare A/result.json B/result.json ... [--rtol R] [--iterations-within F]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Arrows point down only: checks every include and import against the layer
 order written in CONTRIBUTING.md, and that no library or app code forks a
 process.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Every multi-dimensional kernel of the library and the examples states its
 iteration order and tile through kpmap::row_major_range (src/kpmap/base/policy.hpp): no
 Kokkos::MDRangePolicy is written anywhere else, where it would take the backend's

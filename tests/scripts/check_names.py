@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """File names that are no UTF-8 text: a deck may be named so (the name is only
 echoed), an output folder may not (output.dir is a deck key, and a deck is
 UTF-8 text), and the refusal names the argument and comes from every rank

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """What a run may write, tried as a hostile user would: each case runs an app
 and checks both its exit code and that nothing it must not touch changed.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Pins what the apps leave behind, so that moving the code that writes it
 changes nothing a user's scripts read: the result file's keys and the type of
 each value, the CSV table's columns and rows, the files in the output folder

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The installed kpmap-plot draws whatever python3 comes first on the PATH.
 #
 #   check_plot_python.sh BUILD_DIR SOURCE_DIR RUN_DIR WORK_DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap-plot as careful as the apps, tried as a hostile user would: each case
 makes a run folder (or trace) by hand, runs kpmap-plot on it under a time
 limit, and checks its exit code, that it says in one line what is wrong with

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Check docs/pmap.md's JAX-to-kpmap table line by line against code that runs.
 
 usage: check_pmap_table.py DOC.md TABLE_PROGRAM.cpp [MORE.cpp ...] EXAMPLES_DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Hold the apps' public names to the CHANGELOG: the deck keys (--help-deck),
 the files of a run's output folder, result.json's keys and the CSV tables'
 columns.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The README's pictures come from scripts/make-readme-images, and it draws them.
 #
 #   check_readme_images.sh SOURCE_DIR BUILD_DIR WORK_DIR

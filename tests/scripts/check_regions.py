@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Run a command under tests/support/region_tool and check its Kokkos Tools regions.
 
 usage: check_regions.py --tool LIB --out PREFIX [--ranks N] [--require OUTER>INNER ...]

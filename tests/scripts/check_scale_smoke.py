@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Smoke test of scripts/kpmap-scale: a tiny study at 1 and 2 ranks, one
 repetition, through the real MPI launcher; then checks that the CSV, JSON,
 table and plots are there and that the numbers are sane.

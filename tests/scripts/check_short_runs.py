@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Progress lines and pictures at every run length: 1 step, 1 epoch, 50 epochs.
 
     check_short_runs.py --train APP --heat APP --inputs DIR --launcher T --workdir W

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Graceful stop: a run stopped by a signal and restarted from its last
 checkpoint ends with the same result as an uninterrupted run.
 

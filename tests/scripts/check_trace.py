@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Run a command that writes a Chrome trace, then check the trace.
 
 usage: check_trace.py --trace FILE --ranks N [--require NAME ...] [--env]

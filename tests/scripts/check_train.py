@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks of kpmap-train's results with independent tools (numpy, h5py).
 
     check_train.py compare A/result.json B/result.json ... [--rtol R]

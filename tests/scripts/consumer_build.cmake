@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs kpmap from BUILD_DIR into WORK_DIR/prefix, then configures and builds
 # a project outside kpmap's tree against that install with find_package(kpmap),
 # as a user would, and checks it.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Run a command that must end promptly with a given exit code and output.
 
 usage: expect_exit.py [--within SECONDS] [--exit-code N] [--expect TEXT ...]

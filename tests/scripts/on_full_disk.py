@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Run a command with a small, nearly full file system at hand.
 
 usage: on_full_disk.py --size SIZE -- command...

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the deck fuzz targets with clang's libFuzzer, ASan and UBSan, and runs
 # each for a bounded number of inputs from its seed decks:
 #   fuzz_deck      the TOML deck parser (kpmap/deck/*.cpp)

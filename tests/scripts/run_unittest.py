@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Run one unittest module for ctest, with skips made loud.
 
 usage: run_unittest.py MODULE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-heat as another build of kpmap would be: the same program, whose
 // library says it was built from another commit. Defined here, the linker
 // takes this build_commit() instead of the library's. A job that mixes it with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Catch2 main for MPI tests: MPI and Kokkos come up once for the whole run,
 // rank 0 prints, and a failure on any rank fails the test (its output is shown).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Shared by the collectives' tests (test_collectives*.cpp): Views filled with
 // a function of the rank and the flat index, and exact comparisons.

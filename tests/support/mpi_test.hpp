@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Helpers for kpmap's Catch2 tests, which run under mpiexec at 1, 2, 3 and 4 ranks.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A minimal Kokkos Tools library for the tests: it records every region push
 // and pop, kernel, fence, allocation and deep copy a program makes, with the
 // region depth, and writes them at the end to $KPMAP_REGION_TOOL_OUT.<rank>,

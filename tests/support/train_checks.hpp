@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // What the training tests share: the model they build, copies to the host,
 // and the check of a model's gradient against central finite differences.

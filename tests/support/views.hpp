@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // View helpers shared by the tests' files (a test executable's files compile
 // as one batch in a KPMAP_UNITY_BUILD build: one definition each).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Kokkos Tools: the regions and labels a tool sees, the counted kernels, the
 # trace and the phase table (included by tests/CMakeLists.txt).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """kpmap-scale: strong and weak scaling studies of the kpmap applications.
 
 Runs an application (kpmap-train, kpmap-heat) or a Google Benchmark executable

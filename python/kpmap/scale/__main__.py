@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """python3 -m kpmap.scale: the same as the kpmap-scale command."""
 import sys
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The kpmap-scale command line: arguments, the study's progress, exit codes.
 
     kpmap-scale --app APP [--deck DECK] --ranks LIST --mode {strong,weak} --out DIR ...

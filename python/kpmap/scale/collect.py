@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the runs measured: reading their JSON, and the study's results from it.
 
 A run's time is the wall time its program reports (the slowest rank's), never a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Launching N ranks: the launcher template, and where the ranks run.
 
 A template is a command line with placeholders, e.g. 'mpiexec -n {ranks}' or,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Planning a study: its rank counts, the deck, and the keys weak scaling multiplies.
 
 A study is a list of points (one per rank count), each run --repeat times. In

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Running one repetition of a point: the program, its environment, its failures.
 
 A run gets a folder of its own (ranks-N/rep-K/) for its output, stdout.txt and

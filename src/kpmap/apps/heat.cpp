@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-heat: heat conduction on a Cartesian block decomposition, TeaLeaf's
 // problem solved on kpmap's halo layer, from kpmap-heat TOML decks or
 // TeaLeaf's own *tea decks.

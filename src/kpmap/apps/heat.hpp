@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief kpmap-heat: heat conduction from a kpmap-heat or TeaLeaf deck, as a function a program's

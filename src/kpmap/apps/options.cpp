@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/apps/options.hpp>
 
 #include <kpmap/apps/cli.hpp>

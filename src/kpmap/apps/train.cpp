@@ -1,12 +1,15 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-train: data-parallel regression and classification training.
 //
 //   mpiexec -n 4 kpmap-train inputs/train_linear.toml
 //
-// The model is replicated on every rank, each global batch is split over the
-// ranks, every rank computes the gradient of its samples, one psum (fused,
-// or layer by layer overlapping the backward pass) makes it the batch mean,
-// and every rank applies the same update. Results, history and checkpoints
-// go to output.dir. The run itself, for each precision, is train/run.hpp's.
+// Each global batch is split over the mesh's "data" axis, every rank computes
+// the gradient of its samples, one psum (fused, or layer by layer overlapping
+// the backward pass) makes it the batch mean, and every rank applies the same
+// update: to parameters replicated over "data" or, with train.sharding, sharded
+// over it (ZeRO 1-3); train.mesh.model splits layers over "model". Results,
+// history and checkpoints go to output.dir. The run itself, for each precision,
+// is train/run.hpp's.
 
 #include <kpmap/apps/train.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief kpmap-train: data-parallel training from a kpmap-train deck, as a function a program's

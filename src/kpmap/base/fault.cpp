@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/base/fault.hpp>
 
 #include <kpmap/base/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Fault injection for reliability tests: `KPMAP_FAULT_INJECT=RANK:STEP[:KIND]`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Checked mode: collectives verify that every rank of the axis called

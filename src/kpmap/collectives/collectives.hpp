@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief JAX's collectives over a named mesh axis, on Kokkos Views, scalars

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief psum, pmean, pmax and pmin: on scalars, on Views (in place or into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Trees of Views: the leaves a collective visits, in a fixed order,
@@ -85,14 +86,6 @@ void for_each_leaf(Tree& tree, F& f) {
     require_tree<U>();
     if constexpr (has_for_each_view<U>::value) tree.for_each_view(f);
   }
-}
-
-/// Calls f(leaf, index) for every leaf of the tree.
-template <class Tree, class F>
-void for_each_leaf_indexed(Tree& tree, F&& f) {
-  std::size_t i = 0;
-  auto g = [&](auto& leaf) { f(leaf, i++); };
-  for_each_leaf(tree, g);
 }
 
 template <class X, class = void>

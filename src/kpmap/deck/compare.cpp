@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A deck against the resolved deck of an earlier run (the text a checkpoint
 // stores): what a restart must continue unchanged.
 

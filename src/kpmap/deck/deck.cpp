@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A checked deck: its values, and where the user's text set each of them.
 
 #include "detail/text.hpp"

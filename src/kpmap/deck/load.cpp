@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Loading a deck for a parallel run: rank 0 reads the file (or the program's
 // translation of it) and checks it; every rank gets the resolved deck, or the
 // same error, and the lines of the user's text for later messages.

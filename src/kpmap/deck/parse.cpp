@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reading a deck: the TOML text screened and parsed, every key checked against
 // the schema and converted, defaults filled in, --set arguments applied.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The schema: the keys a program knows, their types, defaults and ranges, and
 // the tables --help-deck prints.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The did-you-mean screen: the nearest known key or word to a misspelt one.
 
 #include "detail/text.hpp"

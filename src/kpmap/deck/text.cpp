@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "detail/text.hpp"
 
 #include <kpmap/base/error.hpp>

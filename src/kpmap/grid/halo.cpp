@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/grid/halo.hpp>
 
 #include <kpmap/runtime/runtime.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Cartesian block decomposition of a global 2-D or 3-D cell grid.

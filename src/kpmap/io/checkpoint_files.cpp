@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/io/checkpoint.hpp>
 
 #include <kpmap/base/files.hpp>

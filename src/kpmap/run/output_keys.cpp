@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The [output] section every application's deck shares.
 
 #include <kpmap/run/output_keys.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/run/phases.hpp>
 

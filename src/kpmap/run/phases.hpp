@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Where the time of a run goes: per-phase timers each rank keeps,
@@ -71,7 +72,6 @@ class PhaseTimes {
     double wall = 0;
     int ranks = 1;
     std::array<double, phase_count> min{}, mean{}, max{};
-    double max_of(Phase p) const { return max[static_cast<std::size_t>(p)]; }
   };
   /// \brief Collective over `comm`: the wall time's maximum, and each phase's.
   Report reduce(double wall_seconds, MPI_Comm comm) const;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Graceful stop: SIGTERM, SIGINT and SIGUSR1 become a request that

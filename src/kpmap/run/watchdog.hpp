@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief A per-rank watchdog: a job whose steps stop advancing (a rank

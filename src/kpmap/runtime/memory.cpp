@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/runtime/memory.hpp>
 
 #include <kpmap/base/error.hpp>

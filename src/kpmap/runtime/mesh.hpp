@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Named axes over the ranks: the 1-D "devices" axis and N-D Cartesian meshes.

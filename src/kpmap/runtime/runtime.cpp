@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/runtime/runtime.hpp>
 #include <kpmap/tools/profiling.hpp>
 #include <kpmap/tools/trace.hpp>

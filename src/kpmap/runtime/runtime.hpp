@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief `kpmap::Runtime`: MPI and Kokkos up and down in the right order, one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/sim/config.hpp>
 
 #include <kpmap/base/error.hpp>
@@ -45,7 +46,7 @@ deck::Schema build_schema() {
   deck::Registry<SolverInfo>& solvers = solver_registry();
   s.string("solver.method", "cg", solvers.names(), "linear solver (" + solvers.described() + ")")
       .string("solver.preconditioner", "none", enum_words<Preconditioner>(),
-              "preconditioner of CG, pipelined CG, Chebyshev and PPCG")
+              "preconditioner of the linear solve (of the methods that apply one)")
       .real("solver.eps", 1e-10, {0.0, 1.0}, "",
             "relative tolerance: stop when sqrt(|rho|) < eps ||r0|| as TeaLeaf does")
       .integer("solver.max_iters", 1000, {1, 1e9}, "",

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief What a heat-conduction run is: mesh, material states, time
@@ -77,7 +78,8 @@ namespace kpmap::sim {
 /// \brief The linear solver of each backward-Euler step.
 struct SolverOptions {
   /// The linear solver, by its registered name (sim/solvers/solver.hpp):
-  /// cg, jacobi, chebyshev, ppcg or a program's own.
+  /// a built-in one (kpmap-heat --help-deck lists the registered solvers)
+  /// or a program's own.
   std::string method = "cg";
   Preconditioner preconditioner = Preconditioner::none;
   double eps = 1e-10;         ///< stop when sqrt(|rho|) < eps * ||r0|| (TeaLeaf's rule)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief sim::HeatOperator: the coefficients of one backward-Euler step on

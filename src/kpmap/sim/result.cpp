@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // result.json of a kpmap-heat run, and TeaLeaf's check of its answer.
 
 #include <kpmap/base/version.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Initial density and energy from a deck's states, placed on the

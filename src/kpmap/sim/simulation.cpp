@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/sim/simulation.hpp>
 
 #include <kpmap/collectives/collectives.hpp>

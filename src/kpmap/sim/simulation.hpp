@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief sim::Simulation: a heat-conduction run on a CartesianLayout, step

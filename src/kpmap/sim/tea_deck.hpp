@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief TeaLeaf's `*tea ... *endtea` input decks, read unchanged and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/base/error.hpp>
 #include <kpmap/io/checkpoint.hpp>
 #include <kpmap/run/control.hpp>

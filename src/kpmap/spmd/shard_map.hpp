@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief JAX's `shard_map(f, mesh, in_specs, out_specs)` with partition

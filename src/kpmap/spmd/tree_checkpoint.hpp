@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Orbax's `save(path, tree)` and `restore(path, tree)` for a user's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/train/config.hpp>
 
 #include <kpmap/base/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/base/detail/hdf5.hpp>
 #include <kpmap/base/files.hpp>
 #include <kpmap/train/data_files.hpp>

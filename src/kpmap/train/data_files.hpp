@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief kpmap-train's data files: one rank's rows of an HDF5 data set

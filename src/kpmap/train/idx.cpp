@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // IDX files (the MNIST family's format) through zlib, which reads
 // gzip-compressed and plain files alike: a 4-byte magic number (0, 0, element
 // type, number of dimensions), the dimensions as big-endian 32-bit integers,

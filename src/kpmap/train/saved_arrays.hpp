@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief The arrays a training checkpoint holds, each a global array

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief ZeRO stages 2 and 3 for a model whose layers' parameters lie end to

@@ -1,10 +1,14 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
-/// \brief The data-parallel training loop: parameters replicated on every
-/// rank, each global batch sharded (every rank works on the samples of the
-/// batch it holds), the gradient psum'd, the same optimizer update on every
-/// rank; evaluation after every epoch, checkpoints it restarts from bit for
-/// bit, stop signals, a hang watchdog and fault injection.
+/// \brief The training loop over a mesh: each global batch sharded over "data"
+/// (every rank works on the samples of the batch it holds), the gradient summed
+/// over it, the same optimizer update on every rank of a "data" group; the
+/// parameters replicated over "data" (train.sharding = "replicated"), or the
+/// optimizer's state, the gradients and the parameters themselves sharded over
+/// it (ZeRO 1, 2 and 3), and a layer's parameters split over "model" (tensor
+/// parallelism); evaluation after every epoch, checkpoints it restarts from bit
+/// for bit, stop signals, a hang watchdog and fault injection.
 ///
 /// A Trainer drives any model with the interface of Sequential (and of
 /// LinearModel): `value_type`, `memory_space`, `Params`, `params()`,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The scratch pool of the default memory space and the staging pool,
 // compiled once for every program (buffer_pool.hpp declares them extern).
 

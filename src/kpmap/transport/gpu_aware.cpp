@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/transport/gpu_aware.hpp>
 
 #include <kpmap/base/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief MPI calls on flat buffers with 64-bit counts, blocking or not.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-train with model.precision = "float".
 
 #include <kpmap/apps/train/run.hpp>

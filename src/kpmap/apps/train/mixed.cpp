@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-train with model.precision = "mixed": float parameters, layers in half_t.
 
 #include <kpmap/apps/train/run.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-train's run in each precision the deck's model.precision names, each
 // compiled in a source file of its own (the training stack is most of the
 // build's time; apart, the three compile side by side).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-train's run for one precision: the model, its data and the Trainer
 // for values T computed in C, with what a run reports besides checkpoints.
 // Included by the one source file of each precision (double.cpp, float.cpp,

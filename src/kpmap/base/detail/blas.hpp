@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Kokkos Kernels' gemm, gemv, dot and axpy on one execution space

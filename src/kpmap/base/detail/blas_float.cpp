@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Kokkos Kernels' calls on the default execution space in float, compiled once
 // (blas.hpp says which; one file per type keeps each file short).
 #include <kpmap/base/detail/blas.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/base/detail/blas_kernels.hpp>
 
 #include <KokkosKernels_config.h>

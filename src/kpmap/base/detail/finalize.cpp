@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/base/detail/finalize.hpp>
 
 #include <atomic>

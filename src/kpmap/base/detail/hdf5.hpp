@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Internal helpers shared by the parallel HDF5 readers and writers
 // (checkpoints, training data). Not part of the public API.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Every call whose spelling differs between Kokkos 3.4 (Debian's) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Shape helpers and the pack/unpack kernels that move any View (rank 0

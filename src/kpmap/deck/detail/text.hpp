@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // What the deck sources share (internal to src/kpmap/deck/): how keys, types
 // and values are written in messages and tables, and how key paths with

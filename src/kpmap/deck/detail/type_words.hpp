@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // How tables and messages name a deck key's type (internal to
 // src/kpmap/deck/ and its tests): apart from detail/text.hpp, so that a file

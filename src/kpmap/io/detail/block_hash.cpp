@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // XXH3 compiled into kpmap from Debian's libxxhash-dev header: its vector
 // code for the instruction set kpmap is built for, nothing to link at run time.
 #include <kpmap/io/detail/attributes.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/sim/solvers/cg.hpp>
 
 #include <kpmap/tools/profiling.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /// CG with one global sum per iteration (Chronopoulos and Gear, "s-step
 /// iterative methods for symmetric linear systems", 1989; PETSc's CG with
 /// -ksp_cg_single_reduction), with the preconditioners none, jac_diag and

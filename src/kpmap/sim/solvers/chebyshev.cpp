@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /// Chebyshev iteration (TeaLeaf's tl_use_chebyshev): CG presteps for the
 /// eigenvalue estimates, then x += d with d = alpha d + beta M^-1 r, the
 /// residual (with x's halo exchange behind the interior) every iteration, and

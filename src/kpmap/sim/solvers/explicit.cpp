@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /// The explicit (FTCS) step: x = b - (A - I) b, the stencil read straight
 /// from b (the step's starting u, whose halo is exchanged behind the
 /// interior), so that a step moves the stencil's arrays and nothing else.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /// CG in one pass over memory an iteration, with one global sum: CG's
 /// iterates (in exact arithmetic) for the least memory traffic kpmap has.
 /// CG's three kernels read and write 12 arrays a cell (the operator 4, r's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /// Jacobi iteration (TeaLeaf's tl_use_jacobi): x_old = x, then one sweep
 /// x = (b + sum_f a_f x_old(neighbour)) / diagonal fused with
 /// sum |x - x_old|, the error measure, with x_old's halo exchange behind the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A solver for a scheme, from the registry's factories (registry.cpp), and the
 // fields it allocates.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /// Pipelined CG (Ghysels and Vanroose, "Hiding global synchronization latency
 /// in the preconditioned Conjugate Gradient algorithm", 2014; PETSc's
 /// KSPPIPECG), with the preconditioners none, jac_diag and jac_block as CG

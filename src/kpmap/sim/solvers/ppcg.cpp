@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /// Polynomially preconditioned CG (TeaLeaf's tl_use_ppcg): CG presteps for
 /// the eigenvalue estimates, then flexible CG whose preconditioner is
 /// `ppcg_inner_steps` Chebyshev steps on A e = r. With a ghost width D > 1

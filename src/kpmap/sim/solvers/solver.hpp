@@ -1,9 +1,10 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
-/// \brief What advances the heat equation by one time step: the linear
-/// solvers of a backward-Euler step (CG, Jacobi, Chebyshev, PPCG), or the
-/// explicit FTCS update, behind one small interface, and the table of
-/// solvers a deck's `solver.method` picks from.
+/// \brief What advances the heat equation by one time step: the linear solvers
+/// of a backward-Euler step (the registered ones: kpmap-heat --help-deck lists
+/// them), or the explicit FTCS update, behind one small interface, and the
+/// table of solvers a deck's `solver.method` picks from.
 ///
 /// A solver updates x (the new u; also the first guess) from b (the u of the
 /// time step's start) with a HeatOperator A. Every call to solve() is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // The final U that TeaLeaf's reference codes print for their benchmark decks
 // (TeaLeaf_ref and TeaLeaf3D_ref, field_summary): what a TeaLeaf deck's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // The TeaLeaf keys kpmap-heat knows (internal to src/kpmap/sim/tea_deck/):
 // what each sets in the kpmap-heat schema, the switches, the keys accepted

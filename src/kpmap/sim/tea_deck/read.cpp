@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reading a TeaLeaf deck: the *tea block line by line, each key looked up
 // (with the nearest known key for a misspelt one), each value checked.
 

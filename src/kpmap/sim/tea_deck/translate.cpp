@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What a TeaLeaf deck means: the settings read checked across keys, written as
 // the kpmap-heat deck the schema then checks; and the entry points.
 

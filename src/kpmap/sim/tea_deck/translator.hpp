@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // The reader of a TeaLeaf deck (internal to src/kpmap/sim/tea_deck/): it reads
 // the *tea block line by line (read.cpp), then checks what the lines set

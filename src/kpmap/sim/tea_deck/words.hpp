@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // How a TeaLeaf deck is read (internal to src/kpmap/sim/tea_deck/): its lines
 // as words, its numbers, where a line came from, and what a line set.

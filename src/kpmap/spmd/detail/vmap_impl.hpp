@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief What kpmap::vmap (spmd/vmap.hpp) is built from: the traits of its

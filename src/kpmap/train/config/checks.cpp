@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What one section of a kpmap-train deck means for another's, one named
 // check each, and what is resolved from several sections at once: the
 // mesh's data axis, the validation rows, the scaled learning rate, the decay.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-train's [data] section: its keys and their reader, which reads the
 // data files' headers for the set's size and the shape of one sample.
 #include <kpmap/train/config/sections.hpp>

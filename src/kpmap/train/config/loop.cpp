@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-train's [train] section (the loop: its length, batch, seed,
 // sharding and mesh) and [output] section: their keys and readers.
 #include <kpmap/train/config/sections.hpp>

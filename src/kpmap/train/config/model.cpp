@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-train's [model] section: its keys and their reader, and the layer
 // specs of model.layers (sequential) or model.hidden (mlp).
 #include <kpmap/train/config/sections.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The model's layer stack built from its specs (their pairing for tensor
 // parallelism checked, their shapes chained from the data to the loss), and
 // what a rank allocates for the run: work arrays and the memory estimate.

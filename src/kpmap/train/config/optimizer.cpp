@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kpmap-train's [optimizer] section: its keys and their reader.
 #include <kpmap/train/config/sections.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief The sections of kpmap-train's deck, each one's keys declared beside

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The training data's pipeline, compiled once for every program: shards read
 // from files or generated, the checks of their labels, and an epoch's batch
 // order (data_files.hpp, synthetic.hpp, data.hpp and batches.hpp declare them

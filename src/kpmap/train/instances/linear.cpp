@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // LinearModel of double and of float (model.kind = "linear"), compiled once
 // for every program (train/linear.hpp declares them extern).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The optimizers over double parameters, of both models' parameter trees,
 // compiled once for every program (train/optimizers/optimizer.hpp declares
 // them extern).

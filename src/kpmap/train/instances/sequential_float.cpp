@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sequential<float> (model.precision = "float"), compiled once for every program
 // (train/sequential.hpp declares it extern).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sequential<float, ..., half_t> (model.precision = "mixed"), compiled once
 // for every program where half_t is a 16-bit type of its own (GPU builds).
 

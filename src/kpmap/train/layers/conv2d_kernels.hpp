@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief The kernels of Conv2D (conv2d.hpp): where a convolution's windows

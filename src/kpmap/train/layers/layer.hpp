@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief What every layer of a Sequential model is: a per-sample input and
@@ -179,12 +180,6 @@ std::uint64_t glorot_block(const Exec& exec, T* w, std::size_t rows, std::size_t
       GlorotFill<T, M>{Kokkos::View<T*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(w, count),
                        limit, seed, offset, cols > 0 ? cols : 1, row0, col0, whole_cols});
   return whole_rows * whole_cols;
-}
-
-template <class T, class M, class Exec>
-std::uint64_t glorot_uniform(const Exec& exec, T* w, std::size_t count, std::size_t fan_in,
-                             std::size_t fan_out, std::uint64_t seed, std::uint64_t offset) {
-  return glorot_block<T, M>(exec, w, 1, count, 0, 0, 1, count, fan_in, fan_out, seed, offset);
 }
 }  // namespace detail
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief What MaxPool2D and AvgPool2D share: non-overlapping size x size

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The layer registry: every registration (the built-ins of this folder and a
 // program's own), in order, with its factories per value type and memory space.
 

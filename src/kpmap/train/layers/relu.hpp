@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief ReLU: max(x, 0), slope 1 where the output is positive, else 0.

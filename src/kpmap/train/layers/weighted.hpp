@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief What Dense and Conv2D share: a weight matrix (outputs x fan-in)

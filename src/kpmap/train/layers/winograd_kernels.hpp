@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Winograd's F(2x2, 3x3) for Conv2D (conv2d.hpp): a 3x3 convolution

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Softmax cross-entropy on a score per class: L = log sum exp(z) -

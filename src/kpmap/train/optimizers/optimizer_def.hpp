@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Optimizer's constructor and steps (train/optimizers/optimizer.hpp

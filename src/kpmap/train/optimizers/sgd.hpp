@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// \file
 /// \brief Gradient descent, p -= lr g: full-batch (gd) or on minibatches (sgd).
