@@ -200,6 +200,39 @@ TEST_CASE("ipsum over host numbers refuses what it cannot sum", "[collectives][i
   kpmap::ipsum(static_cast<double*>(nullptr), 0, "devices").wait();
 }
 
+TEST_CASE("psum, pmax and pmin of host numbers reduce them in place at once",
+          "[collectives][ipsum]") {
+  // Rank q holds q + 1, -(q + 1) and q (q + 1) / 2 + 0.5: the sums are
+  // P (P + 1) / 2 and its negative, the maximum and minimum those of rank P - 1
+  // and rank 0; every value exact in doubles and integers.
+  const int p = world_size();
+  const int q = world_rank();
+  const double tri = p * (p + 1) / 2.0;
+  double sums[2] = {q + 1.0, -(q + 1.0)};
+  kpmap::psum(sums, 2, "devices");
+  CHECK(sums[0] == tri);
+  CHECK(sums[1] == -tri);
+  std::uint64_t most[2] = {static_cast<std::uint64_t>(q) * 7, 100 - static_cast<std::uint64_t>(q)};
+  kpmap::pmax(most, 2, "devices");
+  CHECK(most[0] == static_cast<std::uint64_t>(p - 1) * 7);
+  CHECK(most[1] == 100);
+  double least[2] = {q * (q + 1) / 2.0 + 0.5, -q - 0.25};
+  kpmap::pmin(least, 2, "devices");
+  CHECK(least[0] == 0.5);
+  CHECK(least[1] == -(p - 1) - 0.25);
+  // The same checks as ipsum's, naming the call the numbers were given to.
+  CHECK_THROWS_WITH(kpmap::psum(sums, -2, "devices"),
+                    ContainsSubstring("kpmap::psum: count -2 is negative"));
+  CHECK_THROWS_WITH(kpmap::pmax(static_cast<std::uint64_t*>(nullptr), 1, "devices"),
+                    ContainsSubstring("kpmap::pmax: values is a null pointer, with count 1"));
+  // A sum in flight over the numbers refuses a blocking one over them too.
+  auto first = kpmap::ipsum(sums, 2, "devices");
+  CHECK_THROWS_WITH(kpmap::pmin(sums + 1, 1, "devices"),
+                    ContainsSubstring("kpmap::pmin: its numbers overlap those of a sum still"));
+  first.wait();
+  CHECK(sums[0] == tri * p);
+}
+
 TEST_CASE("checked mode names sums started in another order on another rank",
           "[collectives][ipsum][checked]") {
   if (world_size() < 2) SKIP("needs two ranks to disagree");

@@ -4,13 +4,13 @@
 #include "support/mpi_test.hpp"
 
 #include <kpmap/base/detail/blas_kernels.hpp>
-#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/fault.hpp>
 #include <kpmap/run/host_monitor.hpp>
 #include <kpmap/run/stop.hpp>
 #include <kpmap/run/watchdog.hpp>
 #include <kpmap/runtime/memory.hpp>
 #include <kpmap/runtime/runtime.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -268,7 +268,7 @@ TEST_CASE("disagreement() is empty where the ranks agree, else names what differ
           "[agree]") {
   const int rank = kpmap::test::world_rank();
   const int size = kpmap::test::world_size();
-  using kpmap::detail::disagreement;
+  using kpmap::transport::disagreement;
   CHECK(disagreement(MPI_COMM_WORLD, {{"A", "'1'"}, {"B", "unset"}}).empty());
   CHECK(disagreement(MPI_COMM_WORLD, {}).empty());
   // The last rank holds another B: every rank gets the same text, naming the

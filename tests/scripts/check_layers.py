@@ -13,7 +13,10 @@ folder list is the layer table. A file may include (or import) a file of its own
 or of a layer below; anything else, or a file no row holds, fails with the file,
 the line and both layers. In src/ and apps/, a call of system, popen, fork,
 vfork, posix_spawn or exec* fails too: a process forked from an MPI rank is
-unsafe with registered (InfiniBand/UCX) or CUDA memory.
+unsafe with registered (InfiniBand/UCX) or CUDA memory. And an MPI reduction
+or broadcast written outside src/kpmap/transport/ fails: host numbers are
+summed one way, kpmap::psum(values, count, axis) over a mesh axis and
+transport/host.hpp below the collectives (checked, their errors named).
 """
 import os
 import re
@@ -90,6 +93,8 @@ def code_lines(path):
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](kpmap/[^>"]+)[>"]')
 FORK = re.compile(r"(?<![\w.>])(?:std::|::)?(system|popen|fork|vfork|posix_spawnp?|"
                   r"exec[lv]p?e?)\s*\(")
+RAW_MPI = re.compile(r"\b(MPI_(?:I?allreduce|I?bcast|I?reduce|Reduce_scatter\w*|Scan|Exscan))\s*\(",
+                     re.I)
 # Strings are not calls: "kpmap::sim::fork(" in a message is text.
 STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
@@ -136,6 +141,12 @@ def check_cpp(root, rows):
                 if f:
                     fail(f"{rel}:{n}: calls {f.group(1)}(): no process is forked from "
                          "an MPI rank (plots and other helpers are steps of their own)")
+            if rel.startswith(("src/", "apps/")) and not rel.startswith("src/kpmap/transport/"):
+                r = RAW_MPI.search(STRING.sub('""', text))
+                if r:
+                    fail(f"{rel}:{n}: calls {r.group(1)}(): host numbers are reduced and "
+                         "broadcast through kpmap::psum/pmax/pmin(values, count, axis) or "
+                         "transport/host.hpp, not by MPI directly")
     return checked
 
 
@@ -194,7 +205,7 @@ def main():
         print(f"{len(failures)} arrow(s) point up or out of the layer map: see CONTRIBUTING.md")
         return 1
     print(f"check_layers: {n_cpp} C++ and {n_py} Python files, every include and import points "
-          "down; no process is forked")
+          "down; no process is forked; no MPI reduction outside transport/")
     return 0
 
 

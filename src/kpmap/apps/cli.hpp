@@ -2,8 +2,8 @@
 #pragma once
 // Command-line handling shared by the kpmap-* applications.
 
-#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/runtime/runtime.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -28,7 +28,7 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
   std::string line;
   for (int i = 1; i < argc; ++i) line += (i > 1 ? " " : "") + std::string(argv[i]);
   if (const std::string differs =
-          detail::disagreement(rt.comm(), {{"the command line", "'" + line + "'"}});
+          transport::disagreement(rt.comm(), {{"the command line", "'" + line + "'"}});
       !differs.empty()) {
     throw InputError("the ranks of this job were given different arguments: " + differs +
                          "; give every rank the same",

@@ -3,13 +3,13 @@
 
 #include <kpmap/apps/cli.hpp>
 
-#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/base/files.hpp>
 #include <kpmap/base/version.hpp>
 #include <kpmap/run/output.hpp>
 #include <kpmap/run/output_keys.hpp>
 #include <kpmap/tools/trace.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -148,7 +148,7 @@ Started start_app(const AppText& text, const deck::Schema& schema, int argc, cha
   // One path can name different files on different hosts (a copy on each
   // node's local disk): the ranks must continue from the same one.
   if (!s.options.restart.empty()) {
-    if (const std::string differs = detail::disagreement(
+    if (const std::string differs = transport::disagreement(
             rt.comm(), {{"--restart " + s.options.restart, files::identity(s.options.restart)}});
         !differs.empty()) {
       throw InputError("the ranks of this job see different restart files: " + differs +

@@ -2,6 +2,7 @@
 #include <kpmap/collectives/checked.hpp>
 
 #include <kpmap/base/error.hpp>
+#include <kpmap/transport/host.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <sys/mman.h>
@@ -252,15 +253,16 @@ std::mutex g_in_flight_mutex;
 std::vector<std::pair<std::uintptr_t, std::uintptr_t>> g_in_flight;  // [begin, end) of each sum
 }  // namespace
 
-void check_host_numbers(const void* values, long long count, std::size_t element_size) {
+void check_host_numbers(const char* who, const void* values, long long count,
+                        std::size_t element_size) {
   if (count < 0) {
-    throw InputError("kpmap::ipsum: count " + std::to_string(count) +
+    throw InputError(std::string(who) + ": count " + std::to_string(count) +
                      " is negative; it is how many numbers to sum (0 or more)");
   }
   if (count == 0) return;
   if (values == nullptr) {
-    throw InputError("kpmap::ipsum: values is a null pointer, with count " + std::to_string(count) +
-                     "; pass the first of the numbers to sum");
+    throw InputError(std::string(who) + ": values is a null pointer, with count " +
+                     std::to_string(count) + "; pass the first of the numbers to sum");
   }
   const std::size_t bytes = static_cast<std::size_t>(count) * element_size;
   if (bytes <= (std::size_t(1) << 20) && !checked_mode()) return;
@@ -271,23 +273,23 @@ void check_host_numbers(const void* values, long long count, std::size_t element
   const std::uintptr_t first = begin / page * page;
   if (::msync(reinterpret_cast<void*>(first), begin + bytes - first, MS_ASYNC) != 0 &&
       errno == ENOMEM) {
-    throw InputError("kpmap::ipsum: values holds " + std::to_string(count) + " numbers of " +
+    throw InputError(std::string(who) + ": values holds " + std::to_string(count) + " numbers of " +
                      std::to_string(element_size) +
                      " bytes (count), but not all of it is this "
                      "process's memory: count is more than the array holds");
   }
 }
 
-void begin_host_sum(const void* values, std::size_t bytes) {
+void begin_host_sum(const char* who, const void* values, std::size_t bytes) {
   const auto begin = reinterpret_cast<std::uintptr_t>(values);
   const std::uintptr_t end = begin + bytes;
   const std::lock_guard<std::mutex> lock(g_in_flight_mutex);
   for (const auto& [b, e] : g_in_flight) {
     if (begin < e && b < end) {
-      throw InputError(
-          "kpmap::ipsum: its numbers overlap those of a sum still in flight "
-          "over the same memory (its result is written there when it "
-          "completes); wait for that sum first, or sum other numbers");
+      throw InputError(std::string(who) +
+                       ": its numbers overlap those of a sum still in flight "
+                       "over the same memory (its result is written there when it "
+                       "completes); wait for that sum first, or sum other numbers");
     }
   }
   g_in_flight.emplace_back(begin, end);

@@ -54,17 +54,17 @@ void verify_identical(const Axis& axis, const std::string& what, const void* byt
                       std::size_t nbytes, std::size_t elem_size,
                       std::string (*format)(const void* element));
 
-/// \brief kpmap::ipsum's checks of the host numbers it is given, on this
-/// rank: `count` >= 0, `values` not null where there are any, and all of
-/// them this process's memory (checked where they span more than a MiB, or
-/// in checked mode: one system call). \throws kpmap::InputError naming the
-/// argument.
-void check_host_numbers(const void* values, long long count, std::size_t element_size);
+/// \brief The checks of the host numbers kpmap::ipsum, psum, pmax or pmin
+/// (`who`, the message's first word) is given, on this rank: `count` >= 0, `values` not null where
+/// there are any, and all of them this process's memory (checked where they span more than a MiB,
+/// or in checked mode: one system call). \throws kpmap::InputError naming the argument.
+void check_host_numbers(const char* who, const void* values, long long count,
+                        std::size_t element_size);
 
 /// \brief Registers `bytes` at `values` as the numbers of a sum in flight.
 /// \throws kpmap::InputError where they overlap those of another sum still in
 /// flight in this process (it would read what the other is writing).
-void begin_host_sum(const void* values, std::size_t bytes);
+void begin_host_sum(const char* who, const void* values, std::size_t bytes);
 /// \brief The sum over the numbers at `values` completed.
 void end_host_sum(const void* values) noexcept;
 

@@ -247,6 +247,44 @@ T reduce_scalar(T x, const Axis& axis, ReduceOp op) {
   return x;
 }
 
+// The reduction over `axis` of `count` host numbers in place, started
+// (`start`: kpmap::ipsum's region) or to be waited for at once (psum's):
+// the one path of host numbers over an axis.
+template <class T>
+Request reduce_host_start(T* values, int count, const Axis& axis, ReduceOp op, bool start) {
+  const char* who = region_name(op, false, start);
+  check_host_numbers(who, values, count, sizeof(T));
+  ProfilingRegion region(who, axis.name());
+  if (region.traced()) {
+    trace::Args args;
+    args.bytes = static_cast<long long>(sizeof(T)) * count;
+    args.path = "host";
+    region.note(args);
+  }
+  if (checked_mode()) {
+    Signature s;
+    s.op = op_name(op);
+    s.arg = "host values";
+    s.type = type_name<T>();
+    s.rank = 1;
+    s.extents[0] = count;
+    verify_signature(axis, s);
+  }
+  if (count == 0) return Request();
+  begin_host_sum(who, values, sizeof(T) * static_cast<std::size_t>(count));
+  transport::Pending pending;
+  if (axis.size() > 1) {
+    try {
+      transport::allreduce(MPI_IN_PLACE, values, static_cast<std::size_t>(count), mpi_datatype<T>(),
+                           mpi_op<T>(op), axis.comm(), &pending);
+    } catch (...) {
+      end_host_sum(values);
+      throw;
+    }
+  }
+  return Request(std::move(pending), [values] { end_host_sum(values); });
+}
+
 // `fenced`: every instance was fenced just before (a collective called
 // without an execution space, unnamed_instance), so the fast path goes to MPI
 // without a second fence.
@@ -404,36 +442,29 @@ T pmean(T x, AxisRef axis, Weight w) {
 /// counts or types at this call (started in another order).
 template <class T, std::enable_if_t<detail::is_mpi_element_v<T>, int> = 0>
 Request ipsum(T* values, int count, AxisRef axis) {
-  detail::check_host_numbers(values, count, sizeof(T));
-  ProfilingRegion region("kpmap::ipsum", axis->name());
-  if (region.traced()) {
-    trace::Args args;
-    args.bytes = static_cast<long long>(sizeof(T)) * count;
-    args.path = "host";
-    region.note(args);
-  }
-  if (checked_mode()) {
-    detail::Signature s;
-    s.op = "psum";
-    s.arg = "host values";
-    s.type = detail::type_name<T>();
-    s.rank = 1;
-    s.extents[0] = count;
-    detail::verify_signature(*axis, s);
-  }
-  if (count == 0) return Request();
-  detail::begin_host_sum(values, sizeof(T) * static_cast<std::size_t>(count));
-  transport::Pending pending;
-  if (axis->size() > 1) {
-    try {
-      transport::allreduce(MPI_IN_PLACE, values, count, detail::mpi_datatype<T>(), MPI_SUM,
-                           axis->comm(), &pending);
-    } catch (...) {
-      detail::end_host_sum(values);
-      throw;
-    }
-  }
-  return Request(std::move(pending), [values] { detail::end_host_sum(values); });
+  return detail::reduce_host_start(values, count, *axis, detail::ReduceOp::sum, true);
+}
+
+/// \brief The `count` numbers at `values` (host memory) become their sum over
+/// `axis`, in place: ipsum waited for at once, the one way to sum host
+/// numbers over an axis (a solver's dot products, a step's counts). Checked
+/// as ipsum is. Collective.
+template <class T, std::enable_if_t<detail::is_mpi_element_v<T>, int> = 0>
+void psum(T* values, int count, AxisRef axis) {
+  detail::sum_leaf_check<detail::tuple_element_number<0>, Kokkos::View<T>>();
+  detail::reduce_host_start(values, count, *axis, detail::ReduceOp::sum, false).wait();
+}
+/// \brief As psum(values, count, axis), the maximum over `axis` of each.
+template <class T, std::enable_if_t<detail::is_mpi_element_v<T>, int> = 0>
+void pmax(T* values, int count, AxisRef axis) {
+  detail::order_leaf_check<detail::tuple_element_number<0>, Kokkos::View<T>>();
+  detail::reduce_host_start(values, count, *axis, detail::ReduceOp::max, false).wait();
+}
+/// \brief As psum(values, count, axis), the minimum over `axis` of each.
+template <class T, std::enable_if_t<detail::is_mpi_element_v<T>, int> = 0>
+void pmin(T* values, int count, AxisRef axis) {
+  detail::order_leaf_check<detail::tuple_element_number<0>, Kokkos::View<T>>();
+  detail::reduce_host_start(values, count, *axis, detail::ReduceOp::min, false).wait();
 }
 
 // -- Views and trees, in place ----------------------------------------------------

@@ -3,6 +3,7 @@
 #include <kpmap/io/detail/attributes.hpp>
 
 #include <kpmap/base/files.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <hdf5.h>
 
@@ -240,7 +241,7 @@ std::string check_blocks(MPI_Comm comm, hid_t dset, hid_t fspace, Elem elem, con
       compare(j, h.value());
     }
   }
-  MPI_Allreduce(MPI_IN_PLACE, seen.data(), static_cast<int>(rows), MPI_INT, MPI_MAX, comm);
+  transport::host_allreduce(seen.data(), seen.size(), MPI_MAX, comm);
   std::vector<char> again;
   for (std::size_t j = 0; j < rows; ++j) {
     if (seen[j] || static_cast<int>(j % static_cast<std::size_t>(size)) != rank) continue;
@@ -338,7 +339,7 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
   const std::size_t esize = elem_bytes(elem);
   const std::vector<Slab> parts = slabs(block, esize, slab_bytes);
   unsigned long long calls = parts.size();
-  MPI_Allreduce(MPI_IN_PLACE, &calls, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, impl_->comm);
+  transport::host_allreduce(&calls, 1, MPI_MAX, impl_->comm);
   hid_t fspace = H5Dget_space(dset);
   hid_t dxpl = collective_transfer();
   herr_t rc = 0;
@@ -394,10 +395,10 @@ void Reader::read_raw(const std::string& name, detail::Elem elem, void* data,
     const bool whole_read = covers_all(block);
     std::uint64_t sum = mine;
     int all_whole = whole_read ? 1 : 0;
-    MPI_Allreduce(MPI_IN_PLACE, &all_whole, 1, MPI_INT, MPI_LAND, impl_->comm);
+    transport::host_allreduce(&all_whole, 1, MPI_LAND, impl_->comm);
     if (!all_whole) {
       sum = block.copy ? 0 : mine;
-      MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, impl_->comm);
+      transport::host_allreduce(&sum, 1, MPI_SUM, impl_->comm);
     }
     if (sum != stored_sum) {
       msg << where << ": checksum mismatch (stored " << stored_sum << ", computed " << sum

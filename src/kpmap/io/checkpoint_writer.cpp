@@ -5,6 +5,7 @@
 #include <kpmap/base/fault.hpp>
 #include <kpmap/base/files.hpp>
 #include <kpmap/base/version.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <hdf5.h>
 
@@ -273,7 +274,7 @@ void Writer::write_raw(const std::string& name, detail::Elem elem, const void* d
     const std::size_t esize = elem_bytes(elem);
     const std::vector<Slab> parts = none ? std::vector<Slab>{} : slabs(block, esize, slab_bytes);
     unsigned long long calls = parts.size();
-    MPI_Allreduce(MPI_IN_PLACE, &calls, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, impl_->comm);
+    transport::host_allreduce(&calls, 1, MPI_MAX, impl_->comm);
     hid_t dxpl = collective_transfer();
     herr_t rc = fault::write_fails() ? -1 : 0;  // an injected failure takes a real one's path
     BlockHash hash;

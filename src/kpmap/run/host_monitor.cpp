@@ -5,6 +5,7 @@
 #include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/run/watchdog.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -202,9 +203,7 @@ HostMonitor::HostMonitor(MPI_Comm comm, double timeout, const StopSignals* signa
   MPI_Comm_rank(node, &node_rank);
   MPI_Comm_free(&node);
   const int first = node_rank == 0 ? 1 : 0;
-  int hosts_before = 0;
-  MPI_Exscan(&first, &hosts_before, 1, MPI_INT, MPI_SUM, comm);
-  if (rank_ == 0) hosts_before = 0;  // MPI_Exscan leaves rank 0's result undefined
+  const int hosts_before = transport::sum_below(first, comm);
   RankInfo mine{};
   mine.host = first == 1 ? hosts_before : hosts_before - 1;
   int len = 0;
@@ -234,7 +233,7 @@ void HostMonitor::connect_ring(MPI_Comm comm, int my_host) {
     std::random_device random;
     key = (std::uint64_t{random()} << 32) ^ random();
   }
-  MPI_Bcast(&key, 1, MPI_UINT64_T, 0, comm);
+  transport::host_bcast(&key, 1, 0, comm);
   std::string failure;
   if (leader) {
     const int n = hosts();
@@ -295,12 +294,12 @@ void HostMonitor::connect_ring(MPI_Comm comm, int my_host) {
   }
   // Every rank learns whether the ring is whole: watched by all, or by none.
   const int ok = failure.empty() ? 1 : 0;
-  int all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+  int all_ok = ok;
+  transport::host_allreduce(&all_ok, 1, MPI_MIN, comm);
   if (all_ok == 0) {
     const int me = failure.empty() ? 1 << 30 : rank_;
-    int lowest = 0;
-    MPI_Allreduce(&me, &lowest, 1, MPI_INT, MPI_MIN, comm);
+    int lowest = me;
+    transport::host_allreduce(&lowest, 1, MPI_MIN, comm);
     if (rank_ == lowest) {
       std::fprintf(stderr,
                    "kpmap: rank %d: warning: the hosts are not watched for loss (%s); a lost "

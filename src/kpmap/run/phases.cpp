@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/base/detail/kokkos_compat.hpp>
 #include <kpmap/run/phases.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -28,9 +29,9 @@ PhaseTimes::Report PhaseTimes::reduce(double wall_seconds, MPI_Comm comm) const 
   std::copy(local_.begin(), local_.end(), max + 1);
   std::array<double, phase_count> min = local_;
   std::array<double, phase_count> sum = local_;
-  MPI_Allreduce(MPI_IN_PLACE, max, static_cast<int>(phase_count + 1), MPI_DOUBLE, MPI_MAX, comm);
-  MPI_Allreduce(MPI_IN_PLACE, min.data(), static_cast<int>(phase_count), MPI_DOUBLE, MPI_MIN, comm);
-  MPI_Allreduce(MPI_IN_PLACE, sum.data(), static_cast<int>(phase_count), MPI_DOUBLE, MPI_SUM, comm);
+  transport::host_allreduce(max, phase_count + 1, MPI_MAX, comm);
+  transport::host_allreduce(min.data(), phase_count, MPI_MIN, comm);
+  transport::host_allreduce(sum.data(), phase_count, MPI_SUM, comm);
   r.wall = max[0];
   for (std::size_t i = 0; i < phase_count; ++i) {
     r.max[i] = max[i + 1];

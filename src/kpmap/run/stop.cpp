@@ -2,6 +2,7 @@
 #include <kpmap/run/stop.hpp>
 
 #include <kpmap/base/error.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <atomic>
 
@@ -62,9 +63,8 @@ void StopSignals::on_end(void (*hook)() noexcept) noexcept {
 }
 
 int StopSignals::poll(MPI_Comm comm) const {
-  int local = pending();
-  int any = 0;
-  MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm);
+  int any = pending();
+  transport::host_allreduce(&any, 1, MPI_MAX, comm);
   return any;
 }
 

@@ -3,6 +3,7 @@
 
 #include <kpmap/base/error.hpp>
 #include <kpmap/runtime/runtime.hpp>
+#include <kpmap/transport/host.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -204,7 +205,7 @@ void require_memory(double bytes, const std::string& what, const std::string& br
     double ratio;
     int rank;
   } mine{over ? bytes / budget.bytes : 0.0, rank}, worst{0.0, 0};
-  MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+  transport::allreduce(&mine, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm, nullptr);
   if (worst.ratio == 0.0) return;
   const int speaker = worst.rank;
   std::ostringstream msg;

@@ -8,6 +8,7 @@
 #include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/environment.hpp>
 #include <kpmap/base/version.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -152,8 +153,8 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   // A bad setting is usually seen by every rank: let the lowest failing rank
   // report it once and end the job; the others wait to be taken down.
   const int failing = error.empty() ? size_ : rank_;
-  int first_failing = size_;
-  MPI_Allreduce(&failing, &first_failing, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  int first_failing = failing;
+  transport::host_allreduce(&first_failing, 1, MPI_MIN, MPI_COMM_WORLD);
   if (first_failing < size_) {
     if (rank_ == first_failing) abort(error, exit_code::bad_input);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -169,7 +170,7 @@ Runtime::Runtime(int& argc, char**& argv, RuntimeOptions options) {
   // when every rank has it (starting is collective).
   const char* trace_file = std::getenv("KPMAP_TRACE");
   int tracing = trace_file != nullptr && *trace_file != '\0' ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &tracing, 1, MPI_INT, MPI_MIN, comm_);  // only if every rank has it
+  transport::host_allreduce(&tracing, 1, MPI_MIN, comm_);  // only if every rank has it
   if (tracing != 0) {
     try {
       trace::start(trace_file, comm_);
@@ -295,20 +296,19 @@ void Runtime::init_node_topology() {
   MPI_Comm_size(node_comm_, &node_size_);
   // Node leaders (node rank 0) number the nodes in order of their world rank.
   const int leader = node_rank_ == 0 ? 1 : 0;
-  int leaders_before = 0;
-  MPI_Exscan(&leader, &leaders_before, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank_ == 0) leaders_before = 0;  // MPI_Exscan leaves rank 0's result undefined
-  MPI_Allreduce(&leader, &node_count_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  const int leaders_before = transport::sum_below(leader, MPI_COMM_WORLD);
+  node_count_ = leader;
+  transport::host_allreduce(&node_count_, 1, MPI_SUM, MPI_COMM_WORLD);
   node_index_ = leaders_before;
-  MPI_Bcast(&node_index_, 1, MPI_INT, 0, node_comm_);
+  transport::host_bcast(&node_index_, 1, 0, node_comm_);
 }
 
 namespace {
 // What every rank of a job must hold alike: each environment variable kpmap
 // reads, the program (its file's name) and its build (kpmap's version and
 // commit, Kokkos and its backends, the MPI library, the compiler).
-std::vector<detail::Identity> settings_and_build(const char* program) {
-  std::vector<detail::Identity> items;
+std::vector<transport::Identity> settings_and_build(const char* program) {
+  std::vector<transport::Identity> items;
   for (const char* name : environment_settings) {
     const char* v = std::getenv(name);
     items.push_back({name, v == nullptr ? "unset" : "'" + std::string(v) + "'"});
@@ -340,7 +340,7 @@ void Runtime::agree_on_settings(const char* program) {
   // checked mode or another staging rule, or runs another build, would leave
   // the others waiting in a collective it never makes. One allreduce when
   // they agree.
-  const std::string differs = detail::disagreement(MPI_COMM_WORLD, settings_and_build(program));
+  const std::string differs = transport::disagreement(MPI_COMM_WORLD, settings_and_build(program));
   if (differs.empty()) return;
   // Every rank holds the same text: rank 0 prints it, and all leave together.
   if (rank_ == 0) {

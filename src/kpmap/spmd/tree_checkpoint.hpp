@@ -18,13 +18,13 @@
 ///   kpmap::checkpoint::restore("params.h5", p);                 // new Views, stored shapes
 /// \endcode
 
-#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/detail/view_utils.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/collectives/tree.hpp>
 #include <kpmap/io/checkpoint.hpp>
 #include <kpmap/runtime/mesh.hpp>
 #include <kpmap/spmd/pmap.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -62,7 +62,7 @@ void save_tree(const std::string& path, const Tree& tree, const Axis* rows) {
                                              "' of " + std::to_string(rows->size()) + " ranks";
   meta.integers = {{"tree_leaves", static_cast<std::int64_t>(leaves)}};
   const bool writes_rows =
-      rows != nullptr && kpmap::detail::first_at_index(rows->index(), all.comm());
+      rows != nullptr && kpmap::transport::first_at_index(rows->index(), all.comm());
   Writer w(path, all.comm(), meta);
   std::size_t i = 0;
   auto each = [&](auto& leaf) {

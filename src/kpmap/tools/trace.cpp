@@ -3,6 +3,7 @@
 #include <kpmap/base/error.hpp>
 #include <kpmap/base/files.hpp>
 #include <kpmap/tools/trace.hpp>
+#include <kpmap/transport/host.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <nlohmann/json.hpp>
@@ -216,7 +217,7 @@ bool finish() {
   int size = 1;
   MPI_Comm_size(g_comm, &size);
   long long dropped = g_dropped;
-  MPI_Allreduce(MPI_IN_PLACE, &dropped, 1, MPI_LONG_LONG, MPI_SUM, g_comm);
+  transport::host_allreduce(&dropped, 1, MPI_SUM, g_comm);
   // Each rank's events as JSON array elements ("{...},\n"), gathered on rank 0
   // and spliced into one traceEvents array.
   std::string mine;
@@ -267,7 +268,7 @@ bool finish() {
       written = 0;
     }
   }
-  MPI_Bcast(&written, 1, MPI_INT, 0, g_comm);
+  transport::host_bcast(&written, 1, 0, g_comm);
   g_events.clear();
   g_open.clear();
   g_dropped = 0;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include <kpmap/base/detail/hdf5.hpp>
 #include <kpmap/base/files.hpp>
+#include <kpmap/io/detail/hdf5.hpp>
 #include <kpmap/train/data_files.hpp>
 
 #include <hdf5.h>

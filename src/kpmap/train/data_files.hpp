@@ -9,6 +9,7 @@
 #include <kpmap/spmd/pmap.hpp>
 #include <kpmap/train/shard.hpp>
 #include <kpmap/train/types.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -136,7 +137,7 @@ Shard<T, M> read_idx_shard(const IdxInfo& images, const IdxInfo& labels, std::si
   h.features = images.item_size();
   std::string e = read_idx_items(images, offset + begin, n, h.x);
   if (e.empty()) e = read_idx_items(labels, offset + begin, n, h.y);
-  kpmap::detail::agree(axis->comm(), e, exit_code::bad_input);
+  kpmap::transport::agree(axis->comm(), e, exit_code::bad_input);
   scaling.apply(h.x, channels);
   return to_shard<T, M>(h, rows, begin);
 }

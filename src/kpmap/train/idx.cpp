@@ -4,9 +4,9 @@
 // type, number of dimensions), the dimensions as big-endian 32-bit integers,
 // then the elements in row-major order.
 
-#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/files.hpp>
 #include <kpmap/train/data_files.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <zlib.h>
 
@@ -134,13 +134,13 @@ IdxInfo idx_info(const std::string& path, const std::string& key, MPI_Comm comm)
     if (error.empty()) error = check_size(path, info, header);
     if (!error.empty()) error = info.where() + " " + error;
   }
-  kpmap::detail::agree(comm, error, exit_code::bad_input);
+  kpmap::transport::agree(comm, error, exit_code::bad_input);
   // Share the dimensions.
   unsigned long long n = info.dims.size();
-  MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
+  transport::host_bcast(&n, 1, 0, comm);
   std::vector<unsigned long long> dims(info.dims.begin(), info.dims.end());
   dims.resize(n);
-  MPI_Bcast(dims.data(), static_cast<int>(n), MPI_UNSIGNED_LONG_LONG, 0, comm);
+  transport::host_bcast(dims.data(), n, 0, comm);
   info.dims.assign(dims.begin(), dims.end());
   return info;
 }

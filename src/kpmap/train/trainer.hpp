@@ -22,7 +22,6 @@
 /// collectives need and copies nothing to the host; its loss is added to
 /// the epoch's sums on the device (train/epoch_sums.hpp).
 
-#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/collectives/checked.hpp>
 #include <kpmap/collectives/collectives.hpp>
@@ -43,6 +42,7 @@
 #include <kpmap/train/saved_arrays.hpp>
 #include <kpmap/train/sharding.hpp>
 #include <kpmap/train/step_log.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -89,7 +89,7 @@ class Trainer {
         c_(std::move(config)),
         axis_(axis),
         all_(all),
-        first_of_data_index_(kpmap::detail::first_at_index(axis->index(), all->comm())) {
+        first_of_data_index_(kpmap::transport::first_at_index(axis->index(), all->comm())) {
     check_mesh();
     // From here on the config says the mesh the axes make.
     c_.mesh_data = axis_->size();
@@ -183,7 +183,7 @@ class Trainer {
   StateBytes largest_state_bytes() const {
     const StateBytes mine = state_bytes();
     std::uint64_t b[3] = {mine.parameters, mine.gradients, mine.optimizer};
-    MPI_Allreduce(MPI_IN_PLACE, b, 3, MPI_UINT64_T, MPI_MAX, all_->comm());
+    kpmap::pmax(b, 3, *all_);
     return {static_cast<std::size_t>(b[0]), static_cast<std::size_t>(b[1]),
             static_cast<std::size_t>(b[2])};
   }

@@ -82,9 +82,8 @@ void reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatyp
 void sendrecv(const void* send, void* recv, std::size_t count, MPI_Datatype type, int dest,
               int source, int tag, MPI_Comm comm, Pending* pending);
 
-// One rank's string to all, and MPI errors as exceptions: leaf helpers of
-// detail/mpi_util.hpp, which the layers below transport use too.
-using detail::bcast_string;
+// MPI errors as exceptions: the leaf helper of base/detail/mpi_util.hpp,
+// which the layer below transport uses too.
 using detail::check_mpi;
 
 /// \brief Waits for all requests; MPI errors become kpmap::Error.

@@ -5,9 +5,9 @@
 /// elements, string and scalar attributes, a block's check against its View and
 /// its selection in a dataspace, the checksum of data read into host memory.
 
-#include <kpmap/base/detail/hdf5.hpp>
 #include <kpmap/base/words.hpp>
 #include <kpmap/io/checkpoint.hpp>
+#include <kpmap/io/detail/hdf5.hpp>
 
 #include <hdf5.h>
 

@@ -3,8 +3,8 @@
 // Internal helpers shared by the parallel HDF5 readers and writers
 // (checkpoints, training data). Not part of the public API.
 
-#include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/error.hpp>
+#include <kpmap/transport/host.hpp>
 
 #include <hdf5.h>
 #include <mpi.h>
@@ -43,7 +43,7 @@ inline std::string error_reason() {
 
 /// Every failure of a collective read or write is agreed across ranks
 /// before anyone closes the file (H5Fclose is collective).
-using kpmap::detail::agree;
+using kpmap::transport::agree;
 
 /// A dataset transfer property list for collective MPI-IO.
 inline hid_t collective_transfer() {
