@@ -97,6 +97,11 @@ if(KPMAP_ENABLE_APPS)
   kpmap_add_cluster_test(fails_kill_first.2x2 nodeA:2,nodeB:2 fails --inject 2:5:kill
     --expect "rank 2 on host nodeB (ranks 2-3) ended without a word in step 5: its connection closed while its host still answers (the rank was killed or crashed)"
     --expect "the last good checkpoint is" ${fails_deck})
+  # Ranks placed round robin (0 and 2 on nodeA, 1 and 3 on nodeB): the host's
+  # ranks are the Runtime's nodes', not a count that takes them as contiguous.
+  kpmap_add_cluster_test(fails_kill_first_by_node.2x2 nodeA:2,nodeB:2 fails --inject 1:5:kill
+    --map node
+    --expect "rank 1 on host nodeB (ranks 1, 3) ended without a word in step 5" ${fails_deck})
   # A stop signal and a host lost while the stop is honoured (SIGUSR1 to
   # mpirun, the last host's link down 50 ms later: mid-step or mid-checkpoint)
   # ends within the host timeout, naming the last good checkpoint, which reads

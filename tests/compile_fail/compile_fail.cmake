@@ -10,7 +10,7 @@ function(kpmap_add_compile_fail_test name source expect)
   add_test(NAME compile_fail.${name}
            COMMAND ${EXPECT_EXIT} --exit-code 1 "--regex=${expect}" --
                    ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target ${name})
-  set_tests_properties(compile_fail.${name} PROPERTIES LABELS unit)
+  set_tests_properties(compile_fail.${name} PROPERTIES LABELS unit RESOURCE_LOCK kpmap_build)
 endfunction()
 kpmap_add_compile_fail_test(std_complex_psum compile_fail/std_complex_psum.cpp
                             "std::complex cannot be used in Kokkos kernels.*Kokkos::complex")

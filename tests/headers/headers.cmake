@@ -30,4 +30,5 @@ target_compile_options(kpmap_headers_alone PRIVATE -fsyntax-only)
 set_target_properties(kpmap_headers_alone PROPERTIES KPMAP_NO_PCH ON UNITY_BUILD OFF)
 add_test(NAME build.headers_alone
          COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target kpmap_headers_alone)
-set_tests_properties(build.headers_alone PROPERTIES LABELS unit PROCESSORS 2)
+set_tests_properties(build.headers_alone PROPERTIES LABELS unit PROCESSORS 2 TIMEOUT 900
+                     RESOURCE_LOCK kpmap_build)

@@ -14,6 +14,7 @@
 #include <array>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <cstdio>
 #include <tuple>
 
@@ -249,6 +250,17 @@ int tour(kpmap::Runtime& rt) {
   // [end]
   auto sh3 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), part);
   expect(sh3(3) == 3.0 * n, "ipsum on a named instance");
+
+  // Host numbers, reduced in place: rank q holds 10 q, 20 q and 30 q.
+  const auto q = static_cast<std::uint64_t>(rt.rank());
+  const std::uint64_t parameters = 10 * q, gradients = 20 * q, optimizer = 30 * q;
+  // [host_numbers]
+  std::uint64_t bytes[3] = {parameters, gradients, optimizer};
+  kpmap::pmax(bytes, 3, "devices");  // each the largest any rank holds, on every rank
+  // [end]
+  const auto last = static_cast<std::uint64_t>(n - 1);
+  expect(bytes[0] == 10 * last && bytes[1] == 20 * last && bytes[2] == 30 * last,
+         "pmax of host numbers");
 
   if (rt.rank() == 0) {
     std::printf("pmap tour: %d device(s), fitted y = %.4f + %.4f x\n", n, wh(0), wh(1));

@@ -26,8 +26,8 @@ RunControl::RunControl(MPI_Comm comm, std::string dir, int keep, std::string las
       dir_(std::move(dir)),
       keep_(keep),
       last_good_(std::move(last_good)),
-      watchdog_(Watchdog::from_environment(), rank_),
-      hosts_(comm, HostMonitor::timeout_from_environment(), &stop_) {
+      watchdog_(Watchdog::from_environment(), rank_, "step", Watchdog::automatic_floor, &liveness_),
+      hosts_(comm, HostMonitor::timeout_from_environment(), &stop_, &liveness_) {
   namespace fs = std::filesystem;
   if (!last_good_.empty()) {
     const fs::path from = fs::path(last_good_).parent_path();
@@ -35,12 +35,11 @@ RunControl::RunControl(MPI_Comm comm, std::string dir, int keep, std::string las
     continues_folder_ = fs::equivalent(from.empty() ? fs::path(".") : from,
                                        dir_.empty() ? fs::path(".") : fs::path(dir_), ec);
   }
-  hosts_.note(last_good_note());
+  liveness_.note(last_good_note());
 }
 
 bool RunControl::begin_step(long long step) {
   watchdog_.beat(step);
-  hosts_.step(step);
   return fault::at_step(step, rank_);
 }
 
@@ -58,7 +57,7 @@ std::string RunControl::checkpoint(const std::string& name, const std::string& w
   }
   watchdog_.alive();
   last_good_ = path;
-  hosts_.note(last_good_note());
+  liveness_.note(last_good_note());
   if (rotate && rank_ == 0) {
     if (continues_folder_) {
       checkpoint::keep_last(dir_, "checkpoint", keep_, newest);

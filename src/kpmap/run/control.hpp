@@ -75,6 +75,7 @@ class RunControl {
   bool continues_folder_ = false;     ///< restarted from a checkpoint in dir_
   std::vector<std::string> written_;  ///< rotated checkpoints this run wrote, oldest first
   StopSignals stop_;
+  Liveness liveness_;  ///< the step, its clock and the last good checkpoint, for both guards
   Watchdog watchdog_;
   HostMonitor hosts_;
 };

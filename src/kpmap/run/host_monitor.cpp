@@ -5,6 +5,7 @@
 #include <kpmap/base/detail/mpi_util.hpp>
 #include <kpmap/base/error.hpp>
 #include <kpmap/run/watchdog.hpp>
+#include <kpmap/runtime/runtime.hpp>
 #include <kpmap/transport/host.hpp>
 
 #include <arpa/inet.h>
@@ -180,9 +181,7 @@ void host_monitor_on_launcher_end() noexcept {
     }
     return;
   }
-  host_monitor_farewell();
-  [[maybe_unused]] const auto n = ::write(STDERR_FILENO, g_ready.text[i], g_ready.length[i]);
-  std::_Exit(exit_code::failure);
+  detail::end_process(g_ready.text[i], g_ready.length[i], exit_code::failure);
 }
 
 double HostMonitor::timeout_from_environment() {
@@ -191,21 +190,18 @@ double HostMonitor::timeout_from_environment() {
                                   "(>= 0; 0 turns the check off)");
 }
 
-HostMonitor::HostMonitor(MPI_Comm comm, double timeout, const StopSignals* signals)
-    : timeout_(timeout), signals_(signals) {
+HostMonitor::HostMonitor(MPI_Comm comm, double timeout, const StopSignals* signals,
+                         const Liveness* record)
+    : timeout_(timeout), signals_(signals), record_(record != nullptr ? *record : own_) {
   int size = 1;
   MPI_Comm_rank(comm, &rank_);
   MPI_Comm_size(comm, &size);
-  // Hosts: the ranks that share memory, numbered in order of their first rank.
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
-  int node_rank = 0;
-  MPI_Comm_rank(node, &node_rank);
-  MPI_Comm_free(&node);
-  const int first = node_rank == 0 ? 1 : 0;
-  const int hosts_before = transport::sum_below(first, comm);
+  // Hosts: the Runtime's nodes (the ranks that share memory, numbered in
+  // order of their first rank), whose first ranks keep the ring.
+  const Runtime& rt = Runtime::current();
+  const int first = rt.node_rank() == 0 ? 1 : 0;
   RankInfo mine{};
-  mine.host = first == 1 ? hosts_before : hosts_before - 1;
+  mine.host = rt.node_index();
   int len = 0;
   MPI_Get_processor_name(mine.name, &len);  // the name the launcher's messages use
   std::vector<RankInfo> all(static_cast<std::size_t>(size));
@@ -335,11 +331,6 @@ HostMonitor::~HostMonitor() {
   }
 }
 
-void HostMonitor::note(const std::string& text) {
-  const std::lock_guard<std::mutex> lock(note_mutex_);
-  note_ = text;
-}
-
 std::string HostMonitor::describe(int host) const {
   const auto h = static_cast<std::size_t>(host);
   const auto& ranks = host_ranks_[h];
@@ -415,7 +406,7 @@ void HostMonitor::watch() {
 
 std::string HostMonitor::lost_line(const Peer& p, bool closed, double silent) {
   std::string line = "kpmap: rank " + std::to_string(rank_) + ": ";
-  const std::string step = std::to_string(step_.load());
+  const std::string step = std::to_string(record_.step());
   if (closed) {
     // The host's kernel closed the connection: the host is up, its rank is not.
     const auto& ranks = host_ranks_[static_cast<std::size_t>(p.host)];
@@ -431,20 +422,16 @@ std::string HostMonitor::lost_line(const Peer& p, bool closed, double silent) {
     line += text;
   }
   line += "; ending the job";
-  {
-    const std::lock_guard<std::mutex> lock(note_mutex_);
-    line += note_;
-  }
+  line += record_.note();
   return line + "\n";
 }
 
 void HostMonitor::lost(const Peer& p, bool closed, double silent) {
-  // The other neighbour must not take this process's end for a lost host.
-  host_monitor_farewell();
+  // The abort hooks' farewell first: the other neighbour must not take this
+  // process's end for a lost host. No stdio from this thread (the main
+  // thread may hold its lock): the line goes out in one write().
   const std::string line = lost_line(p, closed, silent);
-  std::fflush(stdout);
-  [[maybe_unused]] const auto n = ::write(STDERR_FILENO, line.data(), line.size());
-  std::_Exit(exit_code::failure);
+  detail::end_process(line.data(), line.size(), exit_code::failure);
 }
 
 }  // namespace kpmap

@@ -26,6 +26,7 @@
 /// second each way: nothing in a step waits on it. Off on one host, and with
 /// KPMAP_HOST_TIMEOUT=0.
 
+#include <kpmap/run/liveness.hpp>
 #include <kpmap/run/stop.hpp>
 
 #include <mpi.h>
@@ -43,8 +44,11 @@ class HostMonitor {
   /// \brief Collective over `comm`: finds the ranks' hosts and, on more than
   /// one with `timeout` > 0, connects the ring and starts watching. Where the
   /// ring cannot be connected (a firewall), one rank says so once and the job
-  /// runs without it. `signals`, if given, are the run's stop signals.
-  HostMonitor(MPI_Comm comm, double timeout, const StopSignals* signals = nullptr);
+  /// runs without it. `signals`, if given, are the run's stop signals;
+  /// `record`, the run's liveness record, whose step and last good
+  /// checkpoint a lost host's message names (null: step 0, no checkpoint).
+  HostMonitor(MPI_Comm comm, double timeout, const StopSignals* signals = nullptr,
+              const Liveness* record = nullptr);
   /// \brief Says farewell to the neighbours (this host is done, not lost).
   ~HostMonitor();
   HostMonitor(const HostMonitor&) = delete;
@@ -61,11 +65,6 @@ class HostMonitor {
   bool watching() const noexcept { return watching_; }
   /// \brief How many hosts the job's ranks are on.
   int hosts() const noexcept { return static_cast<int>(host_names_.size()); }
-
-  /// \brief The step in progress, for the message. Cheap (one atomic store).
-  void step(long long s) noexcept { step_.store(s, std::memory_order_relaxed); }
-  /// \brief The text after the step in the message (the last good checkpoint).
-  void note(const std::string& text);
 
   /// \brief "host nodeB (ranks 2-3)": a host of this job and its ranks.
   std::string describe(int host) const;
@@ -94,9 +93,8 @@ class HostMonitor {
   std::vector<std::string> host_names_;       ///< per host, in order of its first rank
   std::vector<std::vector<int>> host_ranks_;  ///< per host, its ranks
   std::vector<Peer> peers_;                   ///< the next host's, the previous host's
-  std::atomic<long long> step_{0};
-  std::mutex note_mutex_;
-  std::string note_;
+  Liveness own_;
+  const Liveness& record_;  ///< the step and the last good checkpoint, for the message
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -27,13 +27,14 @@ double detail::steady_seconds() noexcept {
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-Watchdog::Watchdog(double seconds, int rank, std::string what, double floor)
+Watchdog::Watchdog(double seconds, int rank, std::string what, double floor, Liveness* record)
     : automatic_(seconds < 0),
       floor_(floor),
       limit_(seconds < 0 ? floor : seconds),
       rank_(rank),
-      what_(std::move(what)) {
-  last_.store(detail::steady_seconds());
+      what_(std::move(what)),
+      record_(record != nullptr ? *record : own_) {
+  record_.alive(detail::steady_seconds());
   if (limit_.load() > 0) {
     thread_ = std::thread([this] { watch(); });
     g_active.store(this);
@@ -60,18 +61,15 @@ double Watchdog::from_environment() {
 
 void Watchdog::beat(long long step) noexcept {
   const double t = detail::steady_seconds();
-  if (automatic_ && step_.load(std::memory_order_relaxed) > 0) {
+  if (automatic_ && record_.step() > 0) {
     // The step that just ended, with its checkpoint, sets the limit.
-    longest_ = std::max(longest_, t - last_.load(std::memory_order_relaxed));
+    longest_ = std::max(longest_, t - record_.last());
     limit_.store(std::max(floor_, automatic_factor * longest_), std::memory_order_relaxed);
   }
-  step_.store(step, std::memory_order_relaxed);
-  last_.store(t, std::memory_order_relaxed);
+  record_.beat(step, t);
 }
 
-void Watchdog::alive() noexcept {
-  last_.store(detail::steady_seconds(), std::memory_order_relaxed);
-}
+void Watchdog::alive() noexcept { record_.alive(detail::steady_seconds()); }
 
 void heartbeat() noexcept {
   if (Watchdog* w = g_active.load(std::memory_order_acquire)) w->alive();
@@ -82,7 +80,7 @@ void Watchdog::watch() {
   const auto period = std::chrono::duration<double>(std::min(1.0, seconds() / 4));
   std::unique_lock<std::mutex> lock(mutex_);
   while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
-    const double idle = detail::steady_seconds() - last_.load(std::memory_order_relaxed);
+    const double idle = detail::steady_seconds() - record_.last();
     const double limit = seconds();
     if (idle <= limit) continue;
     // Only async-safe, lock-free calls from here: the main thread may be
@@ -93,16 +91,14 @@ void Watchdog::watch() {
                     "kpmap: rank %d: no progress for %.0f s in %s %lld (the watchdog's automatic "
                     "limit, %g s; KPMAP_WATCHDOG=SECONDS sets it, 0 turns it off); ending the "
                     "job\n",
-                    rank_, idle, what_.c_str(), step_.load(), limit);
+                    rank_, idle, what_.c_str(), record_.step(), limit);
     } else {
       std::snprintf(line, sizeof line,
                     "kpmap: rank %d: no progress for %.0f s in %s %lld (KPMAP_WATCHDOG=%g); "
                     "ending the job\n",
-                    rank_, idle, what_.c_str(), step_.load(), limit);
+                    rank_, idle, what_.c_str(), record_.step(), limit);
     }
-    [[maybe_unused]] auto n = ::write(STDERR_FILENO, line, std::strlen(line));
-    detail::run_abort_hooks();
-    std::_Exit(exit_code::failure);
+    detail::end_process(line, std::strlen(line), exit_code::failure);
   }
 }
 

@@ -24,6 +24,7 @@
 /// ends on its own. KPMAP_WATCHDOG=SECONDS fixes the limit; 0 turns it off.
 
 #include <kpmap/base/environment.hpp>
+#include <kpmap/run/liveness.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -47,7 +48,10 @@ class Watchdog {
   /// \param rank this process's rank, for the message.
   /// \param what names the unit of progress in the message ("step").
   /// \param floor the automatic limit's least value (tests shorten it).
-  Watchdog(double seconds, int rank, std::string what = "step", double floor = automatic_floor);
+  /// \param record the run's liveness record, which the watchdog writes and
+  /// reads (RunControl's, shared with its host monitor); null: one of its own.
+  Watchdog(double seconds, int rank, std::string what = "step", double floor = automatic_floor,
+           Liveness* record = nullptr);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -74,8 +78,8 @@ class Watchdog {
   double longest_ = 0;  ///< the longest step so far (main thread only)
   int rank_;
   std::string what_;
-  std::atomic<long long> step_{0};
-  std::atomic<double> last_{0.0};
+  Liveness own_;
+  Liveness& record_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

@@ -101,10 +101,8 @@ void abort_job(const std::string& message, int code) {
   std::string line = "kpmap: ";
   if (rank >= 0) line += "rank " + std::to_string(rank) + ": ";
   line += message + "\n";
-  // One write() so that lines from several ranks do not interleave.
-  std::fflush(stdout);
-  [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
-  detail::run_abort_hooks();  // peers on other hosts take this end for an error, not a loss
+  std::fflush(stdout);  // what the program printed, before the error
+  detail::last_words(line.data(), line.size());
   if (rank >= 0) MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }
@@ -582,15 +580,12 @@ bool Runtime::active() noexcept { return g_runtime != nullptr; }
 void Runtime::abort(const std::string& message, int code) const { abort_job(message, code); }
 
 void Runtime::abort_together(const std::string& message, int code) const {
-  if (rank_ == 0) {
-    const std::string line = "kpmap: error: " + message + "\n";
-    std::fflush(stdout);
-    [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
-  }
-  // Every rank is here (the error was raised together), so the barrier ends:
-  // no rank's abort kills rank 0 before it has printed.
+  // Rank 0 alone prints; every rank is here (the error was raised together),
+  // so the barrier ends, and no rank's abort kills rank 0 before it has.
+  const std::string line = rank_ == 0 ? "kpmap: error: " + message + "\n" : "";
+  std::fflush(stdout);
+  detail::last_words(line.data(), line.size());
   MPI_Barrier(comm_);
-  detail::run_abort_hooks();
   MPI_Abort(comm_, code);
   std::_Exit(code);
 }

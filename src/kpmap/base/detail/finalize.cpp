@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <kpmap/base/detail/finalize.hpp>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -42,6 +45,18 @@ void run_abort_hooks() noexcept {
   for (auto& slot : g_abort_hooks) {
     if (auto hook = slot.load()) hook();
   }
+}
+
+void last_words(const char* line, std::size_t length) noexcept {
+  run_abort_hooks();
+  if (length > 0) {
+    [[maybe_unused]] const auto n = ::write(STDERR_FILENO, line, length);
+  }
+}
+
+void end_process(const char* line, std::size_t length, int code) noexcept {
+  last_words(line, length);
+  std::_Exit(code);
 }
 
 }  // namespace kpmap::detail

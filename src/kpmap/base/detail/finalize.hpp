@@ -7,6 +7,7 @@
 /// so that the layers below Runtime register theirs without knowing it. Abort
 /// hooks: the same for a process that ends the job.
 
+#include <cstddef>
 #include <functional>
 
 namespace kpmap::detail {
@@ -26,5 +27,18 @@ void at_abort(void (*hook)() noexcept);
 
 /// \brief Runs every registered abort hook (once; later calls do nothing).
 void run_abort_hooks() noexcept;
+
+/// \brief A process's last words as it ends the job on purpose: runs the
+/// abort hooks (its peers take the end for an error, not a lost host), then
+/// writes `line` (`length` bytes; none where 0) to standard error in one
+/// write(), so that the lines of several ranks do not interleave.
+/// Async-signal-safe, and no stdio: a signal handler or a thread calls it
+/// while the main thread may be anywhere, even inside stdio.
+void last_words(const char* line, std::size_t length) noexcept;
+
+/// \brief last_words(line, length), then std::_Exit(code): how the
+/// watchdog and the host monitor end a process (the Runtime's abort_job adds
+/// MPI_Abort between the two).
+[[noreturn]] void end_process(const char* line, std::size_t length, int code) noexcept;
 
 }  // namespace kpmap::detail
