@@ -455,6 +455,17 @@ TEST_CASE("every solver and preconditioner reaches the same solution", "[heat][s
   CHECK(methods == std::size(kpmap::generated::builtin_solvers) + 1);
 }
 
+TEST_CASE("each preconditioner has one form the solvers take, and no other value has",
+          "[heat][solver]") {
+  // The deck's words are the preconditioners; form_of sorts each once.
+  CHECK(sim::form_of(sim::Preconditioner::none) == sim::PreconditionerForm::identity);
+  CHECK(sim::form_of(sim::Preconditioner::jac_diag) == sim::PreconditionerForm::pointwise);
+  CHECK(sim::form_of(sim::Preconditioner::jac_block) == sim::PreconditionerForm::apart);
+  for (const auto p : kpmap::enum_values<sim::Preconditioner>()) CHECK_NOTHROW(sim::form_of(p));
+  CHECK_THROWS_WITH(sim::form_of(static_cast<sim::Preconditioner>(7)),
+                    ContainsSubstring("preconditioner 7 is none of those the solvers know"));
+}
+
 // A program's own solver (the mechanism examples/11_custom_solver.cpp uses):
 // CG under another name, with a key of its own that it reads.
 template <class Exec>

@@ -5,6 +5,7 @@
 /// this rank's block (scaled face conductivities, preconditioner data), and
 /// the kernels that apply them with the halo exchange overlapped.
 
+#include <kpmap/base/error.hpp>
 #include <kpmap/grid/halo.hpp>
 #include <kpmap/sim/config.hpp>
 #include <kpmap/sim/loops.hpp>
@@ -13,6 +14,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <string>
 #include <type_traits>
 
 #include <mpi.h>
@@ -25,6 +27,29 @@ struct Timings {
   double halo_s = 0.0;
   double collectives_s = 0.0;
 };
+
+/// \brief How a solver's vector update takes the preconditioner z = M^-1 r:
+/// not at all (z is r), as a pointwise scale fused into the update's own
+/// kernel (z = D^-1 r, HeatOperator::dinv), or applied apart after it
+/// (HeatOperator::precondition: a block solve). The one place that sorts the
+/// preconditioners for the solvers: a new one is a compile error here
+/// (-Wswitch) until it says its form, and every solver then applies it.
+enum class PreconditionerForm { identity, pointwise, apart };
+
+/// \brief The form of `p`. \throws kpmap::Error for a value that is none of
+/// the preconditioners.
+inline PreconditionerForm form_of(Preconditioner p) {
+  switch (p) {
+    case Preconditioner::none:
+      return PreconditionerForm::identity;
+    case Preconditioner::jac_diag:
+      return PreconditionerForm::pointwise;
+    case Preconditioner::jac_block:
+      return PreconditionerForm::apart;
+  }
+  throw Error("kpmap::sim: preconditioner " + std::to_string(static_cast<int>(p)) +
+              " is none of those the solvers know");
+}
 
 /// \brief The matrix-free operator A = I + dt L of sim/stencil.hpp on one
 /// rank's block, on execution space Exec (sim/spaces.hpp), its fields in

@@ -11,7 +11,7 @@ namespace kpmap::sim::solvers {
 
 template <class Exec>
 Cg<Exec>::Cg(const SolverContext<Exec>& context, bool own_z) : LinearSolverBase<Exec>(context) {
-  const bool pre = own_z && options_.preconditioner != Preconditioner::none;
+  const bool pre = own_z && form_of(options_.preconditioner) != PreconditionerForm::identity;
   p_ = layout_.template allocate<double, Memory>("kpmap::sim::" + name_ + "::p");
   w_ = layout_.template allocate<double, Memory>("kpmap::sim::" + name_ + "::w");
   z_ = pre ? layout_.template allocate<double, Memory>("kpmap::sim::" + name_ + "::z") : r_;
@@ -22,8 +22,9 @@ template <class Exec>
 void Cg<Exec>::iterate(const Operator& A, SolveResult& res) {
   const Exec& exec = A.exec();
   const Box owned = layout_.interior();
-  const bool diag = A.preconditioner() == Preconditioner::jac_diag;
-  const bool block = A.preconditioner() == Preconditioner::jac_block;
+  const PreconditionerForm form = form_of(A.preconditioner());
+  const bool diag = form == PreconditionerForm::pointwise;
+  const bool block = form == PreconditionerForm::apart;
   A.precondition(r_, z_, sums_);
   double rro = global_sum(sums_.fetch(exec));
   for_cells(exec, "kpmap::sim::cg::init_p", owned, kernels::Copy<Memory>{p_, z_});

@@ -94,7 +94,7 @@ CgSingleReduction<Exec>::CgSingleReduction(const SolverContext<Exec>& context)
   w_ = field("w");
   p_ = field("p");
   s_ = field("s");
-  u_ = options_.preconditioner != Preconditioner::none ? field("u") : r_;
+  u_ = form_of(options_.preconditioner) != PreconditionerForm::identity ? field("u") : r_;
   halo_u_ = std::make_unique<HaloExchange<double, Exec>>(l, std::vector<Field>{u_});
 }
 
@@ -123,18 +123,18 @@ void CgSingleReduction<Exec>::iterate(const Operator& A, SolveResult& res) {
   for (long n = 1; n <= options_.max_iters; ++n) {
     const ProfilingRegion iteration("kpmap::sim::cgsr::iteration");
     const char* label = "kpmap::sim::cgsr::update";
-    switch (A.preconditioner()) {
-      case Preconditioner::none:
+    switch (form_of(A.preconditioner())) {
+      case PreconditionerForm::identity:
         rz_.add(exec, label, owned,
                 kernels::SingleReductionUpdate<false, Memory>{x_, r_, u_, w_, p_, s_, A.dinv(),
                                                               alpha, beta});
         break;
-      case Preconditioner::jac_diag:
+      case PreconditionerForm::pointwise:
         rz_.add(exec, label, owned,
                 kernels::SingleReductionUpdate<true, Memory>{x_, r_, u_, w_, p_, s_, A.dinv(),
                                                              alpha, beta});
         break;
-      default:
+      case PreconditionerForm::apart:
         for_cells(exec, label, owned,
                   kernels::SingleReductionUpdate<false, Memory>{x_, r_, u_, w_, p_, s_, A.dinv(),
                                                                 alpha, beta});

@@ -261,7 +261,7 @@ class FusedCg final : public Cg<Exec> {
         f(st, kernels::NextDirection<D, Memory>{r_, first ? r_ : w_, first ? r_ : p_, dinv_, alpha,
                                                 beta});
       };
-      if (A.preconditioner() == Preconditioner::jac_diag) {
+      if (form_of(A.preconditioner()) == PreconditionerForm::pointwise) {
         run(std::true_type{});
       } else {
         run(std::false_type{});
@@ -288,7 +288,7 @@ class FusedCg final : public Cg<Exec> {
 
 template <class Exec>
 FusedCg<Exec>::FusedCg(const SolverContext<Exec>& context)
-    : Cg<Exec>(context, context.options.preconditioner == Preconditioner::jac_block) {
+    : Cg<Exec>(context, form_of(context.options.preconditioner) == PreconditionerForm::apart) {
   const auto field = [&](const char* what) {
     return layout_.template allocate<double, Memory>("kpmap::sim::fusedcg::" + std::string(what));
   };
@@ -303,7 +303,7 @@ FusedCg<Exec>::FusedCg(const SolverContext<Exec>& context)
     halo_[1] =
         std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{r2_, w2_, p2_});
   }
-  if (options_.preconditioner == Preconditioner::jac_diag) {
+  if (form_of(options_.preconditioner) == PreconditionerForm::pointwise) {
     dinv_ = field("dinv");
     halo_dinv_ = std::make_unique<HaloExchange<double, Exec>>(layout_, std::vector<Field>{dinv_});
   }
@@ -373,7 +373,7 @@ kernels::FusedCgSums FusedCg<Exec>::pass(const Operator& A, double alpha, double
 
 template <class Exec>
 void FusedCg<Exec>::iterate(const Operator& A, SolveResult& res) {
-  if (A.preconditioner() == Preconditioner::jac_block) {
+  if (form_of(A.preconditioner()) == PreconditionerForm::apart) {
     Cg<Exec>::iterate(A, res);
     return;
   }

@@ -21,8 +21,9 @@ std::unique_ptr<Solver<Exec>> make_solver(Scheme scheme, const SolverContext<Exe
 int solver_fields(Scheme scheme, const SolverOptions& options) {
   if (scheme == Scheme::explicit_ftcs) return 0;
   const SolverInfo& s = solver_info(options.method);
-  return s.work_fields +
-         (options.preconditioner != Preconditioner::none ? s.preconditioned_fields : 0);
+  return s.work_fields + (form_of(options.preconditioner) != PreconditionerForm::identity
+                              ? s.preconditioned_fields
+                              : 0);
 }
 
 #define KPMAP_SIM_INSTANTIATE(E) \

@@ -161,7 +161,7 @@ PipeCg<Exec>::PipeCg(const SolverContext<Exec>& context, const deck::Settings& k
   const auto field = [&](const char* what) {
     return l.template allocate<double, Memory>("kpmap::sim::pipecg::" + std::string(what));
   };
-  const bool pre = options_.preconditioner != Preconditioner::none;
+  const bool pre = form_of(options_.preconditioner) != PreconditionerForm::identity;
   w_ = field("w");
   n_ = field("n");
   p_ = field("p");
@@ -178,7 +178,7 @@ PipeCg<Exec>::PipeCg(const SolverContext<Exec>& context, const deck::Settings& k
 template <class Exec>
 void PipeCg<Exec>::recompute(const Operator& A) {
   const Exec& exec = A.exec();
-  const bool pre = A.preconditioner() != Preconditioner::none;
+  const bool pre = form_of(A.preconditioner()) != PreconditionerForm::identity;
   if (pre) A.precondition(r_, u_);
   A.visit([&](auto st) {
     constexpr bool three = decltype(st)::three_d;
@@ -207,14 +207,14 @@ void PipeCg<Exec>::update(const Operator& A, double alpha, double beta) {
                                        beta},
         local_);
   };
-  switch (A.preconditioner()) {
-    case Preconditioner::none:
+  switch (form_of(A.preconditioner())) {
+    case PreconditionerForm::identity:
       run(std::integral_constant<PipeM, PipeM::none>{});
       break;
-    case Preconditioner::jac_diag:
+    case PreconditionerForm::pointwise:
       run(std::integral_constant<PipeM, PipeM::diag>{});
       break;
-    default:
+    case PreconditionerForm::apart:
       run(std::integral_constant<PipeM, PipeM::apart>{});
       A.precondition(w_, m_);
       break;

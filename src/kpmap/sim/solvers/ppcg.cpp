@@ -113,7 +113,7 @@ Ppcg<Exec>::Ppcg(const SolverContext<Exec>& context, const deck::Settings& keys)
   sd_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::sd");
   rtemp_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::rtemp");
   utemp_ = l.template allocate<double, Memory>("kpmap::sim::ppcg::utemp");
-  zt_ = options_.preconditioner != Preconditioner::none
+  zt_ = form_of(options_.preconditioner) != PreconditionerForm::identity
             ? l.template allocate<double, Memory>("kpmap::sim::ppcg::zt")
             : rtemp_;
   halo_sd_ = std::make_unique<HaloExchange<double, Exec>>(l, std::vector<Field>{sd_});
