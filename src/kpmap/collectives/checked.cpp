@@ -2,7 +2,6 @@
 #include <kpmap/collectives/checked.hpp>
 
 #include <kpmap/base/error.hpp>
-#include <kpmap/transport/host.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <sys/mman.h>

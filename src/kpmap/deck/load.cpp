@@ -5,7 +5,6 @@
 
 #include <kpmap/base/files.hpp>
 #include <kpmap/deck/deck.hpp>
-#include <kpmap/transport/host.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <array>
@@ -76,7 +75,7 @@ Deck load(const Schema& schema, const std::string& path, const std::vector<std::
       failed = 1;
     }
   }
-  transport::host_bcast(&failed, 1, 0, comm);
+  transport::bcast(&failed, 1, MPI_INT, 0, comm, nullptr);
   transport::bcast_string(payload, 0, comm);
   if (failed != 0) throw InputError(payload, ErrorScope::all_ranks);
   transport::bcast_string(lines, 0, comm);

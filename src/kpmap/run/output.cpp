@@ -5,7 +5,6 @@
 #include <kpmap/run/output_keys.hpp>
 #include <kpmap/run/stop.hpp>
 #include <kpmap/runtime/runtime.hpp>
-#include <kpmap/transport/host.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <nlohmann/json.hpp>

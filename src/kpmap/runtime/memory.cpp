@@ -3,7 +3,6 @@
 
 #include <kpmap/base/error.hpp>
 #include <kpmap/runtime/runtime.hpp>
-#include <kpmap/transport/host.hpp>
 #include <kpmap/transport/mpi_ops.hpp>
 
 #include <Kokkos_Core.hpp>

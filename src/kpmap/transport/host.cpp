@@ -23,13 +23,6 @@ int sum_below(int value, MPI_Comm comm) {
   return rank == 0 ? 0 : below;  // MPI_Exscan leaves rank 0's result undefined
 }
 
-void bcast_string(std::string& text, int root, MPI_Comm comm) {
-  int length = static_cast<int>(text.size());
-  check_mpi(MPI_Bcast(&length, 1, MPI_INT, root, comm), "MPI_Bcast (string length)");
-  text.resize(static_cast<std::size_t>(length));
-  check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, root, comm), "MPI_Bcast (string)");
-}
-
 void agree(MPI_Comm comm, const std::string& error, int code, ErrorScope scope) {
   int rank = 0;
   int size = 1;

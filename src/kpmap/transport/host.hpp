@@ -46,9 +46,6 @@ void host_bcast(T* values, std::size_t count, int root, MPI_Comm comm) {
 /// count one (the nodes numbered by their first rank).
 int sum_below(int value, MPI_Comm comm);
 
-/// \brief Collective over `comm`, blocking: every rank's `text` becomes `root`'s.
-void bcast_string(std::string& text, int root, MPI_Comm comm);
-
 /// \brief Collective over `comm`: every rank passes its error ("" when fine);
 /// when any rank failed, every rank throws the lowest failing rank's message
 /// (as kpmap::Error with `code` and `scope`), so all ranks leave together and

@@ -382,4 +382,11 @@ bool test_all(Pending& pending) {
   return done != 0;
 }
 
+void bcast_string(std::string& text, int root, MPI_Comm comm) {
+  int length = static_cast<int>(text.size());
+  check_mpi(MPI_Bcast(&length, 1, MPI_INT, root, comm), "MPI_Bcast (string length)");
+  text.resize(static_cast<std::size_t>(length));
+  check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, root, comm), "MPI_Bcast (string)");
+}
+
 }  // namespace kpmap::transport

@@ -82,6 +82,10 @@ void reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatyp
 void sendrecv(const void* send, void* recv, std::size_t count, MPI_Datatype type, int dest,
               int source, int tag, MPI_Comm comm, Pending* pending);
 
+/// \brief Collective over `comm`, blocking: every rank's `text` becomes `root`'s
+/// (one rank's message to all; transport/host.hpp's agree builds on it).
+void bcast_string(std::string& text, int root, MPI_Comm comm);
+
 // MPI errors as exceptions: the leaf helper of base/detail/mpi_util.hpp,
 // which the layer below transport uses too.
 using detail::check_mpi;
